@@ -1,0 +1,43 @@
+"""Errors the compiler core raises as data, so the CLI and the app can show them as messages.
+
+Every error carries a message that says what was wrong, where (`where`: a node, value or file
+name), and what to do about it (`hint`).  Callers print ``str(err)``: one line, no traceback.
+"""
+
+from __future__ import annotations
+
+
+class GraphLabError(Exception):
+    """Base class of every error GraphLab reports to a user."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None):
+        self.message = message
+        self.where = where
+        self.hint = hint
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def to_dict(self) -> dict:
+        return {"error": type(self).__name__, "message": self.message, "where": self.where,
+                "hint": self.hint}
+
+
+class ModelLoadError(GraphLabError):
+    """The file or bytes given are not a model GraphLab can import."""
+
+
+class InvalidGraphError(GraphLabError):
+    """A graph breaks an IR invariant (cycle, undefined value, two producers, ...)."""
+
+
+class VerificationError(GraphLabError):
+    """A numerical check could not be run (not: the check ran and found a difference)."""
+
+
+class UnknownSampleError(GraphLabError):
+    """A model name is neither a file nor a bundled sample."""

@@ -1,0 +1,15 @@
+"""GraphLab's IR: SSA values, nodes with stable ids, graphs; ONNX import/export; printing."""
+
+from .exporter import save_model, to_bytes, to_model_proto
+from .graph import Graph, ModelInfo
+from .importer import FUSED_DOMAIN, from_proto, load_model
+from .node import Node, Provenance
+from .printer import format_graph, format_node
+from .shape_inference import infer_shapes
+from .value import Value
+
+__all__ = [
+    "FUSED_DOMAIN", "Graph", "ModelInfo", "Node", "Provenance", "Value", "format_graph",
+    "format_node", "from_proto", "infer_shapes", "load_model", "save_model", "to_bytes",
+    "to_model_proto",
+]

@@ -1,0 +1,59 @@
+"""ONNX element types: names, numpy equivalents and byte sizes.
+
+The IR stores a tensor's element type as the ONNX enum (``onnx.TensorProto.FLOAT`` == 1) because
+that is what round-trips exactly; these helpers translate for printing, numpy and cost models.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+_NAMES = {v: k.lower() for k, v in TensorProto.DataType.items()}
+
+# Bits per element for types numpy has no native dtype for (packed or 8-bit floats).
+_SUB_BYTE_BITS = {
+    "int4": 4, "uint4": 4, "float4e2m1": 4, "int2": 2, "uint2": 2,
+}
+
+
+def dtype_name(elem_type: int | None) -> str:
+    """'float32'-style name of an ONNX element type (``'?'`` when unknown)."""
+    if elem_type is None or elem_type == TensorProto.UNDEFINED:
+        return "?"
+    name = _NAMES.get(elem_type, f"type{elem_type}")
+    return {"float": "float32", "double": "float64"}.get(name, name)
+
+
+def to_numpy(elem_type: int) -> np.dtype:
+    """numpy dtype used to hold tensors of this ONNX type (ml_dtypes types where needed)."""
+    return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
+
+
+def from_numpy(dtype: np.dtype) -> int:
+    """ONNX element type of a numpy dtype."""
+    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+
+
+def element_bits(elem_type: int | None) -> int:
+    """Bits one element occupies in memory; 32 when the type is unknown (a safe default)."""
+    if elem_type is None or elem_type == TensorProto.UNDEFINED:
+        return 32
+    name = _NAMES.get(elem_type, "")
+    if name in _SUB_BYTE_BITS:
+        return _SUB_BYTE_BITS[name]
+    if elem_type == TensorProto.STRING:
+        return 64  # a pointer-sized handle; strings are rare and never on a hot path
+    return to_numpy(elem_type).itemsize * 8
+
+
+def is_float(elem_type: int | None) -> bool:
+    return elem_type in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16,
+                         TensorProto.BFLOAT16)
+
+
+def is_integer(elem_type: int | None) -> bool:
+    return elem_type in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
+                         TensorProto.UINT16, TensorProto.INT32, TensorProto.UINT32,
+                         TensorProto.INT64, TensorProto.UINT64)

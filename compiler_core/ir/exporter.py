@@ -1,0 +1,166 @@
+"""GraphLab IR -> ONNX ModelProto / bytes / file that onnx.checker and onnxruntime accept.
+
+Fused nodes (nodes with a ``body``) become calls of model-local functions, one function per
+distinct body, so every snapshot of a pipeline — fused or not — runs in onnxruntime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from . import attributes
+from .graph import Graph
+from .importer import FUSED_DOMAIN
+from .node import Node
+from .value import Value
+
+PREFERRED_IR_VERSION = 10     # onnx 1.23 writes 14 by default, which onnxruntime cannot read
+FUNCTION_MIN_IR_VERSION = 8   # model-local functions need IR >= 8
+LIGHT_WEIGHT_BYTES = 1024     # "light" export keeps constants up to this size (shape inference)
+
+
+def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = True,
+                   ir_version: int | None = None) -> onnx.ModelProto:
+    """Export the graph.
+
+    ``weights``: "all" writes every initializer; "light" turns initializers larger than
+    LIGHT_WEIGHT_BYTES into typed graph inputs (for fast shape inference of big models).
+    """
+    functions = _FunctionTable(graph)
+    g = onnx.GraphProto(name=graph.name, doc_string=graph.doc_string)
+    for key, value in graph.metadata.items():
+        g.metadata_props.add(key=key, value=value)
+    g.input.extend(_value_info(v) for v in graph.inputs)
+    for value in graph.initializers.values():
+        if weights == "light" and value.const.nbytes > LIGHT_WEIGHT_BYTES:
+            g.input.append(_value_info(value))
+        else:
+            g.initializer.append(_tensor(value))
+    g.node.extend(_node_proto(node, functions) for node in graph.nodes)
+    g.output.extend(_value_info(v) for v in graph.outputs)
+    if value_info:
+        io = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
+        for node in graph.nodes:
+            for out in node.outputs:
+                if out is not None and out.name not in io and _has_type(out):
+                    g.value_info.append(_value_info(out))
+    opsets = dict(graph.opset_imports)
+    opsets.setdefault("", 18)
+    if functions.protos:
+        opsets.setdefault(FUSED_DOMAIN, 1)
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v)
+                                                for d, v in opsets.items()])
+    model.functions.extend(graph.functions.values())
+    model.functions.extend(functions.protos)
+    model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
+    info = graph.model_info
+    model.producer_name = info.producer_name or "graphlab"
+    model.producer_version = info.producer_version
+    model.domain = info.domain
+    model.model_version = info.model_version
+    model.doc_string = info.doc_string
+    for key, value in info.metadata_props.items():
+        model.metadata_props.add(key=key, value=value)
+    return model
+
+
+def to_bytes(graph: Graph) -> bytes:
+    return to_model_proto(graph).SerializeToString()
+
+
+def save_model(graph: Graph, path: str | os.PathLike) -> None:
+    with open(path, "wb") as handle:
+        handle.write(to_bytes(graph))
+
+
+def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> int:
+    """The lowest IR version the model needs, but not above the original (capped at 10):
+    older readers (onnxruntime reads at most 13; older releases 10) then accept the file."""
+    needed = helper.find_min_ir_version_for(
+        [helper.make_opsetid(d, v) for d, v in opsets.items()], ignore_unknown=True)
+    if has_functions:
+        needed = max(needed, FUNCTION_MIN_IR_VERSION)
+    original = graph.model_info.ir_version or PREFERRED_IR_VERSION
+    return max(needed, min(original, PREFERRED_IR_VERSION))
+
+
+def _has_type(value: Value) -> bool:
+    return value.type_proto is not None or value.elem_type is not None
+
+
+def _value_info(value: Value) -> onnx.ValueInfoProto:
+    if value.type_proto is not None:
+        info = onnx.ValueInfoProto(name=value.name)
+        info.type.CopyFrom(value.type_proto)
+        return info
+    if value.elem_type is None:
+        return onnx.ValueInfoProto(name=value.name)
+    return helper.make_tensor_value_info(value.name, value.elem_type, value.shape)
+
+
+def _tensor(value: Value) -> onnx.TensorProto:
+    tensor = numpy_helper.from_array(np.asarray(value.const), value.name)
+    if value.elem_type is not None and tensor.data_type != value.elem_type:
+        tensor = numpy_helper.from_array(value.const.astype(
+            helper.tensor_dtype_to_np_dtype(value.elem_type)), value.name)
+    tensor.doc_string = value.doc_string
+    return tensor
+
+
+def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:
+    proto = onnx.NodeProto(op_type=node.op_type, domain=node.domain, name=node.name,
+                           doc_string=node.doc_string, overload=node.overload)
+    proto.input.extend(v.name if v is not None else "" for v in node.inputs)
+    proto.output.extend(v.name if v is not None else "" for v in node.outputs)
+    for key, value in node.metadata.items():
+        proto.metadata_props.add(key=key, value=value)
+    if node.body is not None:
+        proto.domain, proto.op_type = FUSED_DOMAIN, functions.name_for(node)
+        return proto  # a fused node's attributes describe it; its body carries the semantics
+    proto.attribute.extend(attributes.to_proto(k, v, node.attr_types.get(k))
+                           for k, v in node.attrs.items())
+    return proto
+
+
+class _FunctionTable:
+    """Turns fused bodies into model-local functions, sharing one function per distinct body."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.protos: list[onnx.FunctionProto] = []
+        self._by_digest: dict[str, str] = {}
+        self._taken = {name for (_, name, _) in graph.functions}
+
+    def name_for(self, node: Node) -> str:
+        function = self._function(node.body, node.op_type)
+        digest = hashlib.sha1(function.SerializeToString(deterministic=True)).hexdigest()
+        if digest not in self._by_digest:
+            name = node.op_type
+            suffix = 1
+            while name in self._taken:
+                suffix += 1
+                name = f"{node.op_type}_{suffix}"
+            self._taken.add(name)
+            function.name = name
+            self.protos.append(function)
+            self._by_digest[digest] = name
+        return self._by_digest[digest]
+
+    def _function(self, body: Graph, op_type: str) -> onnx.FunctionProto:
+        nodes = []
+        for value in body.initializers.values():  # functions have no initializers
+            nodes.append(helper.make_node("Constant", [], [value.name],
+                                          value=numpy_helper.from_array(np.asarray(value.const))))
+        nodes.extend(_node_proto(n, self) for n in body.nodes)
+        opsets = dict(self.graph.opset_imports)
+        opsets.setdefault("", 18)
+        if any(n.domain == FUSED_DOMAIN for n in nodes):
+            opsets.setdefault(FUSED_DOMAIN, 1)
+        return helper.make_function(
+            FUSED_DOMAIN, op_type, [v.name for v in body.inputs], [v.name for v in body.outputs],
+            nodes, [helper.make_opsetid(d, v) for d, v in opsets.items()])

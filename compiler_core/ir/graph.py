@@ -1,0 +1,456 @@
+"""The Graph: nodes in SSA form, with the mutation API passes use and an invariant checker.
+
+Design notes (see docs/architecture.md):
+- Node ids are stable across copies; a copy shares the read-only weight arrays and copies only
+  structure, so a snapshot per pass is cheap even for a 440 MB model.
+- Nodes are kept in a dict by id; the execution order is a topological sort computed on demand
+  and cached.  Each node carries an ``order`` key that breaks ties, so a node made by a rewrite
+  takes the place of the node it replaced and printed graphs read in a familiar order.
+- Every mutation goes through methods that keep ``Value.uses`` consistent; ``check()`` verifies
+  that they did (tests run it after every pass).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import onnx
+
+from ..errors import InvalidGraphError
+from .node import Node, Provenance
+from .value import Value
+
+
+@dataclass
+class ModelInfo:
+    """Model-level fields carried through unchanged so an exported model says what it was."""
+
+    ir_version: int = 0
+    producer_name: str = ""
+    producer_version: str = ""
+    domain: str = ""
+    model_version: int = 0
+    doc_string: str = ""
+    metadata_props: dict[str, str] = field(default_factory=dict)
+
+
+class Graph:
+    """A computation graph: values in SSA form, nodes with stable ids, opsets and functions."""
+
+    def __init__(self, name: str = "graph"):
+        self.name = name
+        self.doc_string = ""
+        self.values: dict[str, Value] = {}
+        self.initializers: dict[str, Value] = {}
+        self.opset_imports: dict[str, int] = {}
+        # Model-local functions imported with the model, keyed by (domain, name, overload).
+        self.functions: dict[tuple[str, str, str], onnx.FunctionProto] = {}
+        self.model_info = ModelInfo()
+        self.metadata: dict[str, str] = {}
+        self.warnings: list[str] = []
+        self.next_id = 0
+        self._nodes: dict[int, Node] = {}
+        self._inputs: list[Value] = []
+        self._outputs: list[Value] = []
+        self._name_counters: dict[str, int] = {}
+        self._node_names: dict[str, Node] = {}
+        self._order: list[Node] | None = None
+        self._max_order = 0.0
+
+    # ------------------------------------------------------------------ reading
+    @property
+    def nodes(self) -> list[Node]:
+        """Nodes in execution (topological) order; computed once per mutation."""
+        if self._order is None:
+            self._order = self._toposort()
+        return self._order
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    @property
+    def inputs(self) -> tuple[Value, ...]:
+        return tuple(self._inputs)
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        return tuple(self._outputs)
+
+    def node_by_id(self, node_id: int) -> Node | None:
+        return self._nodes.get(node_id)
+
+    def node_by_name(self, name: str) -> Node | None:
+        return self._node_names.get(name)
+
+    def has_node(self, node: Node) -> bool:
+        return self._nodes.get(node.id) is node
+
+    def node_ids(self) -> set[int]:
+        return set(self._nodes)
+
+    def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
+        return [n for n in self.nodes if n.op_type == op_type and n.domain == domain]
+
+    # ------------------------------------------------------------------ names
+    def unique_name(self, hint: str) -> str:
+        """A value name not used in this graph, derived from ``hint``."""
+        if hint not in self.values:
+            return hint
+        count = self._name_counters.get(hint, 0)
+        while True:
+            count += 1
+            candidate = f"{hint}_{count}"
+            if candidate not in self.values:
+                self._name_counters[hint] = count
+                return candidate
+
+    def _unique_node_name(self, hint: str) -> str:
+        if hint not in self._node_names:
+            return hint
+        count = 1
+        while f"{hint}_{count}" in self._node_names:
+            count += 1
+        return f"{hint}_{count}"
+
+    def _register(self, value: Value) -> Value:
+        existing = self.values.get(value.name)
+        if existing is not None and existing is not value:
+            raise InvalidGraphError(f"two values are named {value.name!r}", where=value.name)
+        self.values[value.name] = value
+        return value
+
+    def new_value(self, hint: str, elem_type: int | None = None,
+                  shape: Sequence | None = None) -> Value:
+        """Create and register a fresh value (no producer yet)."""
+        return self._register(Value(self.unique_name(hint), elem_type,
+                                    tuple(shape) if shape is not None else None))
+
+    def rename_value(self, value: Value, new_name: str) -> None:
+        """Rename a value everywhere, including inside If/Loop/Scan bodies that read it."""
+        if new_name == value.name:
+            return
+        if new_name in self.values:
+            raise InvalidGraphError(f"cannot rename {value.name!r}: {new_name!r} is taken",
+                                    where=value.name)
+        from .subgraphs import rename_free_variable  # local: subgraphs imports onnx helpers
+
+        old_name = value.name
+        del self.values[old_name]
+        if old_name in self.initializers:
+            self.initializers[new_name] = self.initializers.pop(old_name)
+        value.name = new_name
+        self.values[new_name] = value
+        for node, index in value.uses:
+            if index < 0:
+                _rename_in_subgraphs(node, old_name, new_name, rename_free_variable)
+
+    # ------------------------------------------------------------------ inputs, outputs, constants
+    def add_input(self, value: Value) -> Value:
+        self._register(value)
+        value.is_graph_input = True
+        self._inputs.append(value)
+        return value
+
+    def remove_input(self, value: Value) -> None:
+        if value.uses:
+            raise InvalidGraphError(f"graph input {value.name!r} is still used", where=value.name)
+        self._inputs.remove(value)
+        value.is_graph_input = False
+        self.values.pop(value.name, None)
+
+    def set_outputs(self, values: Iterable[Value]) -> None:
+        for value in self._outputs:
+            value.is_graph_output = False
+        self._outputs = list(values)
+        for value in self._outputs:
+            value.is_graph_output = True
+
+    def add_initializer(self, hint: str, array: np.ndarray) -> Value:
+        """Register a constant; the array is made read-only so copies can share it safely."""
+        array = np.asarray(array)
+        if array.flags.writeable:
+            array = array.copy()
+            array.flags.writeable = False
+        from .dtypes import from_numpy
+
+        value = Value(self.unique_name(hint), from_numpy(array.dtype), array.shape, const=array)
+        self._register(value)
+        self.initializers[value.name] = value
+        return value
+
+    def remove_initializer(self, value: Value) -> None:
+        if value.uses or value.is_graph_output:
+            raise InvalidGraphError(f"initializer {value.name!r} is still used", where=value.name)
+        self.initializers.pop(value.name, None)
+        self.values.pop(value.name, None)
+
+    # ------------------------------------------------------------------ nodes
+    def add_node(self, op_type: str, inputs: Sequence[Value | None], outputs: int | Sequence = 1,
+                 *, attrs: dict[str, Any] | None = None, domain: str = "", name: str | None = None,
+                 provenance: Provenance | None = None, body: "Graph | None" = None,
+                 order: float | None = None, node_id: int | None = None) -> Node:
+        """Create a node and wire it in.
+
+        ``outputs`` is a count (fresh values are made) or a list of existing producer-less Values,
+        names, or None for omitted optional outputs.  ``order`` places the node among its peers
+        in the printed order (default: after everything).
+        """
+        if node_id is None:
+            node_id = self.next_id
+        if node_id in self._nodes:
+            raise InvalidGraphError(f"node id {node_id} is already used", where=str(node_id))
+        self.next_id = max(self.next_id, node_id + 1)
+        node = Node(node_id, op_type, domain, self._unique_node_name(name or f"{op_type}_{node_id}"))
+        node.attrs = {k: _freeze(v) for k, v in (attrs or {}).items()}
+        node.provenance = provenance
+        node.body = body
+        if order is None:
+            order = self._max_order + 1.0
+        node.order = order
+        self._max_order = max(self._max_order, order)
+        for index, value in enumerate(inputs):
+            node.inputs.append(value)
+            if value is not None:
+                value.uses.append((node, index))
+        if isinstance(outputs, int):
+            specs: Sequence = [f"{node.name}_out{i}" if outputs > 1 else f"{node.name}_out"
+                               for i in range(outputs)]
+        else:
+            specs = outputs
+        for index, spec in enumerate(specs):
+            node.outputs.append(self._attach_output(node, index, spec))
+        self._nodes[node.id] = node
+        self._node_names[node.name] = node
+        self._order = None
+        return node
+
+    def _attach_output(self, node: Node, index: int, spec: Value | str | None) -> Value | None:
+        if spec is None:
+            return None
+        value = self.new_value(spec) if isinstance(spec, str) else spec
+        if value.producer is not None:
+            raise InvalidGraphError(f"value {value.name!r} already has a producer "
+                                    f"({value.producer.name})", where=value.name)
+        if isinstance(spec, Value):
+            self._register(value)
+        value.producer = node
+        value.output_index = index
+        return value
+
+    def remove_node(self, node: Node) -> None:
+        """Take a node out.  Its outputs keep their uses (to be re-produced) or are forgotten."""
+        if self._nodes.get(node.id) is not node:
+            raise InvalidGraphError(f"{node.name!r} is not in this graph", where=node.name)
+        node.detach_inputs()
+        for value in node.outputs:
+            if value is None:
+                continue
+            value.producer = None
+            value.output_index = -1
+            if not value.uses and not value.is_graph_output:
+                self.values.pop(value.name, None)
+        del self._nodes[node.id]
+        if self._node_names.get(node.name) is node:
+            del self._node_names[node.name]
+        self._order = None
+
+    def remove_nodes(self, nodes: Iterable[Node]) -> None:
+        for node in nodes:
+            self.remove_node(node)
+
+    def can_replace_uses(self, old: Value, new: Value) -> bool:
+        """True if every use of ``old`` can read ``new`` without changing the graph's interface."""
+        if not old.is_graph_output:
+            return True
+        return not (new.is_graph_input or new.is_initializer or new.is_graph_output)
+
+    def replace_all_uses(self, old: Value, new: Value) -> None:
+        """Make every reader of ``old`` read ``new``.
+
+        If ``old`` is a graph output, ``new`` takes its place and its name, so the model's
+        interface does not change (check ``can_replace_uses`` first).
+        """
+        if old is new:
+            return
+        if old.is_graph_output and not self.can_replace_uses(old, new):
+            raise InvalidGraphError(
+                f"cannot replace graph output {old.name!r} by {new.name!r}: that would rename "
+                f"the model's output", where=old.name)
+        for node, index in list(old.uses):
+            node.replace_input(index, new)
+            if index < 0:
+                from .subgraphs import rename_free_variable
+
+                _rename_in_subgraphs(node, old.name, new.name, rename_free_variable)
+        if old.is_graph_output:
+            self._outputs = [new if v is old else v for v in self._outputs]
+            old.is_graph_output = False
+            new.is_graph_output = True
+            output_name = old.name
+            if old.producer is None and old.name not in self.initializers:
+                self.values.pop(old.name, None)
+            else:
+                self.rename_value(old, self.unique_name(old.name + "_replaced"))
+            self.rename_value(new, output_name)
+        self._order = None
+
+    def set_node_attr(self, node: Node, name: str, value: Any) -> None:
+        node.attrs[name] = _freeze(value)
+
+    # ------------------------------------------------------------------ order
+    def _toposort(self) -> list[Node]:
+        indegree: dict[int, int] = {}
+        consumers: dict[int, list[Node]] = {}
+        heap: list[tuple[float, int]] = []
+        for node in self._nodes.values():
+            producers = {v.producer.id for v in _all_inputs(node)
+                         if v.producer is not None and v.producer.id in self._nodes}
+            indegree[node.id] = len(producers)
+            for pid in producers:
+                consumers.setdefault(pid, []).append(node)
+            if not producers:
+                heap.append((node.order, node.id))
+        heapq.heapify(heap)
+        ordered: list[Node] = []
+        while heap:
+            _, node_id = heapq.heappop(heap)
+            node = self._nodes[node_id]
+            ordered.append(node)
+            for consumer in consumers.get(node_id, ()):
+                indegree[consumer.id] -= 1
+                if indegree[consumer.id] == 0:
+                    heapq.heappush(heap, (consumer.order, consumer.id))
+        if len(ordered) != len(self._nodes):
+            stuck = next(n for n in self._nodes.values() if indegree[n.id] > 0)
+            raise InvalidGraphError(f"the graph has a cycle through node {stuck.name!r} "
+                                    f"({stuck.op_type})", where=stuck.name,
+                                    hint="an ONNX graph must be acyclic")
+        return ordered
+
+    def renumber_order(self) -> None:
+        """Make ``order`` keys 0..n-1 in the current execution order (after heavy rewriting)."""
+        for index, node in enumerate(self.nodes):
+            node.order = float(index)
+        self._max_order = float(len(self._nodes))
+
+    # ------------------------------------------------------------------ copy
+    def copy(self) -> "Graph":
+        """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays."""
+        g = Graph(self.name)
+        g.doc_string = self.doc_string
+        g.opset_imports = dict(self.opset_imports)
+        g.functions = dict(self.functions)
+        g.model_info = ModelInfo(**{**self.model_info.__dict__,
+                                    "metadata_props": dict(self.model_info.metadata_props)})
+        g.metadata = dict(self.metadata)
+        g.warnings = list(self.warnings)
+        g.next_id = self.next_id
+        g._max_order = self._max_order
+        g._name_counters = dict(self._name_counters)
+        vmap: dict[int, Value] = {}
+        for name, v in self.values.items():
+            nv = Value(name, v.elem_type, v.shape, v.const, v.type_proto)
+            nv.doc_string = v.doc_string
+            vmap[id(v)] = nv
+            g.values[name] = nv
+        g.initializers = {name: vmap[id(v)] for name, v in self.initializers.items()}
+        for v in self._inputs:
+            nv = vmap[id(v)]
+            nv.is_graph_input = True
+            g._inputs.append(nv)
+        for node in self._nodes.values():
+            nn = Node(node.id, node.op_type, node.domain, node.name)
+            nn.overload = node.overload
+            nn.attrs = dict(node.attrs)
+            nn.attr_types = node.attr_types
+            nn.body = node.body
+            nn.provenance = node.provenance
+            nn.metadata = node.metadata
+            nn.doc_string = node.doc_string
+            nn.order = node.order
+            nn.inputs = [vmap[id(v)] if v is not None else None for v in node.inputs]
+            nn.implicit_inputs = [vmap[id(v)] for v in node.implicit_inputs]
+            nn.outputs = [vmap[id(v)] if v is not None else None for v in node.outputs]
+            for index, v in enumerate(nn.inputs):
+                if v is not None:
+                    v.uses.append((nn, index))
+            for k, v in enumerate(nn.implicit_inputs):
+                v.uses.append((nn, -1 - k))
+            for index, v in enumerate(nn.outputs):
+                if v is not None:
+                    v.producer = nn
+                    v.output_index = index
+            g._nodes[nn.id] = nn
+            g._node_names[nn.name] = nn
+        g.set_outputs(vmap[id(v)] for v in self._outputs)
+        return g
+
+    # ------------------------------------------------------------------ invariants
+    def check(self) -> None:
+        """Raise InvalidGraphError on the first broken invariant (tests run this after passes)."""
+        for name, value in self.values.items():
+            if value.name != name:
+                raise InvalidGraphError(f"value registered as {name!r} is named {value.name!r}",
+                                        where=name)
+            for node, index in value.uses:
+                if self._nodes.get(node.id) is not node:
+                    raise InvalidGraphError(f"value {name!r} lists a use by {node.name!r}, which "
+                                            f"is not in the graph", where=name)
+                held = node.inputs[index] if index >= 0 else node.implicit_inputs[-1 - index]
+                if held is not value:
+                    raise InvalidGraphError(f"value {name!r} lists a stale use by {node.name!r}",
+                                            where=node.name)
+            if value.producer is None and value.uses and not (
+                    value.is_graph_input or value.is_initializer):
+                user = value.uses[0][0]
+                raise InvalidGraphError(f"node {user.name!r} reads {name!r}, which nothing "
+                                        f"produces", where=user.name)
+        for node in self._nodes.values():
+            for index, value in enumerate(node.inputs):
+                if value is not None and (self.values.get(value.name) is not value
+                                          or (node, index) not in value.uses):
+                    raise InvalidGraphError(f"input {index} of {node.name!r} ({value.name!r}) is "
+                                            f"not wired into the graph", where=node.name)
+            for index, value in enumerate(node.outputs):
+                if value is None:
+                    continue
+                if value.producer is not node or value.output_index != index:
+                    raise InvalidGraphError(f"output {value.name!r} of {node.name!r} names "
+                                            f"another producer", where=node.name)
+                if self.values.get(value.name) is not value:
+                    raise InvalidGraphError(f"output {value.name!r} of {node.name!r} is not "
+                                            f"registered", where=node.name)
+        for value in self._outputs:
+            if value.producer is None and not (value.is_graph_input or value.is_initializer):
+                raise InvalidGraphError(f"graph output {value.name!r} is produced by no node",
+                                        where=value.name)
+        self._order = None
+        self._toposort()
+
+
+def _all_inputs(node: Node) -> Iterable[Value]:
+    for value in node.inputs:
+        if value is not None:
+            yield value
+    yield from node.implicit_inputs
+
+
+def _rename_in_subgraphs(node: Node, old: str, new: str, rename) -> None:
+    for key, attr in list(node.attrs.items()):
+        if isinstance(attr, onnx.GraphProto):
+            node.attrs[key] = rename(attr, old, new)
+        elif isinstance(attr, tuple) and attr and isinstance(attr[0], onnx.GraphProto):
+            node.attrs[key] = tuple(rename(g, old, new) for g in attr)
+
+
+def _freeze(value: Any) -> Any:
+    """Attribute values are immutable so structural copies can share them."""
+    if isinstance(value, list):
+        return tuple(value)
+    if isinstance(value, np.ndarray) and value.flags.writeable:
+        value = value.copy()
+        value.flags.writeable = False
+    return value

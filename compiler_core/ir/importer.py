@@ -1,0 +1,266 @@
+"""ONNX model (path, bytes or ModelProto) -> GraphLab IR, with validation that explains itself.
+
+Malformed models are refused with one clear ModelLoadError naming the problem and the offending
+node or value (never a traceback).  Ops GraphLab does not know load as opaque nodes with a
+warning: passes treat them as barriers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import onnx
+from google.protobuf.message import DecodeError
+
+from ..errors import InvalidGraphError, ModelLoadError
+from . import attributes
+from .external_data import iter_tensors, load_external_data
+from .graph import Graph
+from .subgraphs import free_variables, subgraph_attributes
+from .tensors import check_tensor, memory_limit_bytes, sparse_to_dense, to_readonly_array
+from .value import Value
+
+FUSED_DOMAIN = "graphlab"
+
+
+def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) -> Graph:
+    """Import an ONNX model from a file path or from its bytes."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data, base_dir, label = bytes(source), None, "the uploaded data"
+    else:
+        path = Path(source)
+        label = str(path)
+        if not path.exists():
+            raise ModelLoadError(f"no such file: {label}", where=label,
+                                 hint="give a path to an .onnx file or the name of a sample")
+        if not path.is_file():
+            raise ModelLoadError(f"{label} is not a file", where=label)
+        data, base_dir = path.read_bytes(), str(path.parent)
+    model = parse_model_bytes(data, label)
+    return from_proto(model, base_dir=base_dir, infer_shapes=infer_shapes, owned=True)
+
+
+def parse_model_bytes(data: bytes, label: str) -> onnx.ModelProto:
+    """Parse bytes as a ModelProto, telling "not ONNX at all" from "damaged ONNX"."""
+    if not data:
+        raise ModelLoadError(f"{label} is empty, not an ONNX model", where=label)
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as err:
+        if _looks_like_onnx(data):
+            raise ModelLoadError(f"{label} is a truncated or corrupt ONNX file (protobuf "
+                                 f"decoding failed: {err})", where=label,
+                                 hint="re-export or re-download the model") from None
+        raise ModelLoadError(f"{label} is not an ONNX file (it does not decode as an ONNX "
+                             f"protobuf)", where=label,
+                             hint="GraphLab reads .onnx model files") from None
+    if not model.HasField("graph") or (model.ir_version == 0 and not model.opset_import):
+        raise ModelLoadError(f"{label} is not an ONNX model (no graph or version found)",
+                             where=label, hint="GraphLab reads .onnx model files")
+    return model
+
+
+def _looks_like_onnx(data: bytes) -> bool:
+    # A ModelProto starts with field 1 (ir_version, varint: 0x08) or field 8 (opset_import: 0x42)
+    # or field 7 (graph: 0x3a); random text or images start otherwise.
+    return data[:1] in (b"\x08", b"\x3a", b"\x42", b"\x12", b"\x1a")
+
+
+def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
+               infer_shapes: bool = True, owned: bool = False) -> Graph:
+    """Build the IR from a ModelProto.  With ``owned`` the proto's weight buffers are released
+    as they are converted, so importing a big model does not hold two copies of its weights."""
+    limit = memory_limit_bytes()
+    for tensor, what in iter_tensors(model.graph):
+        check_tensor(tensor, what, limit)
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in iter_tensors(model.graph)):
+        if not owned:
+            copy = onnx.ModelProto()
+            copy.CopyFrom(model)
+            model, owned = copy, True
+        load_external_data(model.graph, base_dir)
+        for tensor, what in iter_tensors(model.graph):
+            check_tensor(tensor, what, limit)
+    _check_structure(model.graph)
+    graph = _build(model, release=owned)
+    graph.check()
+    if infer_shapes:
+        from .shape_inference import infer_shapes as run_inference
+
+        run_inference(graph)
+    return graph
+
+
+def _check_structure(g: onnx.GraphProto) -> None:
+    """Undefined inputs, values written twice, missing outputs: caught with names, up front."""
+    producers: dict[str, str] = {}
+    for vi in g.input:
+        producers[vi.name] = "graph input"
+    for t in g.initializer:
+        producers.setdefault(t.name, "initializer")
+    for t in g.sparse_initializer:
+        producers.setdefault(t.values.name, "initializer")
+    for index, node in enumerate(g.node):
+        label = _node_label(node, index)
+        for out in node.output:
+            if not out:
+                continue
+            if out in producers:
+                raise ModelLoadError(f"value {out!r} is written by both {producers[out]} and "
+                                     f"{label}", where=node.name or out,
+                                     hint="every value must have exactly one producer (SSA)")
+            producers[out] = label
+    for index, node in enumerate(g.node):
+        needed = [n for n in node.input if n]
+        for sub in _node_graphs(node):
+            needed += free_variables(sub)
+        for name in needed:
+            if name not in producers:
+                raise ModelLoadError(f"{_node_label(node, index)} reads {name!r}, which no node, "
+                                     f"graph input or initializer produces",
+                                     where=node.name or name,
+                                     hint="the model is incomplete or was edited by hand")
+    for out in g.output:
+        if out.name not in producers:
+            raise ModelLoadError(f"graph output {out.name!r} is produced by no node",
+                                 where=out.name, hint="the model is incomplete")
+
+
+def _node_graphs(node: onnx.NodeProto):
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            yield attr.g
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            yield from attr.graphs
+
+
+def _node_label(node: onnx.NodeProto, index: int) -> str:
+    return f"node {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
+
+
+def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
+    """A Value carrying what a ValueInfo says about type and shape."""
+    if type_proto.HasField("tensor_type"):
+        tensor_type = type_proto.tensor_type
+        shape = None
+        if tensor_type.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                          for d in tensor_type.shape.dim)
+        return Value(name, tensor_type.elem_type or None, shape)
+    if type_proto.WhichOneof("value") is None:
+        return Value(name)
+    copy = onnx.TypeProto()
+    copy.CopyFrom(type_proto)
+    return Value(name, type_proto=copy)
+
+
+def _build(model: onnx.ModelProto, release: bool) -> Graph:
+    g = model.graph
+    graph = Graph(g.name or "graph")
+    graph.doc_string = g.doc_string
+    info = graph.model_info
+    info.ir_version = model.ir_version
+    info.producer_name = model.producer_name
+    info.producer_version = model.producer_version
+    info.domain = model.domain
+    info.model_version = model.model_version
+    info.doc_string = model.doc_string
+    info.metadata_props = {p.key: p.value for p in model.metadata_props}
+    graph.metadata = {p.key: p.value for p in g.metadata_props}
+    graph.opset_imports = {(o.domain if o.domain != "ai.onnx" else ""): o.version
+                           for o in model.opset_import}
+    for function in model.functions:
+        graph.functions[(function.domain, function.name, function.overload)] = function
+
+    initializer_names = {t.name for t in g.initializer} | {t.values.name
+                                                           for t in g.sparse_initializer}
+    for vi in g.input:
+        if vi.name not in initializer_names:  # IR<4 lists weights as inputs too: they are weights
+            graph.add_input(value_from_type(vi.name, vi.type))
+    for tensor in g.initializer:
+        value = Value(tensor.name, tensor.data_type, tuple(tensor.dims),
+                      const=to_readonly_array(tensor, release))
+        value.doc_string = tensor.doc_string
+        graph._register(value)
+        graph.initializers[value.name] = value
+    for sparse in g.sparse_initializer:
+        array = sparse_to_dense(sparse)
+        value = Value(sparse.values.name, sparse.values.data_type, array.shape, const=array)
+        graph._register(value)
+        graph.initializers[value.name] = value
+
+    declared = {vi.name: vi.type for vi in list(g.value_info) + list(g.output)}
+    known_ops = _KnownOps(graph)
+    for index, proto in enumerate(g.node):
+        _add_node(graph, proto, index, declared, known_ops)
+    graph.set_outputs(graph.values[o.name] for o in g.output)
+    graph._max_order = float(len(g.node))
+    for op in sorted(known_ops.unknown):
+        graph.warnings.append(
+            f"op {op} is not known to GraphLab: loaded as an opaque node; passes will not "
+            f"rewrite across it and its cost is not modelled")
+    return graph
+
+
+def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, declared: dict,
+              known_ops: "_KnownOps") -> None:
+    inputs = [graph.values[name] if name else None for name in proto.input]
+    outputs = []
+    for name in proto.output:
+        if not name:
+            outputs.append(None)
+        elif name in declared:
+            outputs.append(value_from_type(name, declared[name]))
+        else:
+            outputs.append(Value(name))
+    domain = proto.domain if proto.domain != "ai.onnx" else ""
+    node = graph.add_node(proto.op_type, inputs, outputs, domain=domain,
+                          name=proto.name or f"{proto.op_type}_{index}", order=float(index),
+                          node_id=index)
+    for attr in proto.attribute:
+        node.attrs[attr.name] = attributes.from_proto(attr)
+        node.attr_types[attr.name] = attr.type
+        if attr.ref_attr_name:
+            raise ModelLoadError(f"node {node.name!r} uses an attribute reference outside a "
+                                 f"function", where=node.name)
+    node.overload = proto.overload
+    node.doc_string = proto.doc_string
+    node.metadata = {p.key: p.value for p in proto.metadata_props}
+    for sub in subgraph_attributes(node.attrs):
+        for name in free_variables(sub):
+            if name not in {v.name for v in node.implicit_inputs}:
+                value = graph.values[name]
+                node.implicit_inputs.append(value)
+                value.uses.append((node, -len(node.implicit_inputs)))
+    known_ops.note(node)
+
+
+class _KnownOps:
+    """Remembers which ops have a schema GraphLab (through onnx) knows; others are opaque."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.unknown: set[str] = set()
+        self._cache: dict[tuple[str, str], bool] = {}
+
+    def note(self, node) -> None:
+        key = (node.op_type, node.domain)
+        if key not in self._cache:
+            self._cache[key] = self._is_known(*key)
+        if not self._cache[key]:
+            self.unknown.add(node.qualified_op)
+
+    def _is_known(self, op_type: str, domain: str) -> bool:
+        if any(d == domain and n == op_type for d, n, _ in self.graph.functions):
+            return True
+        if domain == FUSED_DOMAIN:
+            return True
+        try:
+            return onnx.defs.has(op_type, domain)
+        except Exception:  # noqa: BLE001 - onnx raises varied errors for odd domains
+            return False
+
+
+__all__ = ["load_model", "from_proto", "parse_model_bytes", "InvalidGraphError"]

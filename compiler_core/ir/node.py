@@ -1,0 +1,136 @@
+"""Nodes: one operator application, with a stable id that survives every pass.
+
+A node keeps its ``id`` across structural copies, so "which nodes did this pass remove, add or
+change?" is a set difference of ids.  A node a pass creates records where it came from
+(``provenance``): the rule that made it and the ids of the nodes it replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .graph import Graph
+    from .value import Value
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Why a node exists: the pass and rule that created it, from which original node ids."""
+
+    pass_name: str
+    rule: str
+    sources: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources)}
+
+
+_CONSTANT_SCALAR_ATTRS = {"value_float": np.float32, "value_int": np.int64}
+_CONSTANT_LIST_ATTRS = {"value_floats": np.float32, "value_ints": np.int64}
+
+
+class Node:
+    """An operator application.
+
+    ``attrs`` maps attribute names to immutable Python values: int, float, str, bytes, tuples of
+    those, read-only numpy arrays (tensor attributes), or onnx protos for the rare kinds
+    (graphs, sparse tensors, type protos) that GraphLab carries through untouched.
+    ``body`` is the subgraph of a fused node (exported as a model-local function).
+    ``implicit_inputs`` are outer values read by If/Loop/Scan bodies; they count as uses.
+    """
+
+    __slots__ = ("id", "op_type", "domain", "overload", "name", "attrs", "attr_types", "inputs",
+                 "outputs", "implicit_inputs", "body", "provenance", "metadata", "doc_string",
+                 "order")
+
+    def __init__(self, node_id: int, op_type: str, domain: str = "", name: str = ""):
+        self.id = node_id
+        self.op_type = op_type
+        self.domain = domain
+        self.overload = ""
+        self.name = name
+        self.attrs: dict[str, Any] = {}
+        self.attr_types: dict[str, int] = {}  # ONNX attribute types, kept for exact round-trip
+        self.inputs: list[Value | None] = []
+        self.outputs: list[Value | None] = []
+        self.implicit_inputs: list[Value] = []
+        self.body: Graph | None = None
+        self.provenance: Provenance | None = None
+        self.metadata: dict[str, str] = {}
+        self.doc_string = ""
+        self.order = 0.0
+
+    # -- wiring (keeps Value.uses consistent) ----------------------------------------------------
+    def replace_input(self, index: int, new: "Value | None") -> None:
+        """Point input ``index`` (negative: implicit input ``-1 - index``) at another value."""
+        old = self.inputs[index] if index >= 0 else self.implicit_inputs[-1 - index]
+        if old is not None:
+            old.uses.remove((self, index))
+        if index >= 0:
+            self.inputs[index] = new
+        else:
+            if new is None:
+                raise ValueError("an implicit input cannot be removed, only renamed")
+            self.implicit_inputs[-1 - index] = new
+        if new is not None:
+            new.uses.append((self, index))
+
+    def detach_inputs(self) -> None:
+        """Drop this node's uses of every value it reads (used when it leaves the graph)."""
+        for index, value in enumerate(self.inputs):
+            if value is not None:
+                value.uses.remove((self, index))
+        for k, value in enumerate(self.implicit_inputs):
+            value.uses.remove((self, -1 - k))
+
+    # -- convenience -------------------------------------------------------------------------------
+    @property
+    def qualified_op(self) -> str:
+        """'Conv' for the default domain, 'com.microsoft.Attention' otherwise."""
+        return self.op_type if self.domain in ("", "ai.onnx") else f"{self.domain}.{self.op_type}"
+
+    @property
+    def is_fused(self) -> bool:
+        return self.body is not None
+
+    @property
+    def scope(self) -> str:
+        """Name scope used to group nodes ('/encoder/layer.0/attention'), '' when none."""
+        scopes = self.metadata.get("pkg.torch.onnx.name_scopes")
+        if scopes:  # the dynamo exporter records the module path as a list literal
+            parts = [p.strip(" '\"") for p in scopes.strip("[]").split(",") if p.strip(" '\"")]
+            return "/" + "/".join(parts[:-1]) if len(parts) > 1 else ""
+        if "/" in self.name:
+            return self.name.rsplit("/", 1)[0]
+        return ""
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def input(self, index: int) -> "Value | None":
+        """Input ``index`` or None if absent (optional inputs are often omitted)."""
+        return self.inputs[index] if index < len(self.inputs) else None
+
+    def constant_attr_value(self) -> np.ndarray | None:
+        """The tensor a Constant node produces, or None when it is not expressible here."""
+        if "value" in self.attrs and isinstance(self.attrs["value"], np.ndarray):
+            return self.attrs["value"]
+        for key, dtype in _CONSTANT_SCALAR_ATTRS.items():
+            if key in self.attrs:
+                return _readonly(np.array(self.attrs[key], dtype=dtype))
+        for key, dtype in _CONSTANT_LIST_ATTRS.items():
+            if key in self.attrs:
+                return _readonly(np.array(self.attrs[key], dtype=dtype))
+        return None
+
+    def __repr__(self) -> str:
+        return f"Node#{self.id}({self.qualified_op} {self.name!r})"
+
+
+def _readonly(array: np.ndarray) -> np.ndarray:
+    array.flags.writeable = False
+    return array

@@ -1,0 +1,119 @@
+"""Types and shapes for every value: onnx's shape inference first, then GraphLab's own rules.
+
+onnx.shape_inference runs on a "light" export (big weights replaced by typed inputs) so that a
+440 MB model is not serialised twice.  Where onnx gives up (custom-domain ops, fused nodes, some
+data-dependent shapes) simple rules fill the gap: element-wise ops keep their input's shape,
+binary ops broadcast.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .graph import Graph
+from .importer import value_from_type
+from .node import Node
+from .value import Value
+
+# Ops whose first output has the type and shape of their first input.
+SAME_AS_FIRST_INPUT = {
+    "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Ceil", "Celu", "Clip", "Cos",
+    "Cosh", "Dropout", "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish",
+    "Identity", "InstanceNormalization", "LayerNormalization", "LeakyRelu", "Log", "LogSoftmax",
+    "LpNormalization", "Mish", "Neg", "PRelu", "Reciprocal", "Relu", "Round", "Selu", "Sigmoid",
+    "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh",
+    "ThresholdedRelu", "BatchNormalization", "Shrink", "QuickGelu", "FastGelu", "BiasGelu",
+    "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
+    "BiasAdd", "FusedConv", "NhwcConv",
+}
+BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Mod",
+                "BitShift", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
+                "GreaterOrEqual", "Where"}
+BOOL_RESULT = {"And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual",
+               "Not", "IsNaN", "IsInf"}
+
+
+def infer_shapes(graph: Graph, refresh: bool = False) -> None:
+    """Fill in elem_type and shape of every value the rules can reach.
+
+    With ``refresh`` (after symbolic dims were bound), inferred shapes replace stale ones
+    instead of only filling unknowns.
+    """
+    from .exporter import to_model_proto
+
+    light = to_model_proto(graph, weights="light", value_info=not refresh)
+    try:
+        inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
+                                                     data_prop=True)
+    except Exception as err:  # noqa: BLE001 - onnx raises many kinds; inference is best effort
+        graph.warnings.append(f"onnx shape inference failed ({err}); using GraphLab's rules")
+        inferred = light
+    for info in list(inferred.graph.value_info) + list(inferred.graph.output):
+        value = graph.values.get(info.name)
+        if value is not None and value.producer is not None:
+            _merge(value, value_from_type(info.name, info.type), refresh)
+    for node in graph.nodes:
+        fill_gaps(node)
+
+
+def _merge(value: Value, found: Value, refresh: bool) -> None:
+    if found.type_proto is not None:
+        if value.type_proto is None and value.elem_type is None:
+            value.type_proto = found.type_proto
+        return
+    if found.elem_type is not None and (refresh or value.elem_type is None):
+        value.elem_type = found.elem_type
+    if found.shape is None:
+        return
+    if value.shape is None or refresh or len(value.shape) != len(found.shape):
+        value.shape = found.shape
+        return
+    value.shape = tuple(_better_dim(mine, theirs) for mine, theirs in zip(value.shape, found.shape))
+
+
+def _better_dim(mine, theirs):
+    if isinstance(mine, int):
+        return mine
+    if isinstance(theirs, int):
+        return theirs
+    if mine is None or (isinstance(mine, str) and mine.startswith("unk__")):
+        return theirs if theirs is not None else mine
+    return mine
+
+
+def fill_gaps(node: Node) -> None:
+    """Apply GraphLab's simple rules to outputs onnx could not type."""
+    out = node.outputs[0] if node.outputs else None
+    if out is None or out.type_proto is not None or (out.elem_type and out.shape is not None):
+        return
+    first = node.inputs[0] if node.inputs else None
+    if first is None:
+        return
+    if node.op_type in SAME_AS_FIRST_INPUT:
+        out.elem_type = out.elem_type or first.elem_type
+        out.shape = out.shape if out.shape is not None else first.shape
+    elif node.op_type in BROADCASTING:
+        present = [v for v in node.inputs if v is not None]
+        typed = present[1] if node.op_type == "Where" and len(present) > 1 else first
+        out.elem_type = out.elem_type or (onnx.TensorProto.BOOL if node.op_type in BOOL_RESULT
+                                          else typed.elem_type)
+        if out.shape is None:
+            out.shape = broadcast_shapes([v.shape for v in present])
+
+
+def broadcast_shapes(shapes: list[tuple | None]) -> tuple | None:
+    """Numpy-style broadcast of shapes that may hold symbolic or unknown dims."""
+    if any(s is None for s in shapes):
+        return None
+    rank = max((len(s) for s in shapes), default=0)
+    result = []
+    for axis in range(rank):
+        dims = [s[len(s) - rank + axis] for s in shapes if len(s) - rank + axis >= 0]
+        concrete = [d for d in dims if isinstance(d, int) and d != 1]
+        if concrete:
+            result.append(concrete[0])
+        elif any(not isinstance(d, int) for d in dims):
+            result.append(next(d for d in dims if not isinstance(d, int)))
+        else:
+            result.append(1)
+    return tuple(result)
