@@ -1,0 +1,1 @@
+"""Static files of the GraphLab app (CSS, client-side scripts)."""

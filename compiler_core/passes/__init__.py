@@ -1,0 +1,9 @@
+"""Compiler passes, the registry of pipelines, and the PassManager that snapshots each pass."""
+
+from .base import Decline, Pass, PassContext, PassResult
+from .manager import PassManager, PipelineResult, Snapshot
+from .registry import PRESETS, all_passes, get_pass, register, resolve_pipeline
+
+__all__ = ["Decline", "PRESETS", "Pass", "PassContext", "PassManager", "PassResult",
+           "PipelineResult", "Snapshot", "all_passes", "get_pass", "register",
+           "resolve_pipeline"]

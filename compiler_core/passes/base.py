@@ -1,0 +1,84 @@
+"""What a pass is: a named graph transformation that says what it did and what it declined.
+
+A pass mutates the graph it is given (the PassManager hands it a fresh structural copy, so the
+previous snapshot stays intact) and returns a PassResult.  Every node it creates carries
+provenance (``ctx.provenance(rule, sources)``); every rewrite it *declines* because it would
+change the model's results is recorded with a reason — that record is what the app shows.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..ir import Graph, Node, Provenance
+
+
+@dataclass
+class Decline:
+    """A rewrite the pass could have made but refused, and why."""
+
+    site: str    # node name where the rewrite would have applied
+    rule: str
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"site": self.site, "rule": self.rule, "reason": self.reason}
+
+
+@dataclass
+class PassResult:
+    rewrites: int = 0
+    notes: list[str] = field(default_factory=list)
+    declined: list[Decline] = field(default_factory=list)
+    pattern_reports: list[dict] = field(default_factory=list)
+
+    def merge(self, other: "PassResult") -> None:
+        """Accumulate the result of another iteration of the same pass."""
+        self.rewrites += other.rewrites
+        self.notes += [n for n in other.notes if n not in self.notes]
+        known = {(d.site, d.rule) for d in self.declined}
+        self.declined += [d for d in other.declined if (d.site, d.rule) not in known]
+        if other.pattern_reports:
+            self.pattern_reports = other.pattern_reports
+
+
+@dataclass
+class PassContext:
+    """Options shared by every pass of one pipeline run."""
+
+    bindings: dict[str, int] = field(default_factory=dict)
+    pass_name: str = ""
+    explain: bool = True          # collect near misses for the patterns the pass uses
+    fold_size_limit: int = 1 << 20  # constant folding never creates a constant larger (bytes)
+
+    def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...]) -> Provenance:
+        """Provenance for a node this pass creates from ``sources`` (original ids kept)."""
+        ids: list[int] = []
+        for node in sources:
+            if node.provenance is not None and node.provenance.sources:
+                ids.extend(node.provenance.sources)  # a rewrite of a rewrite: keep the originals
+            else:
+                ids.append(node.id)
+        return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)))
+
+
+class Pass:
+    """Base class.  Subclasses set ``name`` and ``family`` and implement ``run``.
+
+    The class docstring's first paragraph is the pass's description in `graphlab passes` and in
+    the app, so write it for a student.
+    """
+
+    name: ClassVar[str] = ""
+    family: ClassVar[str] = ""
+    fixed_point: ClassVar[bool] = False   # rerun until a run makes no rewrite
+
+    @classmethod
+    def description(cls) -> str:
+        doc = inspect.getdoc(cls) or ""
+        return " ".join(doc.split("\n\n", 1)[0].split())
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:  # pragma: no cover - abstract
+        raise NotImplementedError(f"{type(self).__name__} does not implement run()")

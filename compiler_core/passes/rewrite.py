@@ -1,0 +1,118 @@
+"""Rewrite primitives shared by the passes: bypass a node, fuse a set of nodes into one.
+
+Fused nodes keep their original subgraph as a ``body`` (like an XLA fusion computation) whose
+nodes keep their ids, so the app can open a fused node and show what it was made of, and the
+exporter can turn it into a model-local function that onnxruntime runs.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from ..ir import FUSED_DOMAIN, Graph, Node, Value
+from .base import PassContext
+
+
+def bypass_node(graph: Graph, node: Node, replacement: Value) -> bool:
+    """Remove a single-output node, its readers reading ``replacement`` instead.
+
+    Returns False (and changes nothing) when that would rename a graph output.
+    """
+    output = node.outputs[0]
+    if output is None or not graph.can_replace_uses(output, replacement):
+        return False
+    graph.replace_all_uses(output, replacement)
+    graph.remove_node(node)
+    return True
+
+
+def boundary(nodes: Sequence[Node]) -> tuple[list[Value], list[Value]]:
+    """Values a node set reads from outside, and values it makes that are read outside."""
+    members = {n.id for n in nodes}
+    inputs: dict[str, Value] = {}
+    outputs: dict[str, Value] = {}
+    for node in nodes:
+        for value in list(node.inputs) + list(node.implicit_inputs):
+            if value is not None and (value.producer is None or value.producer.id not in members):
+                inputs.setdefault(value.name, value)
+        for value in node.outputs:
+            if value is None:
+                continue
+            if value.is_graph_output or any(u.id not in members for u, _ in value.uses):
+                outputs.setdefault(value.name, value)
+    return list(inputs.values()), list(outputs.values())
+
+
+def creates_cycle(graph: Graph, nodes: Sequence[Node]) -> bool:
+    """True if some path leaves the node set and comes back (fusing would make a cycle)."""
+    members = {n.id for n in nodes}
+    frontier = [u for n in nodes for v in n.outputs if v is not None
+                for u, _ in v.uses if u.id not in members]
+    seen: set[int] = set()
+    while frontier:
+        node = frontier.pop()
+        if node.id in seen:
+            continue
+        seen.add(node.id)
+        for value in node.outputs:
+            if value is None:
+                continue
+            for user, _ in value.uses:
+                if user.id in members:
+                    return True
+                frontier.append(user)
+    return False
+
+
+def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
+                 outputs: Sequence[Value]) -> Graph:
+    """A standalone copy of ``nodes`` (same ids and names) reading ``inputs``."""
+    body = Graph("body")
+    mapping: dict[str, Value] = {}
+    for value in inputs:
+        mapping[value.name] = body.add_input(Value(value.name, value.elem_type, value.shape,
+                                                   type_proto=value.type_proto))
+    for node in sorted(nodes, key=lambda n: (n.order, n.id)):
+        copy = body.add_node(
+            node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
+            [Value(v.name, v.elem_type, v.shape) if v is not None else None
+             for v in node.outputs],
+            attrs=node.attrs, domain=node.domain, name=node.name, body=node.body,
+            order=node.order, node_id=node.id)
+        copy.attr_types = node.attr_types
+        for value in copy.outputs:
+            if value is not None:
+                mapping[value.name] = value
+    body.set_outputs(mapping[v.name] for v in outputs)
+    body.opset_imports = {}
+    return body
+
+
+def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str, rule: str,
+               attrs: dict | None = None) -> Node | None:
+    """Replace ``nodes`` by one fused node whose body is their subgraph.
+
+    The fused node reads the set's external inputs (weights included) and produces the values
+    the rest of the graph reads, reusing those Value objects so shapes and names survive.
+    Returns None when the set cannot be fused (fusing it would create a cycle).
+    """
+    members = sorted(set(nodes), key=lambda n: (n.order, n.id))
+    if creates_cycle(graph, members):
+        return None
+    inputs, outputs = boundary(members)
+    body = extract_body(members, inputs, outputs)
+    body.opset_imports = dict(graph.opset_imports)
+    order = max(n.order for n in members)
+    provenance = ctx.provenance(rule, members)
+    for node in reversed(members):
+        graph.remove_node(node)
+    return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=FUSED_DOMAIN,
+                          name=fused_name(op_type, members), provenance=provenance,
+                          body=body, order=order)
+
+
+def fused_name(op_type: str, members: Sequence[Node]) -> str:
+    """Name a fused node after the last node it replaces, keeping its scope for grouping."""
+    last = members[-1].name
+    scope = last.rsplit("/", 1)[0] + "/" if "/" in last else ""
+    return f"{scope}{op_type}"

@@ -1,0 +1,50 @@
+"""The `graphlab` command: one sub-command per view, each with `--json` output.
+
+Errors a user can cause (a bad file, an unknown sample, a wrong flag value) print one line on
+stderr and exit with status 2 — never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from compiler_core.errors import GraphLabError
+
+from . import __version__
+from .commands import info, samples, show
+
+COMMANDS = [samples, info, show]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="graphlab",
+        description="GraphLab: see what each compiler pass does to an ONNX model.")
+    parser.add_argument("--version", action="version", version=f"graphlab {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except GraphLabError as err:
+        print(f"graphlab: error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # noqa: BLE001 - the last line of defence: one line, not a trace
+        if os.environ.get("GRAPHLAB_DEBUG"):
+            traceback.print_exc()
+        print(f"graphlab: internal error: {type(err).__name__}: {err} "
+              f"(set GRAPHLAB_DEBUG=1 for the traceback, and please report it)", file=sys.stderr)
+        return 1

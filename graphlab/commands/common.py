@@ -1,0 +1,57 @@
+"""Helpers every sub-command shares: loading a model by path or sample name, JSON printing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from compiler_core.errors import GraphLabError
+from compiler_core.ir import Graph, load_model
+
+from ..samples import resolve_model
+
+
+def add_model_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL",
+                        help="path to an .onnx file, or the name of a bundled sample")
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def load_graph(model: str) -> Graph:
+    """Load a model by path or sample name; import warnings go to stderr."""
+    graph = load_model(resolve_model(model))
+    for warning in graph.warnings:
+        print(f"graphlab: warning: {warning}", file=sys.stderr)
+    return graph
+
+
+def parse_bindings(text: str | None) -> dict[str, int]:
+    """'batch=1,seq=128' -> {'batch': 1, 'seq': 128}, with a clear error for anything else."""
+    bindings: dict[str, int] = {}
+    for item in filter(None, (text or "").split(",")):
+        name, sep, size = item.partition("=")
+        if not sep or not name.strip() or not size.strip().isdigit() or int(size) <= 0:
+            raise GraphLabError(f"cannot read binding {item!r}",
+                                hint="write symbolic dims as name=size, e.g. batch=1,seq=128")
+        bindings[name.strip()] = int(size)
+    return bindings
+
+
+def _default(obj):
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, (set, tuple)):
+        return list(obj)
+    raise TypeError(f"cannot serialise {type(obj).__name__}")
+
+
+def print_json(obj) -> None:
+    print(json.dumps(obj, indent=2, default=_default))

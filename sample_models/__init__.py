@@ -1,0 +1,1 @@
+"""Sample models bundled with GraphLab (see manifest.json)."""
