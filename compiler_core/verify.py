@@ -141,22 +141,43 @@ def _nested_equal(a, b) -> bool:
 def verify(reference: Graph, candidate: Graph, inputs: dict | None = None,
            bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL) -> VerifyReport:
     """Run both graphs on the same inputs and compare every output of the reference."""
-    if inputs is None:
-        inputs = make_inputs(reference, bindings)
-    return compare_outputs(run(reference, inputs), run(candidate, inputs), rtol)
+    return Verifier(reference, inputs, bindings, rtol).check(candidate)
+
+
+def with_inference_semantics(graph: Graph) -> Graph:
+    """A copy in which training-mode Dropout and BatchNormalization behave as in inference.
+
+    A model exported in training mode draws a fresh dropout mask on every run, so two runs can
+    never agree; what a deployment compiler must preserve is the inference function.
+    """
+    copy = graph.copy()
+    off = None
+    for node in copy.nodes:
+        if node.op_type == "Dropout" and node.domain == "" and node.input(2) is not None:
+            mode = node.input(2).constant_value()
+            if mode is None or bool(np.asarray(mode).reshape(-1)[0]):
+                off = off or copy.add_initializer("inference_mode_off", np.array(False))
+                node.replace_input(2, off)
+        elif node.op_type == "BatchNormalization" and node.attrs.get("training_mode"):
+            copy.set_node_attr(node, "training_mode", 0)
+    return copy
 
 
 class Verifier:
-    """Checks many candidates against one reference, running the reference only once."""
+    """Checks many candidates against one reference, running the reference only once.
+
+    Both sides run with inference semantics (see ``with_inference_semantics``).
+    """
 
     def __init__(self, reference: Graph, inputs: dict | None = None,
                  bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL):
         self.inputs = inputs if inputs is not None else make_inputs(reference, bindings)
         self.rtol = rtol
-        self.reference_outputs = run(reference, self.inputs)
+        self.reference_outputs = run(with_inference_semantics(reference), self.inputs)
 
     def check(self, candidate: Graph) -> VerifyReport:
-        return compare_outputs(self.reference_outputs, run(candidate, self.inputs), self.rtol)
+        outputs = run(with_inference_semantics(candidate), self.inputs)
+        return compare_outputs(self.reference_outputs, outputs, self.rtol)
 
 
 # ---------------------------------------------------------------------------------- inputs

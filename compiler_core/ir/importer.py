@@ -192,9 +192,14 @@ def _build(model: onnx.ModelProto, release: bool) -> Graph:
         graph.initializers[value.name] = value
 
     declared = {vi.name: vi.type for vi in list(g.value_info) + list(g.output)}
+    for proto in g.node:  # all values first: files are not always in topological order
+        for name in proto.output:
+            if name:
+                graph._register(value_from_type(name, declared[name]) if name in declared
+                                else Value(name))
     known_ops = _KnownOps(graph)
     for index, proto in enumerate(g.node):
-        _add_node(graph, proto, index, declared, known_ops)
+        _add_node(graph, proto, index, known_ops)
     graph.set_outputs(graph.values[o.name] for o in g.output)
     graph._max_order = float(len(g.node))
     for op in sorted(known_ops.unknown):
@@ -204,17 +209,9 @@ def _build(model: onnx.ModelProto, release: bool) -> Graph:
     return graph
 
 
-def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, declared: dict,
-              known_ops: "_KnownOps") -> None:
+def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_KnownOps") -> None:
     inputs = [graph.values[name] if name else None for name in proto.input]
-    outputs = []
-    for name in proto.output:
-        if not name:
-            outputs.append(None)
-        elif name in declared:
-            outputs.append(value_from_type(name, declared[name]))
-        else:
-            outputs.append(Value(name))
+    outputs = [graph.values[name] if name else None for name in proto.output]
     domain = proto.domain if proto.domain != "ai.onnx" else ""
     node = graph.add_node(proto.op_type, inputs, outputs, domain=domain,
                           name=proto.name or f"{proto.op_type}_{index}", order=float(index),

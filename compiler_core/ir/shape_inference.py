@@ -33,12 +33,24 @@ BOOL_RESULT = {"And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "G
                "Not", "IsNaN", "IsInf"}
 
 
+MAX_ROUNDS = 4
+
+
 def infer_shapes(graph: Graph, refresh: bool = False) -> None:
     """Fill in elem_type and shape of every value the rules can reach.
 
+    onnx's inference and GraphLab's gap rules alternate: a rank GraphLab recovers (say, of a
+    Reshape whose target shape is computed at run time) lets onnx type everything downstream.
     With ``refresh`` (after symbolic dims were bound), inferred shapes replace stale ones
     instead of only filling unknowns.
     """
+    for round_index in range(MAX_ROUNDS):
+        _run_onnx_inference(graph, refresh=refresh and round_index == 0)
+        if not sum(fill_gaps(node) for node in graph.nodes):
+            return
+
+
+def _run_onnx_inference(graph: Graph, refresh: bool) -> None:
     from .exporter import to_model_proto
 
     light = to_model_proto(graph, weights="light", value_info=not refresh)
@@ -46,14 +58,14 @@ def infer_shapes(graph: Graph, refresh: bool = False) -> None:
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
                                                      data_prop=True)
     except Exception as err:  # noqa: BLE001 - onnx raises many kinds; inference is best effort
-        graph.warnings.append(f"onnx shape inference failed ({err}); using GraphLab's rules")
-        inferred = light
+        message = f"onnx shape inference failed ({err}); using GraphLab's rules"
+        if message not in graph.warnings:
+            graph.warnings.append(message)
+        return
     for info in list(inferred.graph.value_info) + list(inferred.graph.output):
         value = graph.values.get(info.name)
         if value is not None and value.producer is not None:
             _merge(value, value_from_type(info.name, info.type), refresh)
-    for node in graph.nodes:
-        fill_gaps(node)
 
 
 def _merge(value: Value, found: Value, refresh: bool) -> None:
@@ -81,15 +93,22 @@ def _better_dim(mine, theirs):
     return mine
 
 
-def fill_gaps(node: Node) -> None:
-    """Apply GraphLab's simple rules to outputs onnx could not type."""
+def fill_gaps(node: Node) -> bool:
+    """Apply GraphLab's simple rules to an output onnx could not type; True if it learnt more."""
     out = node.outputs[0] if node.outputs else None
     if out is None or out.type_proto is not None or (out.elem_type and out.shape is not None):
-        return
+        return False
     first = node.inputs[0] if node.inputs else None
     if first is None:
-        return
-    if node.op_type in SAME_AS_FIRST_INPUT:
+        return False
+    before = (out.elem_type, out.shape)
+    rank_rule = _RANK_RULES.get(node.op_type)
+    if rank_rule is not None:
+        out.elem_type = out.elem_type or first.elem_type
+        if out.shape is None:
+            rank = rank_rule(node)
+            out.shape = None if rank is None else _shape_from_constant(node, rank)
+    elif node.op_type in SAME_AS_FIRST_INPUT:
         out.elem_type = out.elem_type or first.elem_type
         out.shape = out.shape if out.shape is not None else first.shape
     elif node.op_type in BROADCASTING:
@@ -99,6 +118,7 @@ def fill_gaps(node: Node) -> None:
                                           else typed.elem_type)
         if out.shape is None:
             out.shape = broadcast_shapes([v.shape for v in present])
+    return (out.elem_type, out.shape) != before
 
 
 def broadcast_shapes(shapes: list[tuple | None]) -> tuple | None:
@@ -117,3 +137,49 @@ def broadcast_shapes(shapes: list[tuple | None]) -> tuple | None:
         else:
             result.append(1)
     return tuple(result)
+
+
+def _length_of(value: Value | None) -> int | None:
+    """Number of entries of a 1-D shape-like input (its static length)."""
+    if value is None or value.shape is None or len(value.shape) != 1:
+        return None
+    return value.shape[0] if isinstance(value.shape[0], int) else None
+
+
+def _rank(value: Value | None) -> int | None:
+    return None if value is None or value.shape is None else len(value.shape)
+
+
+def _expand_rank(node: Node) -> int | None:
+    target, data = _length_of(node.input(1)), _rank(node.inputs[0])
+    return None if target is None or data is None else max(target, data)
+
+
+def _gather_rank(node: Node) -> int | None:
+    data, indices = _rank(node.inputs[0]), _rank(node.input(1))
+    return None if data is None or indices is None else data + indices - 1
+
+
+# Ops whose output *rank* GraphLab can tell even when onnx could not infer the dims (typically
+# a shape computed at run time from Shape/Gather/Concat, as exporters emit for dynamic axes).
+_RANK_RULES = {
+    "Reshape": lambda n: _length_of(n.input(1)),
+    "ConstantOfShape": lambda n: _length_of(n.inputs[0]),
+    "Expand": _expand_rank,
+    "Tile": lambda n: _rank(n.inputs[0]),
+    "Slice": lambda n: _rank(n.inputs[0]),
+    "Pad": lambda n: _rank(n.inputs[0]),
+    "Range": lambda n: 1,
+    "Gather": _gather_rank,
+}
+
+
+def _shape_from_constant(node: Node, rank: int) -> tuple:
+    """Concrete dims where the shape input is a constant without 0/-1 placeholders."""
+    shape_input = node.inputs[0] if node.op_type == "ConstantOfShape" else node.input(1)
+    known = shape_input.constant_value() if shape_input is not None else None
+    if node.op_type in ("Reshape", "ConstantOfShape") and known is not None:
+        dims = [int(d) for d in known.reshape(-1)]
+        if len(dims) == rank and all(d > 0 for d in dims):
+            return tuple(dims)
+    return (None,) * rank

@@ -1,0 +1,100 @@
+"""The numerical check: error arithmetic, valid generated inputs, user-supplied inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler_core.errors import VerificationError
+from compiler_core.ir import load_model
+from compiler_core.verify import compare_outputs, load_inputs, make_inputs, verify
+
+
+def _graph(shape=("batch", 4), dtype=TensorProto.FLOAT, scale=1.0):
+    w = numpy_helper.from_array(np.full(4, scale, np.float32), "w")
+    nodes = [helper.make_node("Mul", ["x", "w"], ["y"], name="mul")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", dtype, list(shape))],
+                          [helper.make_tensor_value_info("y", dtype, None)], [w])
+    return load_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+                      .SerializeToString())
+
+
+def test_error_is_relative_to_the_output_scale():
+    ref = {"y": np.array([100.0, -50.0], np.float32)}
+    close = {"y": np.array([100.005, -50.0], np.float32)}
+    far = {"y": np.array([100.05, -50.0], np.float32)}
+    ok = compare_outputs(ref, close)
+    assert ok.ok and ok.max_abs_err == pytest.approx(0.005, rel=1e-2)
+    bad = compare_outputs(ref, far)
+    assert not bad.ok and bad.outputs[0].scale == 100.0
+
+
+def test_shape_mismatch_and_missing_output_fail():
+    ref = {"y": np.zeros(3, np.float32), "z": np.zeros(1, np.float32)}
+    report = compare_outputs(ref, {"y": np.zeros(4, np.float32)})
+    notes = {o.name: o.note for o in report.outputs}
+    assert not report.ok
+    assert "instead of [3]" in notes["y"] and "missing" in notes["z"]
+
+
+def test_integer_outputs_must_match_exactly():
+    report = compare_outputs({"i": np.array([1, 2, 3])}, {"i": np.array([1, 2, 4])})
+    assert not report.ok and report.outputs[0].note == "1 elements differ"
+
+
+def test_nan_in_both_is_equal_but_nan_in_one_is_not():
+    ref = {"y": np.array([np.nan, 1.0], np.float32)}
+    assert compare_outputs(ref, {"y": np.array([np.nan, 1.0], np.float32)}).ok
+    assert not compare_outputs(ref, {"y": np.array([0.0, 1.0], np.float32)}).ok
+
+
+def test_verify_detects_a_changed_constant():
+    same = verify(_graph(), _graph())
+    assert same.ok and same.max_abs_err == 0.0
+    changed = verify(_graph(), _graph(scale=1.001))
+    assert not changed.ok and changed.max_abs_err > 0
+
+
+def test_generated_inputs_bind_symbolic_dims_and_are_deterministic():
+    graph = _graph()
+    a = make_inputs(graph, {"batch": 3})
+    b = make_inputs(graph, {"batch": 3})
+    assert a["x"].shape == (3, 4) and a["x"].dtype == np.float32
+    np.testing.assert_array_equal(a["x"], b["x"])
+    assert make_inputs(graph)["x"].shape == (2, 4)   # default: a small batch
+
+
+def test_gather_indices_stay_in_range():
+    table = numpy_helper.from_array(np.zeros((7, 3), np.float32), "table")
+    g = helper.make_graph([helper.make_node("Gather", ["table", "ids"], ["y"], name="embed")],
+                          "g", [helper.make_tensor_value_info("ids", TensorProto.INT64, [50])],
+                          [helper.make_tensor_value_info("y", 1, None)], [table])
+    graph = load_model(helper.make_model(g).SerializeToString())
+    ids = make_inputs(graph)["ids"]
+    assert ids.min() >= 0 and ids.max() < 7 and len(set(ids.tolist())) > 1
+
+
+def test_refuses_inputs_too_large_to_generate():
+    graph = _graph(shape=("n", 4))
+    with pytest.raises(VerificationError, match="--bind"):
+        make_inputs(graph, {"n": 1 << 30})
+
+
+def test_npz_inputs_are_checked_against_the_signature(tmp_path):
+    graph = _graph()
+    good = tmp_path / "good.npz"
+    np.savez(good, x=np.ones((5, 4), np.float32))
+    assert load_inputs(str(good), graph)["x"].shape == (5, 4)
+    wrong_dtype = tmp_path / "dtype.npz"
+    np.savez(wrong_dtype, x=np.ones((5, 4), np.float64))
+    with pytest.raises(VerificationError, match="float64, the model expects float32"):
+        load_inputs(str(wrong_dtype), graph)
+    wrong_name = tmp_path / "name.npz"
+    np.savez(wrong_name, images=np.ones((5, 4), np.float32))
+    with pytest.raises(VerificationError, match=r"no array for input\(s\) \['x'\]"):
+        load_inputs(str(wrong_name), graph)
+    wrong_shape = tmp_path / "shape.npz"
+    np.savez(wrong_shape, x=np.ones((5, 3), np.float32))
+    with pytest.raises(VerificationError, match="expects float32"):
+        load_inputs(str(wrong_shape), graph)
