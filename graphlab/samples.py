@@ -32,7 +32,12 @@ class Sample:
 
 
 def samples_dir() -> str:
-    return str(resources.files("graphlab.sample_models"))
+    """Where the samples live: inside the installed package, or in a source checkout."""
+    try:
+        return str(resources.files("graphlab.sample_models"))
+    except ModuleNotFoundError:  # running from a checkout whose package is not installed
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "sample_models")
 
 
 @lru_cache(maxsize=1)

@@ -28,6 +28,13 @@ def _readonly_tensor(proto: onnx.TensorProto) -> np.ndarray:
     return array
 
 
+def _own(message):
+    """A private copy of a sub-message, so the parsed model's memory can be freed."""
+    copy = type(message)()
+    copy.CopyFrom(message)
+    return copy
+
+
 def from_proto(attr: AttributeProto) -> Any:
     """The Python value of an attribute (protos for graphs, sparse tensors and types)."""
     kind = attr.type
@@ -48,17 +55,17 @@ def from_proto(attr: AttributeProto) -> Any:
     if kind == A.TENSORS:
         return tuple(_readonly_tensor(t) for t in attr.tensors)
     if kind == A.GRAPH:
-        return attr.g
+        return _own(attr.g)
     if kind == A.GRAPHS:
-        return tuple(attr.graphs)
+        return tuple(_own(g) for g in attr.graphs)
     if kind == A.SPARSE_TENSOR:
-        return attr.sparse_tensor
+        return _own(attr.sparse_tensor)
     if kind == A.SPARSE_TENSORS:
-        return tuple(attr.sparse_tensors)
+        return tuple(_own(t) for t in attr.sparse_tensors)
     if kind == A.TYPE_PROTO:
-        return attr.tp
+        return _own(attr.tp)
     if kind == A.TYPE_PROTOS:
-        return tuple(attr.type_protos)
+        return tuple(_own(t) for t in attr.type_protos)
     raise ValueError(f"attribute {attr.name!r} has an unknown type {kind}")
 
 
@@ -76,6 +83,9 @@ def to_proto(name: str, value: Any, attr_type: int | None = None) -> AttributePr
         attr = AttributeProto(name=name, type=A.TENSORS)
         attr.tensors.extend(numpy_helper.from_array(v) for v in value)
         return attr
+    fast = _fast_proto(name, value, attr_type)
+    if fast is not None:
+        return fast
     if isinstance(value, (bool, np.bool_)):
         value = int(value)
     if isinstance(value, np.generic):
@@ -89,3 +99,20 @@ def to_proto(name: str, value: Any, attr_type: int | None = None) -> AttributePr
     if attr_type == A.FLOAT and isinstance(value, int):
         value = float(value)
     return onnx.helper.make_attribute(name, value, attr_type=attr_type)
+
+
+def _fast_proto(name: str, value: Any, attr_type: int | None) -> AttributeProto | None:
+    """Direct construction for the common kinds (helper.make_attribute is slow per call)."""
+    kind = type(value)
+    if kind is int and attr_type in (None, A.INT):
+        return AttributeProto(name=name, type=A.INT, i=value)
+    if kind is float and attr_type in (None, A.FLOAT):
+        return AttributeProto(name=name, type=A.FLOAT, f=value)
+    if kind is str and attr_type in (None, A.STRING):
+        return AttributeProto(name=name, type=A.STRING, s=value.encode("utf-8"))
+    if kind is tuple and value and attr_type in (None, A.INTS) and \
+            all(type(v) is int for v in value):
+        attr = AttributeProto(name=name, type=A.INTS)
+        attr.ints.extend(value)
+        return attr
+    return None

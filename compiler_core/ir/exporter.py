@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from typing import Callable
 
 import numpy as np
 import onnx
@@ -29,7 +30,8 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     """Export the graph.
 
     ``weights``: "all" writes every initializer; "light" turns initializers larger than
-    LIGHT_WEIGHT_BYTES into typed graph inputs (for fast shape inference of big models).
+    LIGHT_WEIGHT_BYTES into typed graph inputs (for fast shape inference of big models);
+    "none" leaves them out (``write_model`` streams them after the rest).
     """
     functions = _FunctionTable(graph)
     g = onnx.GraphProto(name=graph.name, doc_string=graph.doc_string)
@@ -39,7 +41,7 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     for value in graph.initializers.values():
         if weights == "light" and value.const.nbytes > LIGHT_WEIGHT_BYTES:
             g.input.append(_value_info(value))
-        else:
+        elif weights != "none":
             g.initializer.append(_tensor(value))
     g.node.extend(_node_proto(node, functions) for node in graph.nodes)
     g.output.extend(_value_info(v) for v in graph.outputs)
@@ -69,13 +71,46 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     return model
 
 
+def write_model(graph: Graph, write: Callable[[bytes], object]) -> None:
+    """Serialise the model piece by piece: the structure, then one initializer at a time.
+
+    Protobuf merges repeated occurrences of an embedded message field, so each initializer can
+    travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  Peak
+    memory is then the weights plus one tensor, not the weights plus two serialised copies.
+    """
+    write(to_model_proto(graph, weights="none").SerializeToString())
+    for value in graph.initializers.values():
+        tensor = _tensor(value).SerializeToString()
+        inner_length = len(_GRAPH_INITIALIZER_TAG) + len(_varint(len(tensor))) + len(tensor)
+        write(b"".join((_MODEL_GRAPH_TAG, _varint(inner_length), _GRAPH_INITIALIZER_TAG,
+                        _varint(len(tensor)), tensor)))
+
+
+_MODEL_GRAPH_TAG = bytes([(7 << 3) | 2])        # ModelProto.graph, length-delimited
+_GRAPH_INITIALIZER_TAG = bytes([(5 << 3) | 2])  # GraphProto.initializer, length-delimited
+
+
+def _varint(number: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
 def to_bytes(graph: Graph) -> bytes:
-    return to_model_proto(graph).SerializeToString()
+    chunks: list[bytes] = []
+    write_model(graph, chunks.append)
+    return b"".join(chunks)
 
 
 def save_model(graph: Graph, path: str | os.PathLike) -> None:
-    with open(path, "wb") as handle:
-        handle.write(to_bytes(graph))
+    with open(path, "wb", buffering=1 << 20) as handle:
+        write_model(graph, handle.write)
 
 
 def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> int:
@@ -98,9 +133,21 @@ def _value_info(value: Value) -> onnx.ValueInfoProto:
         info = onnx.ValueInfoProto(name=value.name)
         info.type.CopyFrom(value.type_proto)
         return info
+    info = onnx.ValueInfoProto(name=value.name)
     if value.elem_type is None:
-        return onnx.ValueInfoProto(name=value.name)
-    return helper.make_tensor_value_info(value.name, value.elem_type, value.shape)
+        return info
+    tensor_type = info.type.tensor_type
+    tensor_type.elem_type = value.elem_type
+    if value.shape is not None:
+        shape = tensor_type.shape
+        shape.SetInParent()
+        for dim in value.shape:
+            entry = shape.dim.add()
+            if isinstance(dim, int):
+                entry.dim_value = dim
+            elif dim is not None:
+                entry.dim_param = dim
+    return info
 
 
 def _tensor(value: Value) -> onnx.TensorProto:
@@ -110,6 +157,13 @@ def _tensor(value: Value) -> onnx.TensorProto:
             helper.tensor_dtype_to_np_dtype(value.elem_type)), value.name)
     tensor.doc_string = value.doc_string
     return tensor
+
+
+def node_to_proto(node: Node) -> onnx.NodeProto:
+    """One plain (unfused) node as a NodeProto, e.g. to evaluate it on its own."""
+    if node.body is not None:
+        raise ValueError(f"{node.name!r} is fused: it exports as a call of a function")
+    return _node_proto(node, None)
 
 
 def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:

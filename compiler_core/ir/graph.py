@@ -202,17 +202,20 @@ class Graph:
             node_id = self.next_id
         if node_id in self._nodes:
             raise InvalidGraphError(f"node id {node_id} is already used", where=str(node_id))
-        self.next_id = max(self.next_id, node_id + 1)
+        if node_id >= self.next_id:
+            self.next_id = node_id + 1
         node = Node(node_id, op_type, domain, self._unique_node_name(name or f"{op_type}_{node_id}"))
-        node.attrs = {k: _freeze(v) for k, v in (attrs or {}).items()}
+        if attrs:
+            node.attrs = {k: _freeze(v) for k, v in attrs.items()}
         node.provenance = provenance
         node.body = body
         if order is None:
             order = self._max_order + 1.0
         node.order = order
-        self._max_order = max(self._max_order, order)
-        for index, value in enumerate(inputs):
-            node.inputs.append(value)
+        if order > self._max_order:
+            self._max_order = order
+        node.inputs = list(inputs)
+        for index, value in enumerate(node.inputs):
             if value is not None:
                 value.uses.append((node, index))
         if isinstance(outputs, int):

@@ -18,7 +18,8 @@ from . import attributes
 from .external_data import iter_tensors, load_external_data
 from .graph import Graph
 from .subgraphs import free_variables, subgraph_attributes
-from .tensors import check_tensor, memory_limit_bytes, sparse_to_dense, to_readonly_array
+from .tensors import (check_tensor, declared_bytes, memory_limit_bytes, sparse_to_dense,
+                      to_readonly_array)
 from .value import Value
 
 FUSED_DOMAIN = "graphlab"
@@ -38,6 +39,7 @@ def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) 
             raise ModelLoadError(f"{label} is not a file", where=label)
         data, base_dir = path.read_bytes(), str(path.parent)
     model = parse_model_bytes(data, label)
+    del data  # the parsed model holds everything; don't keep a second copy alive
     return from_proto(model, base_dir=base_dir, infer_shapes=infer_shapes, owned=True)
 
 
@@ -70,12 +72,16 @@ def _looks_like_onnx(data: bytes) -> bool:
 
 def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
                infer_shapes: bool = True, owned: bool = False) -> Graph:
-    """Build the IR from a ModelProto.  With ``owned`` the proto's weight buffers are released
-    as they are converted, so importing a big model does not hold two copies of its weights."""
+    """Build the IR from a ModelProto.
+
+    With ``owned`` (the proto is ours to change) shape inference runs on the parsed proto
+    itself, stripped of its big weights, instead of on a fresh export.
+    """
     limit = memory_limit_bytes()
-    for tensor, what in iter_tensors(model.graph):
+    tensors = list(iter_tensors(model.graph))
+    for tensor, what in tensors:
         check_tensor(tensor, what, limit)
-    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in iter_tensors(model.graph)):
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in tensors):
         if not owned:
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
@@ -84,38 +90,64 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
         for tensor, what in iter_tensors(model.graph):
             check_tensor(tensor, what, limit)
     _check_structure(model.graph)
-    graph = _build(model, release=owned)
-    graph.check()
+    graph = _build(model)
+    graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
         from .shape_inference import infer_shapes as run_inference
 
-        run_inference(graph)
+        run_inference(graph, first_model=_strip_big_weights(model) if owned else None)
     return graph
+
+
+def _strip_big_weights(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Turn large initializers into typed inputs: shape inference needs only small constants."""
+    from .exporter import LIGHT_WEIGHT_BYTES
+
+    g = model.graph
+    listed = {vi.name for vi in g.input}
+    small = []
+    for tensor in g.initializer:
+        if declared_bytes(tensor, tensor.name) <= LIGHT_WEIGHT_BYTES:
+            small.append(tensor)
+            continue
+        if tensor.name not in listed:
+            g.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
+                                                              list(tensor.dims)))
+    if len(small) != len(g.initializer):
+        kept = [onnx.TensorProto() for _ in small]
+        for copy, tensor in zip(kept, small):
+            copy.CopyFrom(tensor)
+        del g.initializer[:]
+        g.initializer.extend(kept)
+    return model
 
 
 def _check_structure(g: onnx.GraphProto) -> None:
     """Undefined inputs, values written twice, missing outputs: caught with names, up front."""
-    producers: dict[str, str] = {}
+    producers: dict[str, int] = {}  # value name -> index of its producing node (-1: not a node)
     for vi in g.input:
-        producers[vi.name] = "graph input"
+        producers[vi.name] = -1
     for t in g.initializer:
-        producers.setdefault(t.name, "initializer")
+        producers.setdefault(t.name, -1)
     for t in g.sparse_initializer:
-        producers.setdefault(t.values.name, "initializer")
+        producers.setdefault(t.values.name, -1)
     for index, node in enumerate(g.node):
-        label = _node_label(node, index)
         for out in node.output:
             if not out:
                 continue
             if out in producers:
-                raise ModelLoadError(f"value {out!r} is written by both {producers[out]} and "
-                                     f"{label}", where=node.name or out,
+                first = producers[out]
+                owner = _node_label(g.node[first], first) if first >= 0 else "a graph input " \
+                    "or initializer"
+                raise ModelLoadError(f"value {out!r} is written by both {owner} and "
+                                     f"{_node_label(node, index)}", where=node.name or out,
                                      hint="every value must have exactly one producer (SSA)")
-            producers[out] = label
+            producers[out] = index
     for index, node in enumerate(g.node):
         needed = [n for n in node.input if n]
-        for sub in _node_graphs(node):
-            needed += free_variables(sub)
+        if len(node.attribute):
+            for sub in _node_graphs(node):
+                needed += free_variables(sub)
         for name in needed:
             if name not in producers:
                 raise ModelLoadError(f"{_node_label(node, index)} reads {name!r}, which no node, "
@@ -156,7 +188,7 @@ def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
     return Value(name, type_proto=copy)
 
 
-def _build(model: onnx.ModelProto, release: bool) -> Graph:
+def _build(model: onnx.ModelProto) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
     graph.doc_string = g.doc_string
@@ -172,7 +204,9 @@ def _build(model: onnx.ModelProto, release: bool) -> Graph:
     graph.opset_imports = {(o.domain if o.domain != "ai.onnx" else ""): o.version
                            for o in model.opset_import}
     for function in model.functions:
-        graph.functions[(function.domain, function.name, function.overload)] = function
+        own = onnx.FunctionProto()
+        own.CopyFrom(function)  # a private copy: the parsed model can then be freed
+        graph.functions[(function.domain, function.name, function.overload)] = own
 
     initializer_names = {t.name for t in g.initializer} | {t.values.name
                                                            for t in g.sparse_initializer}
@@ -181,7 +215,7 @@ def _build(model: onnx.ModelProto, release: bool) -> Graph:
             graph.add_input(value_from_type(vi.name, vi.type))
     for tensor in g.initializer:
         value = Value(tensor.name, tensor.data_type, tuple(tensor.dims),
-                      const=to_readonly_array(tensor, release))
+                      const=to_readonly_array(tensor))
         value.doc_string = tensor.doc_string
         graph._register(value)
         graph.initializers[value.name] = value
@@ -210,28 +244,40 @@ def _build(model: onnx.ModelProto, release: bool) -> Graph:
 
 
 def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_KnownOps") -> None:
-    inputs = [graph.values[name] if name else None for name in proto.input]
-    outputs = [graph.values[name] if name else None for name in proto.output]
+    values = graph.values
+    inputs = [values[name] if name else None for name in proto.input]
+    outputs = [values[name] if name else None for name in proto.output]
     domain = proto.domain if proto.domain != "ai.onnx" else ""
     node = graph.add_node(proto.op_type, inputs, outputs, domain=domain,
                           name=proto.name or f"{proto.op_type}_{index}", order=float(index),
                           node_id=index)
+    has_subgraph = False
     for attr in proto.attribute:
-        node.attrs[attr.name] = attributes.from_proto(attr)
-        node.attr_types[attr.name] = attr.type
         if attr.ref_attr_name:
             raise ModelLoadError(f"node {node.name!r} uses an attribute reference outside a "
                                  f"function", where=node.name)
-    node.overload = proto.overload
-    node.doc_string = proto.doc_string
-    node.metadata = {p.key: p.value for p in proto.metadata_props}
+        node.attrs[attr.name] = attributes.from_proto(attr)
+        node.attr_types[attr.name] = attr.type
+        has_subgraph |= attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if proto.overload:
+        node.overload = proto.overload
+    if proto.doc_string:
+        node.doc_string = proto.doc_string
+    if len(proto.metadata_props):
+        node.metadata = {p.key: p.value for p in proto.metadata_props}
+    if has_subgraph:
+        _wire_implicit_inputs(graph, node)
+    known_ops.note(node)
+
+
+def _wire_implicit_inputs(graph: Graph, node) -> None:
+    """Outer values an If/Loop/Scan body reads become uses, so no pass deletes them."""
     for sub in subgraph_attributes(node.attrs):
         for name in free_variables(sub):
             if name not in {v.name for v in node.implicit_inputs}:
                 value = graph.values[name]
                 node.implicit_inputs.append(value)
                 value.uses.append((node, -len(node.implicit_inputs)))
-    known_ops.note(node)
 
 
 class _KnownOps:

@@ -36,24 +36,27 @@ BOOL_RESULT = {"And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "G
 MAX_ROUNDS = 4
 
 
-def infer_shapes(graph: Graph, refresh: bool = False) -> None:
+def infer_shapes(graph: Graph, refresh: bool = False,
+                 first_model: onnx.ModelProto | None = None) -> None:
     """Fill in elem_type and shape of every value the rules can reach.
 
     onnx's inference and GraphLab's gap rules alternate: a rank GraphLab recovers (say, of a
     Reshape whose target shape is computed at run time) lets onnx type everything downstream.
     With ``refresh`` (after symbolic dims were bound), inferred shapes replace stale ones
-    instead of only filling unknowns.
+    instead of only filling unknowns.  ``first_model``, a light proto of this very graph, saves
+    exporting one for the first round (the importer passes the model it just parsed).
     """
     for round_index in range(MAX_ROUNDS):
-        _run_onnx_inference(graph, refresh=refresh and round_index == 0)
+        _run_onnx_inference(graph, refresh=refresh and round_index == 0,
+                            model=first_model if round_index == 0 else None)
         if not sum(fill_gaps(node) for node in graph.nodes):
             return
 
 
-def _run_onnx_inference(graph: Graph, refresh: bool) -> None:
+def _run_onnx_inference(graph: Graph, refresh: bool, model: onnx.ModelProto | None) -> None:
     from .exporter import to_model_proto
 
-    light = to_model_proto(graph, weights="light", value_info=not refresh)
+    light = model or to_model_proto(graph, weights="light", value_info=not refresh)
     try:
         inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
                                                      data_prop=True)

@@ -83,19 +83,13 @@ def check_tensor(tensor: TensorProto, what: str, limit: int) -> None:
             f"values", where=tensor.name, hint="the file is corrupt; re-export the model")
 
 
-def to_readonly_array(tensor: TensorProto, release: bool) -> np.ndarray:
-    """numpy view of the tensor's data; with ``release`` the proto's copy is freed at once."""
+def to_readonly_array(tensor: TensorProto) -> np.ndarray:
+    """Read-only numpy array of the tensor's data (one copy out of the protobuf)."""
     if tensor.HasField("raw_data") and tensor.data_type in _ZERO_COPY_TYPES:
-        raw = tensor.raw_data
-        if release:
-            tensor.ClearField("raw_data")
-        array = np.frombuffer(raw, dtype=to_numpy(tensor.data_type)).reshape(tuple(tensor.dims))
+        array = np.frombuffer(tensor.raw_data, dtype=to_numpy(tensor.data_type))
+        array = array.reshape(tuple(tensor.dims))
     else:
         array = numpy_helper.to_array(tensor)
-        if release:
-            for field in ("raw_data", "float_data", "int32_data", "int64_data", "double_data",
-                          "uint64_data", "string_data"):
-                tensor.ClearField(field)
     if array.flags.writeable:
         array.flags.writeable = False
     return array
