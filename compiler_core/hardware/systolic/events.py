@@ -1,0 +1,145 @@
+"""What the array does at one cycle of one fold, computed on demand.
+
+A big layer has millions of cycles, so nothing is stored per cycle: `step(fold, cycle)` works
+out the state of every PE from the closed-form timing in O(R * C), and `FoldSteps` is a lazy
+sequence of one fold's steps (len, indexing and iteration, nothing precomputed).
+
+The fold's own timeline (local cycle u = 0 .. fold_length - 1): `stall` cycles waiting for
+memory, then P preload cycles, then the compute window v = 0 .. S + T - 1, in which PE (i, j)
+of the used region works on streamed element v - i - j while 0 <= v - i - j < T.
+PE states: IDLE (inside the used region, nothing to do this cycle: pipeline fill/drain skew,
+a stall, or waiting for its preload), ACTIVE (a multiply-accumulate), PADDING (outside the
+problem in an edge fold: no work in the whole fold), PRELOAD (its stationary value arrives:
+rows 0 .. p during preload cycle p).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from compiler_core.hardware.systolic.mapping import ScheduleError
+from compiler_core.hardware.systolic.timing import Timeline
+
+IDLE, ACTIVE, PADDING, PRELOAD = 0, 1, 2, 3
+STATE_NAMES = {IDLE: "idle", ACTIVE: "active", PADDING: "padding", PRELOAD: "preload"}
+
+
+@lru_cache(maxsize=16)
+def _skew_grid(rows: int, cols: int) -> np.ndarray:
+    """i + j for every PE: how many cycles after PE (0, 0) it sees the same element."""
+    grid = np.add.outer(np.arange(rows), np.arange(cols))
+    grid.setflags(write=False)
+    return grid
+
+
+@dataclass(frozen=True)
+class Step:
+    """The array at one local cycle of one fold."""
+
+    fold: int
+    cycle: int
+    global_cycle: int
+    phase: str
+    stall: bool
+    pe_state: np.ndarray
+    tiles: dict
+    stream_dim: str
+    in_flight: tuple[int, int] | None
+
+    def count(self, state: int) -> int:
+        return int(np.count_nonzero(self.pe_state == state))
+
+    @property
+    def active(self) -> int:
+        return self.count(ACTIVE)
+
+    @property
+    def idle(self) -> int:
+        return self.count(IDLE)
+
+    @property
+    def padding(self) -> int:
+        return self.count(PADDING)
+
+    def to_dict(self, include_grid: bool = True) -> dict:
+        """JSON-able; `pe_state` as rows of state codes (see STATE_NAMES) when asked."""
+        data = {
+            "fold": self.fold, "cycle": self.cycle, "global_cycle": self.global_cycle,
+            "phase": self.phase, "stall": self.stall,
+            "counts": {name: self.count(code) for code, name in STATE_NAMES.items()},
+            "tiles": self.tiles,
+            "streaming": {"dim": self.stream_dim,
+                          "in_flight": list(self.in_flight) if self.in_flight else None},
+        }
+        if include_grid:
+            data["pe_state"] = self.pe_state.tolist()
+        return data
+
+
+def step(timeline: Timeline, fold: int, cycle: int) -> Step:
+    """The array at local `cycle` of `fold` (0 <= cycle < timeline.fold_length(fold))."""
+    mapping = timeline.mapping
+    row_fold, col_fold = mapping.fold_position(fold)
+    length = timeline.fold_length(fold)
+    if not 0 <= cycle < length:
+        raise ScheduleError(f"cycle {cycle} is outside fold {fold}", where="cycle",
+                            hint=f"fold {fold} has local cycles 0 to {length - 1}")
+    rows_used, cols_used = mapping.rows_used(row_fold), mapping.cols_used(col_fold)
+    state = np.full((mapping.rows, mapping.cols), PADDING, dtype=np.uint8)
+    used = state[:rows_used, :cols_used]
+    used[...] = IDLE
+
+    waited = timeline.stall(fold)
+    compute_cycle = cycle - waited - timeline.preload
+    in_flight = None
+    if cycle < waited:
+        phase = "stall"
+    elif compute_cycle < 0:
+        phase = "preload"
+        used[: cycle - waited + 1, :] = PRELOAD
+    else:
+        phase = _compute_phase(compute_cycle, mapping.rows, timeline.stream)
+        offsets = compute_cycle - _skew_grid(rows_used, cols_used)
+        used[(offsets >= 0) & (offsets < timeline.stream)] = ACTIVE
+        first = max(0, compute_cycle - (rows_used - 1) - (cols_used - 1))
+        last = min(timeline.stream - 1, compute_cycle)
+        if first <= last:
+            in_flight = (first, last + 1)
+    state.setflags(write=False)
+    return Step(fold=fold, cycle=cycle, global_cycle=timeline.fold_begin(fold) + cycle,
+                phase=phase, stall=phase == "stall", pe_state=state,
+                tiles=mapping.operand_tiles(fold), stream_dim=mapping.stream_dim,
+                in_flight=in_flight)
+
+
+def _compute_phase(compute_cycle: int, rows: int, stream: int) -> str:
+    if compute_cycle < rows - 1:
+        return "fill"
+    if compute_cycle < rows - 1 + stream:
+        return "stream"
+    return "drain"
+
+
+class FoldSteps(Sequence):
+    """One fold's steps as a lazy sequence: each item is built when it is asked for."""
+
+    def __init__(self, timeline: Timeline, fold: int):
+        self.timeline = timeline
+        self.fold = timeline.mapping.check_fold(fold)
+        self._length = timeline.fold_length(self.fold)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._length))]
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError(f"fold {self.fold} has local cycles 0 to {self._length - 1}")
+        return step(self.timeline, self.fold, index)

@@ -1,0 +1,55 @@
+"""The JSON-able summary of a schedule: what `graphlab schedule` prints.
+
+Keys: cycles, folds, cycles_per_fold, cycles_per_fold_form, mapping_efficiency, utilization,
+stall_cycles, dataflow, array ("RxC"), timing, gemm {M, N, K}, macs, phases, plus target,
+dtype, seconds, fold_grid, memory and (for a convolution) conv.
+
+`cycles_per_fold` is a list of [cycles, count] pairs. With `cycles_per_fold_form` "runs" they
+are run-lengths in fold order (expand them to get every fold's cycles; the counts sum to
+`folds`); when that would take more than RUNS_LIMIT pairs the form is "histogram": distinct
+values with how many folds have each, sorted by cycles. Either way the pairs' cycles x count
+sum to cycles + 1. `phases` holds preload, fill, stream, drain, stall and overlapped, with
+preload + fill + stream + drain + stall - overlapped = cycles + 1. `utilization` is
+macs / ((cycles + 1) x R x C): `cycles` numbers the last busy cycle, so cycles + 1 of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+RUNS_LIMIT = 256
+
+
+def build_report(schedule) -> dict:
+    mapping, timeline = schedule.mapping, schedule.timeline
+    form, per_fold = timeline.cycles_per_fold(RUNS_LIMIT)
+    report = {
+        "cycles": schedule.cycles,
+        "folds": schedule.folds,
+        "cycles_per_fold": per_fold,
+        "cycles_per_fold_form": form,
+        "mapping_efficiency": schedule.mapping_efficiency,
+        "utilization": schedule.utilization,
+        "stall_cycles": schedule.stall_cycles,
+        "dataflow": mapping.dataflow,
+        "array": f"{mapping.rows}x{mapping.cols}",
+        "timing": timeline.timing,
+        "gemm": {"M": mapping.gemm.M, "N": mapping.gemm.N, "K": mapping.gemm.K},
+        "macs": schedule.macs,
+        "phases": timeline.phase_totals(),
+        "target": schedule.target.name,
+        "dtype": schedule.dtype,
+        "seconds": schedule.seconds,
+        "fold_grid": {
+            "row_folds": mapping.row_folds, "col_folds": mapping.col_folds,
+            "rows_dim": mapping.row_dim, "cols_dim": mapping.col_dim,
+            "stream_dim": mapping.stream_dim, "stationary": mapping.stationary_operand,
+            "preload": timeline.preload, "skew": timeline.skew, "stream": timeline.stream,
+            "period": timeline.period,
+        },
+        "memory": timeline.traffic.to_dict(),
+    }
+    if schedule.conv is not None:
+        report["conv"] = {**asdict(schedule.conv), "OH": schedule.conv.OH,
+                          "OW": schedule.conv.OW}
+    return report

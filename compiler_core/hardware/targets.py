@@ -1,0 +1,262 @@
+"""Hardware targets: the data files in `targets/`, loaded and checked into `Target` records.
+
+A target is data, not code, so a user can describe their own chip in a JSON file and pass its
+path wherever a target name is accepted. Every built-in file cites where its figures come from
+(`sources`) and says in `notes` which figures are published and which are assumed.
+
+Peak rates per dtype, and the fallback when a dtype is not listed (`Target.peak`):
+  1. the dtype is listed: its own peak;
+  2. otherwise the narrowest listed dtype at least as wide as the one asked for (a wider
+     datapath runs narrower values at its own rate), the lower peak on a tie;
+  3. otherwise (the type is wider than anything the chip runs natively, e.g. float32 on the
+     int8-only TPU v1) the widest listed dtype's peak. That is optimistic: real emulation is
+     slower. `Target.peak_dtype` names the dtype whose rate was used, so a view can say so.
+With no dtype given, the target's default dtype is used: the first one its file lists.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from compiler_core.errors import GraphLabError
+from compiler_core.hardware.dtypes import ELEMENT_BYTES, canonical_dtype, element_bytes
+
+TARGETS_DIR = Path(__file__).with_name("targets")
+DEFAULT_TARGET = "asic32"
+
+# What each field means: the hint a user gets when their file gets it wrong.
+FIELD_HELP = {
+    "name": "a short id such as 'my_npu' (letters, digits, '_' or '-')",
+    "display_name": "a human-readable name such as 'My NPU (256 MACs)'",
+    "peak_ops_per_s": "an object {dtype: peak operations per second}, e.g. {\"int8\": 3.2e13}; "
+                      "one multiply-accumulate counts as 2 operations",
+    "bandwidth_bytes_per_s": "the off-chip memory bandwidth in bytes per second, e.g. 2.4e12",
+    "sram_bytes": "the on-chip buffer (scratchpad) capacity in bytes, a positive integer",
+    "array_rows": "rows of the systolic array (processing elements), a positive integer",
+    "array_cols": "columns of the systolic array, a positive integer",
+    "clock_hz": "the array's clock frequency in Hz, e.g. 1e9",
+    "notes": "text saying which figures are published and which are assumed",
+    "sources": "a list of {\"title\", \"url\" or \"publication\", \"supports\"} objects citing "
+               "where the figures come from",
+    "array_count": "optional: how many such arrays the chip has (default 1)",
+}
+REQUIRED_FIELDS = tuple(f for f in FIELD_HELP if f != "array_count")
+_NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class TargetError(GraphLabError, ValueError):
+    """A target name is unknown, or a target file is missing a field or has a bad value."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """One citation: where a target's figures come from and which of them it supports."""
+
+    title: str
+    supports: str
+    url: str | None = None
+    publication: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """A chip as the roofline and the systolic simulator see it (see the module docstring)."""
+
+    name: str
+    display_name: str
+    peak_ops_per_s: Mapping[str, float] = field(hash=False)
+    bandwidth_bytes_per_s: float
+    sram_bytes: int
+    array_rows: int
+    array_cols: int
+    clock_hz: float
+    notes: str
+    sources: tuple[Source, ...]
+    array_count: int = 1
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def default_dtype(self) -> str:
+        """The first dtype the target's file lists: its headline rate."""
+        return next(iter(self.peak_ops_per_s))
+
+    @property
+    def bytes_per_cycle(self) -> float:
+        """Off-chip bytes that arrive per array clock cycle."""
+        return self.bandwidth_bytes_per_s / self.clock_hz
+
+    def peak_dtype(self, dtype: str | None = None) -> str:
+        """The listed dtype whose peak `peak(dtype)` uses (itself when listed)."""
+        if dtype is None:
+            return self.default_dtype
+        wanted = canonical_dtype(dtype)
+        if wanted in self.peak_ops_per_s:
+            return wanted
+        listed = list(self.peak_ops_per_s.items())
+        wider = [(element_bytes(d), rate, d) for d, rate in listed
+                 if element_bytes(d) >= element_bytes(wanted)]
+        if wider:
+            return min(wider)[2]
+        return min((-element_bytes(d), rate, d) for d, rate in listed)[2]
+
+    def peak(self, dtype: str | None = None) -> float:
+        """Peak operations per second for `dtype` (fallback rule: module docstring)."""
+        return self.peak_ops_per_s[self.peak_dtype(dtype)]
+
+    def ridge_point(self, dtype: str | None = None) -> float:
+        """Arithmetic intensity (ops/byte) where the roofline's two limits meet."""
+        return self.peak(dtype) / self.bandwidth_bytes_per_s
+
+    def to_dict(self) -> dict:
+        """The target as JSON-able data (the same fields as its file)."""
+        data: dict[str, Any] = {f: getattr(self, f) for f in REQUIRED_FIELDS}
+        data["peak_ops_per_s"] = dict(self.peak_ops_per_s)
+        data["sources"] = [{k: v for k, v in vars(s).items() if v is not None}
+                           for s in self.sources]
+        data["array_count"] = self.array_count
+        return data
+
+
+def list_targets() -> list[str]:
+    """Names of the built-in targets, sorted."""
+    return sorted(p.stem for p in TARGETS_DIR.glob("*.json"))
+
+
+def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target:
+    """A built-in target by name, or a user's target from the path of a JSON file.
+
+    None gives the default target (`asic32`); a `Target` is returned as it is.
+    """
+    if name_or_path is None:
+        name_or_path = DEFAULT_TARGET
+    if isinstance(name_or_path, Target):
+        return name_or_path
+    text = os.fspath(name_or_path)
+    if text in list_targets():
+        return _load_builtin(text)
+    if text.endswith(".json") or os.sep in text or "/" in text or os.path.isfile(text):
+        return load_target_file(text)
+    raise TargetError(f"unknown target {text!r}", where=text,
+                      hint=f"use one of {', '.join(list_targets())}, "
+                           "or the path of a JSON target file")
+
+
+@lru_cache(maxsize=None)
+def _load_builtin(name: str) -> Target:
+    return load_target_file(TARGETS_DIR / f"{name}.json")
+
+
+def load_target_file(path: str | os.PathLike) -> Target:
+    """Read and check one target file; a `TargetError` names the file and the bad field."""
+    where = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except FileNotFoundError:
+        raise TargetError(f"target file {where!r} does not exist", where=where,
+                          hint=f"check the path, or use a built-in target: "
+                               f"{', '.join(list_targets())}") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise TargetError(f"target file {where!r} cannot be read: {err}", where=where,
+                          hint="pass a readable UTF-8 JSON file") from None
+    except json.JSONDecodeError as err:
+        raise TargetError(f"target file {where!r} is not valid JSON: {err.msg} at line "
+                          f"{err.lineno} column {err.colno}", where=where,
+                          hint="fix the JSON syntax") from None
+    return target_from_dict(data, where)
+
+
+def target_from_dict(data: Any, where: str = "<target>") -> Target:
+    """Check a decoded target file and build its `Target` (`where` names it in errors)."""
+    if not isinstance(data, dict):
+        raise TargetError(f"target file {where!r} must hold a JSON object, "
+                          f"found {type(data).__name__}", where=where,
+                          hint=f"write an object with the fields {', '.join(REQUIRED_FIELDS)}")
+    unknown = sorted(set(data) - set(FIELD_HELP))
+    if unknown:
+        raise TargetError(f"target file {where!r}: unknown field {unknown[0]!r}", where=where,
+                          hint=f"remove it or fix its spelling; known fields: "
+                               f"{', '.join(FIELD_HELP)}")
+    for name in REQUIRED_FIELDS:
+        if name not in data:
+            raise TargetError(f"target file {where!r}: field {name!r} is missing", where=where,
+                              hint=f"add {name!r}: {FIELD_HELP[name]}")
+
+    def bad(name: str, problem: str) -> TargetError:
+        return TargetError(f"target file {where!r}: field {name!r} {problem}", where=where,
+                           hint=f"{name!r} must be {FIELD_HELP[name]}")
+
+    def text(name: str) -> str:
+        value = data[name]
+        if not isinstance(value, str) or not value.strip():
+            raise bad(name, "must be a non-empty string")
+        return value
+
+    def positive(name: str, value: Any = None, integer: bool = False) -> float:
+        value = data[name] if value is None else value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad(name, f"must be a number, found {value!r}")
+        if not math.isfinite(value) or value <= 0:
+            raise bad(name, f"must be positive and finite, found {value!r}")
+        if integer:
+            if value != int(value):
+                raise bad(name, f"must be a whole number, found {value!r}")
+            return int(value)
+        return float(value)
+
+    name = text("name")
+    if not _NAME_PATTERN.match(name):
+        raise bad("name", f"has characters other than letters, digits, '_' and '-': {name!r}")
+    peaks = data["peak_ops_per_s"]
+    if not isinstance(peaks, dict) or not peaks:
+        raise bad("peak_ops_per_s", "must be a non-empty object")
+    peak_ops: dict[str, float] = {}
+    for dtype, rate in peaks.items():
+        try:
+            key = canonical_dtype(dtype)
+        except ValueError:
+            raise bad("peak_ops_per_s", f"lists unknown dtype {dtype!r} (known dtypes: "
+                                        f"{', '.join(sorted(ELEMENT_BYTES))})") from None
+        peak_ops[key] = positive("peak_ops_per_s", rate)
+    return Target(
+        name=name,
+        display_name=text("display_name"),
+        peak_ops_per_s=MappingProxyType(peak_ops),
+        bandwidth_bytes_per_s=positive("bandwidth_bytes_per_s"),
+        sram_bytes=positive("sram_bytes", integer=True),
+        array_rows=positive("array_rows", integer=True),
+        array_cols=positive("array_cols", integer=True),
+        clock_hz=positive("clock_hz"),
+        notes=text("notes"),
+        sources=_sources(data["sources"], bad),
+        array_count=positive("array_count", data.get("array_count", 1), integer=True),
+        path=where,
+    )
+
+
+def _sources(value: Any, bad) -> tuple[Source, ...]:
+    if not isinstance(value, list) or not value:
+        raise bad("sources", "must be a non-empty list")
+    sources = []
+    for i, entry in enumerate(value):
+        if not isinstance(entry, dict):
+            raise bad("sources", f"entry {i} is not an object")
+        for key in ("title", "supports"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise bad("sources", f"entry {i} has no {key!r} text")
+        if not (entry.get("url") or entry.get("publication")):
+            raise bad("sources", f"entry {i} has neither 'url' nor 'publication'")
+        extra = set(entry) - {"title", "supports", "url", "publication"}
+        if extra:
+            raise bad("sources", f"entry {i} has unknown key {sorted(extra)[0]!r}")
+        sources.append(Source(title=entry["title"], supports=entry["supports"],
+                              url=entry.get("url"), publication=entry.get("publication")))
+    return tuple(sources)
