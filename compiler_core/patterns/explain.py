@@ -1,0 +1,137 @@
+"""'Why didn't it match?': per-pattern reports of matches and ranked, grouped near misses.
+
+A site is a node where the pattern's root op matches (or the node a user names).  Every site
+that does not match is re-run in explain mode, so the cost of explanations is paid only here,
+never by ``match_all``.  The report is the one record the CLI (``--json``) and the app share.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from ..ir import Graph, Node
+from .failure import Failure
+from .language import Pattern
+from .library import get_pattern, list_patterns
+from .matcher import Match, NodeIndex, attempt, compile_pattern, match_all
+
+
+ROOT_ONLY = 1  # pattern elements matched when only the root's op type matched
+
+
+@dataclass
+class NearMiss:
+    """A site where the pattern almost matched, and why it did not."""
+
+    site: Node
+    failure: Failure
+
+    @property
+    def score(self) -> float:
+        return self.failure.score
+
+    @property
+    def reason(self) -> str:
+        return self.failure.reason
+
+    def alternatives(self) -> list[Failure]:
+        """Every OR branch's own failure, best first (empty when the pattern has no OR)."""
+        if not self.failure.alternatives:
+            return []
+        return sorted(self.failure.leaves(), key=lambda f: -f.score)
+
+    def to_dict(self) -> dict:
+        f = self.failure
+        return {"site": self.site.name, "score": f.score, "path": f.path_text,
+                "expected": f.expected, "found": f.found, "reason": f.reason,
+                "blocking_node": f.blocking_node.name if f.blocking_node else None,
+                "matched_nodes": [n.name for n in f.matched_nodes],
+                "failed_node": f.failed_node.name if f.failed_node else None,
+                "alternatives": [a.summary() for a in self.alternatives()]}
+
+
+@dataclass
+class PatternReport:
+    """One pattern over one graph: its matches and its near misses, best first."""
+
+    name: str
+    description: str
+    matches: list[Match]
+    near_misses: list[NearMiss] = field(default_factory=list)
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """Near misses per reason, most frequent first."""
+        return dict(Counter(m.reason for m in self.near_misses).most_common())
+
+    def grouped(self) -> list[tuple[str, list[NearMiss]]]:
+        """Near misses grouped by reason, most frequent reason first."""
+        groups: dict[str, list[NearMiss]] = {}
+        for miss in self.near_misses:
+            groups.setdefault(miss.reason, []).append(miss)
+        return sorted(groups.items(), key=lambda item: (-len(item[1]), -item[1][0].score))
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "matches": [m.to_dict() for m in self.matches],
+                "near_misses": [m.to_dict() for m in self.near_misses],
+                "reasons": self.reasons}
+
+
+def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
+            node: Node | str | None = None, *, all_sites: bool = False) -> list[PatternReport]:
+    """Report every pattern (default: the whole library) on ``graph``.
+
+    Without ``node``: all matches, and a near miss for every site whose root op matches and
+    where more than the root matched (``all_sites`` also keeps sites that failed right after
+    the root: every Add is a root-only site of matmul_add).  With ``node``: only what concerns
+    that node — the match that contains it, or the failed sites whose attempt reached it (a
+    Conv whose BN fusion was blocked), or else the attempt rooted at the node itself.
+    """
+    index = NodeIndex(graph)
+    target = _resolve_node(graph, node)
+    reports = []
+    for pattern in _resolve_patterns(patterns):
+        compiled = compile_pattern(pattern)
+        matches = match_all(graph, pattern, index=index)
+        covered = {n.id for m in matches for n in m.nodes}
+        sites = [n for n in index.candidates(compiled.root_ops) if n.id not in covered]
+        if target is not None:
+            matches = [m for m in matches if target in m.nodes]
+            sites = [] if matches else sites
+        misses = []
+        for site in sites:
+            failure = attempt(compiled, site, explain=True, claimed=covered)
+            if not isinstance(failure, Failure):
+                continue
+            if (_concerns(failure, target) if target is not None
+                    else all_sites or failure.matched > ROOT_ONLY):
+                misses.append(NearMiss(site, failure))
+        if target is not None and not matches and not misses:
+            failure = attempt(compiled, target, explain=True, claimed=covered)
+            if isinstance(failure, Failure):
+                misses.append(NearMiss(target, failure))
+        misses.sort(key=lambda m: -m.score)
+        reports.append(PatternReport(compiled.name, pattern.describe(), matches, misses))
+    return reports
+
+
+def _concerns(failure: Failure, node: Node) -> bool:
+    return any(node is f.failed_node or node is f.blocking_node or node in f.matched_nodes
+               for f in (failure, *failure.leaves()))
+
+
+def _resolve_patterns(patterns: Iterable[str | Pattern] | None) -> list[Pattern]:
+    names = list_patterns() if patterns is None else patterns
+    return [get_pattern(p) if isinstance(p, str) else p for p in names]
+
+
+def _resolve_node(graph: Graph, node: Node | str | None) -> Node | None:
+    if node is None or isinstance(node, Node):
+        return node
+    found = graph.node_by_name(node)
+    if found is None:
+        raise KeyError(f"no node named {node!r} in the graph")
+    return found

@@ -1,0 +1,46 @@
+"""GELU written out in primitive ops (erf and tanh forms)."""
+
+from __future__ import annotations
+
+import math
+
+from ..language import Pattern, any_value, const, op
+from .registry import register
+
+SQRT_2 = math.sqrt(2.0)
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def _erf_part(x: Pattern) -> Pattern:
+    """erf(x / √2), with the division also written as a Mul by 1/√2."""
+    scaled = op("Div", x, const(SQRT_2)) | op("Mul", x, const(1.0 / SQRT_2))
+    return op("Erf", scaled).bind("erf").tag("form", "erf")
+
+
+def _tanh_part(x: Pattern) -> Pattern:
+    """tanh(√(2/π)·(x + 0.044715·x³)), with x³ as Pow(x, 3) or x·x·x."""
+    cube = op("Pow", x, const(3.0)) | op("Mul", op("Mul", x, x), x)
+    inner = op("Add", x, op("Mul", const(0.044715), cube))
+    return op("Tanh", op("Mul", const(SQRT_2_OVER_PI), inner)).bind("tanh").tag("form", "tanh")
+
+
+@register("gelu")
+def gelu() -> Pattern:
+    """GELU written out: x·0.5·(1 + erf(x/√2)) or 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))),
+    with the three products grouped in any of the ways exporters write them (0.5·(x·(1+…)),
+    x·(0.5·(1+…)), (x·0.5)·(1+…)) and every operand order of Add and Mul.
+
+    Why: a dozen element-wise ops, each a full pass over the activation, become one Gelu
+    (or FastGelu for the tanh form) kernel.
+
+    Bindings: ``input`` (x), ``form`` ("erf" or "tanh"), ``erf`` / ``tanh`` (the Erf or Tanh
+    node; the other one is None).  The GELU's output is the root node's output.
+    """
+    x = any_value().bind("input")
+    half = const(0.5)
+    one_plus = op("Add", _erf_part(x) | _tanh_part(x), const(1.0))
+    return (op("Mul", half, op("Mul", x, one_plus))
+            | op("Mul", x, op("Mul", half, one_plus))
+            | op("Mul", op("Mul", x, half), one_plus)).described_as(
+        "GELU written out in primitive ops, in its erf form x·0.5·(1+erf(x/√2)) or its tanh "
+        "form 0.5·x·(1+tanh(√(2/π)(x+0.044715x³))), in any common operand order.")

@@ -1,0 +1,115 @@
+"""Layer normalization: the decomposed form exporters emit, and Add + LayerNorm (skip)."""
+
+from __future__ import annotations
+
+from ...ir import Node, Value
+from ..language import Pattern, any_value, const, op, optional
+from ..texts import format_attr
+from .common import as_float, attr_or_default, scalar_const
+from .registry import register
+
+
+def _reduced_axes(node: Node) -> tuple | None:
+    """ReduceMean's axes: an attribute up to opset 17, a constant second input from 18 on."""
+    axes = node.attrs.get("axes")
+    if axes is None and node.input(1) is not None:
+        data = node.input(1).constant_value()
+        axes = None if data is None else tuple(int(a) for a in data.reshape(-1))
+    return axes
+
+
+def _is_last_axis(axes: tuple | None, rank: int | None) -> bool:
+    return axes is not None and len(axes) == 1 and (
+        axes[0] == -1 or (rank is not None and axes[0] == rank - 1))
+
+
+def _means_last_axis(value: Value, _: dict) -> bool:
+    node = value.producer
+    return node.attrs.get("keepdims", 1) == 1 and _is_last_axis(_reduced_axes(node),
+                                                                 node.inputs[0].rank)
+
+
+def _reduction_found(value: Value, _: dict) -> str:
+    node = value.producer
+    axes = _reduced_axes(node)
+    text = "axes not constant" if axes is None and node.input(1) else f"axes {format_attr(axes)}"
+    return f"{text}, keepdims {node.attrs.get('keepdims', 1)} (rank {node.inputs[0].rank})"
+
+
+def _last_axis_mean(x: Pattern, name: str) -> Pattern:
+    # Checked once the structure matched (not as an early reject), so a wrong axis on an
+    # otherwise perfect layer norm scores as the near miss it is.
+    return op("ReduceMean", x, optional(const())).bind(name).where(
+        _means_last_axis, "mean over the last axis (axes [-1], keepdims 1)", _reduction_found)
+
+
+def decomposed_layernorm(x: Pattern) -> Pattern:
+    """(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps) * scale + shift, over the last axis.
+    The same Sub feeds both the square and the Div; binds the nodes and scale/shift/epsilon."""
+    mean = _last_axis_mean(x, "mean")
+    sub = op("Sub", x, mean).bind("sub")
+    square = op("Pow", sub, const(2.0)).bind("pow") | op("Mul", sub, sub).bind("pow")
+    var = _last_axis_mean(square, "var")
+    add_eps = op("Add", var, scalar_const().bind("epsilon", as_float)).bind("add_eps")
+    div = op("Div", sub, op("Sqrt", add_eps).bind("sqrt")).bind("div")
+    scale = any_value().bind("scale").same_size_as("input", axis=-1)
+    shift = any_value().bind("shift").same_size_as("input", axis=-1)
+    mul = op("Mul", div, scale).bind("scale_mul")
+    return op("Add", mul, shift).bind("shift_add").bind("layernorm").tag("axis", -1)
+
+
+@register("layernorm")
+def layernorm() -> Pattern:
+    """Layer normalization written out in primitive ops, over the last axis:
+    ReduceMean → Sub → Pow 2 (or Sub·Sub) → ReduceMean → Add eps → Sqrt → Div → Mul scale →
+    Add shift.  ReduceMean may carry its axes as an attribute (opset ≤ 17) or as a constant
+    input (opset 18+); the Sub output feeds both Pow and Div.
+
+    Why: exporters at low opsets emit these nine ops; one LayerNormalization kernel reads the
+    activation once instead of five times and is numerically safer.
+
+    Bindings: ``input``, ``scale``, ``shift`` (values), ``epsilon`` (float), ``axis`` (always
+    -1: only the last-axis case matches); nodes ``mean``, ``sub``, ``pow`` (Pow or Mul),
+    ``var``, ``add_eps``, ``sqrt``, ``div``, ``scale_mul``, ``shift_add``; ``layernorm`` is the
+    node whose output is the normalized result (the shift Add).
+    """
+    return decomposed_layernorm(any_value().bind("input")).described_as(
+        "Layer normalization over the last axis written out as ReduceMean, Sub, Pow, "
+        "ReduceMean, Add epsilon, Sqrt, Div, then a scale Mul and a shift Add.")
+
+
+@register("skip_layernorm")
+def skip_layernorm() -> Pattern:
+    """An Add (the residual connection) feeding a layer normalization — either the
+    LayerNormalization op over the last axis or the decomposed form of ``layernorm``.
+
+    Why: onnxruntime's SkipLayerNormalization does the residual add and the normalization in
+    one pass (24 of them in bert-base).  The Add's output must be read by the normalization
+    only (otherwise the fused op would also have to output the sum).
+
+    Bindings: ``skip_add`` (node), ``input``, ``skip`` (the Add's two inputs), ``scale``,
+    ``shift`` (None when the op form has no bias), ``epsilon`` (float), ``axis`` (-1 for
+    decomposed; the op's axis otherwise), ``layernorm`` (the LayerNormalization node, or the
+    shift Add of the decomposed form), ``form`` ("op" or "decomposed"); the decomposed form
+    also binds the node names of ``layernorm``.
+    """
+    skip_add = op("Add", any_value().bind("input"), any_value().bind("skip")).bind("skip_add")
+    fused = op("LayerNormalization", skip_add, any_value().bind("scale"),
+               optional(any_value().bind("shift"))).where(
+        _normalizes_last_axis, "normalization over the last axis", _axis_found)
+    fused.bind("layernorm").bind("epsilon", attr_or_default("epsilon", 1e-5)).bind(
+        "axis", attr_or_default("axis", -1)).tag("form", "op")
+    decomposed = decomposed_layernorm(skip_add).tag("form", "decomposed")
+    return (fused | decomposed).described_as(
+        "A residual Add feeding a layer normalization over the last axis (the "
+        "LayerNormalization op or its decomposed form).")
+
+
+def _normalizes_last_axis(value: Value, _: dict) -> bool:
+    node = value.producer
+    return _is_last_axis((node.attrs.get("axis", -1),), node.inputs[0].rank)
+
+
+def _axis_found(value: Value, _: dict) -> str:
+    node = value.producer
+    return f"axis {node.attrs.get('axis', -1)} (rank {node.inputs[0].rank})"

@@ -1,0 +1,267 @@
+"""Finding a pattern in a graph: ``match_all`` (non-overlapping), ``match_at`` and ``explain_at``.
+
+Speed comes from three things, tinygrad-style: candidate roots come from an index by op type
+(a graph is scanned once for all patterns); the first comparison at each element is a cheap
+op-type or constant test; and fast matching builds no explanation at all — an attempt that
+fails just returns False.  ``explain_at`` re-runs one site in explain mode when someone asks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+
+from ..ir import Graph, Node, Value
+from .failure import Failure
+from .language import OpPattern, OrPattern, AndPattern, OutputOf, Pattern
+from .state import MatchState
+
+
+@dataclass
+class Match:
+    """One occurrence: the root node, every node the pattern covers, and the bindings."""
+
+    pattern_name: str
+    root: Node
+    nodes: list[Node]
+    bindings: dict[str, Any]
+
+    def __getitem__(self, name: str) -> Any:
+        return self.bindings[name]
+
+    def to_dict(self) -> dict:
+        return {"nodes": [n.name for n in self.nodes],
+                "bindings": {k: binding_ref(v) for k, v in self.bindings.items()},
+                "root": self.root.name}
+
+
+def binding_ref(obj: Any) -> Any:
+    """A binding as JSON: node and value names, plain numbers and strings as they are."""
+    if isinstance(obj, (Node, Value)):
+        return obj.name
+    if isinstance(obj, (list, tuple)):
+        return [binding_ref(o) for o in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
+
+
+@dataclass
+class CompiledPattern:
+    """What the matcher precomputes once per pattern."""
+
+    pattern: Pattern
+    name: str
+    size: int                        # elements that count towards a failure's score
+    binding_names: tuple[str, ...]
+    root_ops: frozenset[str] | None  # op types the root can have (None: any node)
+    root_output: int
+
+
+def compile_pattern(pattern: Pattern) -> CompiledPattern:
+    """Mark shared elements, find the root op types and the size; cached on the pattern
+    (configure a pattern fully before its first match)."""
+    cached = getattr(pattern, "_compiled", None)
+    if cached is not None:
+        return cached
+    objects, counts = _walk(pattern)
+    for key, element in objects.items():
+        element.shared = counts.get(key, 0) > 1
+    names: dict[str, set[int]] = {}
+    for key, element in objects.items():
+        for name in _names_bound_by(element):
+            names.setdefault(name, set()).add(key)
+    repeated = {name for name, owners in names.items() if len(owners) > 1}
+    for element in objects.values():
+        element.size = _size(element, set())
+        inside = _subtree(element)
+        element.memo_ok = not any(objects[k].shared or set(_names_bound_by(objects[k])) & repeated
+                                  for k in inside)
+        if isinstance(element, OpPattern) and hasattr(element.rest, "element"):
+            _check_variadic_element(element.rest.element, objects)
+    compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
+                               tuple(names), _root_ops(pattern),
+                               pattern.index if isinstance(pattern, OutputOf) else 0)
+    pattern._compiled = compiled
+    return compiled
+
+
+def _walk(root: Pattern) -> tuple[dict[int, Pattern], dict[int, int]]:
+    """Every element once, in pre-order (so binding names come out root first), and how many
+    times each is referenced."""
+    objects, counts = {}, {}
+
+    def visit(element: Pattern) -> None:
+        objects[id(element)] = element
+        for child in element.children():
+            counts[id(child)] = counts.get(id(child), 0) + 1
+            if id(child) not in objects:
+                visit(child)
+    visit(root)
+    return objects, counts
+
+
+def _subtree(element: Pattern) -> set[int]:
+    seen, stack = {id(element)}, [element]
+    while stack:
+        for child in stack.pop().children():
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return seen
+
+
+def _names_bound_by(element: Pattern) -> list[str]:
+    names = [name for name, _ in element.binds]
+    names += [name for name, _ in element.tags]
+    rest = getattr(element, "rest", None)
+    if getattr(rest, "binding", None):
+        names.append(rest.binding)
+    return names
+
+
+def _check_variadic_element(element: Pattern, objects: dict[int, Pattern]) -> None:
+    for key in _subtree(element):
+        if objects[key].shared or _names_bound_by(objects[key]):
+            raise ValueError("a variadic element is matched once per input: it cannot bind "
+                             "names or share elements with the rest of the pattern")
+
+
+def _size(element: Pattern, seen: set[int]) -> int:
+    """Counted elements under ``element``, each once; an OR counts its smallest branch (an
+    attempt inside a bigger branch adds the difference as it goes)."""
+    if id(element) in seen:
+        return 0
+    seen.add(id(element))
+    if isinstance(element, OrPattern):
+        sizes = []
+        for branch in element.branches:
+            branch_seen = set(seen)
+            sizes.append((_size(branch, branch_seen), branch_seen))
+        smallest, smallest_seen = min(sizes, key=lambda item: item[0])
+        seen |= smallest_seen
+        return smallest
+    return int(element.counted) + sum(_size(c, seen) for c in element.children())
+
+
+def _root_ops(element: Pattern) -> frozenset[str] | None:
+    if isinstance(element, OpPattern):
+        return element.op_types
+    if isinstance(element, OutputOf):
+        return element.node_pattern.op_types
+    if isinstance(element, OrPattern):
+        branch_ops = [_root_ops(b) for b in element.branches]
+        return None if any(o is None for o in branch_ops) else frozenset().union(*branch_ops)
+    if isinstance(element, AndPattern):
+        return next((ops for ops in map(_root_ops, element.parts) if ops is not None), None)
+    return None
+
+
+class NodeIndex:
+    """Nodes by op type, in execution order: built once per graph state, shared by patterns."""
+
+    def __init__(self, graph: Graph):
+        self.graph = graph
+        self.by_op: dict[str, list[Node]] = {}
+        self.position: dict[int, int] = {}
+        for position, node in enumerate(graph.nodes):
+            self.by_op.setdefault(node.op_type, []).append(node)
+            self.position[node.id] = position
+
+    def candidates(self, op_types: frozenset[str] | None) -> list[Node]:
+        if op_types is None:
+            return self.graph.nodes
+        lists = [self.by_op[t] for t in op_types if t in self.by_op]
+        if len(lists) == 1:
+            return lists[0]
+        return sorted((n for nodes in lists for n in nodes), key=lambda n: self.position[n.id])
+
+
+def attempt(compiled: CompiledPattern, node: Node, *, explain: bool,
+            claimed: set[int] | None = None) -> Match | Failure | None:
+    """Match the pattern rooted at ``node``: a Match, else a Failure (explain) or None."""
+    st = MatchState(explain, claimed)
+    pattern, path = compiled.pattern, () if explain else None
+    if isinstance(pattern, OpPattern):
+        ok = pattern.match_node(node, st, path)
+    else:
+        outputs = node.outputs
+        value = outputs[compiled.root_output] if compiled.root_output < len(outputs) else None
+        ok = pattern.match_value(value, st, path)
+    if ok and _whole_match_holds(compiled, st, node):
+        return Match(compiled.name, node, [n for n, _, _ in st.nodes],
+                     {name: st.bindings[name] for name in compiled.binding_names})
+    return st.last.with_score(compiled.size) if explain else None
+
+
+def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) -> bool:
+    """Checks that need the whole match: deferred constraints, then that every intermediate is
+    read only inside the match (fusing it must not change anything else)."""
+    bindings = dict.fromkeys(compiled.binding_names)
+    bindings.update(st.bindings)
+    st.bindings = bindings
+    for pattern, check, value, path in st.deferred:
+        if not check.holds(value, bindings):
+            return st.fail(path, pattern.label, pattern.subject(path, value), check.expected,
+                           check.found(value, bindings),
+                           value.producer if value.producer else (path[-1][0] if path else root))
+    inside = st.node_owner
+    for node, pattern, path in st.nodes:
+        if node is root or pattern.allow_external:
+            continue
+        for out in node.outputs:
+            if out is None:
+                continue
+            if out.is_graph_output:
+                return st.fail(path, node.op_type, node.op_type, "output used only inside the "
+                               "match", f"graph output '{out.name}'", node,
+                               custom_reason=f"{node.op_type} output is a graph output")
+            for user, _ in out.uses:
+                if user.id not in inside:
+                    return st.fail(path, node.op_type, node.op_type, "output used only inside "
+                                   "the match", f"also used by {user.op_type} '{user.name}'",
+                                   node, blocking_node=user,
+                                   custom_reason=f"{node.op_type} output has another consumer "
+                                                 f"({user.op_type} '{user.name}')")
+    return True
+
+
+def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None) -> list[Match]:
+    """Every non-overlapping match, roots taken in execution order (upstream first)."""
+    compiled = compile_pattern(pattern)
+    index = index or NodeIndex(graph)
+    claimed: set[int] = set()
+    matches = []
+    for node in index.candidates(compiled.root_ops):
+        if node.id in claimed:
+            continue
+        found = attempt(compiled, node, explain=False, claimed=claimed)
+        if found is not None:
+            claimed.update(n.id for n in found.nodes)
+            matches.append(found)
+    return matches
+
+
+def match_at(graph: Graph, pattern: Pattern, node: Node | str) -> Match | None:
+    """The match rooted at ``node`` (a Node or its name), or None."""
+    return attempt(compile_pattern(pattern), _node(graph, node), explain=False)
+
+
+def explain_at(graph: Graph, pattern: Pattern, node: Node | str,
+               claimed: Iterable[int] | None = None) -> Match | Failure:
+    """The match rooted at ``node``, or the Failure that says why there is none."""
+    return attempt(compile_pattern(pattern), _node(graph, node), explain=True,
+                   claimed=set(claimed) if claimed is not None else None)
+
+
+def _node(graph: Graph, node: Node | str) -> Node:
+    if isinstance(node, Node):
+        return node
+    found = graph.node_by_name(node)
+    if found is None:
+        raise KeyError(f"no node named {node!r} in the graph")
+    return found
