@@ -1,0 +1,34 @@
+"""The wheel ships every Python package and the data folders (a forgotten package = a broken install)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _declared_packages() -> set[str]:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+        return set(tomllib.load(handle)["tool"]["setuptools"]["packages"])
+
+
+def test_every_source_package_is_declared():
+    found = set()
+    for top in ("compiler_core", "graphlab"):
+        for folder, _, files in os.walk(os.path.join(ROOT, top)):
+            if "__init__.py" in files and "__pycache__" not in folder:
+                found.add(os.path.relpath(folder, ROOT).replace(os.sep, "."))
+    missing = found - _declared_packages()
+    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {sorted(missing)}"
+
+
+def test_data_folders_are_packages():
+    declared = _declared_packages()
+    assert {"graphlab.assets", "graphlab.sample_models"} <= declared
+    assert os.path.exists(os.path.join(ROOT, "sample_models", "manifest.json"))
