@@ -273,7 +273,7 @@ class OpPattern(Pattern):
             args.append("...")
         elif isinstance(self.rest, Variadic):
             args.append(self.rest.text(seen))
-        args += [f"{name}={_expected_attr(want)}" for name, want in self.attrs]
+        args += [_expected_attr(name, want) for name, want in self.attrs]
         body = f"{self.label}({', '.join(args)})"
         return f"{body} as {self.binding}" if self.binding else body
 
@@ -315,7 +315,7 @@ class OpPattern(Pattern):
             if got is _UNSET:
                 got = attribute_default(node.op_type, node.domain, name)
             if not (want(got) if isinstance(want, Predicate) else _attr_equal(got, want)):
-                return st.fail(path, node.op_type, node.op_type, f"{name} = {_expected_attr(want)}",
+                return st.fail(path, node.op_type, node.op_type, _expected_attr(name, want),
                                f"{name} = {format_attr(got)}", node)
         st.add_node(node, self, path)
         st.matched += 1
@@ -683,5 +683,5 @@ def _attr_equal(got: Any, want: Any) -> bool:
     return got == want
 
 
-def _expected_attr(want: Any) -> str:
-    return want.text if isinstance(want, Predicate) else format_attr(want)
+def _expected_attr(name: str, want: Any) -> str:
+    return f"{name} {want.text}" if isinstance(want, Predicate) else f"{name} = {format_attr(want)}"

@@ -231,18 +231,24 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
 
 
 def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None) -> list[Match]:
-    """Every non-overlapping match, roots taken in execution order (upstream first)."""
+    """Every non-overlapping match, listed in execution order of their roots.
+
+    Roots are tried downstream first, so where matches would overlap the one reaching further
+    down the graph wins (a Conv followed by a Relu matches "Conv, optionally then Relu" as the
+    pair, not as a lone Conv).
+    """
     compiled = compile_pattern(pattern)
     index = index or NodeIndex(graph)
     claimed: set[int] = set()
     matches = []
-    for node in index.candidates(compiled.root_ops):
+    for node in reversed(index.candidates(compiled.root_ops)):
         if node.id in claimed:
             continue
         found = attempt(compiled, node, explain=False, claimed=claimed)
         if found is not None:
             claimed.update(n.id for n in found.nodes)
             matches.append(found)
+    matches.reverse()
     return matches
 
 

@@ -6,11 +6,26 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, Node
+import numpy as np
+from onnx import TensorProto, helper, numpy_helper
+
+from ..ir import Graph, Node, load_model
 from .failure import Failure
 from .language import Pattern
 from .library import get_pattern
 from .matcher import Match, explain_at, match_all
+
+
+def build_graph(nodes: list, inputs: dict[str, tuple], outputs: dict[str, tuple],
+                initializers: dict[str, np.ndarray] | None = None, opset: int = 17) -> Graph:
+    """A small IR graph from onnx.helper nodes; inputs/outputs map names to shapes (float32)."""
+    def infos(specs: dict[str, tuple]) -> list:
+        return [helper.make_tensor_value_info(n, TensorProto.FLOAT, s) for n, s in specs.items()]
+    inits = [numpy_helper.from_array(np.asarray(a), n) for n, a in (initializers or {}).items()]
+    graph = helper.make_graph(nodes, "test", infos(inputs), infos(outputs), inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    return load_model(model.SerializeToString())
 
 
 def _pattern(pattern: str | Pattern) -> Pattern:

@@ -86,4 +86,4 @@ def identity() -> Pattern:
     Bindings: ``identity`` (node), ``input``.
     """
     return op("Identity", any_value().bind("input")).bind("identity").described_as(
-        "Any Identity node.")
+        "Any Identity node (a copy that rewiring removes).")
