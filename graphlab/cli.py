@@ -14,9 +14,9 @@ import traceback
 from compiler_core.errors import GraphLabError
 
 from . import __version__
-from .commands import info, samples, show
+from .commands import info, samples, serve, show
 
-COMMANDS = [samples, info, show]
+COMMANDS = [samples, info, show, serve]
 
 
 def build_parser() -> argparse.ArgumentParser:

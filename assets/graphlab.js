@@ -1,0 +1,94 @@
+/* GraphLab pass debugger, client side: arrow keys step through passes, and the two panes share
+ * one viewport (pan/zoom one, the other follows), fitted together when a new model is shown,
+ * so a node sits at the same place on screen in both panes. */
+(function () {
+  "use strict";
+
+  document.addEventListener("keydown", function (event) {
+    var tag = (event.target && event.target.tagName) || "";
+    if (/INPUT|TEXTAREA|SELECT/.test(tag) || event.altKey || event.ctrlKey || event.metaKey) {
+      return;
+    }
+    var button = { ArrowLeft: "step-prev", ArrowRight: "step-next" }[event.key];
+    if (button && document.getElementById(button)) {
+      document.getElementById(button).click();
+      event.preventDefault();
+    }
+  });
+
+  function cyOf(id) {
+    var element = document.getElementById(id);
+    if (!element) { return null; }
+    var found = element._cyreg ? element : element.querySelector("div");
+    while (found && !found._cyreg) { found = found.querySelector("div"); }
+    return found ? found._cyreg.cy : null;
+  }
+
+  function unionBox(instances) {
+    var box = null;
+    instances.forEach(function (cy) {
+      if (cy.elements().length === 0) { return; }
+      var b = cy.elements().boundingBox();
+      box = box ? { x1: Math.min(box.x1, b.x1), y1: Math.min(box.y1, b.y1),
+                    x2: Math.max(box.x2, b.x2), y2: Math.max(box.y2, b.y2) } : b;
+    });
+    return box;
+  }
+
+  function fitTogether(instances) {
+    var box = unionBox(instances);
+    if (!box) { return; }
+    instances.forEach(function (cy) {
+      var pad = 20, w = cy.width(), h = cy.height();
+      var zoom = Math.min((w - 2 * pad) / Math.max(box.x2 - box.x1, 1),
+                          (h - 2 * pad) / Math.max(box.y2 - box.y1, 1));
+      // A tall model fitted whole is unreadable: start at a readable zoom, at its top.
+      var readable = Math.min(Math.max(zoom, READABLE_ZOOM), 1.0);
+      zoom = Math.max(cy.minZoom(), Math.min(readable, cy.maxZoom()));
+      cy.viewport({ zoom: zoom, pan: { x: (w - zoom * (box.x1 + box.x2)) / 2,
+                                       y: pad - zoom * box.y1 } });
+    });
+  }
+
+  var READABLE_ZOOM = 0.6;
+  var linked = false;
+  var lastFitKey = null;
+
+  function link() {
+    var a = cyOf("pane-before"), b = cyOf("pane-after");
+    if (!a || !b) { return false; }
+    var syncing = false;
+    function follow(source, target) {
+      source.on("viewport", function () {
+        if (syncing) { return; }
+        syncing = true;
+        target.viewport({ zoom: source.zoom(), pan: source.pan() });
+        syncing = false;
+      });
+    }
+    follow(a, b);
+    follow(b, a);
+    function refit() {
+      var keyElement = document.getElementById("fit-key");
+      var key = keyElement ? keyElement.textContent : "";
+      if (key && key !== lastFitKey && a.elements().length && b.elements().length) {
+        lastFitKey = key;
+        syncing = true;
+        fitTogether([a, b]);
+        syncing = false;
+      }
+    }
+    a.on("add remove", function () { setTimeout(refit, 0); });
+    b.on("add remove", function () { setTimeout(refit, 0); });
+    new MutationObserver(refit).observe(document.getElementById("fit-key"),
+                                        { childList: true, characterData: true, subtree: true });
+    window.graphlabPanes = { before: a, after: b };
+    refit();
+    return true;
+  }
+
+  var timer = setInterval(function () {
+    if (!linked && document.getElementById("fit-key")) { linked = link(); }
+    if (linked) { clearInterval(timer); }
+  }, 200);
+})();

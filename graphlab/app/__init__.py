@@ -1,0 +1,13 @@
+"""The pass debugger in the browser: a Dash app over the PassManager's snapshots.
+
+Modules, one job each: ``factory`` builds the app; ``page`` arranges the panels; ``panels/``
+holds one module per panel with its callbacks; ``view_state`` is the URL-backed view record;
+``sessions`` stores uploads per browser; ``workbench`` builds (and caches) workspaces;
+``graph_layout`` + ``stable_positions`` place nodes; ``scopes`` groups them; ``elements``,
+``styles`` and ``pane_payload`` turn a pass into what the two panes draw.
+"""
+
+from .config import AppConfig
+from .factory import create_app
+
+__all__ = ["AppConfig", "create_app"]

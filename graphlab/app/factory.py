@@ -1,0 +1,28 @@
+"""The app factory: one Dash app per process, all state outside it (URL, page stores, disk)."""
+
+from __future__ import annotations
+
+from importlib import resources
+
+import dash
+
+from .config import AppConfig
+from .page import page
+from .panels import controls, inspector, navigation, panes, patterns, stepper
+from .services import Services
+
+PANELS = (navigation, controls, stepper, panes, inspector, patterns)
+
+
+def create_app(config: AppConfig | None = None) -> dash.Dash:
+    config = config or AppConfig()
+    services = Services.from_config(config)
+    app = dash.Dash("graphlab", title="GraphLab pass debugger",
+                    assets_folder=str(resources.files("graphlab.assets")),
+                    suppress_callback_exceptions=True, update_title=None)
+    # Room for an upload just over the limit, so the page can say "too large" itself.
+    app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
+    app.layout = page(services)
+    for panel in PANELS:
+        panel.register(app, services)
+    return app

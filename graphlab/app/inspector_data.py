@@ -1,0 +1,100 @@
+"""Everything the inspector says about one node, as plain data (the panel only renders it).
+
+Besides op, attributes and typed inputs/outputs, it answers the questions a pass debugger is
+for: what did this pass do to the node, which rule made it and from what, which pass removed
+it and what replaced it.
+"""
+
+from __future__ import annotations
+
+from compiler_core.ir import Graph, Node, Value
+from compiler_core.ir.printer import format_attr
+
+from ..commands.common import parse_bindings
+from .node_metrics import node_metrics
+from .workbench import Workspace
+
+
+def describe_node(ws: Workspace, step: int, node_id: int, target: str,
+                  bindings: str = "") -> dict | None:
+    step = ws.clamp_step(step)
+    before, after = ws.graphs_of_step(step)
+    snapshot = ws.result.snapshots[step]
+    graph = after if after.node_by_id(node_id) is not None else before
+    node = graph.node_by_id(node_id) or _body_member(node_id, before, after)
+    if node is None:
+        return None
+    metrics, metrics_note = node_metrics(node, target, parse_bindings(bindings))
+    return {
+        "title": node.qualified_op,
+        "name": node.name,
+        "id": node.id,
+        "scope": node.scope,
+        "status": _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
+        "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
+        "inputs": [_value_row(v, "from") for v in node.inputs],
+        "outputs": [_value_row(v, "to") for v in node.outputs],
+        "metrics": metrics,
+        "metrics_note": metrics_note,
+        "history": _history(ws, node),
+        "body": [f"{n.op_type}  {n.name}" for n in node.body.nodes] if node.body else [],
+        "fused": node.body is not None,
+    }
+
+
+def _body_member(node_id: int, *graphs: Graph) -> Node | None:
+    for graph in graphs:
+        for node in graph.nodes:
+            if node.body is not None and node.body.node_by_id(node_id) is not None:
+                return node.body.node_by_id(node_id)
+    return None
+
+
+def _status_in_pass(node_id: int, diff, pass_name: str) -> str:
+    if node_id in diff.removed:
+        return f"removed by this pass ({pass_name})"
+    if node_id in diff.added:
+        return f"added by this pass ({pass_name})"
+    if node_id in diff.modified:
+        return f"modified by this pass ({pass_name})"
+    return f"unchanged by this pass ({pass_name})"
+
+
+def _value_row(value: Value | None, direction: str) -> dict:
+    if value is None:
+        return {"name": "(omitted)", "type": "", "link": ""}
+    if direction == "from":
+        if value.producer is not None:
+            link = f"from {value.producer.name}"
+        elif value.is_initializer:
+            link = "weight"
+        else:
+            link = "graph input" if value.is_graph_input else ""
+    else:
+        users = [n.name for n in value.users()]
+        link = ("to " + ", ".join(users[:4]) + (f" +{len(users) - 4}" if len(users) > 4 else "")
+                if users else "")
+        if value.is_graph_output:
+            link = (link + "; " if link else "") + "graph output"
+    return {"name": value.name, "type": value.describe_type(), "link": link}
+
+
+def _history(ws: Workspace, node: Node) -> list[str]:
+    history = ws.history
+    names = history.names
+    passes = [s.pass_name for s in ws.result.snapshots]
+    lines: list[str] = []
+    if node.provenance is not None:
+        sources = ", ".join(names.get(s, f"#{s}") for s in node.provenance.sources) or "nothing"
+        lines.append(f"made by rule {node.provenance.rule} in pass {node.provenance.pass_name} "
+                     f"from {sources}")
+    removed = history.removed_in.get(node.id)
+    if removed is not None:
+        line = f"removed by pass {removed + 1} ({passes[removed]})"
+        replacement = history.replaced_by.get(node.id)
+        if replacement is not None:
+            line += f", replaced by {names.get(replacement, f'#{replacement}')}"
+        lines.append(line)
+    elif node.id in names:
+        lines.append("kept until the end of the pipeline")
+    return lines

@@ -1,0 +1,71 @@
+"""The inspector: the selected node's op, attributes, typed inputs/outputs, cost on the chosen
+target, and its history through the pipeline."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, html
+
+from .. import ids
+from ..inspector_data import describe_node
+from ..messages import user_message
+from ..services import Services
+from ..view_state import ViewState
+
+HINT = "Click a node in either pane to inspect it; its counterpart is selected in the other."
+
+
+def register(app, services: Services) -> None:
+    @app.callback(Output(ids.INSPECTOR, "children"), Input(ids.VIEW, "data"),
+                  State(ids.UPLOAD_TOKEN, "data"), State(ids.UI, "data"))
+    def render(view, upload, ui):
+        if not view:
+            return html.P(HINT, className="hint")
+        state = ViewState.from_dict(view)
+        if state.node is None:
+            return html.P(HINT, className="hint")
+        try:
+            workspace = services.workspace(state, (upload or {}).get("token"))
+            info = describe_node(workspace, state.step, state.node, state.target, state.bindings)
+        except Exception as err:  # noqa: BLE001
+            return html.Div(user_message(err), className="message error")
+        if info is None:
+            return html.P(f"Node #{state.node} is not in this pass's graphs. " + HINT,
+                          className="hint")
+        return node_view(info, state.target)
+
+
+def node_view(info: dict, target: str) -> html.Div:
+    parts = [
+        html.H3([info["title"], html.Span(f" #{info['id']}", className="muted")]),
+        html.Div(info["name"], className="node-name"),
+        html.Div(info["status"], className="status"),
+    ]
+    if info["scope"]:
+        parts.append(html.Div(f"scope {info['scope']}", className="muted"))
+    if info["history"]:
+        parts += [html.H4("History"), html.Ul([html.Li(line) for line in info["history"]],
+                                              className="history")]
+    if info["fused"]:
+        parts += [html.H4(f"Fused body ({len(info['body'])} nodes)"),
+                  html.Button("Open / close the body in the graph",
+                              id={"type": ids.OPEN_BODY, "index": info["id"]},
+                              className="button"),
+                  html.Ul([html.Li(line) for line in info["body"]], className="body-list")]
+    parts += [html.H4("Inputs"), _value_table(info["inputs"]),
+              html.H4("Outputs"), _value_table(info["outputs"])]
+    if info["attributes"]:
+        parts += [html.H4("Attributes"), html.Table([
+            html.Tr([html.Td(name, className="key"), html.Td(value)])
+            for name, value in info["attributes"]], className="kv")]
+    parts += [html.H4(f"Cost on {target}"), html.Table([
+        html.Tr([html.Td(name, className="key"), html.Td(value)])
+        for name, value in info["metrics"].items()], className="kv")]
+    if info["metrics_note"]:
+        parts.append(html.Div(info["metrics_note"], className="muted"))
+    return html.Div(parts, className="inspector-body")
+
+
+def _value_table(rows: list[dict]) -> html.Table:
+    return html.Table([html.Tr([html.Td(r["name"], className="key"), html.Td(r["type"]),
+                                html.Td(r["link"], className="muted")]) for r in rows],
+                      className="kv")

@@ -1,0 +1,142 @@
+"""The one place the view changes: every control, click and the URL feed one reducer.
+
+The URL is the source of truth.  A user action makes a new ViewState, which is checked (the
+model loads, the pipeline runs), pushed to the URL (a new history entry) and written back to
+every control; browser back/forward change the URL, which is parsed and written to the controls
+the same way.  Dash allows this loop only inside a single callback, hence one reducer.
+"""
+
+from __future__ import annotations
+
+from dash import ALL, Input, Output, State, ctx, html, no_update
+
+from compiler_core.passes.registry import resolve_pipeline
+
+from .. import ids
+from ..messages import user_message
+from ..services import Services, preset_names
+from ..view_state import ViewState, from_query, to_query
+from ..workbench import UPLOAD_MODEL, Workspace
+
+CLICKS = {ids.RUN, ids.PREV, ids.NEXT, ids.PASS_ROW, ids.PATTERN_ITEM}
+
+
+def register(app, services: Services) -> None:
+    default = services.default_state
+
+    @app.callback(
+        Output(ids.URL, "search"), Output(ids.VIEW, "data"), Output(ids.MODEL, "value"),
+        Output(ids.PRESET, "value"), Output(ids.PASSES, "value"), Output(ids.TARGET, "value"),
+        Output(ids.BINDINGS, "value"), Output(ids.TABS, "value"),
+        Output(ids.HIDE_UNCHANGED, "value"), Output(ids.SEARCH, "value"),
+        Output(ids.NAV_MESSAGE, "children"),
+        Input(ids.URL, "search"), Input(ids.MODEL, "value"), Input(ids.UPLOAD_TOKEN, "data"),
+        Input(ids.PRESET, "value"), Input(ids.RUN, "n_clicks"), Input(ids.PASSES, "value"),
+        Input(ids.TARGET, "value"), Input(ids.BINDINGS, "value"),
+        Input({"type": ids.PASS_ROW, "index": ALL}, "n_clicks"),
+        Input(ids.PREV, "n_clicks"), Input(ids.NEXT, "n_clicks"),
+        Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
+        Input(ids.TABS, "value"), Input(ids.HIDE_UNCHANGED, "value"),
+        Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
+        Input(ids.SEARCH, "value"),
+        State(ids.VIEW, "data"))
+    def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
+                 _next, tap_before, tap_after, panel, hide, _items, query, view):
+        trigger = ctx.triggered_id
+        kind = trigger.get("type") if isinstance(trigger, dict) else trigger
+        if kind in CLICKS and not ctx.triggered[0]["value"]:
+            return (no_update,) * 11   # a freshly drawn button, not a click
+        token = (upload or {}).get("token")
+        previous = ViewState.from_dict(view) if view else None
+        if trigger is None or trigger == ids.URL or previous is None:
+            wanted = from_query(search, default)
+        else:
+            inputs = {"model": model, "preset": preset, "passes": passes, "target": target,
+                      "bindings": bindings, "tap_before": tap_before, "tap_after": tap_after,
+                      "panel": panel, "hide": hide, "query": query}
+            wanted = _apply(previous, kind, trigger, inputs)
+            if wanted is None:
+                return (no_update,) * 11
+        backwards = kind == ids.PREV
+        try:
+            state, workspace = _checked(services, wanted, token, backwards)
+            message = ""
+        except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
+            message = html.Div(user_message(err), className="message error")
+            fallback = previous or default
+            state, workspace = _checked(services, fallback, token, backwards)
+        url = no_update if trigger == ids.URL and not message else to_query(state, default)
+        return (url, state.to_dict(), state.model, _preset_of(state.pipeline),
+                ",".join(s.pass_name for s in workspace.result.snapshots),
+                state.target, state.bindings, state.panel,
+                ["hide"] if state.hide_unchanged else [], state.search, message)
+
+
+def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
+    """The new view after one user action (None: nothing to do)."""
+    if kind == ids.MODEL:
+        return state.with_changes(model=inputs["model"], step=0, node=None, highlight="")
+    if kind == ids.UPLOAD_TOKEN:
+        return state.with_changes(model=UPLOAD_MODEL, step=0, node=None, highlight="")
+    if kind == ids.PRESET:
+        if not inputs["preset"]:
+            return None
+        return state.with_changes(pipeline=inputs["preset"], highlight="")
+    if kind in (ids.RUN, ids.PASSES):
+        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), highlight="")
+    if kind == ids.TARGET:
+        return state.with_changes(target=inputs["target"])
+    if kind == ids.BINDINGS:
+        return state.with_changes(bindings=(inputs["bindings"] or "").replace(" ", ""))
+    if kind == ids.PASS_ROW:
+        return state.with_changes(step=int(trigger["index"]), highlight="")
+    if kind in (ids.PREV, ids.NEXT):
+        return state.with_changes(step=state.step + (1 if kind == ids.NEXT else -1),
+                                  highlight="", node=state.node)
+    if kind in (ids.BEFORE, ids.AFTER):
+        data = inputs["tap_before" if kind == ids.BEFORE else "tap_after"] or {}
+        if data.get("kind") != "node":
+            return None   # groups open and close elsewhere; inputs/outputs select nothing
+        return state.with_changes(node=int(data["node_id"]), panel="inspector")
+    if kind == ids.TABS:
+        return state.with_changes(panel=inputs["panel"])
+    if kind == ids.HIDE_UNCHANGED:
+        return state.with_changes(hide_unchanged=bool(inputs["hide"]))
+    if kind == ids.PATTERN_ITEM:
+        return state.with_changes(highlight=str(trigger["index"]), panel="patterns")
+    if kind == ids.SEARCH:
+        return state.with_changes(search=(inputs["query"] or "").strip())
+    return None
+
+
+def _checked(services: Services, state: ViewState, token: str | None, backwards: bool
+             ) -> tuple[ViewState, Workspace]:
+    """Build (or fetch) the workspace; keep the step on a pass that exists (and is shown)."""
+    workspace = services.workspace(state, token)
+    step = workspace.clamp_step(state.step)
+    if state.hide_unchanged:
+        step = _nearest_changed(workspace, step, backwards)
+    return state.with_changes(step=step), workspace
+
+
+def _nearest_changed(workspace: Workspace, step: int, backwards: bool) -> int:
+    """The changed pass nearest ``step``, looking first in the direction of travel."""
+    changed = [s.index for s in workspace.result.snapshots if s.changed]
+    if not changed or step in changed:
+        return step
+    later = [i for i in changed if i > step]
+    earlier = [i for i in changed if i < step]
+    first, second = (earlier[::-1], later) if backwards else (later, earlier[::-1])
+    return (first or second)[0]
+
+
+def _pipeline_text(passes: str | None) -> str:
+    names = [p.strip() for p in (passes or "").split(",") if p.strip()]
+    for preset in preset_names():
+        if names == resolve_pipeline(preset):
+            return preset
+    return ",".join(names)
+
+
+def _preset_of(pipeline: str) -> str | None:
+    return pipeline if pipeline in preset_names() else None

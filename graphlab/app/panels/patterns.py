@@ -1,0 +1,95 @@
+"""The patterns panel: for the selected pass, each pattern's matches and near misses, the
+clicked near miss explained (reason, expected vs found, path, blocking consumer), and the near
+misses of the whole pipeline grouped by reason."""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, html
+
+from .. import ids
+from ..messages import user_message
+from ..pattern_view import reasons_across_pipeline, resolve_focus
+from ..services import Services
+from ..view_state import ViewState
+
+NO_PATTERNS = "This pass matched no patterns (it reports none)."
+
+
+def register(app, services: Services) -> None:
+    @app.callback(Output(ids.PATTERNS, "children"), Input(ids.VIEW, "data"),
+                  State(ids.UPLOAD_TOKEN, "data"))
+    def render(view, upload):
+        if not view:
+            return []
+        state = ViewState.from_dict(view)
+        try:
+            workspace = services.workspace(state, (upload or {}).get("token"))
+        except Exception as err:  # noqa: BLE001
+            return html.Div(user_message(err), className="message error")
+        step = workspace.clamp_step(state.step)
+        snapshot = workspace.result.snapshots[step]
+        before, _ = workspace.graphs_of_step(step)
+        focus = resolve_focus(snapshot, before, state.highlight)
+        parts = [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}")]
+        if focus is not None:
+            parts.append(focus_view(focus))
+        reports = snapshot.pattern_reports
+        parts += [report_view(i, r, state.highlight) for i, r in enumerate(reports)] or \
+            [html.P(NO_PATTERNS, className="hint")]
+        parts.append(reasons_view(reasons_across_pipeline(workspace.result)))
+        return parts
+
+
+def report_view(report_index: int, report: dict, highlight: str) -> html.Details:
+    matches = report.get("matches", [])
+    misses = report.get("near_misses", [])
+    items = [_item(f"match:{report_index}:{i}", "match", " + ".join(m.get("nodes", [])),
+                   highlight) for i, m in enumerate(matches)]
+    items += [_item(f"miss:{report_index}:{i}", "miss",
+                    f"{m.get('site', '?')}: {m.get('reason', '')}", highlight)
+              for i, m in enumerate(misses)]
+    summary = html.Summary([html.B(report.get("name", "?")),
+                            html.Span(f"  {len(matches)} match{'es' if len(matches) != 1 else ''}"
+                                      f", {len(misses)} near miss{'es' if len(misses) != 1 else ''}",
+                                      className="muted")])
+    return html.Details([summary, html.Div(report.get("description", ""), className="muted"),
+                         html.Ul(items, className="pattern-items")],
+                        open=bool(matches or misses), className="pattern")
+
+
+def _item(index: str, kind: str, text: str, highlight: str) -> html.Li:
+    classes = f"pattern-item {kind}" + (" selected" if index == highlight else "")
+    return html.Li(html.Button(text, id={"type": ids.PATTERN_ITEM, "index": index},
+                               className=classes))
+
+
+def focus_view(focus) -> html.Div:
+    item = focus.item
+    if focus.kind == "match":
+        return html.Div([html.B(f"{focus.pattern}: match"),
+                         html.Div("nodes: " + ", ".join(item.get("nodes", [])))],
+                        className="focus match")
+    rows = [("reason", item.get("reason")), ("failed at", item.get("failed_node")),
+            ("expected", item.get("expected")), ("found", item.get("found")),
+            ("path", item.get("path")), ("blocking consumer", item.get("blocking_node")),
+            ("matched so far", ", ".join(item.get("matched_nodes", [])))]
+    alternatives = item.get("alternatives") or []
+    parts = [html.B(f"{focus.pattern}: near miss at {item.get('site', '?')}"),
+             html.Table([html.Tr([html.Td(k, className="key"), html.Td(str(v))])
+                         for k, v in rows if v], className="kv")]
+    if alternatives:
+        parts += [html.Div("alternatives tried:", className="muted"),
+                  html.Ul([html.Li(str(a.get("reason", a)) if isinstance(a, dict) else str(a))
+                           for a in alternatives])]
+    return html.Div(parts, className="focus miss")
+
+
+def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:
+    if not reasons:
+        return html.Div([html.H4("Near misses in the whole pipeline"),
+                         html.P("none", className="muted")])
+    return html.Div([html.H4("Near misses in the whole pipeline, by reason"),
+                     html.Table([html.Tr([html.Td(str(count), className="count"),
+                                          html.Td(reason),
+                                          html.Td(", ".join(patterns), className="muted")])
+                                 for reason, count, patterns in reasons], className="kv")])

@@ -1,0 +1,120 @@
+"""Name-scope groups: the collapsible hierarchy that keeps 1,000+-node graphs readable.
+
+Exporters name nodes after the module that made them ('/bert/encoder/layer.0/attention/...').
+Each scope becomes a group; a scope holding nothing but one sub-scope is merged with it, so
+the tree has no empty levels.  A collapsed group is drawn as one box covering its members'
+positions, so collapsing or expanding never moves anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+GROUP_PREFIX = "g:"
+
+
+@dataclass
+class Group:
+    id: str                      # 'g:/bert/encoder/layer.0'
+    label: str                   # 'encoder/layer.0' (relative to the parent group)
+    parent: str | None
+    children: list[str] = field(default_factory=list)
+    node_ids: list[int] = field(default_factory=list)   # direct members
+    size: int = 0                # all members, nested ones included
+
+
+class ScopeTree:
+    """The groups of a set of nodes, and which group or node represents a node when collapsed."""
+
+    def __init__(self, node_scopes: Iterable[tuple[int, str]]):
+        self.groups: dict[str, Group] = {}
+        self.group_of: dict[int, str] = {}
+        raw: dict[str, set[str]] = {"": set()}
+        members: dict[str, list[int]] = {}
+        for node_id, scope in node_scopes:
+            path = _normalise(scope)
+            members.setdefault(path, []).append(node_id)
+            while path:
+                parent = path.rsplit("/", 1)[0]
+                raw.setdefault(parent, set()).add(path)
+                raw.setdefault(path, set())
+                path = parent
+        self.roots: list[str] = []
+        self.top_level_nodes: list[int] = members.get("", [])
+        self._build("", None, "", raw, members)
+        self._count_sizes()
+
+    def _build(self, path: str, parent: str | None, label_prefix: str,
+               raw: dict[str, set[str]], members: dict[str, list[int]]) -> None:
+        for child in sorted(raw[path]):
+            label = label_prefix + child.rsplit("/", 1)[-1]
+            if len(raw[child]) == 1 and not members.get(child):
+                self._build(child, parent, label + "/", raw, members)  # merge a trivial level
+                continue
+            if not raw[child] and len(members.get(child, ())) == 1:
+                self._adopt(parent, members[child])  # a one-node group is just noise
+                continue
+            group = Group(GROUP_PREFIX + child, label, parent, node_ids=members.get(child, []))
+            self.groups[group.id] = group
+            (self.groups[parent].children if parent else self.roots).append(group.id)
+            for node_id in group.node_ids:
+                self.group_of[node_id] = group.id
+            self._build(child, group.id, "", raw, members)
+
+    def _adopt(self, parent: str | None, node_ids: list[int]) -> None:
+        if parent is None:
+            self.top_level_nodes = self.top_level_nodes + node_ids
+            return
+        self.groups[parent].node_ids = self.groups[parent].node_ids + node_ids
+        for node_id in node_ids:
+            self.group_of[node_id] = parent
+
+    def _count_sizes(self) -> None:
+        for group_id in reversed(list(self.groups)):
+            group = self.groups[group_id]
+            group.size = len(group.node_ids) + sum(self.groups[c].size for c in group.children)
+
+    def ancestors(self, group_id: str | None) -> list[str]:
+        """Outermost first, ``group_id`` included."""
+        chain: list[str] = []
+        while group_id is not None:
+            chain.append(group_id)
+            group_id = self.groups[group_id].parent
+        return chain[::-1]
+
+    def representative(self, node_id: int, expanded: set[str]) -> tuple[str | None, str | None]:
+        """(collapsed group standing for the node or None, innermost expanded group or None)."""
+        parent = None
+        for group_id in self.ancestors(self.group_of.get(node_id)):
+            if group_id not in expanded:
+                return group_id, parent
+            parent = group_id
+        return None, parent
+
+    def groups_containing(self, node_ids: Iterable[int]) -> set[str]:
+        found: set[str] = set()
+        for node_id in node_ids:
+            found.update(self.ancestors(self.group_of.get(node_id)))
+        return found
+
+    def default_expanded(self, budget: int) -> set[str]:
+        """Open the biggest groups first while the number of drawn items stays within budget."""
+        expanded: set[str] = set()
+        visible = len(self.top_level_nodes) + len(self.roots)
+        frontier = list(self.roots)
+        while frontier:
+            frontier.sort(key=lambda g: self.groups[g].size)
+            group = self.groups[frontier.pop()]
+            cost = len(group.children) + len(group.node_ids) - 1
+            if visible + cost > budget:
+                continue
+            expanded.add(group.id)
+            visible += cost
+            frontier += group.children
+        return expanded
+
+
+def _normalise(scope: str) -> str:
+    parts = [p for p in scope.split("/") if p]
+    return "/" + "/".join(parts) if parts else ""

@@ -1,0 +1,41 @@
+"""What every panel's callbacks share: the config, the workbench and the default view."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from compiler_core.passes.registry import PRESETS, all_passes
+
+from .config import AppConfig
+from .sessions import SessionStore
+from .view_state import ViewState
+from .workbench import Workbench, Workspace
+
+
+@dataclass
+class Services:
+    config: AppConfig
+    workbench: Workbench
+
+    @classmethod
+    def from_config(cls, config: AppConfig) -> "Services":
+        sessions = SessionStore(config.cache_dir, config.upload_ttl_seconds)
+        return cls(config, Workbench(config, sessions))
+
+    @property
+    def default_state(self) -> ViewState:
+        model = self.config.default_model
+        if self.config.extra_model_path:
+            model = os.path.basename(self.config.extra_model_path)
+        return ViewState(model=model)
+
+    def workspace(self, state: ViewState, upload_token: str | None) -> Workspace:
+        source = self.workbench.source(state.model, upload_token)
+        return self.workbench.workspace(source, state.pipeline, state.bindings)
+
+
+def preset_names() -> list[str]:
+    """Pipeline presets (the registry fills them when the pass modules are first loaded)."""
+    all_passes()
+    return list(PRESETS)

@@ -1,0 +1,92 @@
+"""Cytoscape stylesheets: the fixed look, plus per-view rules for selection and highlights.
+
+Selection, pattern highlights and search hits are stylesheet rules on element ids, not element
+classes, so clicking around never re-sends the (large) element lists — only these few rules.
+The colours here and in the page legend (assets/graphlab.css) are one palette.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+COLORS = {
+    "node": "#eef2f7", "node_border": "#7b8794", "text": "#1f2933",
+    "removed": "#d64545", "removed_fill": "#fde8e8",
+    "added": "#2f9e44", "added_fill": "#e6f6ea",
+    "modified": "#d9822b", "modified_fill": "#fff4e0",
+    "fused": "#7048e8", "fused_fill": "#f0ebff",
+    "group": "#f7f9fb", "group_border": "#b8c2cc",
+    "selected": "#1c7ed6", "match": "#1c7ed6", "failed": "#e8590c", "blocking": "#c2255c",
+    "search": "#fab005",
+}
+
+BASE_STYLESHEET = [
+    {"selector": "node", "style": {
+        "shape": "round-rectangle", "width": 170, "height": 48,
+        "background-color": COLORS["node"], "border-width": 1,
+        "border-color": COLORS["node_border"], "label": "data(label)", "color": COLORS["text"],
+        "font-size": 16, "text-wrap": "wrap", "text-max-width": 162,
+        "text-valign": "center", "text-halign": "center", "min-zoomed-font-size": 6}},
+    {"selector": "edge", "style": {
+        "width": 1.3, "line-color": "#9aa5b1", "curve-style": "straight",
+        "target-arrow-shape": "triangle", "target-arrow-color": "#9aa5b1", "arrow-scale": 0.8}},
+    {"selector": ".io", "style": {
+        "shape": "round-tag", "height": 30, "background-color": "#ffffff",
+        "border-style": "dashed", "font-size": 14}},
+    {"selector": ".group", "style": {
+        "shape": "round-rectangle", "background-color": COLORS["group"], "background-opacity": 0.6,
+        "border-color": COLORS["group_border"], "border-width": 1, "label": "data(label)",
+        "text-valign": "top", "text-halign": "center", "font-size": 16, "color": "#52606d",
+        "padding": 14}},
+    {"selector": ".collapsed", "style": {
+        "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
+        "background-opacity": 0.85, "border-width": 2, "border-color": COLORS["group_border"],
+        "font-size": 20, "text-max-width": 600, "color": "#323f4b"}},
+    {"selector": ".fused", "style": {
+        "background-color": COLORS["fused_fill"], "border-color": COLORS["fused"],
+        "border-width": 3, "border-style": "double", "font-weight": "bold"}},
+    {"selector": ".fused:parent", "style": {
+        "text-valign": "top", "background-opacity": 0.35, "padding": 12}},
+    {"selector": ".body", "style": {"border-style": "dotted"}},
+    {"selector": ".removed, .has-removed", "style": {
+        "border-color": COLORS["removed"], "border-width": 3, "border-style": "dashed"}},
+    {"selector": ".removed", "style": {"background-color": COLORS["removed_fill"]}},
+    {"selector": ".added, .has-added", "style": {
+        "border-color": COLORS["added"], "border-width": 3}},
+    {"selector": ".added", "style": {"background-color": COLORS["added_fill"]}},
+    {"selector": ".modified, .has-modified", "style": {
+        "border-color": COLORS["modified"], "border-width": 3}},
+    {"selector": ".modified", "style": {"background-color": COLORS["modified_fill"]}},
+]
+
+
+@dataclass
+class Highlights:
+    """Element ids to emphasise in one pane."""
+
+    selected: list[str] = field(default_factory=list)
+    matched: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    blocking: list[str] = field(default_factory=list)
+    search: list[str] = field(default_factory=list)
+
+
+def stylesheet(highlights: Highlights) -> list[dict]:
+    rules = list(BASE_STYLESHEET)
+    _add(rules, highlights.search, {"background-color": COLORS["search"]})
+    _add(rules, highlights.matched, {"border-color": COLORS["match"], "border-width": 5,
+                                     "border-style": "solid"})
+    _add(rules, highlights.blocking, {"border-color": COLORS["blocking"], "border-width": 6,
+                                      "border-style": "dashed"})
+    _add(rules, highlights.failed, {"border-color": COLORS["failed"], "border-width": 6,
+                                    "border-style": "solid"})
+    _add(rules, highlights.selected, {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
+                                      "overlay-padding": 8, "border-color": COLORS["selected"],
+                                      "border-width": 4})
+    return rules
+
+
+def _add(rules: list[dict], ids: list[str], style: dict) -> None:
+    if ids:
+        quoted = (i.replace("\\", "\\\\").replace('"', '\\"') for i in ids)
+        rules.append({"selector": ", ".join(f'[id = "{q}"]' for q in quoted), "style": style})

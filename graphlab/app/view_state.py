@@ -1,0 +1,85 @@
+"""What the user is looking at, as a small record that round-trips through the URL.
+
+The URL's query string is the single source of truth for the view (model, pipeline, pass,
+selected node, panel, highlight, search), so a teacher can hand out a link and browser
+back/forward walk through the views.  Parsing never fails: anything unreadable falls back to a
+default, and the page says so rather than breaking.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from urllib.parse import parse_qsl, urlencode
+
+from compiler_core.hardware.targets import DEFAULT_TARGET
+
+PANELS = ("inspector", "patterns")
+
+
+@dataclass(frozen=True)
+class ViewState:
+    model: str
+    pipeline: str = "O2"
+    target: str = DEFAULT_TARGET
+    bindings: str = ""
+    step: int = 0                 # index of the selected pass
+    node: int | None = None       # selected node id
+    panel: str = "inspector"
+    highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
+    search: str = ""
+    hide_unchanged: bool = False
+
+    def with_changes(self, **changes) -> "ViewState":
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "ViewState":
+        return cls(**{k: v for k, v in data.items() if k in cls.__dataclass_fields__})
+
+
+_URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bindings": "bind",
+             "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
+             "search": "q", "hide_unchanged": "hide"}
+
+
+def to_query(state: ViewState, default: ViewState) -> str:
+    """'?model=cnn_bn&pass=2' — only what differs from the default, in a stable order."""
+    items = [(_URL_KEYS[name], _format(getattr(state, name)))
+             for name in _URL_KEYS if getattr(state, name) != getattr(default, name)]
+    items = [(k, v) for k, v in items if v != ""]
+    return "?" + urlencode(items) if items else ""
+
+
+def from_query(search: str | None, default: ViewState) -> ViewState:
+    params = dict(parse_qsl((search or "").lstrip("?")))
+    values = {}
+    for name, key in _URL_KEYS.items():
+        if key in params:
+            values[name] = params[key]
+    state = default.with_changes(**{k: v for k, v in values.items()
+                                    if k in ("model", "pipeline", "target", "bindings",
+                                             "highlight", "search")})
+    return state.with_changes(
+        step=_int(values.get("step"), default.step, minimum=0),
+        node=_int(values.get("node"), None, minimum=0),
+        panel=values.get("panel") if values.get("panel") in PANELS else default.panel,
+        hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"))
+
+
+def _format(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "1" if value else ""
+    return str(value)
+
+
+def _int(text: str | None, fallback: int | None, minimum: int) -> int | None:
+    try:
+        value = int(text)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return fallback
+    return value if value >= minimum else fallback

@@ -1,0 +1,167 @@
+"""Turns "model + pipeline + bindings" into a Workspace: the pipeline's snapshots plus what the
+views need (stable positions, scope groups, each node's history).
+
+Workspaces are memoised in-process by content (a file's identity or an upload's sha256, the
+pass list, the bindings): they are caches, not state, so any server process can rebuild one.
+Building one is the heavy step (import + pipeline + layout); it is a single function call so it
+can move to a background callback with progress without touching the views.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Callable
+
+from compiler_core.errors import GraphLabError
+from compiler_core.ir import Graph, load_model
+from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
+
+from ..commands.common import parse_bindings
+from ..samples import get_sample, list_samples
+from .config import AppConfig
+from .scopes import ScopeTree
+from .sessions import SessionStore
+from .stable_positions import Position, pipeline_positions
+
+UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
+WORKSPACE_CACHE_SIZE = 8
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model's bytes come from; equal sources have equal content."""
+
+    label: str
+    digest: str
+    path: str | None = None
+    data: bytes | None = field(default=None, compare=False, repr=False)
+
+    def load(self) -> Graph:
+        return load_model(self.path if self.path is not None else self.data)
+
+
+@dataclass
+class NodeHistory:
+    """Across the whole pipeline: each node's name, the pass that made it, the pass that
+    removed it and the node that replaced it."""
+
+    names: dict[int, str] = field(default_factory=dict)
+    made_in: dict[int, int] = field(default_factory=dict)
+    removed_in: dict[int, int] = field(default_factory=dict)
+    replaced_by: dict[int, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, result: PipelineResult) -> "NodeHistory":
+        history = cls({n.id: n.name for n in result.initial.nodes})
+        for snapshot in result.snapshots:
+            graph = snapshot.graph
+            for node_id in snapshot.diff.added:
+                node = graph.node_by_id(node_id)
+                history.names.setdefault(node_id, node.name)
+                history.made_in[node_id] = snapshot.index
+                for source in node.provenance.sources if node.provenance else ():
+                    history.replaced_by.setdefault(source, node_id)
+            for node_id in snapshot.diff.removed:
+                history.removed_in.setdefault(node_id, snapshot.index)
+        return history
+
+
+@dataclass
+class Workspace:
+    key: str
+    label: str
+    result: PipelineResult
+    positions: dict[object, Position]
+    scopes: ScopeTree
+    default_expanded: frozenset[str]
+    history: NodeHistory
+
+    def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
+        """(graph before pass ``step``, graph after it)."""
+        return self.result.graph_before(step), self.result.snapshots[step].graph
+
+    def clamp_step(self, step: int) -> int:
+        return max(0, min(step, len(self.result.snapshots) - 1))
+
+
+class Workbench:
+    """Resolves model names (samples, `serve --model` file, uploads) and builds workspaces."""
+
+    def __init__(self, config: AppConfig, sessions: SessionStore):
+        self.config = config
+        self.sessions = sessions
+
+    def model_options(self) -> list[dict]:
+        options = [{"label": s.name, "value": s.name} for s in list_samples()]
+        if self.config.extra_model_path:
+            name = os.path.basename(self.config.extra_model_path)
+            options.insert(0, {"label": name, "value": name})
+        return options
+
+    def source(self, model: str, upload_token: str | None = None) -> ModelSource:
+        """Only names this server offers are accepted: a URL can never name a server path."""
+        if model == UPLOAD_MODEL:
+            upload = self.sessions.load_upload(upload_token or "")
+            return ModelSource(upload.filename, "sha256:" + upload.digest, data=upload.data)
+        extra = self.config.extra_model_path
+        if extra and model == os.path.basename(extra):
+            return _file_source(model, extra)
+        sample = get_sample(model)
+        if sample is None:
+            raise GraphLabError(f"there is no model named {model!r} here",
+                                hint="pick a sample from the list or upload an .onnx file")
+        return _file_source(sample.name, sample.path)
+
+    def workspace(self, source: ModelSource, pipeline: str, bindings: str,
+                  on_progress: Progress | None = None) -> Workspace:
+        passes = tuple(resolve_pipeline(pipeline or None))
+        bound = tuple(sorted(parse_bindings(bindings).items()))
+        return _cached_workspace(source, passes, bound, self.config.group_budget, on_progress)
+
+
+def _file_source(label: str, path: str) -> ModelSource:
+    try:
+        stat = os.stat(path)
+    except OSError as err:
+        raise GraphLabError(f"cannot read {label}: {err.strerror}") from err
+    return ModelSource(label, f"file:{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}",
+                       path=path)
+
+
+_workspaces: OrderedDict[tuple, Workspace] = OrderedDict()  # a cache keyed by content
+_workspaces_lock = threading.Lock()
+
+
+def _cached_workspace(source: ModelSource, passes: tuple[str, ...],
+                      bindings: tuple[tuple[str, int], ...], group_budget: int,
+                      on_progress: Progress | None) -> Workspace:
+    key = (source, passes, bindings, group_budget)
+    with _workspaces_lock:
+        if key in _workspaces:
+            _workspaces.move_to_end(key)
+            return _workspaces[key]
+    workspace = _build_workspace(source, passes, bindings, group_budget, on_progress)
+    with _workspaces_lock:
+        _workspaces[key] = workspace
+        while len(_workspaces) > WORKSPACE_CACHE_SIZE:
+            _workspaces.popitem(last=False)
+    return workspace
+
+
+def _build_workspace(source: ModelSource, passes: tuple[str, ...],
+                     bindings: tuple[tuple[str, int], ...], group_budget: int,
+                     on_progress: Progress | None) -> Workspace:
+    graph = source.load()
+    result = PassManager(list(passes), bindings=dict(bindings)).run(graph, on_progress=on_progress)
+    every_node = [n for g in [result.initial] + [s.graph for s in result.snapshots]
+                  for n in g.nodes]
+    scopes = ScopeTree({n.id: n.scope for n in every_node}.items())
+    key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
+    return Workspace(key, source.label, result, pipeline_positions(result), scopes,
+                     frozenset(scopes.default_expanded(group_budget)), NodeHistory.of(result))
