@@ -6,12 +6,16 @@ folding + DCE/CSE), `O2` (O1 + normalization folding, recognition and fusions).
 
 from __future__ import annotations
 
-from . import dead_code  # noqa: F401 - registers passes
+from . import (  # noqa: F401 - importing a family registers its passes
+    cleanup, constant_folding, cse, dead_code, noop, reshapes, specialize, transposes)
 from .registry import define_preset
 
-CLEAN = ["dce"]
-O1 = CLEAN
-O2 = O1
+CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
+         "merge_reshapes", "dce"]
+O1 = CLEAN + ["specialize_dims", "fold_constants", "eliminate_noop", "cancel_transposes",
+              "merge_reshapes", "cse", "dce"]
+FUSIONS: list[str] = []  # fusion passes go here, in the order they should run
+O2 = O1 + FUSIONS
 
 define_preset("clean", CLEAN, "cleanup only: Dropout, Identity, no-op and redundant "
                               "Reshape/Transpose elimination, dead code")

@@ -1,0 +1,85 @@
+"""Cleanup passes that remove nodes which compute nothing at inference time."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from .base import Decline, Pass, PassContext, PassResult
+from .node_edits import bypass_or_decline
+from .registry import register
+
+
+@register
+class EliminateDropout(Pass):
+    """Remove Dropout nodes: at inference a Dropout passes its input through unchanged.
+
+    Dropout only randomises during training.  Exporters sometimes keep it, even with
+    `training_mode` set to true, which would make the deployed model random; a compiler for
+    inference replaces its output by its input.  If something reads the optional mask output,
+    the mask becomes an all-true tensor of the input's shape (nothing was dropped).
+    """
+
+    name = "eliminate_dropout"
+    family = "cleanup"
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        training = 0
+        for node in graph.nodes_of_type("Dropout"):
+            source, mask = node.inputs[0], node.outputs[1] if len(node.outputs) > 1 else None
+            if mask is not None and mask.is_graph_output:
+                result.declined.append(Decline(node.name, "dropout_is_identity",
+                                               f"its mask {mask.name!r} is a graph output"))
+                continue
+            if mask is not None and mask.uses and graph.can_replace_uses(node.outputs[0], source):
+                _replace_mask(graph, ctx, node)
+            flag = _training_mode(node)
+            if bypass_or_decline(graph, node, source, "dropout_is_identity", result):
+                training += flag is True
+                if flag is None:
+                    result.notes.append(f"{node.name}: training_mode is a run-time input; "
+                                        f"assumed false (inference)")
+        if training:
+            result.notes.append(f"{training} Dropout node(s) had training_mode true: removed "
+                                f"with inference semantics (output = input, nothing dropped)")
+        return result
+
+
+def _training_mode(node: Node) -> bool | None:
+    """True/False when known at compile time, None when it is a run-time input."""
+    flag = node.input(2)
+    if flag is None:
+        return False
+    value = flag.constant_value()
+    return None if value is None else bool(np.asarray(value).reshape(-1)[0])
+
+
+def _replace_mask(graph: Graph, ctx: PassContext, node: Node) -> None:
+    """Readers of the mask read an all-true tensor shaped like the input instead."""
+    provenance = ctx.provenance("dropout_mask_all_true", [node])
+    shape = graph.add_node("Shape", [node.inputs[0]], 1, provenance=provenance,
+                           name=f"{node.name}/mask_shape", order=node.order)
+    fill = graph.add_node("ConstantOfShape", [shape.outputs[0]], 1,
+                          attrs={"value": np.ones(1, dtype=np.bool_)}, provenance=provenance,
+                          name=f"{node.name}/mask", order=node.order)
+    graph.replace_all_uses(node.outputs[1], fill.outputs[0])
+
+
+@register
+class EliminateIdentity(Pass):
+    """Remove Identity nodes: readers of an Identity's output read its input directly.
+
+    Exporters emit Identity to give a value a second name — often an alias of a weight shared
+    by two layers (an "Identity of an initializer").  The alias costs a node and hides the
+    sharing; after this pass both layers visibly read the same weight.
+    """
+
+    name = "eliminate_identity"
+    family = "cleanup"
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        for node in graph.nodes_of_type("Identity"):
+            bypass_or_decline(graph, node, node.inputs[0], "identity_alias", result)
+        return result

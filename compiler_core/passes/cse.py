@@ -1,0 +1,109 @@
+"""Common-subexpression elimination: compute each distinct expression once."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Hashable
+
+import numpy as np
+import onnx
+
+from ..ir import Graph, Node, Value
+from .base import Pass, PassContext, PassResult
+from .constants import remove_dead
+from .registry import register
+
+# Two draws from a random op differ even with identical inputs.
+NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
+                    "Multinomial", "Bernoulli", "Dropout"}
+
+
+def _digest(array: np.ndarray) -> tuple:
+    """Exact identity of a constant: dtype, shape and a hash of its bytes (so -0.0 != 0.0)."""
+    data = np.ascontiguousarray(array)
+    return (str(data.dtype), data.shape, hashlib.blake2b(data.view(np.uint8).reshape(-1),
+                                                         digest_size=16).digest())
+
+
+def _attr_key(value: Any) -> Hashable:
+    if isinstance(value, np.ndarray):
+        return _digest(value)
+    if isinstance(value, onnx.GraphProto | onnx.SparseTensorProto | onnx.TypeProto):
+        return value.SerializeToString(deterministic=True)
+    if isinstance(value, tuple):
+        return tuple(_attr_key(v) for v in value)
+    if isinstance(value, float):
+        return ("float", value.hex())
+    return value
+
+
+def _node_key(node: Node) -> Hashable:
+    return (node.domain, node.op_type, node.overload, id(node.body),
+            tuple(id(v) if v is not None else None for v in node.inputs),
+            tuple(id(v) for v in node.implicit_inputs),
+            tuple(v is not None for v in node.outputs),
+            tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())))
+
+
+def _merge_values(graph: Graph, duplicate: list[Value], kept: list[Value]) -> bool:
+    """Readers of ``duplicate`` read ``kept``, keeping graph outputs' names; False if blocked."""
+    pairs = [(d, k) for d, k in zip(duplicate, kept) if d is not None]
+    if not all(graph.can_replace_uses(d, k) for d, k in pairs):
+        return False
+    for d, k in pairs:
+        graph.replace_all_uses(d, k)
+    return True
+
+
+@register
+class EliminateCommonSubexpressions(Pass):
+    """Merge nodes that compute the same thing: same op, same attributes, same inputs.
+
+    Exporters repeat themselves — the same Shape of the same tensor in every layer, the same
+    scalar constant a hundred times.  Two identical nodes on identical inputs give identical
+    results, so one of them is enough; identical constants are stored once.  Merging makes
+    more nodes identical downstream, so one sweep in execution order catches whole chains.
+    """
+
+    name = "cse"
+    family = "cleanup"
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        merged_constants = self._dedupe_initializers(graph)
+        if merged_constants:
+            result.notes.append(f"stored {merged_constants} duplicate constant(s) once")
+        seen: dict[Hashable, Node] = {}
+        for node in graph.nodes:
+            if node.op_type in NONDETERMINISTIC and not node.domain:
+                continue
+            key = _node_key(node)
+            kept = seen.get(key)
+            if kept is None:
+                seen[key] = node
+            elif _merge_values(graph, node.outputs, kept.outputs):
+                remove_dead(graph, [node])
+                result.rewrites += 1
+            elif _merge_values(graph, kept.outputs, node.outputs):
+                remove_dead(graph, [kept])
+                seen[key] = node
+                result.rewrites += 1
+        result.rewrites += merged_constants
+        return result
+
+    @staticmethod
+    def _dedupe_initializers(graph: Graph) -> int:
+        by_shape: dict[tuple, list[Value]] = {}
+        for value in graph.initializers.values():
+            by_shape.setdefault((value.const.dtype.str, value.const.shape), []).append(value)
+        merged = 0
+        for group in by_shape.values():
+            if len(group) < 2:
+                continue
+            first_by_digest: dict[tuple, Value] = {}
+            for value in group:
+                kept = first_by_digest.setdefault(_digest(value.const), value)
+                if kept is not value and _merge_values(graph, [value], [kept]):
+                    graph.remove_initializer(value)
+                    merged += 1
+        return merged

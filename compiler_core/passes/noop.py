@@ -1,0 +1,129 @@
+"""No-op elimination: nodes that return their input unchanged, recognised from types and shapes."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from ..ir import Graph, Node, Value
+from .base import Pass, PassContext, PassResult
+from .constants import INT64_MAX, constant_ints, ints_input_or_attr
+from .node_edits import bypass_or_decline
+from .registry import register
+from .reshapes import reshape_is_noop
+
+
+def _cast_is_noop(node: Node) -> bool:
+    source = node.inputs[0]
+    return source.elem_type is not None and node.attr("to") == source.elem_type
+
+
+def _cast_like_is_noop(node: Node) -> bool:
+    source, like = node.inputs[0], node.inputs[1]
+    return source.elem_type is not None and source.elem_type == like.elem_type
+
+
+def _expand_is_noop(node: Node) -> bool:
+    """Expand to a shape the input already has (every target dim is 1 or the same size)."""
+    shape, target = node.inputs[0].shape, constant_ints(node.input(1))
+    if shape is None or target is None or len(target) > len(shape):
+        return False
+    return all(want == 1 or (isinstance(dim, int) and dim == want)
+               for dim, want in zip(shape[len(shape) - len(target):], target))
+
+
+def _reshape_is_noop(node: Node) -> bool:
+    target = constant_ints(node.input(1))
+    return target is not None and reshape_is_noop(node.inputs[0].shape, target,
+                                                  bool(node.attr("allowzero", 0)))
+
+
+def _slice_is_noop(node: Node) -> bool:
+    """A Slice whose every sliced axis runs from the first element to the last, step 1."""
+    shape = node.inputs[0].shape
+    starts = ints_input_or_attr(node, 1, "starts")
+    ends = ints_input_or_attr(node, 2, "ends")
+    if shape is None or starts is None or ends is None:
+        return False
+    axes = _optional_ints(node, 3, "axes", tuple(range(len(starts))))
+    steps = _optional_ints(node, 4, None, (1,) * len(starts))
+    if axes is None or steps is None:
+        return False
+    for start, end, axis, step in zip(starts, ends, axes, steps):
+        if step != 1 or not -len(shape) <= axis < len(shape):
+            return False
+        dim = shape[axis]
+        if isinstance(dim, int):
+            if not (start == 0 or start <= -dim) or (end + dim if end < 0 else end) < dim:
+                return False
+        elif start != 0 or end < INT64_MAX:
+            return False  # unknown size: only "from 0 to the end" is provably everything
+    return True
+
+
+def _optional_ints(node: Node, index: int, attr: str | None,
+                   default: tuple[int, ...]) -> tuple[int, ...] | None:
+    if (attr is None or attr not in node.attrs) and node.input(index) is None:
+        return default
+    return ints_input_or_attr(node, index, attr) if attr else constant_ints(node.input(index))
+
+
+def _single_input_concat(node: Node) -> bool:
+    return len([v for v in node.inputs if v is not None]) == 1
+
+
+NOOP_RULES: dict[str, Callable[[Node], bool]] = {
+    "Cast": _cast_is_noop,
+    "CastLike": _cast_like_is_noop,
+    "Expand": _expand_is_noop,
+    "Reshape": _reshape_is_noop,
+    "Slice": _slice_is_noop,
+    "Concat": _single_input_concat,
+}
+
+
+def _squeeze_pair_source(node: Node) -> Value | None:
+    """x when ``node`` undoes its producer: Squeeze(Unsqueeze(x, a), a) or the reverse."""
+    inner = node.inputs[0].producer
+    pairs = {("Squeeze", "Unsqueeze"), ("Unsqueeze", "Squeeze")}
+    if inner is None or inner.domain or (node.op_type, inner.op_type) not in pairs:
+        return None
+    source = inner.inputs[0]
+    outer_axes = ints_input_or_attr(node, 1, "axes")
+    inner_axes = ints_input_or_attr(inner, 1, "axes")
+    if outer_axes is None or inner_axes is None or source.rank is None:
+        return None  # Squeeze without axes depends on which dims happen to be 1
+    # Unsqueeze's axes count in its output's rank, Squeeze's in its input's: the larger rank.
+    rank = source.rank + (len(inner_axes) if inner.op_type == "Unsqueeze" else 0)
+    if sorted(a % rank for a in outer_axes) != sorted(a % rank for a in inner_axes):
+        return None
+    return source
+
+
+@register
+class EliminateNoop(Pass):
+    """Remove operations that provably return their input unchanged.
+
+    Exporters emit many: a Cast to the type the tensor already has, an Expand or Reshape to the
+    shape it already has, a Slice from the first element to the last, a Concat of one tensor,
+    an Unsqueeze undone by the Squeeze right after it.  Each is recognised from the input's
+    known type and shape and the op's constant parameters, then bypassed.
+    """
+
+    name = "eliminate_noop"
+    family = "cleanup"
+    fixed_point = True
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        for node in graph.nodes:
+            if not graph.has_node(node) or node.domain:
+                continue
+            rule = NOOP_RULES.get(node.op_type)
+            if rule is not None and rule(node):
+                bypass_or_decline(graph, node, node.inputs[0], f"noop_{node.op_type.lower()}",
+                                  result)
+            elif node.op_type in ("Squeeze", "Unsqueeze"):
+                source = _squeeze_pair_source(node)
+                if source is not None:
+                    bypass_or_decline(graph, node, source, "squeeze_pair_cancels", result)
+        return result

@@ -1,0 +1,96 @@
+"""Shape questions with compile-time answers: Shape and Size of values whose dims are known.
+
+Exporters compute reshape targets at run time — Shape(x), Gather one dim, Unsqueeze, Concat —
+even where x's dims are fixed.  Once shape inference knows the dims a question asks about
+(statically, or after specialize_dims bound the symbolic ones), its answer is a constant.  A
+Gather or Slice of a Shape is answered when the dims it picks are known, even if others are not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node
+from .base import Decline, PassResult
+from .constants import constant_ints, produces_graph_output, replace_with_constants
+
+
+def shape_dims(node: Node) -> tuple | None:
+    """The dims a Shape node reports (ints, symbolic names or None), honouring start/end."""
+    shape = node.inputs[0].shape
+    if shape is None:
+        return None
+    return tuple(shape)[node.attr("start", 0):node.attr("end", len(shape))]
+
+
+def _shape_source(node: Node, index: int) -> tuple | None:
+    producer = node.inputs[index].producer if node.input(index) is not None else None
+    if producer is None or producer.op_type != "Shape" or producer.domain:
+        return None
+    return shape_dims(producer)
+
+
+def _picked_dims(node: Node) -> tuple | np.ndarray | None:
+    """The dims a Shape/Size/Gather/Slice node picks out of a tensor's shape, if it does."""
+    if node.op_type == "Shape":
+        return shape_dims(node)
+    if node.op_type == "Size":
+        shape = node.inputs[0].shape
+        return None if shape is None else (int(np.prod(shape)) if all(
+            isinstance(d, int) for d in shape) else None,)
+    dims = _shape_source(node, 0)
+    if dims is None:
+        return None
+    if node.op_type == "Gather" and node.attr("axis", 0) in (0, -1):
+        indices = node.inputs[1].constant_value()
+        if indices is None or indices.dtype.kind not in "iu":
+            return None
+        try:
+            return np.array(dims, dtype=object)[indices]
+        except IndexError:
+            return None
+    if node.op_type == "Slice":
+        params = [constant_ints(node.input(i)) for i in range(1, 5)]
+        starts, ends, axes, steps = params
+        if starts is None or ends is None or len(starts) != 1 or (
+                node.input(3) is not None and axes not in ((0,), (-1,))) or (
+                node.input(4) is not None and steps in (None, (0,))):
+            return None
+        return tuple(dims[starts[0]:ends[0]:steps[0] if steps else 1])
+    return None
+
+
+def shape_answer(node: Node) -> np.ndarray | None:
+    """The node's output as a constant, if it only reports dims that are all known."""
+    if node.domain or node.op_type not in ("Shape", "Size", "Gather", "Slice"):
+        return None
+    picked = _picked_dims(node)
+    if picked is None:
+        return None
+    flat = np.asarray(picked, dtype=object).reshape(-1)
+    if not all(isinstance(d, (int, np.integer)) for d in flat):
+        return None
+    if node.op_type == "Size":
+        return np.array(int(flat[0]), dtype=np.int64)
+    return np.asarray(picked, dtype=object).astype(np.int64)
+
+
+def fold_shape_query(graph: Graph, node: Node, result: PassResult) -> bool:
+    """Replace a Shape/Size (or Gather/Slice of a Shape) whose answer is known by it."""
+    answer = shape_answer(node)
+    if answer is None:
+        return False
+    if produces_graph_output(node):
+        result.declined.append(Decline(node.name, "shape_is_known", (
+            f"its output {node.outputs[0].name!r} is a graph output; a constant there "
+            f"would change the model's interface")))
+        return False
+    replace_with_constants(graph, node, [answer])
+    result.rewrites += 1
+    return True
+
+
+def fold_shape_queries(graph: Graph, result: PassResult) -> None:
+    for node in graph.nodes:
+        if graph.has_node(node):
+            fold_shape_query(graph, node, result)

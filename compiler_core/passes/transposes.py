@@ -1,0 +1,114 @@
+"""Transposes that cancel, merge, or fold into the matrix multiply that reads them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph, Node, Value
+from .base import Pass, PassContext, PassResult
+from .constants import remove_dead
+from .node_edits import bypass_or_decline, replace_node
+from .registry import register
+
+SWAP_2D = (1, 0)
+
+
+def permutation(node: Node) -> tuple[int, ...] | None:
+    """The Transpose's perm; the default (absent) reverses the dims, which needs the rank."""
+    if "perm" in node.attrs:
+        return tuple(int(p) for p in node.attrs["perm"])
+    rank = node.inputs[0].rank
+    return None if rank is None else tuple(reversed(range(rank)))
+
+
+def _transpose_producer(value: Value) -> Node | None:
+    producer = value.producer
+    if producer is None or producer.op_type != "Transpose" or producer.domain:
+        return None
+    return producer
+
+
+@register
+class CancelTransposes(Pass):
+    """Remove transposes that cancel, and fold the rest into the matrix multiply reading them.
+
+    Transposing twice is one transpose with the composed permutation — none at all when the
+    composition is the identity.  Gemm can read either operand transposed (its transA/transB
+    flags), so a Transpose feeding it becomes a flag; a 2-D MatMul of a transposed operand
+    becomes such a Gemm; and a transposed constant weight is stored transposed instead.
+    """
+
+    name = "cancel_transposes"
+    family = "cleanup"
+    fixed_point = True
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        for node in graph.nodes:
+            if not graph.has_node(node) or node.domain:
+                continue
+            if node.op_type == "Transpose":
+                self._simplify_transpose(graph, ctx, node, result)
+            elif node.op_type == "Gemm":
+                self._flags_for_gemm(graph, node, result)
+            elif node.op_type == "MatMul":
+                self._matmul_operands(graph, ctx, node, result)
+        return result
+
+    @staticmethod
+    def _simplify_transpose(graph: Graph, ctx: PassContext, node: Node,
+                            result: PassResult) -> None:
+        perm = permutation(node)
+        if perm is None:
+            return
+        if perm == tuple(range(len(perm))):
+            bypass_or_decline(graph, node, node.inputs[0], "identity_transpose", result)
+            return
+        inner = _transpose_producer(node.inputs[0])
+        inner_perm = permutation(inner) if inner is not None else None
+        if inner_perm is None or len(inner_perm) != len(perm):
+            return
+        composed = tuple(inner_perm[p] for p in perm)
+        if composed == tuple(range(len(perm))):
+            bypass_or_decline(graph, node, inner.inputs[0], "transpose_pair_cancels", result)
+        else:
+            replace_node(graph, ctx, "transpose_pair_merges", node, "Transpose",
+                         [inner.inputs[0]], {"perm": composed}, absorbed=[inner])
+            result.rewrites += 1
+
+    @staticmethod
+    def _flags_for_gemm(graph: Graph, node: Node, result: PassResult) -> None:
+        for index, flag in ((0, "transA"), (1, "transB")):
+            transpose = _transpose_producer(node.inputs[index])
+            if transpose is not None and permutation(transpose) == SWAP_2D:
+                graph.set_node_attr(node, flag, 0 if node.attr(flag, 0) else 1)
+                node.replace_input(index, transpose.inputs[0])
+                remove_dead(graph, [transpose])
+                result.rewrites += 1
+
+    @staticmethod
+    def _matmul_operands(graph: Graph, ctx: PassContext, node: Node,
+                         result: PassResult) -> None:
+        transposed = {}
+        for index, value in enumerate(node.inputs[:2]):
+            transpose = _transpose_producer(value)
+            perm = permutation(transpose) if transpose is not None else None
+            if perm is None:
+                continue
+            weight = transpose.inputs[0]
+            if weight.is_initializer:
+                folded = np.ascontiguousarray(np.transpose(weight.const, perm))
+                node.replace_input(index, graph.add_initializer(f"{weight.name}_transposed",
+                                                                folded))
+                remove_dead(graph, [transpose])
+                result.rewrites += 1
+            elif perm == SWAP_2D:
+                transposed[index] = transpose
+        operands = [v.rank for v in node.inputs]
+        if transposed and operands == [2, 2]:
+            inputs = [transposed[i].inputs[0] if i in transposed else node.inputs[i]
+                      for i in range(2)]
+            replace_node(graph, ctx, "matmul_of_transpose_to_gemm", node, "Gemm", inputs,
+                         {"transA": int(0 in transposed), "transB": int(1 in transposed)},
+                         absorbed=list(transposed.values()))
+            result.rewrites += 1
