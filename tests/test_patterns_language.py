@@ -310,3 +310,16 @@ def test_scores_grow_with_how_much_matched():
     shallow = explain_at(g, op("Div", const(), any_value()), "div")
     deep = explain_at(g, op("Div", graph_input(), const(math.e)), "div")
     assert 0 < shallow.score < deep.score < 1
+
+
+def test_a_failed_swap_explains_with_the_order_that_differs_least():
+    """Add(Sigmoid(x), Relu(Exp(x))) against Add(Relu(x), Relu(Exp(x))): the swapped order
+    gets further (Relu matches Relu(Exp)) but fails on both sides; the written order fails only
+    at the real difference, the Sigmoid."""
+    g = build_graph([node("Sigmoid", ["x"], ["s"], name="sig"),
+                     node("Exp", ["x"], ["e"], name="exp"), node("Relu", ["e"], ["r"], name="relu"),
+                     node("Add", ["s", "r"], ["y"], name="add")], {"x": (2,)}, {"y": (2,)})
+    x = graph_input()
+    failure = explain_at(g, op("Add", op("Relu", x), op("Relu", op("Exp", x))), "add")
+    assert failure.failed_node.name == "sig"
+    assert failure.reason == "Add input 0: expected Relu, found Sigmoid"

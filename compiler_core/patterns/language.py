@@ -353,20 +353,32 @@ class OpPattern(Pattern):
 
     def _match_either_order(self, node: Node, st: MatchState, path: Path | None) -> bool:
         """Try the written operand order, then the swapped one.  Failures of self-contained
-        operands are remembered per (pattern, value), so nested swaps stay polynomial."""
+        operands are remembered per (pattern, value), so nested swaps stay polynomial.
+
+        Explaining, both operands are tried in both orders, and the order with fewer failing
+        operands (then more matched) explains the failure: a swap that fails on both sides
+        says less than the order whose only failure is the real difference."""
         first, second = self.inputs
         a, b = node.input(0), node.input(1)
-        path_a = path + ((node, 0),) if st.explain else None
-        path_b = path + ((node, 1),) if st.explain else None
         mark = st.mark()
-        if _match_operand(first, a, st, path_a) and _match_operand(second, b, st, path_b):
-            return True
-        written = st.last
-        st.reset(mark)
-        if _match_operand(first, b, st, path_b) and _match_operand(second, a, st, path_a):
-            return True
-        if st.explain:
-            st.last = best_of([written, st.last])
+        if not st.explain:
+            if _match_operand(first, a, st, None) and _match_operand(second, b, st, None):
+                return True
+            st.reset(mark)
+            return _match_operand(first, b, st, None) and _match_operand(second, a, st, None)
+        path_a, path_b = path + ((node, 0),), path + ((node, 1),)
+        attempts = []
+        for pairs in (((first, a, path_a), (second, b, path_b)),
+                      ((first, b, path_b), (second, a, path_a))):
+            st.reset(mark)
+            failures = []
+            for pattern, value, step in pairs:
+                if not _match_operand(pattern, value, st, step):
+                    failures.append(st.last)
+            if not failures:
+                return True
+            attempts.append((len(failures), -st.matched, failures[0]))
+        st.last = min(attempts, key=lambda attempt: attempt[:2])[2]
         return False
 
 
