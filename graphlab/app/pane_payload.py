@@ -58,7 +58,7 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     step = ws.clamp_step(state.step)
     before, after = ws.graphs_of_step(step)
     snapshot = ws.result.snapshots[step]
-    focus = resolve_focus(snapshot, before, state.highlight)
+    focus = resolve_focus(ws, step, state.highlight)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     focus_ids = set(selected) | set(hits if len(hits) <= MAX_AUTO_OPEN_SEARCH_HITS else ())

@@ -1,8 +1,10 @@
 """Pattern reports of a pass, read for the patterns panel and for highlighting the graph.
 
-A report (``compiler_core.patterns`` ``Report.to_dict()``) names nodes; the panes speak node
-ids.  Matches and near misses are found on the graph the pass was given, so names resolve
-there first (and in the graph after the pass for nodes the pass kept).
+A pass that matches patterns reports them in its snapshot.  For a pass that reports none, the
+panel shows what every pattern of the library finds in the graph the pass was given
+(``compiler_core.patterns.explain``), so "why did this not fuse?" always has an answer.
+Reports name nodes; the panes speak node ids, so names are resolved in the graph before the
+pass first (and in the graph after it for nodes the pass kept).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from compiler_core.ir import Graph
-from compiler_core.passes import PipelineResult, Snapshot
+from compiler_core.patterns import explain
+
+from .workbench import Workspace
 
 
 @dataclass
@@ -37,12 +41,33 @@ def parse_highlight(text: str) -> tuple[str, int, int] | None:
         return None
 
 
-def resolve_focus(snapshot: Snapshot, before: Graph, highlight: str) -> PatternFocus | None:
+@dataclass
+class StepReports:
+    reports: list[dict]
+    from_pass: bool     # False: the library's view of the graph before the pass
+
+
+def step_reports(ws: Workspace, step: int) -> StepReports:
+    snapshot = ws.result.snapshots[step]
+    if snapshot.pattern_reports:
+        return StepReports(snapshot.pattern_reports, True)
+    return StepReports(_library_reports(ws, step, ws.result.graph_before(step)), False)
+
+
+def _library_reports(ws: Workspace, key: int, graph: Graph) -> list[dict]:
+    cached = ws.derived.get(("patterns", key))
+    if cached is None:
+        cached = [r.to_dict() for r in explain(graph)]
+        ws.derived[("patterns", key)] = cached
+    return cached
+
+
+def resolve_focus(ws: Workspace, step: int, highlight: str) -> PatternFocus | None:
     parsed = parse_highlight(highlight)
     if parsed is None:
         return None
     kind, report_index, item_index = parsed
-    reports = snapshot.pattern_reports
+    reports = step_reports(ws, step).reports
     if report_index >= len(reports):
         return None
     report = reports[report_index]
@@ -50,7 +75,7 @@ def resolve_focus(snapshot: Snapshot, before: Graph, highlight: str) -> PatternF
     if item_index >= len(items):
         return None
     item = items[item_index]
-    lookup = _NameLookup(before, snapshot.graph)
+    lookup = _NameLookup(*ws.graphs_of_step(step))
     if kind == "match":
         return PatternFocus(kind, report.get("name", ""), item, lookup.ids(item.get("nodes", [])))
     return PatternFocus(kind, report.get("name", ""), item,
@@ -58,15 +83,17 @@ def resolve_focus(snapshot: Snapshot, before: Graph, highlight: str) -> PatternF
                         lookup.id(item.get("failed_node")), lookup.id(item.get("blocking_node")))
 
 
-def reasons_across_pipeline(result: PipelineResult) -> list[tuple[str, int, list[str]]]:
-    """Near misses of every pass grouped by reason: (reason, count, patterns), most first."""
+def reasons_across_model(ws: Workspace) -> list[tuple[str, int, list[str]]]:
+    """Near misses of the input model and of every pass's own reports, grouped by reason:
+    (reason, count, patterns), most frequent first."""
+    reports = _library_reports(ws, -1, ws.result.initial)
+    reports = reports + [r for s in ws.result.snapshots for r in s.pattern_reports]
     counts: Counter[str] = Counter()
     patterns: dict[str, set[str]] = {}
-    for snapshot in result.snapshots:
-        for report in snapshot.pattern_reports:
-            for reason, count in report.get("reasons", {}).items():
-                counts[reason] += count
-                patterns.setdefault(reason, set()).add(report.get("name", ""))
+    for report in reports:
+        for reason, count in report.get("reasons", {}).items():
+            counts[reason] += count
+            patterns.setdefault(reason, set()).add(report.get("name", ""))
     return [(reason, count, sorted(patterns[reason])) for reason, count in counts.most_common()]
 
 

@@ -81,6 +81,7 @@ class Workspace:
     scopes: ScopeTree
     default_expanded: frozenset[str]
     history: NodeHistory
+    derived: dict = field(default_factory=dict)   # lazily computed views (a cache)
 
     def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
         """(graph before pass ``step``, graph after it)."""

@@ -8,11 +8,11 @@ from dash import Input, Output, State, html
 
 from .. import ids
 from ..messages import user_message
-from ..pattern_view import reasons_across_pipeline, resolve_focus
+from ..pattern_view import reasons_across_model, resolve_focus, step_reports
 from ..services import Services
 from ..view_state import ViewState
 
-NO_PATTERNS = "This pass matched no patterns (it reports none)."
+NO_PATTERNS = "No pattern matches or nearly matches here."
 
 
 def register(app, services: Services) -> None:
@@ -28,15 +28,18 @@ def register(app, services: Services) -> None:
             return html.Div(user_message(err), className="message error")
         step = workspace.clamp_step(state.step)
         snapshot = workspace.result.snapshots[step]
-        before, _ = workspace.graphs_of_step(step)
-        focus = resolve_focus(snapshot, before, state.highlight)
-        parts = [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}")]
+        found = step_reports(workspace, step)
+        focus = resolve_focus(workspace, step, state.highlight)
+        parts = [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}"),
+                 html.P("Reported by this pass." if found.from_pass else
+                        "This pass reports no patterns; shown: what every pattern finds in "
+                        "the graph before it.", className="muted")]
         if focus is not None:
             parts.append(focus_view(focus))
-        reports = snapshot.pattern_reports
-        parts += [report_view(i, r, state.highlight) for i, r in enumerate(reports)] or \
+        parts += [report_view(i, r, state.highlight) for i, r in enumerate(found.reports)
+                  if r.get("matches") or r.get("near_misses")] or \
             [html.P(NO_PATTERNS, className="hint")]
-        parts.append(reasons_view(reasons_across_pipeline(workspace.result)))
+        parts.append(reasons_view(reasons_across_model(workspace)))
         return parts
 
 
@@ -86,9 +89,9 @@ def focus_view(focus) -> html.Div:
 
 def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:
     if not reasons:
-        return html.Div([html.H4("Near misses in the whole pipeline"),
+        return html.Div([html.H4("Near misses in the whole model"),
                          html.P("none", className="muted")])
-    return html.Div([html.H4("Near misses in the whole pipeline, by reason"),
+    return html.Div([html.H4("Near misses in the whole model, by reason"),
                      html.Table([html.Tr([html.Td(str(count), className="count"),
                                           html.Td(reason),
                                           html.Td(", ".join(patterns), className="muted")])

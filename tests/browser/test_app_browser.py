@@ -1,0 +1,86 @@
+"""The pass debugger in a real (headless) browser."""
+
+from __future__ import annotations
+
+import pytest
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+
+from compiler_core.ir import load_model
+from graphlab.samples import resolve_model
+
+from pane_helpers import pane_js, wait_for_nodes, wait_until
+
+pytestmark = pytest.mark.browser
+
+
+def node_id(sample: str, name: str) -> int:
+    return load_model(resolve_model(sample)).node_by_name(name).id
+
+
+def test_default_sample_draws_both_panes(started):
+    dash_duo = started
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 1", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-after-title", "After pass 1", timeout=10)
+    counts = pane_js(dash_duo, "return [before.nodes('.op').length, after.nodes('.op').length];")
+    assert counts[0] >= 15 and counts[1] >= 15
+
+
+def test_stepping_changes_panes_and_diff_and_back_restores(started):
+    dash_duo = started
+    dash_duo.find_element("#step-next").click()
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 2,
+               message="the identity pass's removed nodes are not marked")
+    assert pane_js(dash_duo, "return after.nodes('.removed').length;") == 0
+    assert "pass=1" in dash_duo.driver.current_url
+    dash_duo.find_element("body").send_keys(Keys.ARROW_RIGHT)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
+    wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 0)
+    dash_duo.driver.back()
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+
+
+def test_near_miss_shows_reason_and_highlights_blocking_consumer(dash_duo, graphlab_app):
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_conv_bn&panel=patterns")
+    wait_for_nodes(dash_duo)
+    dash_duo.wait_for_element_by_css_selector(".pattern-item.miss", timeout=10)
+    misses = dash_duo.find_elements(".pattern-item.miss")
+    next(m for m in misses if m.text.startswith("bn_shared")).click()
+    dash_duo.wait_for_contains_text(".focus.miss", "Conv output has another consumer", timeout=10)
+    focus = dash_duo.find_element(".focus.miss").text
+    assert "relu_side" in focus and "conv_shared" in focus
+    blocking = f"n{node_id('teach_conv_bn', 'relu_side')}"
+    failed = f"n{node_id('teach_conv_bn', 'conv_shared')}"
+    wait_until(dash_duo, lambda: pane_js(
+        dash_duo, f"return before.getElementById('{blocking}').style('border-style');")
+        == "dashed", message="the blocking consumer is not highlighted")
+    colours = pane_js(dash_duo, f"return [before.getElementById('{blocking}').style('border-color'),"
+                                f" before.getElementById('{failed}').style('border-color')];")
+    assert colours == ["rgb(194,37,92)", "rgb(232,89,12)"]
+
+
+def test_bad_upload_shows_an_error_and_the_app_keeps_working(started, tmp_path):
+    dash_duo = started
+    bad = tmp_path / "not_a_model.onnx"
+    bad.write_bytes(b"this is not an onnx model")
+    dash_duo.driver.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(
+        str(bad))
+    dash_duo.wait_for_contains_text("#upload-message", "Upload refused", timeout=15)
+    dash_duo.find_element("#step-next").click()
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    wait_for_nodes(dash_duo)
+
+
+def test_url_with_state_restores_the_view(dash_duo, graphlab_app):
+    conv = node_id("teach_conv_bn", "conv_shared")
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + f"/?model=teach_conv_bn&pass=2&node={conv}")
+    wait_for_nodes(dash_duo)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
+    dash_duo.wait_for_contains_text("#inspector", "conv_shared", timeout=10)
+    dash_duo.wait_for_contains_text("#model-select", "teach_conv_bn", timeout=10)
+    wait_until(dash_duo, lambda: pane_js(
+        dash_duo, f"return after.getElementById('n{conv}').style('overlay-opacity');") == "0.18",
+        message="the selected node is not highlighted in the other pane")
