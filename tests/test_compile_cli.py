@@ -1,0 +1,162 @@
+"""`graphlab compile` and `graphlab passes`: the real commands, asserted on their JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import helper
+
+from compiler_core.passes import Pass, PassResult, registry
+from graphlab.cli import main
+from graphlab.samples import get_sample
+from passes_helpers import F, tensor
+
+PASS_KEYS = {"name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds", "verify"}
+
+
+def _json(capsys, argv: list[str]) -> tuple[int, dict]:
+    code = main(argv + ["--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+class NegateFirstOutput(Pass):
+    """Test-only pass that breaks the model (negates its first output), to see checks fail."""
+
+    name = "test_only_negate_first_output"
+    family = "test"
+
+    def run(self, graph, ctx):
+        output = graph.outputs[0]
+        name = output.name
+        graph.rename_value(output, graph.unique_name(f"{name}_before_negate"))
+        negate = graph.add_node("Neg", [output], [name])
+        graph.set_outputs([negate.outputs[0], *graph.outputs[1:]])
+        return PassResult(rewrites=1)
+
+
+@pytest.fixture
+def breaking_pass(monkeypatch):
+    """Registers the test-only pass for one test, so no other test ever sees it."""
+    monkeypatch.setitem(registry._PASSES, NegateFirstOutput.name, NegateFirstOutput)
+    return NegateFirstOutput.name
+
+
+def test_compile_json_reports_every_pass(capsys):
+    code, report = _json(capsys, ["compile", "mlp_dropout", "--pipeline", "clean", "--verify"])
+    assert code == 0
+    assert set(report) == {"nodes_before", "nodes_after", "op_histogram_after", "passes",
+                           "verify", "output"}
+    assert (report["nodes_before"], report["nodes_after"]) == (11, 5)
+    assert report["op_histogram_after"] == {"Gemm": 3, "Relu": 2}
+    assert [p["name"] for p in report["passes"]] == [
+        "eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
+        "merge_reshapes", "dce"]
+    first = report["passes"][0]
+    assert set(first) == PASS_KEYS
+    assert first["changed"] is True and first["rewrites"] == 2
+    assert set(first["verify"]) == {"max_abs_err", "ok"} and first["verify"]["ok"] is True
+    assert report["passes"][1]["changed"] is False
+    assert report["verify"] == {"max_abs_err": 0.0, "ok": True}
+    assert report["output"] is None
+
+
+def test_compile_without_verify_reports_null_checks(capsys):
+    code, report = _json(capsys, ["compile", "cnn_bn", "--pipeline", "eliminate_identity,dce"])
+    assert code == 0 and report["verify"] is None
+    assert [p["verify"] for p in report["passes"]] == [None, None]
+    assert "Identity" not in report["op_histogram_after"]
+
+
+def test_compile_writes_a_specialized_model_onnxruntime_runs(capsys, tmp_path):
+    out = str(tmp_path / "bert.onnx")
+    code, report = _json(capsys, ["compile", "bert_tiny_op13", "--pipeline", "O1", "--bind",
+                                  "batch=1,seq=8", "--verify", "-o", out])
+    assert code == 0 and report["output"] == out and report["verify"]["ok"]
+    assert report["nodes_after"] < report["nodes_before"] // 2
+    assert "Shape" not in report["op_histogram_after"]
+    model = onnx.load(out)
+    onnx.checker.check_model(model)
+    assert len(model.graph.node) == report["nodes_after"]
+    session = ort.InferenceSession(out, providers=["CPUExecutionProvider"])
+    feeds = {i.name: np.ones(i.shape, np.int64) for i in session.get_inputs()}
+    assert [i.shape for i in session.get_inputs()] == [[1, 8]] * 3
+    assert session.run(None, feeds)[0].shape == (1, 8, 64)
+
+
+def test_compile_verifies_with_user_inputs(capsys):
+    data = get_sample("digits_cnn").test_data
+    code, report = _json(capsys, ["compile", "digits_cnn", "--pipeline", "O1", "--inputs",
+                                  data])
+    assert code == 0 and report["verify"]["ok"]
+    assert all(p["verify"] is not None for p in report["passes"])
+
+
+def test_failed_verification_exits_1_and_says_so(capsys, breaking_pass):
+    code = main(["compile", "cnn_bn", "--pipeline", f"eliminate_identity,{breaking_pass}",
+                 "--verify", "--json"])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert code == 1
+    assert [p["verify"]["ok"] for p in report["passes"]] == [True, False]
+    assert report["verify"]["ok"] is False
+    assert "verification FAILED" in captured.err
+    assert "test_only_negate_first_output" in captured.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["compile", "mlp_dropout", "--bind", "batch=x"],
+    ["compile", "mlp_dropout", "--pipeline", "no_such_pass"],
+    ["compile", "no_such_model"],
+    ["compile", "mlp_dropout", "--inputs", "missing.npz"],
+])
+def test_bad_input_exits_2_with_one_line(capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("graphlab: error:") and "\n" not in err
+
+
+def test_text_report_lists_passes_declines_and_notes(capsys, tmp_path):
+    path = tmp_path / "alias.onnx"
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"], name="alias")], "g",
+                              [tensor("x", F, [2])], [tensor("y", F, [2])])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert main(["compile", str(path), "--pipeline", "clean", "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["pass", "nodes", "rewrites", "seconds", "verify"]
+    assert "eliminate_identity" in out and "1 -> 1" in out and "ok (max abs err 0)" in out
+    assert "declined  eliminate_identity: identity_alias at alias:" in out
+
+
+def test_compile_runs_as_a_real_command(tmp_path):
+    out = tmp_path / "mobilenet.onnx"
+    done = subprocess.run(
+        [sys.executable, "-m", "graphlab", "compile", "mobilenet_tiny", "--pipeline", "O1",
+         "--bind", "batch=1,height=32,width=32", "--verify", "-o", str(out), "--json"],
+        capture_output=True, text=True, check=False,
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["nodes_after"] == 24 and report["verify"]["ok"] and out.exists()
+
+
+def test_passes_json_lists_passes_and_presets(capsys):
+    code, info = _json(capsys, ["passes"])
+    assert code == 0
+    by_name = {p["name"]: p for p in info["passes"]}
+    for name, family in [("eliminate_dropout", "cleanup"), ("eliminate_identity", "cleanup"),
+                         ("eliminate_noop", "cleanup"), ("cancel_transposes", "cleanup"),
+                         ("merge_reshapes", "cleanup"), ("cse", "cleanup"), ("dce", "cleanup"),
+                         ("specialize_dims", "folding"), ("fold_constants", "folding")]:
+        assert by_name[name]["family"] == family
+        assert by_name[name]["description"].endswith(".")
+    presets = {p["name"]: p for p in info["presets"]}
+    assert {"clean", "O1", "O2"} <= set(presets)
+    assert presets["O1"]["passes"][:6] == presets["clean"]["passes"]
+    assert all(p["description"] for p in presets.values())
