@@ -14,9 +14,9 @@ import traceback
 from compiler_core.errors import GraphLabError
 
 from . import __version__
-from .commands import compile, info, passes, samples, serve, show
+from .commands import compile, explain, info, passes, samples, serve, show
 
-COMMANDS = [samples, info, show, serve, passes, compile]
+COMMANDS = [samples, info, show, explain, serve, passes, compile]
 
 
 def build_parser() -> argparse.ArgumentParser:

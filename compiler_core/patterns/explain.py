@@ -40,7 +40,8 @@ class NearMiss:
         """Every OR branch's own failure, best first (empty when the pattern has no OR)."""
         if not self.failure.alternatives:
             return []
-        return sorted(self.failure.leaves(), key=lambda f: -f.score)
+        distinct = {(f.path_text, f.reason): f for f in reversed(list(self.failure.leaves()))}
+        return sorted(reversed(distinct.values()), key=lambda f: -f.score)
 
     def to_dict(self) -> dict:
         f = self.failure
@@ -88,7 +89,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     where more than the root matched (``all_sites`` also keeps sites that failed right after
     the root: every Add is a root-only site of matmul_add).  With ``node``: only what concerns
     that node — the match that contains it, or the failed sites whose attempt reached it (a
-    Conv whose BN fusion was blocked), or else the attempt rooted at the node itself.
+    Conv whose BN fusion was blocked), or else, for patterns asked for by name, the attempt
+    rooted at the node itself.
     """
     index = NodeIndex(graph)
     target = _resolve_node(graph, node)
@@ -109,7 +111,7 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
             if (_concerns(failure, target) if target is not None
                     else all_sites or failure.matched > ROOT_ONLY):
                 misses.append(NearMiss(site, failure))
-        if target is not None and not matches and not misses:
+        if target is not None and not matches and not misses and patterns is not None:
             failure = attempt(compiled, target, explain=True, claimed=covered)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))

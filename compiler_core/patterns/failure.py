@@ -78,5 +78,6 @@ def _score(matched: int, size: int) -> float:
 
 
 def best_of(failures: list[Failure]) -> Failure:
-    """The attempt that got furthest; ties go to the first (the pattern's written order)."""
-    return max(failures, key=lambda f: f.matched)
+    """The attempt that got furthest; among equals the smaller OR branch (it was closer to
+    done), then the first (the pattern's written order)."""
+    return max(failures, key=lambda f: (f.matched, -f.extra_size))

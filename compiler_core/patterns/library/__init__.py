@@ -3,7 +3,8 @@
 Each builder's docstring says what it matches, why a compiler cares, and its bindings.
 """
 
-from . import activation, cleanup, convolution, linear, normalization  # noqa: F401 (register)
+# Imported for their registrations, in the order list_patterns() reports them.
+from . import convolution, linear, normalization, activation, cleanup  # noqa: F401  # isort: skip
 from .registry import get_pattern, list_patterns, pattern_doc
 
 __all__ = ["get_pattern", "list_patterns", "pattern_doc"]
