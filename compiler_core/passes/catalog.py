@@ -7,7 +7,8 @@ folding + DCE/CSE), `O2` (O1 + normalization folding, recognition and fusions).
 from __future__ import annotations
 
 from . import (  # noqa: F401 - importing a family registers its passes
-    cleanup, constant_folding, cse, dead_code, noop, reshapes, specialize, transposes)
+    cleanup, constant_folding, cse, dead_code, fusion_elementwise, fusion_horizontal, layout,
+    noop, reshapes, specialize, transposes)
 from .registry import define_preset
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
@@ -15,10 +16,16 @@ CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_tr
 O1 = CLEAN + ["specialize_dims", "fold_constants", "eliminate_noop", "cancel_transposes",
               "merge_reshapes", "cse", "dce"]
 FUSIONS: list[str] = []  # fusion passes go here, in the order they should run
-O2 = O1 + FUSIONS
+# Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
+# fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
+O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
+# Opt-in: layout conversion adds transposes instead of removing nodes.  It runs before
+# element-wise fusion, whose fused nodes it cannot see through.
+O2_NHWC = O2[:-1] + ["convert_layout_nhwc"] + O2[-1:]
 
 define_preset("clean", CLEAN, "cleanup only: Dropout, Identity, no-op and redundant "
                               "Reshape/Transpose elimination, dead code")
 define_preset("O1", O1, "clean + symbolic-dim specialization, constant folding, CSE, DCE")
 define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recognition and "
                         "operator fusion")
+define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")

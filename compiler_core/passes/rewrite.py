@@ -1,4 +1,5 @@
-"""Rewrite primitives shared by the passes: bypass a node, fuse a set of nodes into one.
+"""Rewrite primitives shared by the passes: bypass a node, insert one after a value, fuse a set
+of nodes into one.
 
 Fused nodes keep their original subgraph as a ``body`` (like an XLA fusion computation) whose
 nodes keep their ids, so the app can open a fused node and show what it was made of, and the
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable, Sequence
 
-from ..ir import FUSED_DOMAIN, Graph, Node, Value
+from ..ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
 from .base import PassContext
 
 
@@ -24,6 +25,31 @@ def bypass_node(graph: Graph, node: Node, replacement: Value) -> bool:
     graph.replace_all_uses(output, replacement)
     graph.remove_node(node)
     return True
+
+
+def insert_after(graph: Graph, value: Value, op_type: str, *, renamed: str,
+                 operands: Sequence[Value] = (), attrs: dict | None = None,
+                 keep: Iterable[Node] = (), provenance: Provenance | None = None,
+                 name: str | None = None) -> Node:
+    """Insert a node reading ``value`` (then ``operands``) between ``value`` and its readers.
+
+    The new node's output takes over ``value``'s readers (except the nodes in ``keep``), its
+    place among the graph outputs and its name, so the rest of the model and the model's
+    interface still refer to the same name; ``value`` itself is renamed after ``renamed``.
+    """
+    original = value.name
+    kept = {node.id for node in keep}
+    held = [(node, index) for node, index in value.uses if node.id in kept]
+    order = value.producer.order + 0.5 if value.producer is not None else None
+    node = graph.add_node(op_type, [value, *operands], 1, attrs=attrs, provenance=provenance,
+                          name=name, order=order)
+    graph.replace_all_uses(value, node.outputs[0])
+    node.replace_input(0, value)
+    for reader, index in held:
+        reader.replace_input(index, value)
+    graph.rename_value(value, graph.unique_name(renamed))
+    graph.rename_value(node.outputs[0], original)
+    return node
 
 
 def boundary(nodes: Sequence[Node]) -> tuple[list[Value], list[Value]]:
