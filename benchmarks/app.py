@@ -1,0 +1,178 @@
+"""How fast is the pass debugger on big models?  Run it and read the figures:
+
+    python benchmarks/app.py [--model bert_base.onnx] [--no-browser]
+
+Targets (from the issue): "select a pass" -> payload for both panes <= 300 ms on a ~1,200-node
+model (a BERT-base export: `python sample_models/make_samples.py --large sample_models/large`
+writes one; without it a comparable generated graph is used); first render of that model in a
+browser <= 3 s; a 10,000-node generated graph loads and stays responsive through grouping.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from graphlab.app import AppConfig, create_app
+from graphlab.app.pane_payload import UiState, build_panes
+from graphlab.app.services import Services
+from graphlab.app.stable_positions import pipeline_positions
+from graphlab.app.view_state import ViewState
+
+REPO = Path(__file__).resolve().parent.parent
+BERT_BASE = REPO / "sample_models" / "large" / "bert_base.onnx"
+HIDDEN = 16
+
+
+def generated_model(layers: int, branches: int, depth: int) -> onnx.ModelProto:
+    """A transformer-like stack with name scopes: each layer forks into ``branches`` chains of
+    ``depth`` ops that are summed and added back to the residual stream."""
+    rng = np.random.default_rng(0)
+    nodes, inits = [], []
+    current = "x"
+    for layer in range(layers):
+        scope = f"/model/layers/layer.{layer}"
+        ends = []
+        for b in range(branches):
+            value = current
+            for d in range(depth):
+                name = f"{scope}/branch.{b}/op{d}"
+                if d % 3 == 0:
+                    weight = f"{name}.weight"
+                    inits.append(numpy_helper.from_array(
+                        rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32) * 0.1, weight))
+                    nodes.append(helper.make_node("MatMul", [value, weight], [name + "_out"],
+                                                  name=name))
+                else:
+                    op = ("Relu", "Sigmoid", "Tanh")[d % 3]
+                    nodes.append(helper.make_node(op, [value], [name + "_out"], name=name))
+                value = name + "_out"
+            ends.append(value)
+        total = ends[0]
+        for b, end in enumerate(ends[1:], 1):
+            name = f"{scope}/merge/Add_{b}"
+            nodes.append(helper.make_node("Add", [total, end], [name + "_out"], name=name))
+            total = name + "_out"
+        name = f"{scope}/residual/Add"
+        nodes.append(helper.make_node("Add", [current, total], [name + "_out"], name=name))
+        current = name + "_out"
+    graph = helper.make_graph(
+        nodes, "generated",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, HIDDEN])],
+        [helper.make_tensor_value_info(current, TensorProto.FLOAT, None)], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=10)
+
+
+def timed(fn, *args):
+    start = time.perf_counter()
+    value = fn(*args)
+    return value, time.perf_counter() - start
+
+
+def server_figures(label: str, path: str, group_budget: int = 250) -> dict:
+    config = AppConfig(extra_model_path=path, group_budget=group_budget,
+                       cache_dir=tempfile.mkdtemp(prefix="graphlab-bench-"))
+    services = Services.from_config(config)
+    state = services.default_state
+    workspace, build = timed(services.workspace, state, None)
+    nodes = len(workspace.result.initial)
+    print(f"\n{label}: {nodes} nodes, {len(workspace.result.snapshots)} passes")
+    _, layout = timed(pipeline_positions, workspace.result)
+    print(f"  import + pipeline + layout (once per model, cached): {build * 1e3:8.0f} ms, "
+          f"of which layout of every snapshot: {layout * 1e3:.0f} ms")
+    figures = {"nodes": nodes, "build_ms": build * 1e3}
+    all_open = UiState(expanded=frozenset(workspace.scopes.groups))
+    for name, ui in (("default grouping", UiState()), ("every group open", all_open)):
+        times, sizes = [], []
+        for step in range(len(workspace.result.snapshots)):
+            view = state.with_changes(step=step)
+            start = time.perf_counter()
+            payload = build_panes(workspace, view, ui)
+            body = json.dumps([payload.before, payload.after, payload.before_style,
+                               payload.after_style])
+            times.append(time.perf_counter() - start)
+            sizes.append(len(body))
+        print(f"  select a pass -> both panes' payload, {name:17s}: median "
+              f"{statistics.median(times) * 1e3:6.1f} ms, max {max(times) * 1e3:6.1f} ms "
+              f"({max(sizes) / 1e3:.0f} kB JSON)")
+        figures[f"select_pass_max_ms[{name}]"] = max(times) * 1e3
+    group = max(workspace.scopes.groups.values(), key=lambda g: g.size)
+    opened = UiState(expanded=frozenset(workspace.default_expanded | {group.id}))
+    _, toggle = timed(build_panes, workspace, state, opened)
+    print(f"  open the largest group -> payload: {toggle * 1e3:.1f} ms")
+    return figures
+
+
+def browser_first_render(path: str) -> float:
+    """Seconds from navigation to both panes drawn, in headless Chromium."""
+    from selenium import webdriver
+    from selenium.webdriver.support.ui import WebDriverWait
+    from werkzeug.serving import make_server
+
+    app = create_app(AppConfig(extra_model_path=path,
+                               cache_dir=tempfile.mkdtemp(prefix="graphlab-bench-")))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/"
+    options = webdriver.ChromeOptions()
+    for flag in ("--headless=new", "--no-sandbox", "--window-size=1600,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options)
+    drawn = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 0 "
+             "&& p.after.nodes().length > 0;")
+    try:
+        driver.get(url)   # first visit builds the workspace (measured above): warm it
+        WebDriverWait(driver, 120).until(lambda d: d.execute_script(drawn))
+        driver.get("about:blank")
+        start = time.perf_counter()
+        driver.get(url)
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script(drawn))
+        return time.perf_counter() - start
+    finally:
+        driver.quit()
+        server.shutdown()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default=str(BERT_BASE),
+                        help="a ~1,200-node model (default: the BERT-base export if present)")
+    parser.add_argument("--no-browser", action="store_true", help="skip the browser timings")
+    args = parser.parse_args(argv)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    work = tempfile.mkdtemp(prefix="graphlab-bench-")
+    model = args.model
+    if not os.path.exists(model):
+        model = os.path.join(work, "generated_1200.onnx")
+        onnx.save(generated_model(layers=12, branches=4, depth=24), model)
+        print(f"{args.model} not found: using a generated 1,200-node graph instead")
+    big = os.path.join(work, "generated_10000.onnx")
+    onnx.save(generated_model(layers=100, branches=4, depth=24), big)
+
+    medium = server_figures(os.path.basename(model), model)
+    large = server_figures("generated 10,000-node graph", big)
+    if not args.no_browser:
+        for label, path in ((os.path.basename(model), model), ("10,000-node graph", big)):
+            print(f"\nfirst render in headless Chromium, {label}: "
+                  f"{browser_first_render(path):.2f} s")
+    worst = medium["select_pass_max_ms[every group open]"]
+    print(f"\nselect-a-pass target 300 ms on {medium['nodes']} nodes: worst {worst:.0f} ms "
+          f"({'met' if worst <= 300 else 'MISSED'}); 10,000 nodes default grouping: worst "
+          f"{large['select_pass_max_ms[default grouping]']:.0f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
