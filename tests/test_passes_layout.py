@@ -115,6 +115,23 @@ def test_an_element_wise_op_after_the_last_kernel_stays_nchw():
     assert len(edge_transposes(snapshot)) == 2
 
 
+def test_a_region_value_that_is_a_model_output_keeps_its_name_and_layout():
+    graph = build(
+        [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]),
+         helper.make_node("Relu", ["c"], ["r"]),
+         helper.make_node("Conv", ["r", "w2"], ["y"], pads=[1, 1, 1, 1])],
+        [tensor("x", shape=[1, 3, 5, 5])],
+        [tensor("c", shape=[1, 4, 5, 5]), tensor("y", shape=[1, 4, 5, 5])],
+        {"w1": conv_weight(4, 3), "w2": conv_weight(4, 4)})
+    result = run_checked(graph, [PASS, PASS])
+    converted, again = result.snapshots
+    outputs = {v.name: v for v in converted.graph.outputs}
+    assert list(outputs) == ["c", "y"] and outputs["c"].shape == (1, 4, 5, 5)
+    assert outputs["c"].producer.op_type == "Transpose"
+    assert ops(converted.graph)["Relu"] == 1 and len(edge_transposes(converted)) == 3
+    assert not again.changed  # nothing left to convert
+
+
 def test_axes_and_per_channel_constants_are_remapped():
     bias = np.arange(8, dtype=np.float32).reshape(8, 1, 1)
     graph = build(
