@@ -13,6 +13,7 @@ from .base import Pass, PassContext, PassResult
 from .constants import remove_dead
 from .registry import register
 
+FINGERPRINT_ELEMENTS = 64
 # Two draws from a random op differ even with identical inputs.
 NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
                     "Multinomial", "Bernoulli", "Dropout"}
@@ -21,8 +22,19 @@ NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Random
 def _digest(array: np.ndarray) -> tuple:
     """Exact identity of a constant: dtype, shape and a hash of its bytes (so -0.0 != 0.0)."""
     data = np.ascontiguousarray(array)
-    return (str(data.dtype), data.shape, hashlib.blake2b(data.view(np.uint8).reshape(-1),
-                                                         digest_size=16).digest())
+    return (data.dtype.str, data.shape, hashlib.blake2b(data.view(np.uint8).reshape(-1),
+                                                        digest_size=16).digest())
+
+
+def _fingerprint(array: np.ndarray) -> tuple:
+    """A cheap necessary condition for equality: dtype, shape and a sample of the elements.
+
+    Hashing every weight of a 440 MB model takes most of a second; different weights almost
+    always differ in a sample, so only look-alikes are hashed in full.
+    """
+    flat = array.reshape(-1)
+    sample = flat[::max(1, flat.size // FINGERPRINT_ELEMENTS)]
+    return array.dtype.str, array.shape, np.ascontiguousarray(sample).tobytes()
 
 
 def _attr_key(value: Any) -> Hashable:
@@ -93,11 +105,11 @@ class EliminateCommonSubexpressions(Pass):
 
     @staticmethod
     def _dedupe_initializers(graph: Graph) -> int:
-        by_shape: dict[tuple, list[Value]] = {}
+        lookalikes: dict[tuple, list[Value]] = {}
         for value in graph.initializers.values():
-            by_shape.setdefault((value.const.dtype.str, value.const.shape), []).append(value)
+            lookalikes.setdefault(_fingerprint(value.const), []).append(value)
         merged = 0
-        for group in by_shape.values():
+        for group in lookalikes.values():
             if len(group) < 2:
                 continue
             first_by_digest: dict[tuple, Value] = {}

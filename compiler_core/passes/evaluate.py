@@ -92,13 +92,16 @@ def evaluate(graph: Graph, node: Node, arrays: list[np.ndarray | None]) -> list[
         raise EvaluationError(f"evaluation failed: {str(err).strip().splitlines()[0][:200]}"
                               if str(err).strip() else type(err).__name__) from None
     produced = [v for v in node.outputs if v is not None]
-    checked = [_check(value, np.asarray(array)) for value, array in zip(produced, results)]
+    checked = [_check(value, array) for value, array in zip(produced, results)]
     by_name = {v.name: a for v, a in zip(produced, checked)}
     return [by_name[v.name] if v is not None else None for v in node.outputs]
 
 
-def _check(value: Value, array: np.ndarray) -> np.ndarray:
-    """Refuse results whose type or shape contradicts what the graph says the value is."""
+def _check(value: Value, array) -> np.ndarray:
+    """Refuse results that are not tensors or contradict the value's declared type or shape."""
+    if not isinstance(array, (np.ndarray, np.generic)):
+        raise EvaluationError(f"{value.name!r} is a {type(array).__name__}, not a tensor")
+    array = np.asarray(array)
     if value.elem_type is not None and from_numpy(array.dtype) != value.elem_type:
         raise EvaluationError(f"the evaluator returned {array.dtype} for {value.name!r}, "
                               f"declared {value.describe_type()}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 
 from ..ir import Graph, Node, Value
 from .base import Pass, PassContext, PassResult
@@ -11,6 +12,7 @@ from .node_edits import bypass_or_decline, replace_node
 from .registry import register
 
 SWAP_2D = (1, 0)
+GEMM_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}  # what every runtime's Gemm takes
 
 
 def permutation(node: Node) -> tuple[int, ...] | None:
@@ -104,8 +106,8 @@ class CancelTransposes(Pass):
                 result.rewrites += 1
             elif perm == SWAP_2D:
                 transposed[index] = transpose
-        operands = [v.rank for v in node.inputs]
-        if transposed and operands == [2, 2]:
+        ranks = [v.rank for v in node.inputs]
+        if transposed and ranks == [2, 2] and node.outputs[0].elem_type in GEMM_TYPES:
             inputs = [transposed[i].inputs[0] if i in transposed else node.inputs[i]
                       for i in range(2)]
             replace_node(graph, ctx, "matmul_of_transpose_to_gemm", node, "Gemm", inputs,
