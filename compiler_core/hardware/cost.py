@@ -1,13 +1,19 @@
 """Per-op cost on a hardware target: FLOPs, bytes moved, arithmetic intensity, roofline time.
 
 Bytes are what crosses the op's boundary: every input it reads (weights included) and every
-output it writes.  A fused node does its body's arithmetic but moves only what crosses the
-*fused* boundary — the intermediates stay on chip — which is exactly why fusion raises an op's
-intensity and moves it right on the roofline.  Ops that only reinterpret metadata (Reshape,
-Squeeze, Identity, ...) move nothing.
+output it writes, each distinct value once. Two refinements keep the figures honest:
+- ops that only reinterpret metadata (Reshape, Squeeze, Identity, ...) move nothing;
+- ops that select elements (Gather, Slice, ...) read at most as much of their data input as
+  they write — an embedding lookup reads `seq` rows, not the whole table.
+A fused node does its body's arithmetic but moves only what crosses the *fused* boundary — the
+intermediates stay on chip — which is exactly why fusion raises an op's intensity and moves it
+right on the roofline.
 
-Symbolic dims are resolved with ``bindings``; a dim nobody bound counts as 1 and the op's
-``note`` says so, because a roofline of an unbound dynamic model is only an illustration.
+Each op runs at the target's peak for its dtype; time is the roofline bound
+max(flops / peak, bytes / bandwidth), and a graph's estimate is the sum over its ops (one
+kernel after another, nothing overlapped). Symbolic dims are resolved with ``bindings``; a dim
+nobody bound counts as 1 and the op's ``note`` says so, because a roofline of an unbound
+dynamic model is only an illustration.
 """
 
 from __future__ import annotations
@@ -15,13 +21,19 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import dtype_name, element_bits
-from .op_flops import METADATA_ONLY, op_flops
-from .roofline import TargetLike
+from ..ir import Graph, Node
+from ..ir.dtypes import dtype_name
+from .op_flops import METADATA_ONLY, SELECTING, op_flops
+from .shape_transfer import borrow_shapes, is_static
+from .roofline import TargetLike, attainable_ops_per_s, classify, estimate_seconds
 from .targets import Target, get_target
+from .tensor_sizes import SizeResolver
 
-_INT8_OPS = {"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"}
+# Domains whose op names mean what op_flops thinks they mean (ONNX and onnxruntime's contrib
+# ops); an op from any other domain is opaque unless it is a fused node with a body.
+PRICED_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
+_INT8_OPS = frozenset({"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"})
+_TARGET_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8")
 
 
 @dataclass
@@ -50,6 +62,7 @@ class OpCost:
 class GraphCost:
     target: Target
     ops: list[OpCost] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def total_est_seconds(self) -> float:
@@ -63,6 +76,15 @@ class GraphCost:
     def total_bytes(self) -> int:
         return sum(op.bytes for op in self.ops)
 
+    @property
+    def unmodelled_ops(self) -> list[str]:
+        return sorted({op.op_type for op in self.ops if not op.modelled})
+
+    def totals(self) -> dict:
+        return {"total_est_seconds": self.total_est_seconds, "total_flops": self.total_flops,
+                "total_bytes": self.total_bytes, "nodes": len(self.ops),
+                "unmodelled_ops": self.unmodelled_ops}
+
     def to_dict(self) -> dict:
         target = self.target
         return {
@@ -70,110 +92,116 @@ class GraphCost:
                        "bandwidth_bytes_per_s": target.bandwidth_bytes_per_s,
                        "ridge_point": target.ridge_point()},
             "ops": [op.to_dict() for op in self.ops],
-            "total_est_seconds": self.total_est_seconds,
-            "total_flops": self.total_flops,
-            "total_bytes": self.total_bytes,
-            "unmodelled_ops": sorted({op.op_type for op in self.ops if not op.modelled}),
+            **self.totals(),
+            "notes": self.notes,
         }
+
+
+@dataclass
+class CostComparison:
+    """Two graphs' roofline totals on one target: what a pipeline bought."""
+
+    before: GraphCost
+    after: GraphCost
+
+    @property
+    def speedup(self) -> float | None:
+        """before / after estimated time (None when the after-graph takes no time)."""
+        after = self.after.total_est_seconds
+        return self.before.total_est_seconds / after if after > 0 else None
+
+    def to_dict(self) -> dict:
+        return {"before": self.before.totals(), "after": self.after.totals(),
+                "speedup": self.speedup}
 
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-class _Shapes:
-    """Resolves value shapes to ints with the user's bindings, remembering what it assumed."""
-
-    def __init__(self, bindings: dict[str, int] | None):
-        self.bindings = dict(bindings or {})
-        self.assumed: set[str] = set()
-
-    def shape(self, value: Value | None) -> tuple[int, ...] | None:
-        if value is None or value.shape is None or value.type_proto is not None:
-            return None
-        dims = []
-        for dim in value.shape:
-            if isinstance(dim, int):
-                dims.append(dim)
-            elif isinstance(dim, str) and dim in self.bindings:
-                dims.append(self.bindings[dim])
-            else:
-                self.assumed.add(str(dim) if dim is not None else "?")
-                dims.append(1)
-        return tuple(dims)
-
-    def nbytes(self, value: Value | None) -> int | None:
-        shape = self.shape(value)
-        if shape is None:
-            return None
-        return (math.prod(shape) * element_bits(value.elem_type) + 7) // 8
-
-
-def _flops(node: Node, shapes: _Shapes) -> int | None:
+def node_flops(node: Node, sizes: SizeResolver) -> int | None:
+    """FLOPs of a node (a fused node: the sum over its body), None if it cannot be priced."""
     if node.body is not None:
-        parts = [_flops(inner, shapes) for inner in node.body.nodes]
+        parts = [node_flops(inner, sizes) for inner in node.body.nodes]
         return None if any(p is None for p in parts) else sum(parts)
-    return op_flops(node.op_type, node.attrs, [shapes.shape(v) for v in node.inputs],
-                    [shapes.shape(v) for v in node.outputs])
+    if node.domain not in PRICED_DOMAINS:
+        return None
+    return op_flops(node.op_type, node.attrs, [sizes.shape(v) for v in node.inputs],
+                    [sizes.shape(v) for v in node.outputs])
 
 
-def _bytes(node: Node, shapes: _Shapes) -> int | None:
+def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
+    """Bytes crossing the node's boundary (module docstring), None if a size is unknown."""
     if node.body is None and node.op_type in METADATA_ONLY:
         return 0
+    selecting = node.body is None and node.op_type in SELECTING
+    crossing = [(value, index) for index, value in enumerate(node.inputs)]
+    crossing += [(value, None) for value in node.outputs]
     seen: set[str] = set()
     total = 0
-    for value in list(node.inputs) + list(node.outputs):
+    for value, input_index in crossing:
         if value is None or value.name in seen:
             continue
         seen.add(value.name)
-        size = shapes.nbytes(value)
+        size = sizes.nbytes(value)
         if size is None:
             return None
+        if selecting and input_index == 0:
+            written = sizes.nbytes(node.outputs[0])
+            size = size if written is None else min(size, written)
         total += size
     return total
 
 
-def _compute_dtype(node: Node) -> str:
+def compute_dtype(node: Node) -> str:
+    """The dtype whose peak rate the node runs at: its first input/output a target can list."""
     if node.op_type in _INT8_OPS:
         return "int8"
     for value in list(node.inputs) + list(node.outputs):
         if value is not None and value.elem_type is not None:
             name = dtype_name(value.elem_type)
-            if name in ("float32", "float16", "bfloat16", "float64", "int8", "uint8"):
+            if name in _TARGET_DTYPES:
                 return "int8" if name == "uint8" else name
     return "float32"
+
+
+def _fusion_note(node: Node, sizes: SizeResolver, moved: int | None) -> str:
+    """How much traffic the fused node keeps on chip: its body's ops moved one by one."""
+    unfused = [node_bytes(inner, sizes) for inner in node.body.nodes]
+    if moved is None or any(b is None for b in unfused):
+        return f"fused body of {len(node.body)} ops"
+    return (f"fused body of {len(node.body)} ops; run one by one they would move "
+            f"{sum(unfused):,} bytes, fused {moved:,}")
 
 
 def node_cost(node: Node, target: TargetLike = None,
               bindings: dict[str, int] | None = None) -> OpCost:
     """Cost of one node on a target (see the module docstring for the conventions)."""
-    chosen = get_target(target)
-    shapes = _Shapes(bindings)
-    return _node_cost(node, chosen, shapes)
+    return _node_cost(node, get_target(target), SizeResolver(bindings))
 
 
-def _node_cost(node: Node, target: Target, shapes: _Shapes) -> OpCost:
-    shapes.assumed.clear()
-    flops = _flops(node, shapes)
-    moved = _bytes(node, shapes)
-    dtype = _compute_dtype(node)
+def _node_cost(node: Node, target: Target, sizes: SizeResolver) -> OpCost:
+    sizes.assumed.clear()
+    flops = node_flops(node, sizes)
+    moved = node_bytes(node, sizes)
+    dtype = compute_dtype(node)
     notes = []
+    if node.body is not None:
+        notes.append(_fusion_note(node, sizes, moved))
     modelled = flops is not None and moved is not None
     if not modelled:
         notes.append(f"GraphLab cannot price {node.qualified_op}"
                      + (" (unknown op)" if flops is None else " (unknown shapes)"))
         flops, moved = flops or 0, moved or 0
-    if shapes.assumed:
-        notes.append("unbound dims counted as 1: " + ", ".join(sorted(shapes.assumed)))
-    peak = target.peak(dtype)
-    bandwidth = target.bandwidth_bytes_per_s
+    if sizes.assumed:
+        notes.append(sizes.assumed_note())
     if flops == 0 and moved == 0:
         intensity, bound, attainable, seconds = 0.0, "none", 0.0, 0.0
     else:
         intensity = flops / moved if moved else math.inf
-        attainable = min(peak, bandwidth * intensity)
-        bound = "compute" if intensity >= target.ridge_point(dtype) else "memory"
-        seconds = max(flops / peak, moved / bandwidth)
+        attainable = attainable_ops_per_s(intensity, target, dtype)
+        bound = classify(intensity, target, dtype)
+        seconds = estimate_seconds(flops, moved, target, dtype)
     return OpCost(node.name, node.qualified_op, int(flops), int(moved), intensity, bound,
                   attainable, seconds, dtype, modelled, "; ".join(notes))
 
@@ -182,5 +210,31 @@ def graph_cost(graph: Graph, target: TargetLike = None,
                bindings: dict[str, int] | None = None) -> GraphCost:
     """Cost of every node, in execution order, and the whole-graph roofline estimate."""
     chosen = get_target(target)
-    shapes = _Shapes(bindings)
-    return GraphCost(chosen, [_node_cost(node, chosen, shapes) for node in graph.nodes])
+    sizes = SizeResolver(bindings)
+    ops = []
+    assumed: set[str] = set()
+    for node in graph.nodes:
+        ops.append(_node_cost(node, chosen, sizes))
+        assumed |= sizes.assumed
+    sizes.assumed = assumed
+    return GraphCost(chosen, ops, [sizes.assumed_note()] if assumed else [])
+
+
+def compare_costs(before: Graph, after: Graph, target: TargetLike = None,
+                  bindings: dict[str, int] | None = None) -> CostComparison:
+    """Both graphs priced on one target with the same bindings (e.g. a pipeline's first and
+    last snapshot): the estimated speed-up is before / after.
+
+    When ``before`` has dims its own shapes leave symbolic and ``after`` knows them (it was
+    specialized), ``before`` is priced with shapes borrowed from ``after`` (`shape_transfer`),
+    so both sides count the same tensor sizes.
+    """
+    chosen = get_target(target)
+    priced_before = before
+    if not is_static(before) and is_static(after):
+        priced_before = borrow_shapes(before, after, bindings)
+    before_cost = graph_cost(priced_before, chosen, bindings)
+    if priced_before is not before:
+        before_cost.notes.insert(0, "shapes the first graph leaves symbolic were taken from "
+                                    "the second (specialized) graph")
+    return CostComparison(before_cost, graph_cost(after, chosen, bindings))
