@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
+from compiler_core.passes.rewrite import creates_cycle
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, ops, run_checked, tensor
 
 TRANSFORMERS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny"]
@@ -190,6 +191,17 @@ def test_nodes_fused_earlier_are_left_alone():
     first = run_pass(load_sample("teach_gelu"), "fuse_elementwise")
     again = run_pass(first.graph, "fuse_elementwise")
     assert not again.changed
+
+
+def test_a_fusion_that_would_wrap_around_an_outside_node_is_refused():
+    graph = build(
+        [helper.make_node("Relu", ["x"], ["a"]),
+         helper.make_node("Neg", ["a"], ["b"]),
+         helper.make_node("Add", ["a", "b"], ["y"])],
+        [tensor("x", shape=[2, 8])], [tensor("y", shape=[2, 8])])
+    relu, neg, add = graph.nodes
+    assert creates_cycle(graph, [relu, add])  # one exit (Relu), but Add does not feed it
+    assert not creates_cycle(graph, [neg, add]) and not creates_cycle(graph, [relu, neg, add])
 
 
 def test_o2_merges_siblings_before_fusing_element_wise_chains():

@@ -72,7 +72,11 @@ def boundary(nodes: Sequence[Node]) -> tuple[list[Value], list[Value]]:
 def creates_cycle(graph: Graph, nodes: Sequence[Node]) -> bool:
     """True if some path leaves the node set and comes back (fusing would make a cycle)."""
     members = {n.id for n in nodes}
-    frontier = [u for n in nodes for v in n.outputs if v is not None
+    exits = [n for n in nodes if any(u.id not in members for v in n.outputs if v is not None
+                                     for u, _ in v.uses)]
+    if not exits or len(exits) == 1 and _reached_by_all(exits[0], members):
+        return False  # every path out starts at the one exit, which every member feeds
+    frontier = [u for n in exits for v in n.outputs if v is not None
                 for u, _ in v.uses if u.id not in members]
     seen: set[int] = set()
     while frontier:
@@ -88,6 +92,21 @@ def creates_cycle(graph: Graph, nodes: Sequence[Node]) -> bool:
                     return True
                 frontier.append(user)
     return False
+
+
+def _reached_by_all(exit_node: Node, members: set[int]) -> bool:
+    """True if every member reaches ``exit_node`` without leaving the set (a path from the exit
+    back into such a set would close a cycle the graph already had)."""
+    seen = {exit_node.id}
+    stack = [exit_node]
+    while stack:
+        node = stack.pop()
+        for value in list(node.inputs) + list(node.implicit_inputs):
+            producer = value.producer if value is not None else None
+            if producer is not None and producer.id in members and producer.id not in seen:
+                seen.add(producer.id)
+                stack.append(producer)
+    return len(seen) == len(members)
 
 
 def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
