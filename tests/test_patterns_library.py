@@ -33,8 +33,9 @@ def report(graph: Graph, name: str):
 
 
 # --------------------------------------------------------------------------------- registry
-def test_registry_has_exactly_the_library():
-    assert sorted(list_patterns()) == sorted(LIBRARY)
+def test_registry_has_the_library_passes_rely_on():
+    assert set(LIBRARY) <= set(list_patterns())
+    assert len(list_patterns()) == len(set(list_patterns()))
     with pytest.raises(KeyError, match="no pattern named 'conv_relu'"):
         get_pattern("conv_relu")
 

@@ -40,9 +40,9 @@ def random_graphs(draw) -> Graph:
             left = draw(st.sampled_from(values))
             if kind == "constant":
                 right = f"c{k}"
+                data = helper.make_tensor(right, 1, [], [draw(st.sampled_from(CONSTANTS))])
                 nodes.append(helper.make_node("Constant", [], [right], name=f"const{k}",
-                                              value=helper.make_tensor(
-                                                  right, 1, [], [draw(st.sampled_from(CONSTANTS))])))
+                                              value=data))
             else:
                 right = draw(st.sampled_from(values))
             operands = [left, right] if draw(st.booleans()) else [right, left]

@@ -156,9 +156,10 @@ class Pattern:
             if seen is not _UNSET:
                 if seen is value:
                     return True
-                return st.fail(path, self.label, input_subject(path),
-                               f"the same value as the other use of {self.binding or self.label}"
-                               f" ({_name_of(seen)})", _name_of(value), _failed_at(value, path))
+                return st.explain and st.fail(
+                    path, self.label, input_subject(path),
+                    f"the same value as the other use of {self.binding or self.label} "
+                    f"({_name_of(seen)})", _name_of(value), _failed_at(value, path))
         if not self._match(value, st, path):
             return False
         if self.has_extras and not self._finish(value, value, st, path):
@@ -180,29 +181,31 @@ class Pattern:
             if check.deferred:
                 st.deferred.append((self, check, value, path))
             elif value is None or not check.holds(value, st.bindings):
-                return st.fail(path, self.label, self.subject(path, value), check.expected,
-                               "no value" if value is None else check.found(value, st.bindings),
-                               _failed_at(value, path))
+                return st.explain and st.fail(
+                    path, self.label, self.subject(path, value), check.expected,
+                    "no value" if value is None else check.found(value, st.bindings),
+                    _failed_at(value, path))
         for name, extract in self.binds:
-            if not bind(st, name, extract(matched) if extract else matched, path, self.label):
+            if not bind(st, name, extract(matched) if extract else matched, path, self):
                 return False
         for name, tag_value in self.tags:
-            if not bind(st, name, tag_value, path, self.label):
+            if not bind(st, name, tag_value, path, self):
                 return False
         return True
 
 
-def bind(st: MatchState, name: str, obj: Any, path: Path | None, label: str) -> bool:
-    """Bind ``name``; a second binding of the same name must be the very same thing."""
+def bind(st: MatchState, name: str, obj: Any, path: Path | None, owner: Pattern) -> bool:
+    """Bind ``name`` (for ``owner``); a second binding of the same name must be the very
+    same thing."""
     existing = st.bindings.get(name, _UNSET)
     if existing is _UNSET:
         st.remember(st.bindings, name, obj)
         return True
     if existing is obj or (_is_plain(existing) and existing == obj):
         return True
-    return st.fail(path, label, input_subject(path),
-                   f"the same value as '{name}' ({_name_of(existing)})", _name_of(obj),
-                   parent_node(path))
+    return st.explain and st.fail(
+        path, owner.label, input_subject(path),
+        f"the same value as '{name}' ({_name_of(existing)})", _name_of(obj), parent_node(path))
 
 
 def _is_plain(obj: Any) -> bool:
@@ -287,8 +290,8 @@ class OpPattern(Pattern):
     def match_value(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         node = value.producer if value is not None else None
         if node is None or value.output_index != 0:
-            return st.fail(path, self.label, input_subject(path), self.label,
-                           describe_value(value), parent_node(path))
+            return st.explain and st.fail(path, self.label, input_subject(path), self.label,
+                                          describe_value(value), parent_node(path))
         return self.match_node(node, st, path)
 
     def match_node(self, node: Node, st: MatchState, path: Path | None) -> bool:
@@ -297,26 +300,30 @@ class OpPattern(Pattern):
             if seen is not None:
                 if seen is node:
                     return True
-                return st.fail(path, self.label, input_subject(path),
-                               f"the same {self.label} as before ('{seen.name}')",
-                               f"{node.op_type} '{node.name}'", node)
+                return st.explain and st.fail(
+                    path, self.label, input_subject(path),
+                    f"the same {self.label} as before ('{seen.name}')",
+                    f"{node.op_type} '{node.name}'", node)
         if node.op_type not in self.op_types or (node.domain != self.domain and not (
                 node.domain == "ai.onnx" and not self.domain)):
-            return st.fail(path, self.label, input_subject(path), self.label, node.qualified_op,
-                           node)
+            return st.explain and st.fail(path, self.label, input_subject(path), self.label,
+                                          node.qualified_op, node)
         if node.id in st.node_owner:
-            return st.fail(path, node.op_type, node.op_type, "a node not matched elsewhere in "
-                           "the pattern", f"{node.op_type} '{node.name}' matched twice", node)
+            return st.explain and st.fail(
+                path, node.op_type, node.op_type, "a node not matched elsewhere in the pattern",
+                f"{node.op_type} '{node.name}' matched twice", node)
         if st.claimed is not None and node.id in st.claimed:
-            return st.fail(path, node.op_type, node.op_type, "a node outside other matches",
-                           f"{node.op_type} '{node.name}' already in a match", node)
+            return st.explain and st.fail(
+                path, node.op_type, node.op_type, "a node outside other matches",
+                f"{node.op_type} '{node.name}' already in a match", node)
         for name, want in self.attrs:
             got = node.attrs.get(name, _UNSET)
             if got is _UNSET:
                 got = attribute_default(node.op_type, node.domain, name)
             if not (want(got) if isinstance(want, Predicate) else _attr_equal(got, want)):
-                return st.fail(path, node.op_type, node.op_type, _expected_attr(name, want),
-                               f"{name} = {format_attr(got)}", node)
+                return st.explain and st.fail(
+                    path, node.op_type, node.op_type, _expected_attr(name, want),
+                    f"{name} = {format_attr(got)}", node)
         st.add_node(node, self, path)
         st.matched += 1
         if self.inputs or self.rest is not None:
@@ -336,8 +343,8 @@ class OpPattern(Pattern):
         if self.rest is None and len(inputs) > count and any(
                 v is not None for v in inputs[count:]):
             present = sum(v is not None for v in inputs)
-            return st.fail(path, node.op_type, node.op_type, f"{count} inputs",
-                           f"{present} inputs", node)
+            return st.explain and st.fail(path, node.op_type, node.op_type, f"{count} inputs",
+                                          f"{present} inputs", node)
         if self.commutative:
             if not self._match_either_order(node, st, path):
                 return False
@@ -415,8 +422,8 @@ class OutputOf(Pattern):
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         node = value.producer if value is not None else None
         if node is None or value.output_index != self.index:
-            return st.fail(path, self.label, input_subject(path), self.label,
-                           describe_value(value), _failed_at(value, path))
+            return st.explain and st.fail(path, self.label, input_subject(path), self.label,
+                                          describe_value(value), _failed_at(value, path))
         return self.node_pattern.match_node(node, st, path)
 
 
@@ -442,15 +449,15 @@ class Variadic:
     def match_values(self, node: Node, start: int, st: MatchState, path: Path | None) -> bool:
         values = node.inputs[start:]
         if len(values) < self.min_count:
-            return st.fail(path, node.op_type, node.op_type,
-                           f"at least {start + self.min_count} inputs", f"{len(node.inputs)}",
-                           node)
+            return st.explain and st.fail(
+                path, node.op_type, node.op_type, f"at least {start + self.min_count} inputs",
+                f"{len(node.inputs)}", node)
         for offset, value in enumerate(values):
             step = path + ((node, start + offset),) if st.explain else None
             if not self.element.match_value(value, st, step):
                 return False
         if self.binding is not None:
-            return bind(st, self.binding, list(values), path, node.op_type)
+            return bind(st, self.binding, list(values), path, self.element)
         return True
 
 
@@ -464,8 +471,8 @@ class AnyValue(Pattern):
 
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         if value is None:
-            return st.fail(path, self.label, input_subject(path), "a value", "no input",
-                           parent_node(path))
+            return st.explain and st.fail(path, self.label, input_subject(path), "a value",
+                                          "no input", parent_node(path))
         return True
 
 
@@ -497,8 +504,8 @@ class ConstPattern(Pattern):
         data = value.constant_value() if value is not None else None
         if data is None or (self.value is not None and not self._close(data)) or (
                 self.test is not None and not self.test(data)):
-            return st.fail(path, self.label, input_subject(path), self.expected,
-                           describe_value(value), _failed_at(value, path))
+            return st.explain and st.fail(path, self.label, input_subject(path), self.expected,
+                                          describe_value(value), _failed_at(value, path))
         st.matched += 1
         return True
 
@@ -506,6 +513,8 @@ class ConstPattern(Pattern):
         want = self.value
         if data.size != want.size or data.dtype.kind not in "fiub":
             return False
+        if want.size == 1:  # the common case, without numpy's vector machinery
+            return abs(float(data.reshape(-1)[0]) - float(want.reshape(-1)[0])) <= self.tolerance
         return bool(np.allclose(data.reshape(-1).astype(np.float64),
                                 want.reshape(-1).astype(np.float64),
                                 rtol=0.0, atol=self.tolerance))
@@ -522,8 +531,8 @@ class GraphInputPattern(Pattern):
 
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         if value is None or not value.is_graph_input:
-            return st.fail(path, self.label, input_subject(path), self.label,
-                           describe_value(value), _failed_at(value, path))
+            return st.explain and st.fail(path, self.label, input_subject(path), self.label,
+                                          describe_value(value), _failed_at(value, path))
         st.matched += 1
         return True
 
@@ -627,8 +636,8 @@ class NotPattern(Pattern):
             st.explain = explain
             st.reset(mark)
         if matched:
-            return st.fail(path, self.label, input_subject(path), self.label,
-                           describe_value(value), _failed_at(value, path))
+            return st.explain and st.fail(path, self.label, input_subject(path), self.label,
+                                          describe_value(value), _failed_at(value, path))
         return True
 
 

@@ -9,7 +9,7 @@ fails just returns False.  ``explain_at`` re-runs one site in explain mode when 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -60,6 +60,7 @@ class CompiledPattern:
     binding_names: tuple[str, ...]
     root_ops: frozenset[str] | None  # op types the root can have (None: any node)
     root_output: int
+    prefilter: Callable[[Node], bool] | None  # a cheap necessary test of a candidate root
 
 
 def compile_pattern(pattern: Pattern) -> CompiledPattern:
@@ -76,8 +77,9 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
         for name in _names_bound_by(element):
             names.setdefault(name, set()).add(key)
     repeated = {name for name, owners in names.items() if len(owners) > 1}
+    counted: dict[int, frozenset[int]] = {}
     for element in objects.values():
-        element.size = _size(element, set())
+        element.size = len(_counted_below(element, counted))
         inside = _subtree(element)
         element.memo_ok = not any(objects[k].shared or set(_names_bound_by(objects[k])) & repeated
                                   for k in inside)
@@ -85,7 +87,8 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
             _check_variadic_element(element.rest.element, objects)
     compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
                                tuple(names), _root_ops(pattern),
-                               pattern.index if isinstance(pattern, OutputOf) else 0)
+                               pattern.index if isinstance(pattern, OutputOf) else 0,
+                               _prefilter(pattern))
     pattern._compiled = compiled
     return compiled
 
@@ -131,21 +134,19 @@ def _check_variadic_element(element: Pattern, objects: dict[int, Pattern]) -> No
                              "names or share elements with the rest of the pattern")
 
 
-def _size(element: Pattern, seen: set[int]) -> int:
-    """Counted elements under ``element``, each once; an OR counts its smallest branch (an
-    attempt inside a bigger branch adds the difference as it goes)."""
-    if id(element) in seen:
-        return 0
-    seen.add(id(element))
+def _counted_below(element: Pattern, memo: dict[int, frozenset[int]]) -> frozenset[int]:
+    """The counted elements under ``element``, each once; an OR takes its smallest branch (an
+    attempt inside a bigger branch adds the difference as it goes).  Memoized per element."""
+    known = memo.get(id(element))
+    if known is not None:
+        return known
     if isinstance(element, OrPattern):
-        sizes = []
-        for branch in element.branches:
-            branch_seen = set(seen)
-            sizes.append((_size(branch, branch_seen), branch_seen))
-        smallest, smallest_seen = min(sizes, key=lambda item: item[0])
-        seen |= smallest_seen
-        return smallest
-    return int(element.counted) + sum(_size(c, seen) for c in element.children())
+        below = min((_counted_below(b, memo) for b in element.branches), key=len)
+    else:
+        below = frozenset({id(element)} if element.counted else ()).union(
+            *(_counted_below(c, memo) for c in element.children()))
+    memo[id(element)] = below
+    return below
 
 
 def _root_ops(element: Pattern) -> frozenset[str] | None:
@@ -159,6 +160,46 @@ def _root_ops(element: Pattern) -> frozenset[str] | None:
     if isinstance(element, AndPattern):
         return next((ops for ops in map(_root_ops, element.parts) if ops is not None), None)
     return None
+
+
+def _prefilter(root: Pattern) -> Callable[[Node], bool] | None:
+    """tinygrad-style early reject: the root's op type and the op types producing its inputs,
+    checked without building any match state.  None when the index already says it all."""
+    branches = root.branches if isinstance(root, OrPattern) else (root,)
+    tests = [_op_test(b) for b in branches]
+    if any(t is None for t in tests):
+        return None
+    if len(tests) == 1:
+        return tests[0][1] if tests[0][0] else None
+    accepts = [t[1] for t in tests]
+    return lambda node: any(test(node) for test in accepts)
+
+
+def _op_test(element: Pattern) -> tuple[bool, Callable[[Node], bool]] | None:
+    """(whether it tests more than the op type, the test) for an op root; None otherwise."""
+    if not isinstance(element, OpPattern):
+        return None
+    types, wanted = element.op_types, tuple(_root_ops(p) for p in element.inputs)
+
+    def fits(want: frozenset[str] | None, inputs: list, index: int) -> bool:
+        if want is None:
+            return True
+        value = inputs[index] if index < len(inputs) else None
+        producer = value.producer if value is not None else None
+        return producer is not None and producer.op_type in want
+
+    if element.commutative:
+        def test(node: Node) -> bool:
+            ins = node.inputs
+            return node.op_type in types and (
+                (fits(wanted[0], ins, 0) and fits(wanted[1], ins, 1))
+                or (fits(wanted[0], ins, 1) and fits(wanted[1], ins, 0)))
+    else:
+        def test(node: Node) -> bool:
+            ins = node.inputs
+            return node.op_type in types and all(
+                fits(want, ins, i) for i, want in enumerate(wanted))
+    return any(w is not None for w in wanted), test
 
 
 class NodeIndex:
@@ -206,9 +247,10 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
     st.bindings = bindings
     for pattern, check, value, path in st.deferred:
         if not check.holds(value, bindings):
-            return st.fail(path, pattern.label, pattern.subject(path, value), check.expected,
-                           check.found(value, bindings),
-                           value.producer if value.producer else (path[-1][0] if path else root))
+            return st.explain and st.fail(
+                path, pattern.label, pattern.subject(path, value), check.expected,
+                check.found(value, bindings),
+                value.producer if value.producer else (path[-1][0] if path else root))
     inside = st.node_owner
     for node, pattern, path in st.nodes:
         if node is root or pattern.allow_external:
@@ -217,16 +259,17 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
             if out is None:
                 continue
             if out.is_graph_output:
-                return st.fail(path, node.op_type, node.op_type, "output used only inside the "
-                               "match", f"graph output '{out.name}'", node,
-                               custom_reason=f"{node.op_type} output is a graph output")
+                return st.explain and st.fail(
+                    path, node.op_type, node.op_type, "output used only inside the match",
+                    f"graph output '{out.name}'", node,
+                    custom_reason=f"{node.op_type} output is a graph output")
             for user, _ in out.uses:
                 if user.id not in inside:
-                    return st.fail(path, node.op_type, node.op_type, "output used only inside "
-                                   "the match", f"also used by {user.op_type} '{user.name}'",
-                                   node, blocking_node=user,
-                                   custom_reason=f"{node.op_type} output has another consumer "
-                                                 f"({user.op_type} '{user.name}')")
+                    return st.explain and st.fail(
+                        path, node.op_type, node.op_type, "output used only inside the match",
+                        f"also used by {user.op_type} '{user.name}'", node, blocking_node=user,
+                        custom_reason=f"{node.op_type} output has another consumer "
+                                      f"({user.op_type} '{user.name}')")
     return True
 
 
@@ -241,8 +284,9 @@ def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None)
     index = index or NodeIndex(graph)
     claimed: set[int] = set()
     matches = []
+    prefilter = compiled.prefilter
     for node in reversed(index.candidates(compiled.root_ops)):
-        if node.id in claimed:
+        if node.id in claimed or (prefilter is not None and not prefilter(node)):
             continue
         found = attempt(compiled, node, explain=False, claimed=claimed)
         if found is not None:

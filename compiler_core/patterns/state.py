@@ -63,11 +63,11 @@ class MatchState:
 
     def fail(self, path: Path | None, label: str, subject: str, expected: str, found: str,
              failed_node: Node | None, **extra: Any) -> bool:
-        """Record why the attempt failed here (explain mode only) and return False."""
-        if self.explain:
-            self.last = Failure(path or (), label, subject, expected, found, failed_node,
-                                matched_nodes=tuple(n for n, _, _ in self.nodes),
-                                matched=self.matched, extra_size=self.extra_size, **extra)
+        """Record why the attempt failed here and return False.  Explain mode only: callers
+        write ``return st.explain and st.fail(...)`` so fast matching never builds the texts."""
+        self.last = Failure(path or (), label, subject, expected, found, failed_node,
+                            matched_nodes=tuple(n for n, _, _ in self.nodes),
+                            matched=self.matched, extra_size=self.extra_size, **extra)
         return False
 
 
