@@ -26,7 +26,7 @@ def test_text_groups_near_misses_by_reason_with_expected_and_found(capsys):
     assert "✓ bn_good  (with conv_good)" in out
     assert "✗ 1 site: Conv output has another consumer (Relu 'relu_side')" in out
     assert "at bn_shared (score 0.88): BatchNormalization ← input 0: Conv" in out
-    assert "found    also used by Relu 'relu_side'" in out
+    assert "found    2 consumers, Relu 'relu_side' outside the match" in out
     assert out.rstrip().splitlines()[-1].startswith("no match and no near miss: ")
 
 

@@ -19,6 +19,7 @@ explain mode only, leaves a Failure on the state saying where and why.
 from __future__ import annotations
 
 from dataclasses import replace
+from types import EllipsisType
 from typing import Any, Callable, Iterable
 
 import numpy as np
@@ -245,7 +246,7 @@ class OpPattern(Pattern):
         self.op_order = op_types
         self.domain = "" if domain == "ai.onnx" else domain
         fixed = list(inputs)
-        self.rest: Variadic | None | type(Ellipsis) = None
+        self.rest: Variadic | EllipsisType | None = None
         if fixed and (fixed[-1] is Ellipsis or isinstance(fixed[-1], Variadic)):
             self.rest = fixed.pop()
         self.inputs: tuple[Pattern, ...] = tuple(_as_pattern(p) for p in fixed)

@@ -267,10 +267,15 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
                 if user.id not in inside:
                     return st.explain and st.fail(
                         path, node.op_type, node.op_type, "output used only inside the match",
-                        f"also used by {user.op_type} '{user.name}'", node, blocking_node=user,
+                        f"{_count(len(out.users()), 'consumer')}, {user.op_type} '{user.name}' "
+                        f"outside the match", node, blocking_node=user,
                         custom_reason=f"{node.op_type} output has another consumer "
                                       f"({user.op_type} '{user.name}')")
     return True
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None) -> list[Match]:
