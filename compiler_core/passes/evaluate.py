@@ -87,7 +87,8 @@ def evaluate(graph: Graph, node: Node, arrays: list[np.ndarray | None]) -> list[
     model = _model(graph, node, arrays, None)
     feeds = {v.name: a for v, a in zip(node.inputs, arrays) if v is not None}
     try:
-        results = ReferenceEvaluator(model).run(None, feeds)
+        with np.errstate(all="ignore"):  # inf and nan are results like any other
+            results = ReferenceEvaluator(model).run(None, feeds)
     except Exception as err:  # noqa: BLE001 - any evaluator failure means "do not fold"
         raise EvaluationError(f"evaluation failed: {str(err).strip().splitlines()[0][:200]}"
                               if str(err).strip() else type(err).__name__) from None
