@@ -392,6 +392,10 @@ class OpPattern(Pattern):
 
 def _match_operand(pattern: Pattern, value: Value | None, st: MatchState,
                    path: Path | None) -> bool:
+    """Match one operand of a commutative op, remembering failures of self-contained operands
+    (no shared elements or repeated names inside, so the outcome depends on the value alone).
+    One exception is accepted for the polynomial bound: a failure caused only by a node that an
+    abandoned operand order had matched elsewhere is remembered too."""
     if not pattern.memo_ok or value is None:
         return pattern.match_value(value, st, path)
     key = (id(pattern), id(value))
