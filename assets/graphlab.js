@@ -50,6 +50,30 @@
     });
   }
 
+  var CHANGED = ".removed, .added, .modified, .has-removed, .has-added, .has-modified";
+
+  function showChanges(instances) {
+    var boxes = [];
+    instances.forEach(function (cy) {
+      var changed = cy.$(CHANGED);
+      if (changed.length) { boxes.push(changed.boundingBox()); }
+    });
+    if (!boxes.length) { return; }
+    var cy = instances[0], ext = cy.extent();
+    var visible = boxes.some(function (b) {
+      return b.x2 > ext.x1 && b.x1 < ext.x2 && b.y2 > ext.y1 && b.y1 < ext.y2;
+    });
+    if (visible) { return; }
+    var x = boxes.map(function (b) { return (b.x1 + b.x2) / 2; });
+    var y = boxes.map(function (b) { return b.y1; });
+    var cx = x.reduce(function (s, v) { return s + v; }, 0) / x.length;
+    var top = Math.min.apply(null, y);
+    instances.forEach(function (other) {
+      var zoom = other.zoom();
+      other.pan({ x: other.width() / 2 - zoom * cx, y: other.height() / 4 - zoom * top });
+    });
+  }
+
   var READABLE_ZOOM = 0.6;
   var linked = false;
   var lastFitKey = null;
@@ -78,10 +102,37 @@
         syncing = false;
       }
     }
-    a.on("add remove", function () { setTimeout(refit, 0); });
-    b.on("add remove", function () { setTimeout(refit, 0); });
+    var pending = null;
+    function redrawn() {   // after a step: refit a new model, else bring the changes into view
+      clearTimeout(pending);
+      pending = setTimeout(function () {
+        refit();
+        syncing = true;
+        showChanges([a, b]);
+        syncing = false;
+      }, 30);
+    }
+    a.on("add remove", redrawn);
+    b.on("add remove", redrawn);
     new MutationObserver(refit).observe(document.getElementById("fit-key"),
                                         { childList: true, characterData: true, subtree: true });
+    var lastNode = null;
+    setInterval(function () {   // a node selected from a link or history: bring it into view
+      var node = new URLSearchParams(window.location.search).get("node");
+      if (node === lastNode) { return; }
+      var target = a.$id("n" + node).length ? a.$id("n" + node) : b.$id("n" + node);
+      if (!node) { lastNode = node; return; }
+      if (!target.length) { return; }   // not drawn yet: try again on the next tick
+      lastNode = node;
+      var ext = a.extent(), p = target.position();
+      if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) {
+        syncing = true;
+        [a, b].forEach(function (cy) {
+          cy.pan({ x: cy.width() / 2 - cy.zoom() * p.x, y: cy.height() / 2 - cy.zoom() * p.y });
+        });
+        syncing = false;
+      }
+    }, 300);
     window.graphlabPanes = { before: a, after: b };
     refit();
     return true;

@@ -7,6 +7,8 @@ nothing moves when it opens) and edges into it are merged.  Diff marks arrive as
 
 from __future__ import annotations
 
+import re
+
 from compiler_core.ir import Graph, Node
 
 from .drawn_graph import Key, drawn_edges, drawn_keys
@@ -24,10 +26,13 @@ def element_id(key: Key) -> str:
 
 
 def node_label(node: Node) -> str:
+    """The op type, and the node's own name when it says more than 'Op_12' would."""
     short = node.name.rsplit("/", 1)[-1]
+    if not short or re.fullmatch(re.escape(node.op_type) + r"(_\d+)?", short):
+        return node.op_type
     if len(short) > MAX_NAME_CHARS:
         short = short[:MAX_NAME_CHARS - 1] + "…"
-    return f"{node.op_type}\n{short}" if short and short != node.op_type else node.op_type
+    return f"{node.op_type}\n{short}"
 
 
 def pane_elements(graph: Graph, positions: dict[Key, Position], scopes: ScopeTree,

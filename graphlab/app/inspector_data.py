@@ -37,7 +37,8 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
         "metrics": metrics,
         "metrics_note": metrics_note,
         "history": _history(ws, node),
-        "body": [f"{n.op_type}  {n.name}" for n in node.body.nodes] if node.body else [],
+        "body": [f"{n.op_type}  {_relative(n.name, node.scope)}" for n in node.body.nodes]
+        if node.body else [],
         "fused": node.body is not None,
     }
 
@@ -85,9 +86,9 @@ def _history(ws: Workspace, node: Node) -> list[str]:
     passes = [s.pass_name for s in ws.result.snapshots]
     lines: list[str] = []
     if node.provenance is not None:
-        sources = ", ".join(names.get(s, f"#{s}") for s in node.provenance.sources) or "nothing"
+        sources = [names.get(s, f"#{s}") for s in node.provenance.sources]
         lines.append(f"made by rule {node.provenance.rule} in pass {node.provenance.pass_name} "
-                     f"from {sources}")
+                     f"from {_name_list(sources, node.scope)}")
     removed = history.removed_in.get(node.id)
     if removed is not None:
         line = f"removed by pass {removed + 1} ({passes[removed]})"
@@ -98,3 +99,17 @@ def _history(ws: Workspace, node: Node) -> list[str]:
     elif node.id in names:
         lines.append("kept until the end of the pipeline")
     return lines
+
+
+def _relative(name: str, scope: str) -> str:
+    prefix = scope.rstrip("/") + "/" if scope else ""
+    return name[len(prefix):] if prefix and name.startswith(prefix) else name
+
+
+def _name_list(names: list[str], scope: str, limit: int = 8) -> str:
+    """'3 nodes: query/MatMul, key/MatMul, ...' with the node's own scope left out."""
+    short = [_relative(n, scope) for n in names]
+    if not short:
+        return "nothing"
+    text = ", ".join(short[:limit]) + (f", +{len(short) - limit} more" if len(short) > limit else "")
+    return f"{len(short)} node{'s' if len(short) != 1 else ''}: {text}"

@@ -38,15 +38,18 @@ BASE_STYLESHEET = [
         "border-color": COLORS["group_border"], "border-width": 1, "label": "data(label)",
         "text-valign": "top", "text-halign": "center", "font-size": 16, "color": "#52606d",
         "padding": 14}},
+    {"selector": ".op, .io", "style": {"z-index": 10}},
     {"selector": ".collapsed", "style": {
         "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
-        "background-opacity": 0.85, "border-width": 2, "border-color": COLORS["group_border"],
-        "font-size": 20, "text-max-width": 600, "color": "#323f4b"}},
+        "background-opacity": 0.5, "border-width": 2, "border-color": COLORS["group_border"],
+        "font-size": 20, "text-max-width": 600, "color": "#323f4b", "z-index": 0,
+        "text-valign": "top", "text-margin-y": 8}},
     {"selector": ".fused", "style": {
         "background-color": COLORS["fused_fill"], "border-color": COLORS["fused"],
         "border-width": 3, "border-style": "double", "font-weight": "bold"}},
     {"selector": ".fused:parent", "style": {
-        "text-valign": "top", "background-opacity": 0.35, "padding": 12}},
+        "text-valign": "top", "background-opacity": 0.12, "border-style": "dashed",
+        "padding": 12}},
     {"selector": ".body", "style": {"border-style": "dotted"}},
     {"selector": ".removed, .has-removed", "style": {
         "border-color": COLORS["removed"], "border-width": 3, "border-style": "dashed"}},
@@ -83,6 +86,7 @@ def stylesheet(highlights: Highlights) -> list[dict]:
     _add(rules, highlights.selected, {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
                                       "overlay-padding": 8, "border-color": COLORS["selected"],
                                       "border-width": 4})
+    rules.append({"selector": ":parent", "style": {"overlay-opacity": 0}})  # an opened body
     return rules
 
 

@@ -22,7 +22,7 @@ class ViewState:
     pipeline: str = "O2"
     target: str = DEFAULT_TARGET
     bindings: str = ""
-    step: int = 0                 # index of the selected pass
+    step: int = 0                 # index of the selected pass (the URL shows it 1-based)
     node: int | None = None       # selected node id
     panel: str = "inspector"
     highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
@@ -47,7 +47,8 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
 
 def to_query(state: ViewState, default: ViewState) -> str:
     """'?model=cnn_bn&pass=2' — only what differs from the default, in a stable order."""
-    items = [(_URL_KEYS[name], _format(getattr(state, name)))
+    items = [(_URL_KEYS[name], _format(getattr(state, name) + 1 if name == "step"
+                                       else getattr(state, name)))
              for name in _URL_KEYS if getattr(state, name) != getattr(default, name)]
     items = [(k, v) for k, v in items if v != ""]
     return "?" + urlencode(items) if items else ""
@@ -63,7 +64,7 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
                                     if k in ("model", "pipeline", "target", "bindings",
                                              "highlight", "search")})
     return state.with_changes(
-        step=_int(values.get("step"), default.step, minimum=0),
+        step=_int(values.get("step"), default.step + 1, minimum=1) - 1,
         node=_int(values.get("node"), None, minimum=0),
         panel=values.get("panel") if values.get("panel") in PANELS else default.panel,
         hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"))

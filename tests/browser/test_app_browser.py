@@ -33,7 +33,7 @@ def test_stepping_changes_panes_and_diff_and_back_restores(started):
     wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 2,
                message="the identity pass's removed nodes are not marked")
     assert pane_js(dash_duo, "return after.nodes('.removed').length;") == 0
-    assert "pass=1" in dash_duo.driver.current_url
+    assert "pass=2" in dash_duo.driver.current_url
     dash_duo.find_element("body").send_keys(Keys.ARROW_RIGHT)
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
     wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 0)
@@ -76,7 +76,7 @@ def test_bad_upload_shows_an_error_and_the_app_keeps_working(started, tmp_path):
 def test_url_with_state_restores_the_view(dash_duo, graphlab_app):
     conv = node_id("teach_conv_bn", "conv_shared")
     dash_duo.start_server(graphlab_app)
-    dash_duo.driver.get(dash_duo.server_url + f"/?model=teach_conv_bn&pass=2&node={conv}")
+    dash_duo.driver.get(dash_duo.server_url + f"/?model=teach_conv_bn&pass=3&node={conv}")
     wait_for_nodes(dash_duo)
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
     dash_duo.wait_for_contains_text("#inspector", "conv_shared", timeout=10)

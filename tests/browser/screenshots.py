@@ -1,0 +1,112 @@
+"""Regenerate the screenshots of docs/app.md:  python tests/browser/screenshots.py docs/img
+
+Starts the app in-process, drives headless Chromium through the main views and saves PNGs.
+A large model (e.g. the BERT-base export of make_samples.py --large) may be given with --large.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import tempfile
+import threading
+import time
+
+from selenium import webdriver
+from selenium.webdriver.support.ui import WebDriverWait
+from werkzeug.serving import make_server
+
+from compiler_core.ir import load_model
+from graphlab.app import AppConfig, create_app
+from graphlab.samples import resolve_model
+
+DRAWN = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 0 "
+         "&& p.after.nodes().length > 0;")
+
+
+def node_id(model: str, name: str) -> int:
+    return load_model(resolve_model(model)).node_by_name(name).id
+
+
+def first_pass(model: str, wanted) -> tuple[int, object]:
+    """(1-based pass number, snapshot) of the first pass of the default pipeline that ``wanted``
+    accepts: presets change as passes are added, so views are found by what they show."""
+    from compiler_core.passes import PassManager
+
+    result = PassManager("O2").run(load_model(resolve_model(model)))
+    snapshot = next(s for s in result.snapshots if wanted(s))
+    return snapshot.index + 1, snapshot
+
+
+def fused_added(snapshot) -> int:
+    return next(i for i in snapshot.diff.added if snapshot.graph.node_by_id(i).body is not None)
+
+
+class Browser:
+    def __init__(self, base_url: str, out_dir: str):
+        options = webdriver.ChromeOptions()
+        for flag in ("--headless=new", "--no-sandbox", "--window-size=1600,900",
+                     "--hide-scrollbars"):
+            options.add_argument(flag)
+        self.driver = webdriver.Chrome(options=options)
+        self.base_url = base_url
+        self.out_dir = out_dir
+
+    def show(self, query: str) -> None:
+        self.driver.get(self.base_url + query)
+        WebDriverWait(self.driver, 120).until(lambda d: d.execute_script(DRAWN))
+        time.sleep(1.5)
+
+    def run(self, script: str) -> None:
+        self.driver.execute_script(script)
+        time.sleep(1.5)
+
+    def save(self, name: str) -> None:
+        path = os.path.join(self.out_dir, name)
+        self.driver.save_screenshot(path)
+        print("wrote", path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out_dir")
+    parser.add_argument("--large", help="a large .onnx model for the grouping screenshot")
+    args = parser.parse_args()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    os.makedirs(args.out_dir, exist_ok=True)
+    config = AppConfig(cache_dir=tempfile.mkdtemp(prefix="graphlab-shots-"),
+                       extra_model_path=os.path.abspath(args.large) if args.large else None)
+    server = make_server("127.0.0.1", 0, create_app(config).server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    browser = Browser(f"http://127.0.0.1:{server.server_port}/", args.out_dir)
+    try:
+        identity = node_id("cnn_bn", "Identity_1")
+        step, _ = first_pass("cnn_bn", lambda s: identity in s.diff.removed)
+        browser.show(f"?model=cnn_bn&pass={step}&node={identity}")
+        browser.save("overview.png")
+
+        browser.show("?model=teach_conv_bn&panel=patterns")
+        browser.run("Array.from(document.querySelectorAll('.pattern-item.miss'))"
+                    ".find(b => b.textContent.startsWith('bn_shared')).click()")
+        browser.save("near_miss.png")
+
+        step, snapshot = first_pass("bert_tiny_op13", lambda s: s.pass_name == "fuse_attention")
+        attention = fused_added(snapshot)
+        browser.show(f"?model=bert_tiny_op13&pass={step}&node={attention}")
+        browser.save("fusion.png")
+        browser.run("document.querySelector('[id*=open-body]').click()")
+        browser.run(f"var p = window.graphlabPanes; p.after.fit(p.after.$('#n{attention}'), 20)")
+        browser.save("fused_body.png")
+
+        if args.large:
+            step, _ = first_pass(args.large, lambda s: s.pass_name == "fuse_attention")
+            browser.show(f"?pass={step}")
+            browser.save("large_model.png")
+    finally:
+        browser.driver.quit()
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
