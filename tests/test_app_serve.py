@@ -1,0 +1,39 @@
+"""`graphlab serve` refuses bad arguments with one line, and builds the app's config."""
+
+from __future__ import annotations
+
+import argparse
+
+from graphlab.cli import build_parser, main
+from graphlab.commands.serve import config_from_args
+from graphlab.samples import resolve_model
+
+
+def args_for(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", "--no-browser", *argv])
+
+
+def test_unknown_model_is_one_line_and_exit_2(capsys):
+    assert main(["serve", "--no-browser", "--model", "no_such_model"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no_such_model" in err
+
+
+def test_bad_worker_count_is_refused(capsys):
+    assert main(["serve", "--no-browser", "--workers", "0"]) == 2
+    assert "--workers" in capsys.readouterr().err
+
+
+def test_sample_and_file_models_become_the_default_view():
+    assert config_from_args(args_for("--model", "teach_gelu")).default_model == "teach_gelu"
+    path = resolve_model("teach_gelu")
+    config = config_from_args(args_for("--model", path, "--max-upload-mb", "3"))
+    assert config.extra_model_path.endswith("teach_gelu.onnx")
+    assert config.upload_limit == 3 << 20
+
+
+def test_the_app_builds_with_its_callbacks(tmp_path):
+    from graphlab.app import AppConfig, create_app
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path)))
+    assert len(app.callback_map) >= 6
