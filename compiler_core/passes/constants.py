@@ -34,10 +34,6 @@ def ints_input_or_attr(node: Node, index: int, attr: str) -> tuple[int, ...] | N
     return constant_ints(node.input(index))
 
 
-def all_constant(node: Node) -> bool:
-    return all(v is None or v.constant_value() is not None for v in node.inputs)
-
-
 def make_initializer(graph: Graph, value: Value, array: np.ndarray) -> None:
     """Turn a value whose producer was removed into an initializer of the same name."""
     array = np.array(array)  # an owned copy, frozen so structural copies can share it
@@ -67,10 +63,9 @@ def produces_graph_output(node: Node) -> bool:
     return any(v is not None and v.is_graph_output for v in node.outputs)
 
 
-def remove_dead(graph: Graph, nodes: Iterable[Node]) -> int:
+def remove_dead(graph: Graph, nodes: Iterable[Node]) -> None:
     """Remove the given nodes, and then their producers, as long as nobody reads their outputs."""
     pending = list(nodes)
-    removed = 0
     while pending:
         node = pending.pop()
         if not graph.has_node(node) or any(
@@ -78,5 +73,3 @@ def remove_dead(graph: Graph, nodes: Iterable[Node]) -> int:
             continue
         pending += [v.producer for v in node.inputs if v is not None and v.producer is not None]
         graph.remove_node(node)
-        removed += 1
-    return removed
