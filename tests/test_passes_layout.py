@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from compiler_core.passes import PassManager, resolve_pipeline
+from compiler_core.passes import PassContext, PassManager, resolve_pipeline
 from compiler_core.passes.layout_rules import KERNELS
+from compiler_core.passes.rewrite import fuse_nodes
 from graphlab.samples import get_sample
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, ops, run_checked, tensor
 
@@ -183,6 +184,28 @@ def test_ops_that_cannot_run_nhwc_stop_the_region_with_a_reason():
     reasons = {d.site: d.reason for d in snapshot.declined}
     assert "outputs" in reasons["MaxPool_1"] and "opset 13" in reasons["Softmax_2"]
     assert ops(snapshot.graph)["MaxPool"] == 1 and ops(snapshot.graph)["NhwcConv"] == 1
+
+
+def test_a_fused_conv_relu_counts_as_a_kernel():
+    graph = head_graph(relu_after_pool=False)
+    conv, relu = graph.nodes[:2]
+    fuse_nodes(graph, PassContext(pass_name="test"), [conv, relu], "FusedConv", "conv_relu")
+    result = run_checked(graph, [PASS, PASS])
+    converted, again = result.snapshots
+    fused = converted.graph.nodes_of_type("NhwcFusedConv", "graphlab")[0]
+    assert [n.op_type for n in fused.body.nodes] == ["Transpose", "FusedConv", "Transpose"]
+    assert len(edge_transposes(converted)) == 2
+    assert not again.changed  # the converted node reads through a Transpose: not a kernel
+
+
+@pytest.mark.parametrize("sample, transposes", [
+    ("cnn_bn", 3), ("digits_cnn", 2), ("mobilenet_tiny", 2)])
+def test_o2_nhwc_converts_the_fused_network_as_one_region(sample, transposes):
+    result = run_checked(load_sample(sample), "O2-nhwc", SAMPLE_BINDINGS[sample])
+    snapshot = next(s for s in result.snapshots if s.pass_name == PASS)
+    assert len([note for note in snapshot.notes if note.startswith("region")]) == 1
+    assert len(edge_transposes(snapshot)) == transposes
+    assert_only_edge_transposes(snapshot)
 
 
 def test_graphs_without_convolutions_are_left_alone():

@@ -39,12 +39,18 @@ class FuseElementwise(Pass):
         result = PassResult()
         claimed: set[int] = set()
         chains: list[list[Node]] = []
+        blocked: dict[int, Decline] = {}
         for node in reversed(graph.nodes):  # grow each chain upwards from its last node
             if node.id in claimed or not _fusible(node):
                 continue
-            chain = _grow_chain(node, claimed, result.declined)
+            chain = _grow_chain(node, claimed)
+            claimed.update(n.id for n in chain)
             if len(chain) > 1:
                 chains.append(chain)
+            for producer in _candidate_producers(chain, claimed):
+                blocked.setdefault(producer.id, Decline(producer.name, RULE,
+                                                        _outside_reader(producer, chain)))
+        result.declined += blocked.values()
         fused_ops = 0
         for chain in chains:
             if fuse_nodes(graph, ctx, chain, FUSED_OP, RULE) is not None:
@@ -63,30 +69,27 @@ def _fusible(node: Node) -> bool:
             and outputs[0].elem_type in _FLOAT_TYPES and outputs[0].numel() != 1)
 
 
-def _grow_chain(last: Node, claimed: set[int], declined: list[Decline]) -> list[Node]:
+def _grow_chain(last: Node, claimed: set[int]) -> list[Node]:
     """``last`` plus every element-wise producer whose result only the chain reads.
 
     Grown to a fixed point: a producer read by two chain members joins once both are in.
     """
-    members = {last.id: last}
+    chain = [last]
     grew = True
     while grew:
         grew = False
-        for producer in _candidate_producers(members, claimed):
-            if _outside_reader(producer, members) is None:
-                members[producer.id] = producer
+        for producer in _candidate_producers(chain, claimed):
+            if _outside_reader(producer, chain) is None:
+                chain.append(producer)
                 grew = True
-    for producer in _candidate_producers(members, claimed):
-        if not _declined(declined, producer):
-            declined.append(Decline(producer.name, RULE, _outside_reader(producer, members)))
-    claimed.update(members)
-    return list(members.values())
+    return chain
 
 
-def _candidate_producers(members: dict[int, Node], claimed: set[int]) -> list[Node]:
-    """Fusible producers of the chain's inputs that are not in this or another chain."""
+def _candidate_producers(chain: list[Node], claimed: set[int]) -> list[Node]:
+    """Fusible producers of the chain's inputs that are in no chain yet."""
+    members = {n.id for n in chain}
     found: dict[int, Node] = {}
-    for node in list(members.values()):
+    for node in chain:
         for value in node.inputs:
             producer = value.producer if value is not None else None
             if (producer is not None and producer.id not in members
@@ -95,17 +98,14 @@ def _candidate_producers(members: dict[int, Node], claimed: set[int]) -> list[No
     return list(found.values())
 
 
-def _outside_reader(producer: Node, members: dict[int, Node]) -> str | None:
+def _outside_reader(producer: Node, chain: list[Node]) -> str | None:
     """Why ``producer``'s result must be materialised (read outside the chain), or None."""
     value = producer.outputs[0]
     if value.is_graph_output:
         return f"its result {value.name} is a model output, so it must be written to memory"
+    members = {n.id for n in chain}
     for reader in value.users():
         if reader.id not in members:
             return (f"its result {value.name} is also read by {reader.name} "
                     f"({reader.op_type}), outside the chain")
     return None
-
-
-def _declined(declined: list[Decline], node: Node) -> bool:
-    return any(d.site == node.name and d.rule == RULE for d in declined)

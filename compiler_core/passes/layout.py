@@ -26,9 +26,10 @@ class ConvertLayoutNHWC(Pass):
     BatchNormalization on NCHW only.  The pass finds connected regions of convolutions, pools,
     normalizations and the layout-agnostic ops between them (element-wise ops, Concat, Softmax,
     reductions, Pad), converts them as a whole and pays for it once, with a Transpose where data
-    enters and leaves the region.  Each NCHW-only op becomes an `Nhwc...` fused node (its body is
-    Transpose -> op -> Transpose, so it still runs anywhere); element-wise constants are re-laid
-    out and axis attributes remapped; transposes that meet an inverse transpose cancel.
+    enters and leaves the region.  Each NCHW-only op (or an earlier fusion built around one, such
+    as Conv+Relu) becomes an `Nhwc...` fused node whose body is Transpose -> op -> Transpose, the
+    stand-in for a channels-last kernel that lets it run anywhere; element-wise constants are
+    re-laid out and axis attributes remapped; transposes that meet an inverse transpose cancel.
     """
 
     name = "convert_layout_nhwc"
@@ -230,18 +231,21 @@ class _Converter:
         Returns the fused node and the NCHW shape of its result."""
         graph, ctx = self.graph, self.ctx
         source = ctx.provenance("channels_last_kernel", [node])
-        nhwc_input = node.inputs[0]
-        to_nchw = graph.add_node("Transpose", [nhwc_input], 1, attrs={"perm": TO_NCHW},
-                                 name=f"{node.name}_to_nchw", provenance=source,
-                                 order=node.order - 0.5)
-        _type(to_nchw.outputs[0], nhwc_input, permute(nhwc_input.shape, TO_NCHW))
-        node.replace_input(0, to_nchw.outputs[0])
+        to_nchw = []
+        for index in layout_inputs(node):
+            nhwc_input = node.inputs[index]
+            transpose = graph.add_node("Transpose", [nhwc_input], 1, attrs={"perm": TO_NCHW},
+                                       name=f"{node.name}_to_nchw", provenance=source,
+                                       order=node.order - 0.5)
+            _type(transpose.outputs[0], nhwc_input, permute(nhwc_input.shape, TO_NCHW))
+            node.replace_input(index, transpose.outputs[0])
+            to_nchw.append(transpose)
         result = node.outputs[0]
         to_nhwc = insert_after(graph, result, "Transpose", renamed=f"{result.name}_nchw",
                                attrs={"perm": TO_NHWC}, name=f"{node.name}_to_nhwc",
                                provenance=source)
         _type(to_nhwc.outputs[0], result, permute(result.shape, TO_NHWC))
-        fused = fuse_nodes(graph, ctx, [to_nchw, node, to_nhwc], f"Nhwc{node.op_type}",
+        fused = fuse_nodes(graph, ctx, [*to_nchw, node, to_nhwc], f"Nhwc{node.op_type}",
                            "channels_last_kernel", attrs=dict(node.attrs))
         return fused, [result.shape]
 

@@ -1,8 +1,9 @@
 """What each op needs in order to run on NHWC tensors (used by the layout conversion pass).
 
 Three kinds of ops can join a channels-last region:
-- kernels ONNX defines for NCHW only (Conv, pooling, BatchNormalization, ...): they become fused
-  `Nhwc...` nodes;
+- kernels ONNX defines for NCHW only (Conv, pooling, BatchNormalization, ...), and fused nodes
+  whose body feeds an input straight into one (a Conv+Relu fusion): they become fused `Nhwc...`
+  nodes;
 - element-wise ops: unchanged, as long as every operand is NHWC too (constants are re-laid out,
   one-element operands broadcast the same way in any layout);
 - ops with an axis (Concat, Split, Softmax, reductions, Pad): the axis is remapped.
@@ -44,13 +45,21 @@ def nhwc_axis(axis: int) -> int:
 
 
 def has_rule(node: Node) -> bool:
-    return node.domain == "" and node.body is None and (
+    return is_kernel(node) or node.domain == "" and node.body is None and (
         node.op_type in _ONE_ACTIVATION or node.op_type in ELEMENTWISE
         or node.op_type == "Concat")
 
 
 def is_kernel(node: Node) -> bool:
-    return node.domain == "" and node.body is None and node.op_type in KERNELS
+    """An op ONNX defines for NCHW tensors only, or a fused node built around one.
+
+    A fused node counts when its body feeds one of its inputs straight into such an op; a node
+    this pass already converted does not, because its body reads through a Transpose first."""
+    if node.body is None:
+        return node.domain == "" and node.op_type in KERNELS
+    inputs = {v.name for v in node.body.inputs}
+    return any(is_kernel(inner) and inner.inputs[0] is not None
+               and inner.inputs[0].name in inputs for inner in node.body.nodes)
 
 
 def reads_shape_only(node: Node) -> bool:
@@ -62,6 +71,9 @@ def layout_inputs(node: Node) -> list[int]:
     """Indices of the inputs that carry activations (and so must share the region's layout)."""
     if not has_rule(node):
         return []
+    if node.body is not None:  # a fused kernel: every 4-D input computed at run time
+        return [i for i, v in enumerate(node.inputs)
+                if v is not None and v.rank == 4 and v.constant_value() is None]
     if node.op_type in _ONE_ACTIVATION:
         return [0]
     return [i for i, v in enumerate(node.inputs) if v is not None]
