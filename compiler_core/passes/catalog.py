@@ -21,7 +21,8 @@ FUSIONS: list[str] = []  # fusion passes go here, in the order they should run
 O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
 # Opt-in: layout conversion adds transposes instead of removing nodes.  It runs before
 # element-wise fusion, whose fused nodes it cannot see through.
-O2_NHWC = O2[:-1] + ["convert_layout_nhwc"] + O2[-1:]
+_AT = O2.index("fuse_elementwise")
+O2_NHWC = O2[:_AT] + ["convert_layout_nhwc"] + O2[_AT:]
 
 define_preset("clean", CLEAN, "cleanup only: Dropout, Identity, no-op and redundant "
                               "Reshape/Transpose elimination, dead code")
