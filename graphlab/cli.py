@@ -15,8 +15,9 @@ from compiler_core.errors import GraphLabError
 
 from . import __version__
 from .commands import compile, explain, info, passes, samples, serve, show
+from .commands import memory, roofline, schedule, targets
 
-COMMANDS = [samples, info, show, explain, serve, passes, compile]
+COMMANDS = [samples, info, show, explain, serve, passes, compile, targets, roofline, schedule, memory]
 
 
 def build_parser() -> argparse.ArgumentParser:

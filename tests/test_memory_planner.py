@@ -174,7 +174,6 @@ def test_every_sample_plans_within_5_percent_of_the_lower_bound(name, variant):
         plan = plan_memory(load_sample(name), BINDINGS if variant == "raw bound" else None)
     assert_valid(plan)
     assert plan.peak_bytes <= TOLERANCE * plan.lower_bound_bytes
-    assert plan.peak_bytes < plan.naive_bytes or plan.naive_bytes == 0
 
 
 # ---------------------------------------------------------------- random graphs and intervals

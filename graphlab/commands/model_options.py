@@ -1,0 +1,50 @@
+"""Options the hardware commands share: a target, an optional pipeline and symbolic-dim bindings.
+
+`roofline`, `memory` and `schedule` analyse the model as loaded or, with `--pipeline`, the
+graph the pipeline leaves (its last snapshot), so a student sees what the passes bought.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
+from compiler_core.ir import Graph
+from compiler_core.passes import PassManager
+
+from .common import load_graph, parse_bindings
+
+
+def add_target_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
+                        help=f"a built-in target ({', '.join(list_targets())}) or the path of "
+                             f"a target JSON file (default {DEFAULT_TARGET})")
+
+
+def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pipeline", metavar="P", default=None,
+                        help="run this preset or comma-separated list of passes first and "
+                             "analyse the graph it produces")
+    parser.add_argument("--bind", metavar="k=v,...", default=None,
+                        help="sizes of symbolic dims, e.g. batch=1,seq=128 (unbound dims "
+                             "count as 1)")
+
+
+@dataclass
+class Analysed:
+    """The model as loaded, the graph to analyse (after the pipeline, if any), the bindings."""
+
+    initial: Graph
+    final: Graph
+    bindings: dict[str, int]
+    pipeline: str | None
+
+
+def analysed_graphs(args) -> Analysed:
+    bindings = parse_bindings(args.bind)
+    initial = load_graph(args.model)
+    if not args.pipeline:
+        return Analysed(initial, initial, bindings, None)
+    result = PassManager(args.pipeline, bindings=bindings).run(initial)
+    return Analysed(initial, result.final, bindings, args.pipeline)

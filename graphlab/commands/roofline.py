@@ -1,0 +1,81 @@
+"""`graphlab roofline MODEL`: every op's FLOPs, bytes, intensity and bound on a target.
+
+With `--pipeline`, the ops are those of the pipeline's last snapshot, and the report adds the
+loaded model's total and the estimated speed-up the pipeline buys on the target.
+"""
+
+from __future__ import annotations
+
+from compiler_core.hardware.cost import compare_costs, graph_cost
+from compiler_core.hardware.targets import get_target
+
+from .common import add_json_flag, add_model_argument, print_json
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs
+from .units import format_bytes, format_seconds, format_si
+
+DEFAULT_TOP = 15
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("roofline", help="per-op roofline on a hardware target: "
+                                                    "FLOPs, bytes, intensity, bound, time")
+    add_model_argument(parser)
+    add_target_option(parser)
+    add_pipeline_options(parser)
+    parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
+                        help=f"text output: show the N slowest ops (0: all; default "
+                             f"{DEFAULT_TOP})")
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def roofline_record(analysed, target) -> dict:
+    """graph_cost's record of the analysed graph; with a pipeline, the comparison too."""
+    if analysed.pipeline is None:
+        return graph_cost(analysed.final, target, analysed.bindings).to_dict()
+    comparison = compare_costs(analysed.initial, analysed.final, target, analysed.bindings)
+    return {**comparison.after.to_dict(), "pipeline": analysed.pipeline,
+            "initial": comparison.before.totals(),
+            "initial_total_est_seconds": comparison.before.total_est_seconds,
+            "initial_notes": comparison.before.notes,
+            "speedup": comparison.speedup}
+
+
+def run(args) -> int:
+    target = get_target(args.target)
+    record = roofline_record(analysed_graphs(args), target)
+    if args.json:
+        print_json(record)
+        return 0
+    print_text(record, args.top)
+    return 0
+
+
+def print_text(record: dict, top: int) -> None:
+    t = record["target"]
+    print(f"target {t['name']}: peak {format_si(t['peak_ops_per_s'], 'OPS')}, bandwidth "
+          f"{format_si(t['bandwidth_bytes_per_s'], 'B/s')}, ridge {t['ridge_point']:.2f} "
+          f"ops/byte (ops below the ridge are memory-bound)")
+    ops = sorted(record["ops"], key=lambda op: -op["est_seconds"])
+    shown = ops if top <= 0 else ops[:top]
+    width = min(48, max((len(op["node"]) for op in shown), default=4))
+    print(f"{'node':<{width}}  {'op':<18} {'FLOPs':>10} {'bytes':>10} {'ops/B':>7} "
+          f"{'bound':<7} {'time':>9}")
+    for op in shown:
+        intensity = "inf" if op["intensity"] is None else f"{op['intensity']:.2f}"
+        print(f"{op['node'][-width:]:<{width}}  {op['op_type'][:18]:<18} "
+              f"{format_si(op['flops'], ''):>10} {format_bytes(op['bytes']):>10} "
+              f"{intensity:>7} {op['bound']:<7} {format_seconds(op['est_seconds']):>9}")
+    if len(shown) < len(ops):
+        print(f"... {len(ops) - len(shown)} faster ops not shown (--top 0 shows all)")
+    print(f"total: {format_si(record['total_flops'], 'FLOP')}, "
+          f"{format_bytes(record['total_bytes'])} moved, estimated "
+          f"{format_seconds(record['total_est_seconds'])} on {t['name']}")
+    if "speedup" in record:
+        speedup = record["speedup"]
+        print(f"before {record['pipeline']}: {format_seconds(record['initial_total_est_seconds'])}"
+              f" estimated; speed-up " + ("n/a" if speedup is None else f"{speedup:.2f}x"))
+    if record["unmodelled_ops"]:
+        print("not priced (counted as 0): " + ", ".join(record["unmodelled_ops"]))
+    for note in record["notes"]:
+        print(f"note: {note}")

@@ -1,0 +1,120 @@
+"""`graphlab schedule`: put a GEMM or convolution on a systolic array and count the cycles.
+
+The problem comes from a model node (`MODEL --node NAME`: its MatMul, Gemm or Conv, or the
+ones in a fused node's body), or is given directly (`--gemm M,N,K` or
+`--conv H,W,FH,FW,C,N,S`, an unpadded convolution as SCALE-Sim describes it).
+"""
+
+from __future__ import annotations
+
+from compiler_core.errors import GraphLabError
+from compiler_core.hardware.node_schedule import schedule_node
+from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
+
+from .common import add_json_flag, print_json
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs
+from .units import format_seconds
+
+_DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
+                   "is": "input-stationary"}
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "schedule", help="cycles of a GEMM or convolution on a systolic array",
+        description="Schedule one problem: MODEL --node NAME, --gemm M,N,K or "
+                    "--conv H,W,FH,FW,C,N,S.")
+    parser.add_argument("model", metavar="MODEL", nargs="?",
+                        help="an .onnx file or sample name (with --node)")
+    problem = parser.add_mutually_exclusive_group(required=True)
+    problem.add_argument("--node", metavar="NAME", help="a MatMul/Gemm/Conv node of MODEL")
+    problem.add_argument("--gemm", metavar="M,N,K", help="(M x K) . (K x N)")
+    problem.add_argument("--conv", metavar="H,W,FH,FW,C,N,S",
+                         help="H x W x C input, N filters of FH x FW, stride S, no padding")
+    parser.add_argument("--array", metavar="RxC", help="array rows x columns (default: the "
+                                                       "target's)")
+    parser.add_argument("--dataflow", choices=DATAFLOWS, default="os",
+                        help="os (output-), ws (weight-) or is (input-stationary); default os")
+    parser.add_argument("--timing", choices=TIMINGS, default="overlap",
+                        help="overlap (double-buffered, default) or scalesim (SCALE-Sim's "
+                             "count: folds back to back)")
+    add_target_option(parser)
+    add_pipeline_options(parser)
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def _integers(text: str, names: str) -> list[int]:
+    parts = [p.strip() for p in text.split(",")]
+    expected = names.split(",")
+    if len(parts) != len(expected) or not all(p.isdigit() for p in parts):
+        raise GraphLabError(f"cannot read {text!r} as {names}",
+                            hint=f"give {len(expected)} whole numbers separated by commas")
+    return [int(p) for p in parts]
+
+
+def _array(text: str | None) -> tuple[int | None, int | None]:
+    if text is None:
+        return None, None
+    rows, sep, cols = text.lower().partition("x")
+    if not sep or not rows.strip().isdigit() or not cols.strip().isdigit():
+        raise GraphLabError(f"cannot read array {text!r}", hint="write rows x columns, "
+                                                                "e.g. 32x32")
+    return int(rows), int(cols)
+
+
+def schedule_record(args) -> dict:
+    rows, cols = _array(args.array)
+    options = {"rows": rows, "cols": cols, "dataflow": args.dataflow, "timing": args.timing,
+               "target": args.target}
+    if args.node is not None:
+        if args.model is None:
+            raise GraphLabError("--node needs a MODEL", hint="graphlab schedule MODEL --node "
+                                                             "NAME")
+        analysed = analysed_graphs(args)
+        return schedule_node(analysed.final, args.node, bindings=analysed.bindings, **options)
+    if args.model is not None:
+        raise GraphLabError("MODEL is only read with --node",
+                            hint="drop MODEL, or name a node with --node")
+    if args.gemm is not None:
+        return schedule_gemm(*_integers(args.gemm, "M,N,K"), **options).report()
+    return schedule_conv(*_integers(args.conv, "H,W,FH,FW,C,N,S"), **options).report()
+
+
+def run(args) -> int:
+    record = schedule_record(args)
+    if args.json:
+        print_json(record)
+        return 0
+    print_text(record)
+    return 0
+
+
+def _percent(fraction: float) -> str:
+    return f"{fraction * 100:.3g}%"
+
+
+def print_text(record: dict) -> None:
+    where = f"node {record['node']} ({record['op_type']}): " if "node" in record else ""
+    if "gemm" in record:
+        g = record["gemm"]
+        what = f"GEMM ({g['M']} x {g['K']}) . ({g['K']} x {g['N']})"
+    else:
+        what = f"{record['instances']} GEMMs back to back"
+    print(f"{where}{what} on a {record['array']} array, "
+          f"{_DATAFLOW_NAMES[record['dataflow']]}, {record['timing']} timing")
+    print(f"folds         {record['folds']}, mapping efficiency "
+          f"{_percent(record['mapping_efficiency'])} (PEs holding real data)")
+    print(f"cycles        {record['cycles']:,} (SCALE-Sim's count, the last busy cycle's "
+          f"number: {format_seconds(record['seconds'])} on {record['target']}), "
+          f"{record['stall_cycles']:,} waiting for memory")
+    print(f"utilization   {_percent(record['utilization'])} of the array's multiply-accumulates")
+    per_fold = ", ".join(f"{cycles} x {count}" for cycles, count in
+                         record["cycles_per_fold"][:6])
+    more = " ..." if len(record["cycles_per_fold"]) > 6 else ""
+    print(f"cycles/fold   {per_fold}{more}  (cycles x folds)")
+    phases = record["phases"]
+    print("phases        " + ", ".join(f"{name} {phases[name]:,}" for name in phases))
+    for part in record.get("parts", []):
+        if part["note"]:
+            print(f"note: {part['source']}: {part['note']}")

@@ -1,0 +1,53 @@
+"""`graphlab targets`: the built-in hardware targets, their figures and where they come from."""
+
+from __future__ import annotations
+
+from compiler_core.hardware.targets import Target, get_target, list_targets
+
+from .common import add_json_flag, print_json
+from .units import format_bytes, format_si
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser("targets", help="list the hardware targets (peak rates, "
+                                                   "bandwidth, ridge point, array, sources)")
+    add_json_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def target_record(target: Target) -> dict:
+    """The target's file fields plus what follows from them: ridge per dtype, array shape."""
+    return {
+        **target.to_dict(),
+        "ridge_point": {dtype: target.ridge_point(dtype) for dtype in target.peak_ops_per_s},
+        "array": f"{target.array_rows}x{target.array_cols}",
+    }
+
+
+def _by_value(texts: dict[str, str]) -> str:
+    """{'int8': 'x', 'float16': 'x', 'float32': 'y'} -> 'int8, float16 x; float32 y'."""
+    groups: dict[str, list[str]] = {}
+    for dtype, text in texts.items():
+        groups.setdefault(text, []).append(dtype)
+    return "; ".join(f"{', '.join(dtypes)} {text}" for text, dtypes in groups.items())
+
+
+def run(args) -> int:
+    targets = [get_target(name) for name in list_targets()]
+    if args.json:
+        print_json({"targets": [target_record(t) for t in targets]})
+        return 0
+    for target in targets:
+        print(f"{target.name}  {target.display_name}")
+        peaks = _by_value({d: format_si(r, "OPS") for d, r in target.peak_ops_per_s.items()})
+        ridges = _by_value({d: f"{target.ridge_point(d):.2f} ops/byte"
+                            for d in target.peak_ops_per_s})
+        print(f"  peak       {peaks}")
+        print(f"  bandwidth  {format_si(target.bandwidth_bytes_per_s, 'B/s')}")
+        print(f"  ridge      {ridges}")
+        arrays = f"{target.array_count} x " if target.array_count > 1 else ""
+        print(f"  array      {arrays}{target.array_rows}x{target.array_cols} at "
+              f"{format_si(target.clock_hz, 'Hz')}, on-chip SRAM "
+              f"{format_bytes(target.sram_bytes)}")
+        print("  sources    " + "; ".join(source.title for source in target.sources))
+    return 0

@@ -1,0 +1,237 @@
+"""The hardware commands, run for real: `graphlab targets`, `roofline`, `schedule`, `memory`."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from compiler_core.hardware.memory import plan_memory
+from compiler_core.hardware.targets import list_targets
+from graphlab.cli import main
+from hardware_graphs import load_sample
+
+ROOFLINE_TARGET_KEYS = {"name", "peak_ops_per_s", "bandwidth_bytes_per_s", "ridge_point"}
+ROOFLINE_OP_KEYS = {"node", "op_type", "flops", "bytes", "intensity", "bound",
+                    "attainable_ops_per_s", "est_seconds"}
+SCHEDULE_KEYS = {"cycles", "folds", "cycles_per_fold", "mapping_efficiency", "utilization",
+                 "stall_cycles", "dataflow", "array"}
+MEMORY_KEYS = {"peak_bytes", "naive_bytes", "lower_bound_bytes", "buffers"}
+BUFFER_KEYS = {"tensor", "offset", "size", "first", "last"}
+
+
+def run_json(capsys, *argv) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def run_text(capsys, *argv) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def run_failing(capsys, *argv) -> str:
+    """The one-line error a user sees (exit status 2)."""
+    assert main(list(argv)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("graphlab: error: ") and err.count("\n") == 1
+    return err
+
+
+def scalesim_cycles(M, N, K, R, C, dataflow):
+    """SCALE-Sim's closed forms (see compiler_core/hardware/systolic/timing.py)."""
+    if dataflow == "os":
+        return math.ceil(M / R) * math.ceil(N / C) * (R + C + K - 2) - 1
+    if dataflow == "ws":
+        return math.ceil(K / R) * math.ceil(N / C) * (2 * R + C + M - 2) - 1
+    return math.ceil(K / R) * math.ceil(M / C) * (2 * R + C + N - 2) - 1
+
+
+# ---------------------------------------------------------------- targets
+def test_targets_lists_every_target_with_its_derived_figures(capsys):
+    data = run_json(capsys, "targets")
+    by_name = {t["name"]: t for t in data["targets"]}
+    assert sorted(by_name) == list_targets()
+    asic = by_name["asic32"]
+    assert asic["ridge_point"]["float32"] == pytest.approx(13.33, abs=0.005)
+    assert asic["ridge_point"]["int8"] == pytest.approx(40 / 3)
+    assert asic["peak_ops_per_s"]["int8"] == 32e12
+    assert asic["bandwidth_bytes_per_s"] == 2.4e12
+    assert asic["array"] == "128x128" and asic["sram_bytes"] == 16 * 2 ** 20
+    for target in data["targets"]:
+        assert target["display_name"] and target["sources"]
+    text = run_text(capsys, "targets")
+    assert "13.33 ops/byte" in text and "128x128" in text and "2.4 TB/s" in text
+
+
+# ---------------------------------------------------------------- roofline
+def test_roofline_record_has_the_documented_keys_and_hand_checked_values(capsys):
+    data = run_json(capsys, "roofline", "teach_matmul_bias")
+    assert set(data["target"]) == ROOFLINE_TARGET_KEYS
+    assert data["target"]["ridge_point"] == pytest.approx(13.33, abs=0.005)
+    for op in data["ops"]:
+        assert set(op) >= ROOFLINE_OP_KEYS
+    first = data["ops"][0]
+    # x [2,8] . W [8,16]: 2 * 32 * 8 = 512 FLOPs; (16 + 128 + 32) * 4 = 704 bytes
+    assert (first["node"], first["flops"], first["bytes"]) == ("matmul_good", 512, 704)
+    assert first["bound"] == "memory"
+    assert first["attainable_ops_per_s"] == pytest.approx(2.4e12 * 512 / 704)
+    assert first["est_seconds"] == pytest.approx(704 / 2.4e12)
+    assert data["total_est_seconds"] == pytest.approx(sum(op["est_seconds"]
+                                                          for op in data["ops"]))
+
+
+def test_roofline_on_another_target(capsys):
+    data = run_json(capsys, "roofline", "teach_matmul_bias", "--target", "teach16")
+    assert data["target"]["name"] == "teach16" and data["target"]["ridge_point"] == 32
+
+
+def test_roofline_with_a_pipeline_reports_the_speedup(capsys):
+    data = run_json(capsys, "roofline", "teach_gelu", "--pipeline", "O2")
+    assert data["pipeline"] == "O2"
+    assert data["speedup"] == pytest.approx(data["initial_total_est_seconds"]
+                                            / data["total_est_seconds"])
+    assert data["speedup"] > 1
+    assert data["initial"]["total_flops"] == data["total_flops"]
+    text = run_text(capsys, "roofline", "teach_gelu", "--pipeline", "O2")
+    assert "speed-up" in text and "ridge 13.33 ops/byte" in text
+
+
+# ---------------------------------------------------------------- schedule
+@pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
+@pytest.mark.parametrize("M, N, K, R, C", [(5, 6, 7, 4, 4), (64, 64, 64, 32, 32),
+                                           (100, 30, 70, 16, 8)])
+def test_gemm_schedule_matches_the_closed_form(capsys, M, N, K, R, C, dataflow):
+    data = run_json(capsys, "schedule", "--gemm", f"{M},{N},{K}", "--array", f"{R}x{C}",
+                    "--dataflow", dataflow, "--timing", "scalesim")
+    assert set(data) >= SCHEDULE_KEYS
+    assert data["cycles"] == scalesim_cycles(M, N, K, R, C, dataflow)
+    assert (data["dataflow"], data["array"], data["stall_cycles"]) == (dataflow, f"{R}x{C}", 0)
+
+
+def test_conv_schedule_is_its_im2col_gemm(capsys):
+    # 7x7x2 input, five 3x3 filters, stride 2: M = 9, K = 18, N = 5; 6 folds of 24: 143
+    data = run_json(capsys, "schedule", "--conv", "7,7,3,3,2,5,2", "--array", "4x4",
+                    "--timing", "scalesim")
+    assert data["cycles"] == 143 and data["gemm"] == {"M": 9, "N": 5, "K": 18}
+
+
+def test_node_schedule_of_a_sample_conv(capsys):
+    # cnn_bn's first conv, batch 1: 3x32x32 -> 16x32x32, 3x3, pad 1: M = 1024, K = 27, N = 16;
+    # os on 128x128: 8 folds of 128 + 128 + 27 - 2 = 281 cycles: 2247
+    data = run_json(capsys, "schedule", "cnn_bn", "--node", "/block1/block1.0/Conv",
+                    "--bind", "batch=1", "--timing", "scalesim")
+    assert data["gemm"] == {"M": 1024, "N": 16, "K": 27}
+    assert data["conv"]["H"] == 34 and data["conv"]["OH"] == 32
+    assert data["cycles"] == scalesim_cycles(1024, 16, 27, 128, 128, "os") == 2247
+    assert (data["node"], data["op_type"]) == ("/block1/block1.0/Conv", "Conv")
+
+
+def save_depthwise_model(path) -> str:
+    """x [1,4,8,8] -> depthwise 3x3 conv (group 4, pad 1) -> Relu."""
+    weight = numpy_helper.from_array(np.ones((4, 1, 3, 3), np.float32), "w")
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="dw", group=4,
+                              kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    graph = helper.make_graph(
+        nodes, "depthwise", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    target = path / "depthwise.onnx"
+    target.write_bytes(model.SerializeToString())
+    return str(target)
+
+
+def test_depthwise_conv_runs_one_gemm_per_group_back_to_back(capsys, tmp_path):
+    # each of the 4 groups: M = 64 pixels, N = 1 filter, K = 9; os on 4x4:
+    # 16 folds of 4 + 4 + 9 - 2 = 15 -> 239 cycles; four of them: 4 * 240 - 1 = 959
+    model = save_depthwise_model(tmp_path)
+    data = run_json(capsys, "schedule", model, "--node", "dw", "--array", "4x4",
+                    "--timing", "scalesim")
+    assert data["cycles"] == 4 * (scalesim_cycles(64, 1, 9, 4, 4, "os") + 1) - 1 == 959
+    assert data["folds"] == 64 and data["instances"] == 4
+    assert data["mapping_efficiency"] == pytest.approx(1 / 4)  # one of 4 columns used
+    assert data["utilization"] == pytest.approx(4 * 64 * 9 / (960 * 16))
+    assert data["cycles_per_fold"] == [[15, 64]]
+    assert [(p["M"], p["N"], p["K"], p["instances"]) for p in data["parts"]] == [(64, 1, 9, 4)]
+
+
+def test_schedule_of_a_node_without_a_gemm_names_it_and_lists_nodes_that_have_one(capsys,
+                                                                                  tmp_path):
+    err = run_failing(capsys, "schedule", save_depthwise_model(tmp_path), "--node", "relu")
+    assert "'relu' (Relu) has no matrix multiply or convolution" in err
+    assert "nodes with a GEMM: dw" in err
+    err = run_failing(capsys, "schedule", "cnn_bn", "--node", "/block1/block1.1/Relu")
+    assert "/block1/block1.0/Conv" in err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["schedule", "--gemm", "4,4"], "cannot read '4,4' as M,N,K"),
+    (["schedule", "--gemm", "4,4,4", "--array", "4by4"], "cannot read array '4by4'"),
+    (["schedule", "--gemm", "4,4,0"], "K must be positive"),
+    (["schedule", "cnn_bn", "--gemm", "4,4,4"], "MODEL is only read with --node"),
+    (["schedule", "cnn_bn", "--node", "nope"], "no node named 'nope'"),
+    (["roofline", "cnn_bn", "--bind", "batch"], "cannot read binding 'batch'"),
+    (["roofline", "cnn_bn", "--target", "tpu_v9"], "unknown target 'tpu_v9'"),
+    (["memory", "cnn_bn", "--align", "0"], "--align must be at least 1"),
+    (["memory", "cnn_bn", "--pipeline", "O9"], "unknown pass or preset 'O9'"),
+])
+def test_bad_arguments_are_one_line_errors(capsys, argv, message):
+    assert message in run_failing(capsys, *argv)
+
+
+def test_schedule_text_output_reads(capsys):
+    text = run_text(capsys, "schedule", "--gemm", "64,64,64", "--array", "32x32")
+    assert "GEMM (64 x 64) . (64 x 64) on a 32x32 array, output-stationary" in text
+    assert "folds         4" in text and "utilization" in text
+
+
+# ---------------------------------------------------------------- memory
+def assert_no_live_overlap(buffers):
+    """No two tensors live at a common step share a byte, except an in-place hand-over."""
+    for a, b in itertools.combinations(buffers, 2):
+        live_together = a["first"] <= b["last"] and b["first"] <= a["last"]
+        share_bytes = (a["offset"] < b["offset"] + b["size"]
+                       and b["offset"] < a["offset"] + a["size"])
+        if live_together and share_bytes:
+            assert b["reuses"] == a["tensor"] or a["reuses"] == b["tensor"], (a, b)
+
+
+@pytest.mark.parametrize("name, argv", [
+    ("cnn_bn", []), ("gpt2_tiny", ["--bind", "batch=1,seq=16"]),
+    ("bert_tiny_op13", ["--pipeline", "O2", "--bind", "batch=1,seq=16"]),
+])
+def test_memory_record_and_invariants(capsys, name, argv):
+    data = run_json(capsys, "memory", name, *argv)
+    assert set(data) >= MEMORY_KEYS
+    assert data["buffers"] and all(set(b) >= BUFFER_KEYS for b in data["buffers"])
+    assert data["lower_bound_bytes"] <= data["peak_bytes"] <= 1.05 * data["lower_bound_bytes"]
+    assert data["peak_bytes"] < data["naive_bytes"]
+    assert max(b["offset"] + b["size"] for b in data["buffers"]) == data["peak_bytes"]
+    assert_no_live_overlap(data["buffers"])
+
+
+def test_memory_json_is_the_library_record(capsys):
+    data = run_json(capsys, "memory", "gpt2_tiny", "--bind", "batch=1,seq=16")
+    assert data == json.loads(json.dumps(
+        plan_memory(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}).to_dict()))
+
+
+def test_memory_text_output_reads(capsys):
+    text = run_text(capsys, "memory", "teach_conv_bn")
+    assert "arena peak   16 KiB" in text and "naive        40 KiB" in text
+    assert "lower bound  16 KiB" in text and "outside the arena" in text
+
+
+def test_the_installed_entry_point_reports_errors_on_stderr():
+    result = subprocess.run([sys.executable, "-m", "graphlab", "schedule", "--gemm", "1,x,3"],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("graphlab: error: cannot read '1,x,3' as M,N,K")
