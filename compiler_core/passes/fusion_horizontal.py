@@ -235,7 +235,7 @@ def _concat_biases(group: list[_Member]) -> np.ndarray:
 def _add_split(graph: Graph, wide: Value, results: list[Value], sizes: list[int], name: str,
                provenance: Provenance, order: float) -> None:
     """Split the wide result along its last axis back into the siblings' original values."""
-    inputs, attrs = [wide], {"axis": -1}
+    inputs, attrs = [wide], {"axis": wide.rank - 1 if wide.rank else -1}  # -1 needs opset 11
     if graph.opset_imports.get("", 1) >= 13:
         inputs.append(graph.add_initializer(f"{name}_sizes", np.array(sizes, np.int64)))
     else:
