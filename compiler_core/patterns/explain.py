@@ -86,8 +86,9 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     """Report every pattern (default: the whole library) on ``graph``.
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
-    where more than the root matched (``all_sites`` also keeps sites that failed right after
-    the root: every Add is a root-only site of matmul_add).  With ``node``: only what concerns
+    where more than the root matched — its inputs come from the op types the pattern wants
+    (``all_sites`` also keeps sites that failed right at the root: every Add is a root-only
+    site of matmul_add).  With ``node``: only what concerns
     that node — the match that contains it, or the failed sites whose attempt reached it (a
     Conv whose BN fusion was blocked), or else, for patterns asked for by name, the attempt
     rooted at the node itself.
@@ -103,6 +104,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
         if target is not None:
             matches = [m for m in matches if target in m.nodes]
             sites = [] if matches else sites
+        if target is None and not all_sites and compiled.prefilter is not None:
+            sites = [n for n in sites if compiled.prefilter(n)]  # the rest fail at the root
         misses = []
         for site in sites:
             failure = attempt(compiled, site, explain=True, claimed=covered)
