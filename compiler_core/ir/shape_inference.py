@@ -24,7 +24,7 @@ SAME_AS_FIRST_INPUT = {
     "Sign", "Sin", "Sinh", "Softmax", "Softplus", "Softsign", "Sqrt", "Tan", "Tanh",
     "ThresholdedRelu", "BatchNormalization", "Shrink", "QuickGelu", "FastGelu", "BiasGelu",
     "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
-    "BiasAdd", "FusedConv", "NhwcConv",
+    "BiasAdd",
 }
 BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Mod",
                 "BitShift", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
