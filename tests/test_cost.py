@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from onnx import TensorProto
 
 from compiler_core.hardware.cost import compare_costs, graph_cost, node_cost
 from compiler_core.hardware.op_flops import op_flops
 from compiler_core.hardware.roofline import ridge_point
-from hardware_graphs import (BINDINGS, I64, SAMPLES, Builder, elementwise_chain, fuse_all,
+from compiler_core.ir import Value
+from hardware_graphs import (BINDINGS, F, I64, SAMPLES, Builder, elementwise_chain, fuse_all,
                              load_sample, optimized_sample)
 
 
-def cost_of(graph, **kwargs):
-    """The cost of the graph's only non-input node."""
+def cost_of(graph):
+    """The cost of the graph's only node on asic32."""
     (node,) = graph.nodes
-    return node_cost(node, "asic32", **kwargs)
+    return node_cost(node, "asic32")
 
 
 def single(op_type, input_shapes, out_shape, weights=(), **attrs):
@@ -117,6 +119,15 @@ def test_unknown_ops_are_flagged_not_guessed():
     assert not cost.modelled and cost.flops == 0
     assert "cannot price my.ops.Frobnicate (unknown op)" in cost.note
     assert graph_cost(graph, "asic32").to_dict()["unmodelled_ops"] == ["my.ops.Frobnicate"]
+
+
+def test_a_known_op_without_shapes_says_so():
+    b = Builder()
+    mystery = b.graph.add_input(Value("mystery", F, None))
+    node = b.graph.add_node("MatMul", [mystery, mystery], 1)
+    cost = node_cost(node, "asic32")
+    assert not cost.modelled
+    assert "cannot price MatMul (unknown shapes or attributes)" in cost.note
 
 
 def test_compute_and_memory_bound_on_the_roofline():
@@ -235,9 +246,9 @@ def test_variadic_ops_count_one_op_per_extra_input():
 
 def test_int8_ops_run_at_the_int8_peak():
     b = Builder()
-    a = b.input("a", (64, 64), elem_type=3)  # INT8
-    w = b.input("w", (64, 64), elem_type=3)
-    graph = b.outputs(b.op("MatMulInteger", [a, w], (64, 64), elem_type=6))  # INT32 result
+    a = b.input("a", (64, 64), elem_type=TensorProto.INT8)
+    w = b.input("w", (64, 64), elem_type=TensorProto.INT8)
+    graph = b.outputs(b.op("MatMulInteger", [a, w], (64, 64), elem_type=TensorProto.INT32))
     cost = cost_of(graph)
     assert cost.dtype == "int8" and cost.flops == 2 * 64 ** 3
     assert cost.bytes == 64 * 64 * (1 + 1 + 4)

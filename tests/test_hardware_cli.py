@@ -180,7 +180,7 @@ def test_schedule_of_a_node_without_a_gemm_names_it_and_lists_nodes_that_have_on
     (["schedule", "cnn_bn", "--node", "nope"], "no node named 'nope'"),
     (["roofline", "cnn_bn", "--bind", "batch"], "cannot read binding 'batch'"),
     (["roofline", "cnn_bn", "--target", "tpu_v9"], "unknown target 'tpu_v9'"),
-    (["memory", "cnn_bn", "--align", "0"], "--align must be at least 1"),
+    (["memory", "cnn_bn", "--align", "0"], "alignment must be at least 1"),
     (["memory", "cnn_bn", "--pipeline", "O9"], "unknown pass or preset 'O9'"),
 ])
 def test_bad_arguments_are_one_line_errors(capsys, argv, message):

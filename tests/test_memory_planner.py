@@ -205,6 +205,21 @@ def test_random_graphs_keep_the_invariants(graph, alignment):
     assert_valid(plan_memory(graph, alignment=alignment))
 
 
+def test_the_repair_loop_closes_the_hole_plain_greedy_leaves():
+    # t3 lives 3..7 beside t0 (3 bytes, 5..7) and t1 (1..3); at step 3, t1, t2 and t3 are
+    # live (6 bytes). Plain greedy by size stacks t2 on top (7 bytes); placing the buffer
+    # that set the peak first reaches the bound.
+    intervals = [Interval("t0", 3, 5, 7), Interval("t1", 2, 1, 3), Interval("t2", 2, 3, 3),
+                 Interval("t3", 2, 3, 7)]
+    assert lower_bound(intervals) == 6
+
+    def peak(offsets):
+        return max(offsets[i.key] + i.size for i in intervals)
+
+    assert peak(assign_offsets(intervals, repair_rounds=1)) == 7
+    assert peak(assign_offsets(intervals)) == 6
+
+
 @st.composite
 def random_intervals(draw):
     count = draw(st.integers(0, 40))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
-from .op_flops import METADATA_ONLY, SELECTING, op_flops
+from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
 from .shape_transfer import borrow_shapes, is_static
 from .roofline import TargetLike, attainable_ops_per_s, classify, estimate_seconds
 from .targets import Target, get_target
@@ -174,6 +174,14 @@ def _fusion_note(node: Node, sizes: SizeResolver, moved: int | None) -> str:
             f"{sum(unfused):,} bytes, fused {moved:,}")
 
 
+def _unpriced_reason(node: Node) -> str:
+    if node.body is not None:
+        return "its body holds an op it cannot price"
+    if node.domain not in PRICED_DOMAINS or not is_priced(node.op_type):
+        return "unknown op"
+    return "unknown shapes or attributes"
+
+
 def node_cost(node: Node, target: TargetLike = None,
               bindings: dict[str, int] | None = None) -> OpCost:
     """Cost of one node on a target (see the module docstring for the conventions)."""
@@ -190,8 +198,7 @@ def _node_cost(node: Node, target: Target, sizes: SizeResolver) -> OpCost:
         notes.append(_fusion_note(node, sizes, moved))
     modelled = flops is not None and moved is not None
     if not modelled:
-        notes.append(f"GraphLab cannot price {node.qualified_op}"
-                     + (" (unknown op)" if flops is None else " (unknown shapes)"))
+        notes.append(f"GraphLab cannot price {node.qualified_op} ({_unpriced_reason(node)})")
         flops, moved = flops or 0, moved or 0
     if sizes.assumed:
         notes.append(sizes.assumed_note())

@@ -16,7 +16,7 @@ with the input size its windows cover (padding included, rows the stride skips e
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..ir import Node
 from .systolic import ConvShape, ScheduleError
@@ -84,8 +84,7 @@ def _problems(node: Node, sizes: SizeResolver) -> list[GemmProblem]:
                                  "infers shapes (O1)")
     if sizes.assumed:
         note = sizes.assumed_note()
-        problem = GemmProblem(**{**problem.__dict__,
-                                 "note": "; ".join(filter(None, [problem.note, note]))})
+        problem = replace(problem, note="; ".join(filter(None, [problem.note, note])))
     return [problem]
 
 
@@ -145,7 +144,7 @@ def _conv(node: Node, x, w, out) -> GemmProblem | None:
     stride = strides[0]
     (fh, fw), (oh, ow) = kernel, out[2:]
     conv = ConvShape((oh - 1) * stride + fh, (ow - 1) * stride + fw, fh, fw, w[1], w[0], stride)
-    return GemmProblem(**{**problem.__dict__, "conv": conv})
+    return replace(problem, conv=conv)
 
 
 def _conv_transpose(node: Node, x, w) -> GemmProblem | None:

@@ -208,6 +208,12 @@ def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
     return None
 
 
+def is_priced(op_type: str) -> bool:
+    """True if `op_flops` knows the op (it may still lack the shapes or attributes it needs)."""
+    return (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
+            or op_type in ELEMENTWISE or op_type in PER_ELEMENT)
+
+
 def is_elementwise(op_type: str) -> bool:
     """Each output element depends only on the input elements at the same position."""
     return op_type in ELEMENTWISE or op_type in VARIADIC_ELEMENTWISE

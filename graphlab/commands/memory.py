@@ -3,7 +3,6 @@ the arena's peak beside the naive total and the lower bound."""
 
 from __future__ import annotations
 
-from compiler_core.errors import GraphLabError
 from compiler_core.hardware.memory import DEFAULT_ALIGNMENT, plan_memory
 
 from .common import add_json_flag, add_model_argument, print_json
@@ -25,8 +24,6 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    if args.align < 1:
-        raise GraphLabError("--align must be at least 1", hint="pass e.g. --align 64")
     analysed = analysed_graphs(args)
     plan = plan_memory(analysed.final, analysed.bindings, alignment=args.align).to_dict()
     if args.json:

@@ -36,14 +36,18 @@ class Interval:
         return self.first <= other.last and other.first <= self.last
 
 
-def assign_offsets(buffers: list[Interval]) -> dict[str, int]:
-    """key -> offset: greedy by size with best-fit gaps, repaired (see the module docstring)."""
+def assign_offsets(buffers: list[Interval],
+                   repair_rounds: int = REPAIR_ROUNDS) -> dict[str, int]:
+    """key -> offset: greedy by size with best-fit gaps, repaired (see the module docstring).
+
+    ``repair_rounds=1`` is TFLite's plain greedy by size.
+    """
     order = sorted(buffers, key=lambda b: (-b.size, b.first - b.last, b.key))
     bound = lower_bound(buffers)
     promoted: dict[str, Interval] = {}
     best: dict[str, int] = {}
     best_peak = None
-    for _ in range(REPAIR_ROUNDS):
+    for _ in range(max(1, repair_rounds)):
         offsets = _place(list(promoted.values())
                          + [b for b in order if b.key not in promoted])
         peak = _peak(buffers, offsets)

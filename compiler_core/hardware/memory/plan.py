@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ...errors import GraphLabError
 from ...ir import Graph, Node
 from ..tensor_sizes import SizeResolver
-from .arena import Interval, assign_offsets, live_bytes
+from .arena import REPAIR_ROUNDS, Interval, assign_offsets, live_bytes
 from .inplace import inplace_sources
 from .lifetimes import Lifetimes, tensor_lifetimes
 
@@ -90,10 +91,12 @@ def _aligned(nbytes: int, alignment: int) -> int:
 
 
 def plan_memory(graph: Graph, bindings: dict[str, int] | None = None,
-                alignment: int = DEFAULT_ALIGNMENT) -> MemoryPlan:
-    """Plan the arena of ``graph`` (see the module docstring)."""
+                alignment: int = DEFAULT_ALIGNMENT,
+                repair_rounds: int = REPAIR_ROUNDS) -> MemoryPlan:
+    """Plan the arena of ``graph`` (see the module docstring; ``repair_rounds``: `arena`)."""
     if alignment < 1:
-        raise ValueError(f"alignment must be at least 1, got {alignment}")
+        raise GraphLabError(f"alignment must be at least 1, got {alignment}",
+                            where="alignment", hint="use 1 for none, or e.g. 64")
     sizes = SizeResolver(bindings)
     lifetimes = tensor_lifetimes(graph, sizes)
     sources = inplace_sources(lifetimes)
@@ -101,7 +104,7 @@ def plan_memory(graph: Graph, bindings: dict[str, int] | None = None,
     for tensor in lifetimes.tensors:  # production order: a source is seen before its reuser
         buffer_of[tensor.name] = buffer_of.get(sources.get(tensor.name), tensor.name)
     intervals = _buffer_intervals(lifetimes, buffer_of, alignment)
-    offsets = assign_offsets(list(intervals.values()))
+    offsets = assign_offsets(list(intervals.values()), repair_rounds)
     records = [BufferRecord(t.name, offsets[buffer_of[t.name]],
                             _aligned(t.nbytes, alignment), t.first, t.last, t.nbytes,
                             sources.get(t.name))
