@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from compiler_core.passes import PRESETS
+from compiler_core.passes import resolve_pipeline
 from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -41,8 +41,9 @@ def test_clean_keeps_every_graph_output_name():
 
 
 def test_clean_preset_is_the_documented_pipeline():
-    assert PRESETS["clean"] == ["eliminate_dropout", "eliminate_identity", "eliminate_noop",
-                                "cancel_transposes", "merge_reshapes", "dce"]
+    assert resolve_pipeline("clean") == [
+        "eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
+        "merge_reshapes", "dce"]
 
 
 # ----------------------------------------------------------------------------- dropout

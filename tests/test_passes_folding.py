@@ -14,7 +14,7 @@ from onnx import helper, numpy_helper
 
 from compiler_core.errors import VerificationError
 from compiler_core.ir import load_model, to_bytes
-from compiler_core.passes import PRESETS, PassManager
+from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.verify import run
 from conformance import collect_cases, original_passes, outputs_match
 from graphlab.samples import get_sample, list_samples
@@ -89,7 +89,7 @@ def test_digits_cnn_keeps_its_test_accuracy_exactly():
     data = np.load(sample.test_data)
     images, labels = data["image"], data["labels"]
     graph = load_sample("digits_cnn")
-    final = run_checked(graph, PRESETS["O1"]).final
+    final = run_checked(graph, "O1").final
 
     def predict(g):
         options = ort.SessionOptions()
@@ -277,5 +277,5 @@ def test_cse_does_not_merge_float_constants_that_only_compare_equal():
 
 
 def test_o1_preset_runs_cleanup_then_folding():
-    assert PRESETS["O1"][:6] == PRESETS["clean"]
-    assert {"specialize_dims", "fold_constants", "cse", "dce"} <= set(PRESETS["O1"])
+    assert resolve_pipeline("O1")[:6] == resolve_pipeline("clean")
+    assert {"specialize_dims", "fold_constants", "cse", "dce"} <= set(resolve_pipeline("O1"))
