@@ -166,13 +166,6 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
     return _node_proto(node, None)
 
 
-def node_to_proto(node: Node) -> onnx.NodeProto:
-    """One plain (unfused) node as a NodeProto, e.g. to evaluate it on its own."""
-    if node.body is not None:
-        raise ValueError(f"{node.name!r} is fused: it exports as a call of a function")
-    return _node_proto(node, None)
-
-
 def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:
     proto = onnx.NodeProto(op_type=node.op_type, domain=node.domain, name=node.name,
                            doc_string=node.doc_string, overload=node.overload)
