@@ -1,5 +1,5 @@
 """Rewrite primitives shared by the passes: bypass a node, insert one after a value, fuse a set
-of nodes into one.
+of nodes into one, replace a set of nodes by one standard op.
 
 Fused nodes keep their original subgraph as a ``body`` (like an XLA fusion computation) whose
 nodes keep their ids, so the app can open a fused node and show what it was made of, and the
@@ -110,13 +110,16 @@ def _reached_by_all(exit_node: Node, members: set[int]) -> bool:
 
 
 def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
-                 outputs: Sequence[Value]) -> Graph:
-    """A standalone copy of ``nodes`` (same ids and names) reading ``inputs``."""
+                 outputs: Sequence[Value], constants: Sequence[Value] = ()) -> Graph:
+    """A standalone copy of ``nodes`` (same ids and names) reading ``inputs``; the values in
+    ``constants`` are copied into the body as its own initializers."""
     body = Graph("body")
     mapping: dict[str, Value] = {}
     for value in inputs:
         mapping[value.name] = body.add_input(Value(value.name, value.elem_type, value.shape,
                                                    type_proto=value.type_proto))
+    for value in constants:
+        mapping[value.name] = body.add_initializer(value.name, value.constant_value())
     for node in sorted(nodes, key=lambda n: (n.order, n.id)):
         copy = body.add_node(
             node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
@@ -134,18 +137,25 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
 
 
 def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str, rule: str,
-               attrs: dict | None = None) -> Node | None:
+               attrs: dict | None = None,
+               operands: Sequence[Value | None] | None = None) -> Node | None:
     """Replace ``nodes`` by one fused node whose body is their subgraph.
 
     The fused node reads the set's external inputs (weights included) and produces the values
     the rest of the graph reads, reusing those Value objects so shapes and names survive.
+    With ``operands`` the fused node reads exactly those, in that order (the signature of the
+    op it stands for, e.g. LayerNormalization's X, Scale, B; trailing Nones are dropped), and
+    the other constants the set reads (epsilon, 0.5, Clip bounds) move into the body.
     Returns None when the set cannot be fused (fusing it would create a cycle).
     """
     members = sorted(set(nodes), key=lambda n: (n.order, n.id))
     if creates_cycle(graph, members):
         return None
     inputs, outputs = boundary(members)
-    body = extract_body(members, inputs, outputs)
+    constants: list[Value] = []
+    if operands is not None:
+        inputs, constants = _split_operands(inputs, operands)
+    body = extract_body(members, inputs, outputs, constants)
     body.opset_imports = dict(graph.opset_imports)
     order = max(n.order for n in members)
     provenance = ctx.provenance(rule, members)
@@ -154,6 +164,48 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=FUSED_DOMAIN,
                           name=fused_name(op_type, members), provenance=provenance,
                           body=body, order=order)
+
+
+def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str,
+                  rule: str, inputs: Sequence[Value | None], attrs: dict | None = None,
+                  name: str | None = None) -> Node:
+    """Replace ``nodes`` by one standard ``op_type`` node computing their result from ``inputs``.
+
+    The set must have exactly one result read outside it (a matched pattern's root output);
+    the new node takes that Value over (name, readers, graph-output role) and the set's place
+    in the order.  It is named ``name`` or after the set's scope, and its provenance names
+    every replaced node.
+    """
+    members = sorted(set(nodes), key=lambda n: (n.order, n.id))
+    _, outputs = boundary(members)
+    if len(outputs) != 1:
+        raise ValueError(f"{len(outputs)} results of the replaced nodes are read elsewhere; "
+                         f"one op can stand for one")
+    order = max(n.order for n in members)
+    provenance = ctx.provenance(rule, members)
+    name = name or fused_name(op_type, members)
+    for node in reversed(members):
+        graph.remove_node(node)
+    return graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
+                          provenance=provenance, order=order)
+
+
+def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],
+                    ) -> tuple[list[Value], list[Value]]:
+    """The fused node's inputs (``operands`` without trailing Nones) and the constants that
+    move into the body (every other external input, which must be constant)."""
+    kept = list(operands)
+    while kept and kept[-1] is None:
+        kept.pop()
+    if None in kept:
+        raise ValueError("only trailing operands may be omitted")
+    names = {v.name for v in kept if v is not None}
+    constants = [v for v in inputs if v.name not in names]
+    for value in constants:
+        if value.constant_value() is None:
+            raise ValueError(f"{value.name!r} is read by the fused nodes but is neither an "
+                             f"operand nor a constant")
+    return kept, constants
 
 
 def fused_name(op_type: str, members: Sequence[Node]) -> str:

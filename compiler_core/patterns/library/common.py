@@ -6,8 +6,10 @@ from ...ir import Node, Value
 from ..checks import predicate
 from ..language import ConstPattern, const
 
-# Activations onnxruntime fuses into a preceding Conv or Gemm (Clip takes min/max inputs).
-FUSABLE_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish")
+# Activations a Conv/Gemm/MatMul kernel can apply in its epilogue: the ones onnxruntime fuses
+# into FusedConv/FusedGemm, plus Gelu (its BiasGelu).  Clip takes min/max inputs.
+FUSABLE_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                       "Gelu")
 
 SCALAR = predicate(lambda a: a.size == 1, "(a scalar)")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...ir import FUSED_DOMAIN
 from ..language import Pattern, any_value, const, op, optional
 from .common import FUSABLE_ACTIVATIONS
 from .registry import register
@@ -18,11 +19,13 @@ def batch_norm(producer: Pattern, weight_axis: int | None = None) -> Pattern:
 
 
 def activation_after(producer: Pattern) -> Pattern:
-    """A fusable activation reading ``producer``; Clip needs constant bounds."""
+    """A fusable activation reading ``producer``; Clip needs constant bounds; Gelu may also be
+    GraphLab's fused Gelu (what GELU recognition makes below opset 20, where Gelu is no op)."""
     plain = op(FUSABLE_ACTIVATIONS, producer).bind("act")
     clip = op("Clip", producer, optional(const().bind("clip_min")),
               optional(const().bind("clip_max"))).bind("act")
-    return plain | clip
+    fused_gelu = op("Gelu", producer, domain=FUSED_DOMAIN).bind("act")
+    return plain | clip | fused_gelu
 
 
 @register("conv_bn")
@@ -47,7 +50,7 @@ def conv_bn() -> Pattern:
 @register("conv_act")
 def conv_act() -> Pattern:
     """Conv followed by an activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
-    HardSwish, or Clip with constant bounds).
+    HardSwish, Gelu, or Clip with constant bounds).
 
     Why: the activation can run in the Conv's epilogue while the output is still in registers
     or on-chip memory, saving a round trip of the whole tensor through DRAM.
@@ -59,4 +62,4 @@ def conv_act() -> Pattern:
               optional(any_value().bind("bias"))).bind("conv")
     return activation_after(conv).described_as(
         "Conv followed by a fusable activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, "
-        "HardSwish, or Clip with constant bounds).")
+        "HardSwish, Gelu, or Clip with constant bounds).")

@@ -45,7 +45,7 @@ def matmul_add() -> Pattern:
 @register("gemm_act")
 def gemm_act() -> Pattern:
     """Gemm followed by an activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
-    HardSwish, or Clip with constant bounds).
+    HardSwish, Gelu, or Clip with constant bounds).
 
     Why: the activation runs in the Gemm's epilogue instead of as a separate pass over memory.
 
@@ -56,4 +56,4 @@ def gemm_act() -> Pattern:
               optional(any_value().bind("c"))).bind("gemm")
     return activation_after(gemm).described_as(
         "Gemm followed by a fusable activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, "
-        "HardSwish, or Clip with constant bounds).")
+        "HardSwish, Gelu, or Clip with constant bounds).")

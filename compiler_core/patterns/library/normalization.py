@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...ir import Node, Value
+from ...ir import FUSED_DOMAIN, Node, Value
 from ..language import Pattern, any_value, const, op, optional
 from ..texts import format_attr
 from .common import as_float, attr_or_default, scalar_const
@@ -43,15 +43,20 @@ def _last_axis_mean(x: Pattern, name: str) -> Pattern:
         _means_last_axis, "mean over the last axis (axes [-1], keepdims 1)", _reduction_found)
 
 
-def decomposed_layernorm(x: Pattern) -> Pattern:
-    """(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps) * scale + shift, over the last axis.
-    The same Sub feeds both the square and the Div; binds the nodes and scale/shift/epsilon."""
+def normalized_last_axis(x: Pattern) -> Pattern:
+    """(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps) over the last axis, ending at the Div.
+    The same Sub feeds both the square and the Div; binds the nodes and epsilon."""
     mean = _last_axis_mean(x, "mean")
     sub = op("Sub", x, mean).bind("sub")
     square = op("Pow", sub, const(2.0)).bind("pow") | op("Mul", sub, sub).bind("pow")
     var = _last_axis_mean(square, "var")
     add_eps = op("Add", var, scalar_const().bind("epsilon", as_float)).bind("add_eps")
-    div = op("Div", sub, op("Sqrt", add_eps).bind("sqrt")).bind("div")
+    return op("Div", sub, op("Sqrt", add_eps).bind("sqrt")).bind("div")
+
+
+def decomposed_layernorm(x: Pattern) -> Pattern:
+    """``normalized_last_axis`` * scale + shift; binds the nodes and scale/shift/epsilon."""
+    div = normalized_last_axis(x)
     scale = any_value().bind("scale").same_size_as("input", axis=-1)
     shift = any_value().bind("shift").same_size_as("input", axis=-1)
     mul = op("Mul", div, scale).bind("scale_mul")
@@ -78,10 +83,30 @@ def layernorm() -> Pattern:
         "ReduceMean, Add epsilon, Sqrt, Div, then a scale Mul and a shift Add.")
 
 
+@register("layernorm_unscaled")
+def layernorm_unscaled() -> Pattern:
+    """Layer normalization without its scale and shift, written out over the last axis:
+    ReduceMean → Sub → Pow 2 (or Sub·Sub) → ReduceMean → Add eps → Sqrt → Div.
+
+    Why: a LayerNorm without learned affine (``elementwise_affine=False``), or one whose
+    scale and shift were already folded into the next linear layer, is still one
+    LayerNormalization kernel (with scale 1) instead of seven passes over the activation.
+    Look for ``layernorm`` first: this pattern also matches the core of a full one.
+
+    Bindings: ``input``, ``epsilon`` (float), ``axis`` (always -1); nodes ``mean``, ``sub``,
+    ``pow``, ``var``, ``add_eps``, ``sqrt``, ``div``; ``layernorm`` is the Div.
+    """
+    return normalized_last_axis(any_value().bind("input")).bind("layernorm").tag(
+        "axis", -1).described_as(
+        "Layer normalization over the last axis without scale and shift, written out as "
+        "ReduceMean, Sub, Pow, ReduceMean, Add epsilon, Sqrt, Div.")
+
+
 @register("skip_layernorm")
 def skip_layernorm() -> Pattern:
     """An Add (the residual connection) feeding a layer normalization — either the
-    LayerNormalization op over the last axis or the decomposed form of ``layernorm``.
+    LayerNormalization op over the last axis (standard, or GraphLab's fused LayerNormalization
+    that LayerNorm recognition makes below opset 17) or the decomposed form of ``layernorm``.
 
     Why: onnxruntime's SkipLayerNormalization does the residual add and the normalization in
     one pass (24 of them in bert-base).  The Add's output must be read by the normalization
@@ -94,15 +119,22 @@ def skip_layernorm() -> Pattern:
     also binds the node names of ``layernorm``.
     """
     skip_add = op("Add", any_value().bind("input"), any_value().bind("skip")).bind("skip_add")
-    fused = op("LayerNormalization", skip_add, any_value().bind("scale"),
-               optional(any_value().bind("shift"))).where(
-        _normalizes_last_axis, "normalization over the last axis", _axis_found)
-    fused.bind("layernorm").bind("epsilon", attr_or_default("epsilon", 1e-5)).bind(
-        "axis", attr_or_default("axis", -1)).tag("form", "op")
+    standard = _layernorm_op(skip_add, "")
+    recognized = _layernorm_op(skip_add, FUSED_DOMAIN)
     decomposed = decomposed_layernorm(skip_add).tag("form", "decomposed")
-    return (fused | decomposed).described_as(
+    return (standard | recognized | decomposed).described_as(
         "A residual Add feeding a layer normalization over the last axis (the "
         "LayerNormalization op or its decomposed form).")
+
+
+def _layernorm_op(x: Pattern, domain: str) -> Pattern:
+    """LayerNormalization over the last axis reading ``x``: the standard op, or (in GraphLab's
+    domain) the fused node LayerNorm recognition makes where the opset has no such op."""
+    layernorm = op("LayerNormalization", x, any_value().bind("scale"),
+                   optional(any_value().bind("shift")), domain=domain).where(
+        _normalizes_last_axis, "normalization over the last axis", _axis_found)
+    return layernorm.bind("layernorm").bind("epsilon", attr_or_default("epsilon", 1e-5)).bind(
+        "axis", attr_or_default("axis", -1)).tag("form", "op")
 
 
 def _normalizes_last_axis(value: Value, _: dict) -> bool:

@@ -1,0 +1,89 @@
+"""Folding BatchNormalization into the Conv, Gemm or MatMul that feeds it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import Graph
+from ..patterns import Match
+from .affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
+from .base import Pass, PassContext, PassResult
+from .pattern_pass import decline, find_matches
+from .registry import register
+from .rewrite import replace_by_op
+
+
+@register
+class FoldBatchNorm(Pass):
+    """Fold each inference-mode BatchNormalization into the Conv, Gemm or MatMul right before
+    it, so the normalization costs nothing at run time.
+
+    At inference a BatchNormalization is a fixed affine map per channel, y = x·s + t with
+    s = γ/√(var + ε) and t = β − mean·s.  Applied to a linear layer's output it can be baked
+    into that layer: every output channel's weights are multiplied by s and its bias becomes
+    b·s + t.  One op and one full pass over the activation disappear; the new weights are
+    new initializers (dead-code elimination removes the old ones).  The fold is declined when
+    it would change results: when the layer's output is also read by another node (that node
+    must still see the unnormalized values), or when the BatchNorm's channel axis (axis 1) is
+    not the layer's output-channel axis, as after a MatMul producing [N, T, C].
+    """
+
+    name = "fold_batchnorm"
+    family = "folding"
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        for match in find_matches(graph, "conv_bn", ctx, result):
+            _fold_into_conv(graph, ctx, match)
+            result.rewrites += 1
+        for match in find_matches(graph, "linear_bn", ctx, result):
+            reason = _fold_into_linear(graph, ctx, match)
+            if reason is None:
+                result.rewrites += 1
+            else:
+                decline(result, match["bn"].name, "linear_bn", reason)
+        if result.rewrites:
+            result.notes.append(f"folded {result.rewrites} BatchNormalization node(s) into "
+                                f"the weights of the layer before them")
+        return result
+
+
+def _fold_into_conv(graph: Graph, ctx: PassContext, match: Match) -> None:
+    """Conv + BN -> Conv with per-output-channel (axis 0) scaled weights and a new bias."""
+    conv, weight, bias = match["conv"], match["weight"], match["bias"]
+    s, t = batchnorm_affine(match["bn"])
+    old_bias = bias.constant_value().astype(np.float64) if bias is not None else 0.0
+    inputs = [match["x"], new_weight(graph, weight, scale_axis(weight.constant_value(), s, 0)),
+              new_weight(graph, bias or weight, old_bias * s + t)]
+    folded = replace_by_op(graph, ctx, [conv, match["bn"]], "Conv", "conv_bn", inputs,
+                           attrs=conv.attrs, name=conv.name)
+    folded.attr_types = conv.attr_types
+
+
+def _fold_into_linear(graph: Graph, ctx: PassContext, match: Match) -> str | None:
+    """MatMul/Gemm (+ bias) + BN -> one Gemm; or the reason the fold would be wrong."""
+    linear, weight, bias, bn = match["linear"], match["weight"], match["bias"], match["bn"]
+    normalized = bn.inputs[0]
+    if normalized.rank != 2:
+        rank = "unknown rank" if normalized.rank is None else f"rank {normalized.rank}"
+        return (f"BatchNormalization normalizes axis 1 of the {linear.op_type} output "
+                f"({rank}), but folding can only scale the weight's output channels, which are "
+                f"axis 1 of a rank-2 output only")
+    array = weight.constant_value()
+    if array.ndim != 2:
+        return f"the {linear.op_type} weight {weight.name!r} is not a matrix"
+    out_axis = gemm_weight_axes(linear)[1] if linear.op_type == "Gemm" else 1
+    s, t = batchnorm_affine(bn)
+    if s.size != array.shape[out_axis]:
+        return (f"BatchNormalization has {s.size} channels but the {linear.op_type} has "
+                f"{array.shape[out_axis]} outputs")
+    old_bias = 0.0
+    if bias is not None:
+        old_bias = bias.constant_value().astype(np.float64) * float(linear.attrs.get("beta", 1.0))
+    attrs = {**linear.attrs, "beta": 1.0} if linear.op_type == "Gemm" else None
+    inputs = [match["x"], new_weight(graph, weight, scale_axis(array, s, out_axis)),
+              new_weight(graph, bias or weight, old_bias * s + t)]
+    absorbed = [n for n in (linear, match["add"], bn) if n is not None]
+    replace_by_op(graph, ctx, absorbed, "Gemm", "linear_bn", inputs, attrs=attrs,
+                  name=linear.name)
+    return None

@@ -1,0 +1,53 @@
+"""Builders shared by the normalization, recognition and fusion tests: random weights and the
+written-out LayerNorm and GELU that exporters emit at low opsets."""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape) -> np.ndarray:
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def decomposed_layernorm(x: str, y: str) -> list:
+    """LayerNorm over the last axis in nine ops; reads LN_CONSTANTS."""
+    return [helper.make_node("ReduceMean", [x], ["mean"], axes=[-1]),
+            helper.make_node("Sub", [x, "mean"], ["centered"]),
+            helper.make_node("Pow", ["centered", "two"], ["squared"]),
+            helper.make_node("ReduceMean", ["squared"], ["var"], axes=[-1]),
+            helper.make_node("Add", ["var", "eps"], ["var_eps"]),
+            helper.make_node("Sqrt", ["var_eps"], ["std"]),
+            helper.make_node("Div", ["centered", "std"], ["normed"]),
+            helper.make_node("Mul", ["normed", "gamma"], ["scaled"], name="ln_scale"),
+            helper.make_node("Add", ["scaled", "beta"], [y], name="ln_shift")]
+
+
+LN_CONSTANTS = {"two": np.array(2.0, np.float32), "eps": np.array(1e-5, np.float32),
+                "gamma": rand(8) + 1, "beta": rand(8)}
+
+
+def gelu_nodes(x: str, y: str, tanh: bool) -> list:
+    """GELU in its erf or tanh form, as exporters write it; reads GELU_CONSTANTS."""
+    if tanh:
+        return [helper.make_node("Pow", [x, "three"], ["cube"]),
+                helper.make_node("Mul", ["k", "cube"], ["kcube"]),
+                helper.make_node("Add", [x, "kcube"], ["inner"]),
+                helper.make_node("Mul", ["inner", "sqrt_2_pi"], ["arg"]),
+                helper.make_node("Tanh", ["arg"], ["t"]),
+                helper.make_node("Add", ["t", "one"], ["onep"]),
+                helper.make_node("Mul", [x, "half"], ["xh"]),
+                helper.make_node("Mul", ["xh", "onep"], [y])]
+    return [helper.make_node("Div", [x, "sqrt2"], ["s"]),
+            helper.make_node("Erf", ["s"], ["e"]),
+            helper.make_node("Add", ["e", "one"], ["onep"]),
+            helper.make_node("Mul", [x, "onep"], ["xp"]),
+            helper.make_node("Mul", ["xp", "half"], [y])]
+
+
+GELU_CONSTANTS = {name: np.array(value, np.float32) for name, value in {
+    "three": 3.0, "k": 0.044715, "sqrt_2_pi": np.sqrt(2 / np.pi), "one": 1.0, "half": 0.5,
+    "sqrt2": np.sqrt(2.0)}.items()}

@@ -1,0 +1,131 @@
+"""Linear layer + bias + activation fusion, and residual Add + LayerNorm fusion."""
+
+from __future__ import annotations
+
+import pytest
+from onnx import helper
+
+from compiler_core.ir import FUSED_DOMAIN
+from fusion_graphs import LN_CONSTANTS, decomposed_layernorm, rand
+from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
+
+
+def body_ops(node) -> list[str]:
+    return [n.op_type for n in node.body.nodes]
+
+
+# ------------------------------------------------------------------------ fuse_linear_bias_act
+def test_teach_matmul_bias_fuses_the_constant_bias_and_explains_the_input_bias():
+    shot = snapshot(run_checked(load_sample("teach_matmul_bias"), "fuse_linear_bias_act"),
+                    "fuse_linear_bias_act")
+    graph = shot.graph
+    fused = graph.node_by_name("FusedGemm")
+    assert fused.domain == FUSED_DOMAIN and body_ops(fused) == ["Gemm", "Relu"]
+    assert [v.name for v in fused.inputs] == ["x", "matmul_good_w", "add_bias_good_b"]
+    assert fused.attrs == {"activation": "Relu"}
+    assert fused.provenance.rule == "matmul_bias_act" and len(fused.provenance.sources) == 3
+    # the site whose bias is a graph input is left alone, and the reason says why
+    assert graph.node_by_name("matmul_inputbias").op_type == "MatMul"
+    assert graph.node_by_name("add_inputbias").op_type == "Add"
+    (declined,) = shot.declined
+    assert declined.site == "add_inputbias" and declined.rule == "matmul_add"
+    assert declined.reason == "Add input 1: expected constant, found graph input 'bias'"
+    reports = {r["name"]: r for r in shot.pattern_reports}
+    assert [m["site"] for m in reports["matmul_add"]["near_misses"]] == ["add_inputbias"]
+
+
+def test_two_d_matmul_with_constant_bias_becomes_a_standard_gemm():
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+             helper.make_node("Add", ["b", "mm"], ["y"])]
+    graph = build(nodes, [tensor("x", F, [4, 8])], [tensor("y", F, [4, 6])],
+                  {"w": rand(8, 6), "b": rand(1, 6)})
+    (gemm,) = run_checked(graph, "fuse_linear_bias_act").final.nodes
+    assert (gemm.op_type, gemm.domain, gemm.name) == ("Gemm", "", "mm")
+    assert [v.name for v in gemm.inputs] == ["x", "w", "b"]
+
+
+@pytest.mark.parametrize("act", ["Gelu", "Relu", "Sigmoid"])
+def test_batched_matmul_bias_and_activation_become_fused_matmul_bias(act):
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "b"], ["biased"]),
+             helper.make_node(act, ["biased"], ["y"])]
+    graph = build(nodes, [tensor("x", F, [2, 3, 8])], [tensor("y", F, [2, 3, 6])],
+                  {"w": rand(8, 6), "b": rand(6)}, opset=20)
+    (fused,) = run_checked(graph, "fuse_linear_bias_act").final.nodes
+    assert fused.op_type == "FusedMatMulBias" and body_ops(fused) == ["MatMul", "Add", act]
+    assert fused.outputs[0].name == "y"
+
+
+def test_activation_read_elsewhere_is_not_absorbed():
+    nodes = [helper.make_node("Gemm", ["x", "w", "b"], ["g"], name="g"),
+             helper.make_node("Relu", ["g"], ["y"], name="relu")]
+    graph = build(nodes, [tensor("x", F, [4, 8])],
+                  [tensor("y", F, [4, 6]), tensor("g", F, [4, 6])],
+                  {"w": rand(8, 6), "b": rand(6)})
+    shot = snapshot(run_checked(graph, "fuse_linear_bias_act"), "fuse_linear_bias_act")
+    assert shot.rewrites == 0
+    (declined,) = shot.declined
+    assert declined.site == "relu" and "graph output" in declined.reason
+
+
+def test_mobilenet_relu6_convs_become_fused_convs():
+    result = run_checked(load_sample("mobilenet_tiny"), "O1,fuse_linear_bias_act")
+    shot = snapshot(result, "fuse_linear_bias_act")
+    fused = [n for n in shot.graph.nodes if n.op_type == "FusedConv"]
+    assert len(fused) == 9 and all(n.attrs["activation"] == "Clip" for n in fused)
+    assert "Conv" not in ops(shot.graph)
+    # the Clip bounds moved into the bodies: the fused node reads x, W, B only
+    assert all(len(n.inputs) == 3 for n in fused)
+
+
+@pytest.mark.parametrize("name, fused", [
+    ("bert_tiny_op13", {"FusedMatMulBias": 12, "FusedGemm": 1}),
+    ("bert_tiny_dynamo", {"FusedMatMulBias": 12, "FusedGemm": 1}),
+    ("cnn_bn", {"FusedConv": 3}), ("mlp_dropout", {"FusedGemm": 2}),
+])
+def test_samples_fuse_their_linear_layers(name, fused):
+    pipeline = "O1,fold_batchnorm,recognize_gelu,fuse_linear_bias_act"
+    shot = snapshot(run_checked(load_sample(name), pipeline), "fuse_linear_bias_act")
+    counts = ops(shot.graph)
+    assert {op: counts[op] for op in fused} == fused
+
+
+def test_ffn_gelu_is_the_fused_matmul_epilogue():
+    pipeline = "O1,recognize_gelu,fuse_linear_bias_act"
+    shot = snapshot(run_checked(load_sample("bert_tiny_op13"), pipeline), "fuse_linear_bias_act")
+    with_gelu = [n for n in shot.graph.nodes if n.attrs.get("activation") == "Gelu"]
+    assert len(with_gelu) == 2 and all(body_ops(n)[-1] == "Gelu" for n in with_gelu)
+
+
+# ----------------------------------------------------------------------------- fuse_skip_layernorm
+@pytest.mark.parametrize("name, pipeline", [
+    ("bert_tiny_op13", "O1,recognize_layernorm,fuse_skip_layernorm"),
+    ("bert_tiny_op13", "O1,fuse_skip_layernorm"),
+    ("bert_tiny_op20", "O1,fuse_skip_layernorm"),
+    ("bert_tiny_dynamo", "O1,fuse_skip_layernorm"),
+])
+def test_bert_residual_adds_fuse_with_their_layernorms(name, pipeline):
+    """4 residual + LayerNorm pairs per model, plus the embeddings' sum + LayerNorm."""
+    shot = snapshot(run_checked(load_sample(name), pipeline), "fuse_skip_layernorm")
+    fused = [n for n in shot.graph.nodes if n.op_type == "SkipLayerNormalization"]
+    assert len(fused) == 5 and not shot.declined
+    assert all(body_ops(n)[0] == "Add" and len(n.inputs) == 4 for n in fused)
+
+
+def test_gpt2_residual_stream_blocks_the_fusion_and_names_the_next_block():
+    pipeline = "O1,recognize_layernorm,fuse_skip_layernorm"
+    shot = snapshot(run_checked(load_sample("gpt2_tiny"), pipeline), "fuse_skip_layernorm")
+    assert shot.rewrites == 1  # the last residual Add feeds ln_f only
+    assert len(shot.declined) == 4
+    assert all(d.reason.startswith("Add output has another consumer (Add '")
+               for d in shot.declined)
+
+
+def test_skip_layernorm_keeps_the_op_signature():
+    nodes = [helper.make_node("Add", ["x", "r"], ["sum"])] + decomposed_layernorm("sum", "y")
+    graph = build(nodes, [tensor("x", F, [2, 3, 8]), tensor("r", F, [2, 3, 8])],
+                  [tensor("y", F, [2, 3, 8])], LN_CONSTANTS, opset=13)
+    (fused,) = run_checked(graph, "fuse_skip_layernorm").final.nodes
+    assert fused.op_type == "SkipLayerNormalization"
+    assert [v.name for v in fused.inputs] == ["x", "r", "gamma", "beta"]
+    assert fused.attrs["epsilon"] == pytest.approx(1e-5)

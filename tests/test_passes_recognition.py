@@ -1,0 +1,105 @@
+"""LayerNorm and GELU recognition: samples of every exporter, opset-awareness, near misses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from compiler_core.ir import FUSED_DOMAIN
+from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
+from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
+
+RECOGNIZE = "O1,recognize_layernorm,recognize_gelu,dce"
+
+
+def decomposed_layernorm_count(name: str) -> int:
+    """One Sqrt per written-out LayerNorm (nothing else in these models takes a square root)."""
+    return ops(load_sample(name))["Sqrt"]
+
+
+def test_bert_op13_layernorms_and_gelus_are_all_recognized():
+    expected = decomposed_layernorm_count("bert_tiny_op13")
+    assert expected == 5  # embeddings + 2 per layer x 2 layers
+    result = run_checked(load_sample("bert_tiny_op13"), RECOGNIZE)
+    layernorms = snapshot(result, "recognize_layernorm")
+    assert layernorms.rewrites == expected and not layernorms.declined
+    assert snapshot(result, "recognize_gelu").rewrites == 2
+    final = ops(result.final)
+    assert final["LayerNormalization"] == expected and final["Gelu"] == 2
+    assert not {"Sqrt", "ReduceMean", "Pow", "Erf"} & set(final)
+    # opset 13 has neither op: fused nodes whose bodies are the original ops
+    fused = [n for n in result.final.nodes if n.op_type in ("LayerNormalization", "Gelu")]
+    assert all(n.domain == FUSED_DOMAIN and n.body is not None for n in fused)
+    assert any("opset 13 predates" in note for note in layernorms.notes)
+
+
+def test_gpt2_tanh_gelus_and_layernorms_are_recognized():
+    result = run_checked(load_sample("gpt2_tiny"), RECOGNIZE)
+    gelus = [n for n in result.final.nodes if n.op_type == "Gelu"]
+    assert len(gelus) == 2 and all(n.attrs["approximate"] == "tanh" for n in gelus)
+    assert "Tanh" not in ops(result.final)
+    assert snapshot(result, "recognize_layernorm").rewrites == decomposed_layernorm_count(
+        "gpt2_tiny")
+
+
+@pytest.mark.parametrize("name", ["bert_tiny_op20", "bert_tiny_dynamo"])
+def test_models_with_the_ops_already_have_nothing_to_recognize(name):
+    result = run_checked(load_sample(name), RECOGNIZE)
+    assert snapshot(result, "recognize_layernorm").rewrites == 0
+    assert snapshot(result, "recognize_gelu").rewrites == 0
+
+
+def test_teach_layernorm_rewrites_the_good_site_and_explains_the_wrong_axis():
+    shot = snapshot(run_checked(load_sample("teach_layernorm"), "recognize_layernorm"),
+                    "recognize_layernorm")
+    assert shot.rewrites == 1 and shot.graph.node_by_name("ln_good_sqrt") is None
+    assert shot.graph.node_by_name("ln_wrongaxis_sqrt") is not None
+    (declined,) = shot.declined
+    assert declined.site == "ln_wrongaxis_shift"
+    assert "expected mean over the last axis" in declined.reason
+    assert "found axes [1]" in declined.reason
+    names = [r["name"] for r in shot.pattern_reports]
+    assert names == ["layernorm", "layernorm_unscaled"]
+
+
+def test_teach_gelu_rewrites_the_good_site_and_names_the_wrong_constant():
+    shot = snapshot(run_checked(load_sample("teach_gelu"), "recognize_gelu"), "recognize_gelu")
+    assert shot.rewrites == 1 and shot.graph.node_by_name("gelu_good_erf") is None
+    assert shot.graph.node_by_name("gelu_wrongconst_erf") is not None
+    (declined,) = shot.declined
+    assert declined.site == "gelu_wrongconst_half_mul"
+    assert "expected constant ≈ 1.41421" in declined.reason
+    assert "found constant 1.5" in declined.reason
+    (report,) = shot.pattern_reports
+    assert report["near_misses"][0]["failed_node"] == "gelu_wrongconst_div"
+
+
+@pytest.mark.parametrize("opset, domain", [(13, FUSED_DOMAIN), (17, "")])
+def test_layernorm_is_a_standard_op_from_opset_17(opset, domain):
+    graph = build(decomposed_layernorm("x", "y"), [tensor("x", F, [2, 3, 8])],
+                  [tensor("y", F, [2, 3, 8])], LN_CONSTANTS, opset=opset)
+    (node,) = run_checked(graph, "recognize_layernorm,dce").final.nodes
+    assert (node.op_type, node.domain) == ("LayerNormalization", domain)
+    assert node.attrs["axis"] == -1 and node.attrs["epsilon"] == pytest.approx(1e-5)
+    assert [v.name for v in node.inputs] == ["x", "gamma", "beta"]
+
+
+def test_unscaled_layernorm_gets_a_unit_scale():
+    graph = build(decomposed_layernorm("x", "y")[:-2] + [
+        helper.make_node("Identity", ["normed"], ["y"])], [tensor("x", F, [2, 8])],
+        [tensor("y", F, [2, 8])], LN_CONSTANTS, opset=17)
+    final = run_checked(graph, "recognize_layernorm,dce").final
+    layernorm = final.node_by_name("LayerNormalization")
+    assert np.all(layernorm.inputs[1].const == 1) and layernorm.input(2) is None
+
+
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+@pytest.mark.parametrize("opset, domain", [(17, FUSED_DOMAIN), (20, "")])
+def test_gelu_is_a_standard_op_from_opset_20(tanh, opset, domain):
+    graph = build(gelu_nodes("x", "y", tanh), [tensor("x", F, [4, 16])],
+                  [tensor("y", F, [4, 16])], GELU_CONSTANTS, opset=opset)
+    (node,) = run_checked(graph, "recognize_gelu,dce").final.nodes
+    assert (node.op_type, node.domain) == ("Gelu", domain)
+    assert node.attrs["approximate"] == ("tanh" if tanh else "none")
+    assert [v.name for v in node.inputs] == ["x"]
