@@ -7,9 +7,9 @@ folding + DCE/CSE), `O2` (O1 + normalization folding, recognition and fusions).
 from __future__ import annotations
 
 from . import (  # noqa: F401 - importing a family registers its passes
-    cleanup, constant_folding, cse, dead_code, fusion_elementwise, fusion_horizontal,
-    fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding, normalization_folding,
-    recognition, reshapes, specialize, transposes)
+    cleanup, constant_folding, cse, dead_code, fusion_attention, fusion_elementwise,
+    fusion_horizontal, fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding,
+    normalization_folding, recognition, reshapes, specialize, transposes)
 from .registry import define_preset
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
@@ -18,7 +18,7 @@ O1 = CLEAN + ["specialize_dims", "fold_constants", "eliminate_noop", "cancel_tra
               "merge_reshapes", "cse", "dce"]
 FUSIONS = [  # fusion passes, in the order they should run
     "fold_batchnorm", "fold_norm_affine", "recognize_layernorm", "recognize_gelu",
-    "fuse_skip_layernorm", "fuse_linear_bias_act", "dce"]
+    "fuse_attention", "fuse_skip_layernorm", "fuse_linear_bias_act", "dce"]
 # Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
 O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]

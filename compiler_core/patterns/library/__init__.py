@@ -4,7 +4,8 @@ Each builder's docstring says what it matches, why a compiler cares, and its bin
 """
 
 # Imported for their registrations, in the order list_patterns() reports them.
-from . import convolution, linear, normalization, activation, cleanup  # noqa: F401  # isort: skip
+from . import (  # noqa: F401  # isort: skip
+    convolution, linear, normalization, activation, attention, cleanup)
 from .registry import get_pattern, list_patterns, pattern_doc
 
 __all__ = ["get_pattern", "list_patterns", "pattern_doc"]

@@ -1,0 +1,174 @@
+"""Attention fusion: a hand-built block and its near misses, and every exported sample.
+
+Sample runs verify each pass against onnxruntime (``run_checked``), so the fused Attention
+nodes are exported as model-local functions and executed; the counts are one attention per
+encoder/decoder layer.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from compiler_core.passes import PRESETS, PassContext, get_pass
+from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
+                            tensor)
+
+SEQ, HIDDEN, HEADS = 4, 8, 2
+HEAD_SIZE = HIDDEN // HEADS
+
+
+def attention_block(*, softmax_axis: int = -1, mask_op: str = "Add", scale_op: str = "Mul",
+                    probs_is_output: bool = False, causal: bool = False):
+    """One self-attention block as the eager exporter writes it, with knobs for near misses.
+
+    ``mask_op`` "Add" adds the float input ``mask``; "Where" selects with a constant boolean
+    mask (lower-triangular when ``causal``); anything else ("Sub") applies ``mask`` with that
+    op, which attention never does.
+    """
+    rng = np.random.default_rng(0)
+    inits = {"split_shape": np.array([1, SEQ, HEADS, HEAD_SIZE], np.int64),
+             "merge_shape": np.array([1, SEQ, HIDDEN], np.int64),
+             "scale": np.array(HEAD_SIZE ** 0.5 if scale_op == "Div" else HEAD_SIZE ** -0.5,
+                               np.float32),
+             "fill": np.array(-1e9, np.float32)}
+    nodes = []
+    for name, perm in (("q", [0, 2, 1, 3]), ("k", [0, 2, 3, 1]), ("v", [0, 2, 1, 3])):
+        inits[f"w{name}"] = rng.standard_normal((HIDDEN, HIDDEN)).astype(np.float32)
+        inits[f"b{name}"] = rng.standard_normal(HIDDEN).astype(np.float32)
+        nodes += [helper.make_node("MatMul", ["x", f"w{name}"], [f"{name}_mm"]),
+                  helper.make_node("Add", [f"{name}_mm", f"b{name}"], [f"{name}_proj"]),
+                  helper.make_node("Reshape", [f"{name}_proj", "split_shape"], [f"{name}_4d"]),
+                  helper.make_node("Transpose", [f"{name}_4d"], [f"{name}_heads"], perm=perm)]
+    nodes += [helper.make_node("MatMul", ["q_heads", "k_heads"], ["qk"], name="qk"),
+              helper.make_node(scale_op, ["qk", "scale"], ["scores"], name="scale")]
+    inputs = [tensor("x", F, [1, SEQ, HIDDEN])]
+    if mask_op == "Where":
+        allowed = np.tril(np.ones((SEQ, SEQ), bool)) if causal else np.ones((SEQ, SEQ), bool)
+        inits["allowed"] = allowed.reshape(1, 1, SEQ, SEQ)
+        nodes.append(helper.make_node("Where", ["allowed", "scores", "fill"], ["masked"]))
+    else:
+        inputs.append(tensor("mask", F, [1, 1, 1, SEQ]))
+        nodes.append(helper.make_node(mask_op, ["scores", "mask"], ["masked"]))
+    nodes += [helper.make_node("Softmax", ["masked"], ["probs"], name="softmax",
+                               axis=softmax_axis),
+              helper.make_node("MatMul", ["probs", "v_heads"], ["context"]),
+              helper.make_node("Transpose", ["context"], ["merged"], perm=[0, 2, 1, 3]),
+              helper.make_node("Reshape", ["merged", "merge_shape"], ["y"], name="merge")]
+    outputs = [tensor("y", F, [1, SEQ, HIDDEN])]
+    if probs_is_output:
+        outputs.append(tensor("probs", F, [1, HEADS, SEQ, SEQ]))
+    return build(nodes, inputs, outputs, inits)
+
+
+def fuse(graph, bindings=None):
+    """Run the pass (verified, invariants checked); its snapshot."""
+    return snapshot(run_checked(graph, ["fuse_attention"], bindings), "fuse_attention")
+
+
+def only_report(shot) -> dict:
+    (report,) = shot.pattern_reports
+    assert report["name"] == "attention"
+    return report
+
+
+# ------------------------------------------------------------------------------ hand-built
+def test_block_becomes_one_attention_node_that_describes_itself():
+    graph = attention_block()
+    shot = fuse(graph)
+    assert shot.rewrites == 1 and dict(ops(shot.graph)) == {"Attention": 1}
+    (node,) = shot.graph.nodes
+    assert len(node.body) == len(graph) == 19
+    assert node.attrs == {"scale": pytest.approx(HEAD_SIZE ** -0.5), "mask": "additive",
+                          "qkv": "separate", "causal": 0, "num_heads": HEADS,
+                          "head_size": HEAD_SIZE}
+    assert [m["root"] for m in only_report(shot)["matches"]] == ["merge"]
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["padding", "causal"])
+def test_where_mask_and_div_scale(causal):
+    shot = fuse(attention_block(mask_op="Where", scale_op="Div", causal=causal))
+    (node,) = shot.graph.nodes
+    assert (node.attrs["mask"], node.attrs["causal"]) == ("where", int(causal))
+    assert node.attrs["scale"] == pytest.approx(HEAD_SIZE ** -0.5)
+
+
+def test_softmax_over_the_wrong_axis_is_a_near_miss():
+    graph = attention_block(softmax_axis=2)
+    shot = fuse(graph)
+    assert shot.rewrites == 0 and len(shot.graph) == len(graph)
+    report = only_report(shot)
+    assert report["matches"] == []
+    (miss,) = report["near_misses"]
+    assert miss["site"] == "merge" and miss["failed_node"] == "softmax"
+    assert miss["reason"] == ("Softmax: expected softmax over the last axis, "
+                              "found axis 2 (rank 4)")
+    assert miss["score"] > 0.9  # everything else matched
+
+
+def test_mask_through_an_unexpected_op_is_a_near_miss():
+    shot = fuse(attention_block(mask_op="Sub"))
+    assert shot.rewrites == 0
+    (miss,) = only_report(shot)["near_misses"]
+    assert miss["reason"] == "Softmax input 0: expected Add, found Sub"
+    assert miss["path"] == "Reshape ← input 0: Transpose ← input 0: MatMul ← input 0: " \
+                           "Softmax ← input 0: Add"
+
+
+def test_probabilities_read_outside_block_the_fusion():
+    shot = fuse(attention_block(probs_is_output=True))
+    assert shot.rewrites == 0 and "Attention" not in ops(shot.graph)
+    report = only_report(shot)
+    assert report["matches"] == []
+    (miss,) = report["near_misses"]
+    assert miss["reason"] == "Softmax output is a graph output"
+    assert miss["failed_node"] == "softmax" and miss["score"] == 0.99
+    (decline,) = shot.declined
+    assert (decline.site, decline.reason) == ("merge", "Softmax output is a graph output")
+
+
+def test_without_explanations_the_report_still_lists_the_matches():
+    graph = attention_block()
+    result = get_pass("fuse_attention").run(graph, PassContext(explain=False))
+    (report,) = result.pattern_reports
+    assert [m["root"] for m in report["matches"]] == ["merge"] and report["near_misses"] == []
+    assert result.rewrites == 1 and dict(ops(graph)) == {"Attention": 1}
+
+
+def test_fusion_runs_in_the_o2_preset():
+    assert "fuse_attention" in PRESETS["O2"]
+
+
+# ------------------------------------------------------------------------------ the samples
+LAYERS = 2
+SAMPLES = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny"]
+
+
+@pytest.mark.parametrize("name", SAMPLES)
+@pytest.mark.parametrize("bound", [False, True], ids=["dynamic", "specialized"])
+def test_every_layer_of_every_sample_fuses(name, bound):
+    result = run_checked(load_sample(name), ["O1", "fuse_attention"],
+                         SAMPLE_BINDINGS[name] if bound else None)
+    shot = snapshot(result, "fuse_attention")
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert shot.rewrites == len(fused) == LAYERS
+    assert shot.nodes_before - shot.nodes_after >= LAYERS * (19 - 1)
+    for node in fused:
+        assert (node.attrs["num_heads"], node.attrs["head_size"]) == (2, 32)
+        assert node.attrs["scale"] == pytest.approx(32 ** -0.5)
+        assert node.attrs["causal"] == (name == "gpt2_tiny")
+    assert "Softmax" not in ops(shot.graph)
+    report = only_report(shot)
+    assert len(report["matches"]) == LAYERS and report["near_misses"] == []
+
+
+def test_sdpa_shape_arithmetic_moves_inside_when_only_attention_reads_it():
+    result = run_checked(load_sample("bert_tiny_op20"), ["O1", "fuse_attention"])
+    fused = [n for n in result.final.nodes if n.op_type == "Attention"]
+    assert len(fused) == LAYERS
+    for node in fused:
+        # SDPA reads the shapes of Q's heads and of the context to compute the merge target
+        made_inside = {v.name for n in node.body.nodes for v in n.outputs}
+        shapes = [n for n in node.body.nodes if n.op_type == "Shape"]
+        assert sum(n.inputs[0].name in made_inside for n in shapes) == 2
