@@ -115,6 +115,15 @@ def test_gemm_schedule_matches_the_closed_form(capsys, M, N, K, R, C, dataflow):
     assert (data["dataflow"], data["array"], data["stall_cycles"]) == (dataflow, f"{R}x{C}", 0)
 
 
+def test_schedule_takes_the_array_and_clock_from_the_target(capsys):
+    # teach16: 16x16 at 1 GHz; (64 x 64) . (64 x 64) os: 16 folds of 16 + 16 + 64 - 2 = 94
+    data = run_json(capsys, "schedule", "--gemm", "64,64,64", "--target", "teach16",
+                    "--timing", "scalesim")
+    assert (data["array"], data["target"]) == ("16x16", "teach16")
+    assert data["cycles"] == scalesim_cycles(64, 64, 64, 16, 16, "os") == 16 * 94 - 1
+    assert data["seconds"] == pytest.approx((data["cycles"] + 1) / 1e9)
+
+
 def test_conv_schedule_is_its_im2col_gemm(capsys):
     # 7x7x2 input, five 3x3 filters, stride 2: M = 9, K = 18, N = 5; 6 folds of 24: 143
     data = run_json(capsys, "schedule", "--conv", "7,7,3,3,2,5,2", "--array", "4x4",
