@@ -166,3 +166,19 @@ def test_ir_version_is_one_onnxruntime_reads():
     exported = to_model_proto(load_model(_mlp_bytes()))
     assert exported.ir_version == 8 or exported.ir_version <= 10
     ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_old_ir_models_list_their_initializers_as_inputs():
+    w = numpy_helper.from_array(np.ones(2, np.float32), "w")
+    unused = numpy_helper.from_array(np.ones(2, np.float32), "unused")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "w"], ["y"])], "old",
+                              [helper.make_tensor_value_info("x", 1, [2]),
+                               helper.make_tensor_value_info("w", 1, [2]),
+                               helper.make_tensor_value_info("unused", 1, [2])],
+                              [helper.make_tensor_value_info("y", 1, [2])], [w, unused])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 7)])
+    model.ir_version = 3
+    exported = to_model_proto(load_model(model.SerializeToString()))
+    assert exported.ir_version == 3
+    assert {"w", "unused"} <= {i.name for i in exported.graph.input}
+    ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])

@@ -60,6 +60,10 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     model.functions.extend(graph.functions.values())
     model.functions.extend(functions.protos)
     model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
+    if model.ir_version < 4:  # before IR 4 every initializer must also be listed as an input
+        listed = {i.name for i in model.graph.input}
+        model.graph.input.extend(_value_info(v) for v in graph.initializers.values()
+                                 if v.name not in listed)
     info = graph.model_info
     model.producer_name = info.producer_name or "graphlab"
     model.producer_version = info.producer_version

@@ -3,6 +3,7 @@
 from .base import Decline, Pass, PassContext, PassResult
 from .manager import PassManager, PipelineResult, Snapshot
 from .registry import PRESETS, all_passes, get_pass, register, resolve_pipeline
+from . import catalog  # noqa: E402,F401 - registers every pass and defines the presets
 
 __all__ = ["Decline", "PRESETS", "Pass", "PassContext", "PassManager", "PassResult",
            "PipelineResult", "Snapshot", "all_passes", "get_pass", "register",

@@ -18,14 +18,8 @@ def register(cls: type[Pass]) -> type[Pass]:
     return cls
 
 
-def _load_pass_modules() -> None:
-    # Importing the families registers their passes; done lazily so importing the registry
-    # alone stays cheap and free of cycles.
-    from . import catalog  # noqa: F401
-
-
 def all_passes() -> dict[str, type[Pass]]:
-    _load_pass_modules()
+    """Every registered pass (the package's __init__ imports the catalog, which registers)."""
     return dict(_PASSES)
 
 
@@ -49,7 +43,6 @@ def define_preset(name: str, passes: list[str], description: str) -> None:
 
 def resolve_pipeline(spec: str | list[str] | None) -> list[str]:
     """A preset name or a comma-separated list of pass names -> validated pass names."""
-    _load_pass_modules()
     if spec is None or spec == "" or spec == "default":
         spec = DEFAULT_PRESET
     if isinstance(spec, str) and spec in PRESETS:
