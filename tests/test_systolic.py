@@ -281,6 +281,20 @@ def test_steps_show_stalls():
     assert not schedule.step(1, 20464).stall
 
 
+def test_fold_phases_tile_the_fold_and_name_every_step():
+    stalled = schedule_gemm(32, 16, 16, dtype="float32",
+                            target=teach_target(bandwidth_bytes_per_s=1e8))
+    for schedule in (schedule_gemm(5, 6, 7, 4, 4, "ws"), schedule_gemm(9, 3, 2, 1, 1, "os"),
+                     stalled):
+        for fold in range(schedule.folds):
+            spans = schedule.timeline.fold_phases(fold)
+            assert spans[0][1] == 0 and spans[-1][2] == schedule.timeline.fold_length(fold)
+            assert all(a[2] == b[1] for a, b in zip(spans, spans[1:]))
+            for phase, start, stop in spans:
+                assert {schedule.step(fold, c).phase for c in (start, stop - 1)} == {phase}
+    assert [p for p, _, _ in stalled.timeline.fold_phases(1)][0] == "stall"
+
+
 def test_random_access_into_a_huge_schedule_is_cheap():
     started = time.perf_counter()
     schedule = schedule_gemm(100_000, 100_000, 4096, dataflow="ws", target="teach16")

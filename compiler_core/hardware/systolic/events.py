@@ -95,14 +95,11 @@ def step(timeline: Timeline, fold: int, cycle: int) -> Step:
 
     waited = timeline.stall(fold)
     compute_cycle = cycle - waited - timeline.preload
+    phase = next(name for name, _, stop in timeline.fold_phases(fold) if cycle < stop)
     in_flight = None
-    if cycle < waited:
-        phase = "stall"
-    elif compute_cycle < 0:
-        phase = "preload"
+    if phase == "preload":
         used[: cycle - waited + 1, :] = PRELOAD
-    else:
-        phase = _compute_phase(compute_cycle, mapping.rows, timeline.stream)
+    elif phase != "stall":
         offsets = compute_cycle - _skew_grid(rows_used, cols_used)
         used[(offsets >= 0) & (offsets < timeline.stream)] = ACTIVE
         first = max(0, compute_cycle - (rows_used - 1) - (cols_used - 1))
@@ -114,14 +111,6 @@ def step(timeline: Timeline, fold: int, cycle: int) -> Step:
                 phase=phase, stall=phase == "stall", pe_state=state,
                 tiles=mapping.operand_tiles(fold), stream_dim=mapping.stream_dim,
                 in_flight=in_flight)
-
-
-def _compute_phase(compute_cycle: int, rows: int, stream: int) -> str:
-    if compute_cycle < rows - 1:
-        return "fill"
-    if compute_cycle < rows - 1 + stream:
-        return "stream"
-    return "drain"
 
 
 class FoldSteps(Sequence):

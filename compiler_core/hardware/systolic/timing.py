@@ -123,6 +123,19 @@ class Timeline:
         """Cycles of the fold's own timeline: its stall, preload, fill, stream and drain."""
         return self.stall(fold) + self.fold_alone
 
+    def fold_phases(self, fold: int) -> list[tuple[str, int, int]]:
+        """The fold's own timeline as (phase, first local cycle, stop) spans, in order:
+        stall, preload, fill (R - 1), stream (T), drain (C - 1); empty phases left out."""
+        lengths = (("stall", self.stall(fold)), ("preload", self.preload),
+                   ("fill", self.mapping.rows - 1), ("stream", self.stream),
+                   ("drain", self.mapping.cols - 1))
+        spans, start = [], 0
+        for phase, length in lengths:
+            if length > 0:
+                spans.append((phase, start, start + length))
+            start += length
+        return spans
+
     @cached_property
     def cycles(self) -> int:
         last = self.mapping.folds - 1
