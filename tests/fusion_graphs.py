@@ -13,8 +13,11 @@ def rand(*shape) -> np.ndarray:
     return RNG.standard_normal(shape).astype(np.float32)
 
 
-def decomposed_layernorm(x: str, y: str) -> list:
-    """LayerNorm over the last axis in nine ops; reads LN_CONSTANTS."""
+def decomposed_layernorm(x: str, y: str, swapped: bool = False) -> list:
+    """LayerNorm over the last axis in nine ops (scale and shift first with ``swapped``);
+    reads LN_CONSTANTS."""
+    affine = (["gamma", "normed"], ["beta", "scaled"]) if swapped else (
+        ["normed", "gamma"], ["scaled", "beta"])
     return [helper.make_node("ReduceMean", [x], ["mean"], axes=[-1]),
             helper.make_node("Sub", [x, "mean"], ["centered"]),
             helper.make_node("Pow", ["centered", "two"], ["squared"]),
@@ -22,8 +25,8 @@ def decomposed_layernorm(x: str, y: str) -> list:
             helper.make_node("Add", ["var", "eps"], ["var_eps"]),
             helper.make_node("Sqrt", ["var_eps"], ["std"]),
             helper.make_node("Div", ["centered", "std"], ["normed"]),
-            helper.make_node("Mul", ["normed", "gamma"], ["scaled"], name="ln_scale"),
-            helper.make_node("Add", ["scaled", "beta"], [y], name="ln_shift")]
+            helper.make_node("Mul", affine[0], ["scaled"], name="ln_scale"),
+            helper.make_node("Add", affine[1], [y], name="ln_shift")]
 
 
 LN_CONSTANTS = {"two": np.array(2.0, np.float32), "eps": np.array(1e-5, np.float32),

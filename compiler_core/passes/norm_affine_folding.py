@@ -89,13 +89,14 @@ def _decomposed_layernorms(graph: Graph, ctx: PassContext, result: PassResult) -
             continue
         affines.append(_Affine(match["shift_add"], match["shift_add"].outputs[0],
                                _vector(scale), _vector(shift),
-                               _bypass_decomposed(match["scale_mul"], match["shift_add"])))
+                               _bypass_decomposed(match["div"], match["scale_mul"],
+                                                  match["shift_add"])))
     return affines
 
 
-def _bypass_decomposed(scale_mul: Node, shift_add: Node) -> Callable[[Graph], None]:
+def _bypass_decomposed(div: Node, scale_mul: Node, shift_add: Node) -> Callable[[Graph], None]:
     def strip(graph: Graph) -> None:
-        bypass_node(graph, shift_add, scale_mul.inputs[0])
+        bypass_node(graph, shift_add, div.outputs[0])
         graph.remove_node(scale_mul)
     return strip
 
@@ -109,6 +110,8 @@ def _layernorm_ops(graph: Graph) -> list[_Affine]:
         axis = node.attrs.get("axis", -1)
         if gamma is None or beta is None or not (axis == -1 or axis == (x.rank or 0) - 1):
             continue
+        if np.all(gamma == 1) and not np.any(beta):
+            continue  # nothing to move (already folded)
         affines.append(_Affine(node, node.outputs[0], _vector(gamma),
                                np.broadcast_to(_vector(beta), (gamma.size,)),
                                _unit_layernorm(node)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph
+from ..ir import Graph, Node
 from ..patterns import Match
 from .affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from .base import Pass, PassContext, PassResult
@@ -33,19 +33,23 @@ class FoldBatchNorm(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
-        for match in find_matches(graph, "conv_bn", ctx, result):
-            _fold_into_conv(graph, ctx, match)
-            result.rewrites += 1
-        for match in find_matches(graph, "linear_bn", ctx, result):
-            reason = _fold_into_linear(graph, ctx, match)
-            if reason is None:
-                result.rewrites += 1
-            else:
-                decline(result, match["bn"].name, "linear_bn", reason)
+        for pattern, fold in (("conv_bn", _fold_into_conv), ("linear_bn", _fold_into_linear)):
+            for match in find_matches(graph, pattern, ctx, result):
+                reason = _statistics_read(match["bn"]) or fold(graph, ctx, match)
+                if reason is None:
+                    result.rewrites += 1
+                else:
+                    decline(result, match["bn"].name, pattern, reason)
         if result.rewrites:
             result.notes.append(f"folded {result.rewrites} BatchNormalization node(s) into "
                                 f"the weights of the layer before them")
         return result
+
+
+def _statistics_read(bn: Node) -> str | None:
+    """Old opsets let BatchNormalization output its running statistics; folded, they are gone."""
+    extra = [v.name for v in bn.outputs[1:] if v is not None and (v.uses or v.is_graph_output)]
+    return f"its statistics output(s) {', '.join(extra)} are read" if extra else None
 
 
 def _fold_into_conv(graph: Graph, ctx: PassContext, match: Match) -> None:
