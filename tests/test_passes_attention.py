@@ -112,8 +112,8 @@ def test_mask_through_an_unexpected_op_is_a_near_miss():
     assert shot.rewrites == 0
     (miss,) = only_report(shot)["near_misses"]
     assert miss["reason"] == "Softmax input 0: expected Add, found Sub"
-    assert miss["path"] == "Reshape ← input 0: Transpose ← input 0: MatMul ← input 0: " \
-                           "Softmax ← input 0: Add"
+    assert miss["path"] == ("Reshape ← input 0: Transpose ← input 0: MatMul ← input 0: "
+                            "Softmax ← input 0: Add")
 
 
 def test_probabilities_read_outside_block_the_fusion():
