@@ -14,9 +14,6 @@ from graphlab.samples import get_sample, list_samples
 from passes_helpers import SAMPLE_BINDINGS, load_sample, run_checked
 
 SAMPLES = [s.name for s in list_samples()]
-# The teaching sample keeps its graph-input-bias MatMul + Add unfused on purpose (that near
-# miss is what it teaches); onnxruntime turns that pair into a Gemm as well.
-FEWER_NODES_IN_ORT = {"teach_matmul_bias"}
 
 
 def ort_extended_node_count(path: str) -> int:
@@ -38,9 +35,7 @@ def test_every_o2_pass_keeps_every_sample_correct(name, bound):
     assert [v.name for v in result.final.outputs] == [v.name for v in graph.outputs]
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(reason="teaching near miss", strict=True))
-    if n in FEWER_NODES_IN_ORT else n for n in SAMPLES])
+@pytest.mark.parametrize("name", SAMPLES)
 def test_o2_ends_with_no_more_nodes_than_onnxruntime_extended(name):
     ours = len(run_checked(load_sample(name), "O2").final)
     assert ours <= ort_extended_node_count(get_sample(name).path)

@@ -24,9 +24,13 @@ def test_teach_matmul_bias_fuses_the_constant_bias_and_explains_the_input_bias()
     assert [v.name for v in fused.inputs] == ["x", "matmul_good_w", "add_bias_good_b"]
     assert fused.attrs == {"activation": "Relu"}
     assert fused.provenance.rule == "matmul_bias_act" and len(fused.provenance.sources) == 3
-    # the site whose bias is a graph input is left alone, and the reason says why
-    assert graph.node_by_name("matmul_inputbias").op_type == "MatMul"
-    assert graph.node_by_name("add_inputbias").op_type == "Add"
+    # the site whose bias is a graph input is not fused, and the reason says why; it still
+    # becomes one plain Gemm, whose C operand may arrive at run time
+    plain = graph.node_by_name("matmul_inputbias")
+    assert plain.op_type == "Gemm" and plain.domain == ""
+    assert [v.name for v in plain.inputs][2] == "bias"
+    assert plain.provenance.rule == "matmul_runtime_bias"
+    assert graph.node_by_name("add_inputbias") is None
     (declined,) = shot.declined
     assert declined.site == "add_inputbias" and declined.rule == "matmul_add"
     assert declined.reason == "Add input 1: expected constant, found graph input 'bias'"

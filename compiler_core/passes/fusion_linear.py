@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import is_float
-from ..patterns import Match, Pattern, get_pattern
+from ..patterns import Match, Pattern, any_value, const, get_pattern, match_all, op
 from ..patterns.library.convolution import activation_after
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import decline, find_matches
@@ -33,10 +33,12 @@ class FuseLinearBiasAct(Pass):
     the output when run as a separate op; fused, they run in the layer's epilogue while the
     output is still in registers.  A 2-D MatMul followed by the Add of a constant bias is
     exactly what the standard Gemm op computes, so it becomes a Gemm; other MatMuls keep their
-    batch dimensions and become FusedMatMulBias.  The bias must be a constant: a bias that
-    arrives at run time (a graph input, another activation) is a different computation, and
-    the pattern report names what was found instead.  An activation is absorbed only when the
-    layer's output is read by nothing else.
+    batch dimensions and become FusedMatMulBias.  The bias must be a constant to be folded into
+    a fused kernel: a bias that arrives at run time (a graph input, another activation) is a
+    different computation, and the pattern report names what was found instead.  Such a 2-D
+    MatMul + Add still becomes one Gemm (Gemm's C operand may be computed at run time), but
+    nothing more is fused into it.  An activation is absorbed only when the layer's output is
+    read by nothing else.
     """
 
     name = "fuse_linear_bias_act"
@@ -52,6 +54,11 @@ class FuseLinearBiasAct(Pass):
             for match in find_matches(graph, pattern, ctx, result):
                 _count(counts, _fuse_activation(graph, ctx, match, [match[layer]], op_type,
                                                 [match[k] for k in operands], result))
+        for match in match_all(graph, _runtime_bias_matmul()):
+            if _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
+                _count(counts, replace_by_op(
+                    graph, ctx, [match["matmul"], match["add"]], "Gemm", "matmul_runtime_bias",
+                    [match["x"], match["weight"], match["bias"]], name=match["matmul"].name))
         result.rewrites = sum(counts.values())
         if counts:
             result.notes.append("made " + ", ".join(f"{n} {op}" for op, n in counts.items()))
@@ -92,9 +99,17 @@ def _fuse_activation(graph: Graph, ctx: PassContext, match: Match, layer: list[N
     return fused
 
 
+def _runtime_bias_matmul() -> Pattern:
+    """MatMul + Add of a bias that is *not* a constant (the constant case fuses further)."""
+    return op("Add", op("MatMul", any_value().bind("x"), any_value().bind("weight"))
+              .bind("matmul"), (~const()).bind("bias")).bind("add")
+
+
 def _is_gemm_shaped(x: Value, weight: Value, bias: Value) -> bool:
     """x [M, K] · W [K, N] + bias that broadcasts to [M, N] without growing it: a Gemm."""
-    shape = bias.constant_value().shape
+    shape = bias.static_shape()
+    if shape is None or weight.shape is None:
+        return False
     return (x.rank == 2 and weight.rank == 2 and is_float(x.elem_type) and len(shape) <= 2
             and (len(shape) < 2 or shape[0] == 1)
             and (not shape or shape[-1] in (1, weight.shape[-1])))
