@@ -15,9 +15,10 @@ from compiler_core.errors import GraphLabError
 
 from . import __version__
 from .commands import compile, explain, info, passes, samples, serve, show
-from .commands import memory, roofline, schedule, targets
+from .commands import memory, report, roofline, schedule, targets
 
-COMMANDS = [samples, info, show, explain, serve, passes, compile, targets, roofline, schedule, memory]
+COMMANDS = [samples, info, show, explain, serve, passes, compile, targets, roofline, schedule, memory,
+            report]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,50 @@
+"""`graphlab report MODEL -o report.html`: the whole story of a pipeline run in one HTML file
+that opens without a server — passes, diffs, pattern matches and near misses, roofline, memory.
+"""
+
+from __future__ import annotations
+
+import os
+
+from compiler_core.errors import GraphLabError
+from compiler_core.hardware.targets import get_target
+
+from ..report import render, run_verified, tell
+from .common import add_model_argument, load_graph, parse_bindings
+from .model_options import add_target_option
+from .units import format_bytes
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="write one self-contained HTML page telling a pipeline run's story")
+    add_model_argument(parser)
+    parser.add_argument("--pipeline", default="default", metavar="NAME|p1,p2,...",
+                        help="a preset (clean, O1, O2; default O2) or comma-separated pass names")
+    add_target_option(parser)
+    parser.add_argument("--bind", metavar="k=v,...",
+                        help="sizes for symbolic input dims, e.g. batch=1,seq=128")
+    parser.add_argument("-o", "--output", metavar="REPORT.html", default=None,
+                        help="where to write the page (default: MODEL_report.html here)")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    target = get_target(args.target)
+    bindings = parse_bindings(args.bind)
+    graph = load_graph(args.model)
+    output = args.output or f"{_stem(args.model)}_report.html"
+    result, verify_note = run_verified(graph, args.pipeline, bindings)
+    document = render(tell(result, os.path.basename(args.model), args.pipeline, target,
+                           bindings, verify_note))
+    try:
+        with open(output, "w", encoding="utf-8") as handle:
+            handle.write(document)
+    except OSError as err:
+        raise GraphLabError(f"cannot write {output}: {err.strerror}") from err
+    print(f"wrote {output} ({format_bytes(len(document.encode('utf-8')))})")
+    return 0
+
+
+def _stem(model: str) -> str:
+    return os.path.splitext(os.path.basename(model))[0] or "model"

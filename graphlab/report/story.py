@@ -1,0 +1,81 @@
+"""Everything the report tells, gathered once from compiler_core's records (no markup here):
+the pipeline's snapshots, the roofline before and after it, the memory plans, and what the
+pattern library finds in the model as loaded."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from compiler_core.errors import VerificationError
+from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
+from compiler_core.hardware.shape_transfer import borrow_shapes, is_static
+from compiler_core.ir import Graph
+from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.patterns import PatternReport, explain
+
+
+@dataclass(frozen=True)
+class NodeLabel:
+    name: str
+    op: str
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.op})"
+
+
+@dataclass
+class Story:
+    label: str                  # the model as the user named it (sample or file name)
+    pipeline: str               # the pipeline as asked for ("O2", or a pass list)
+    target: Target
+    bindings: dict[str, int]
+    result: PipelineResult
+    verify_note: str            # why there is no numerical check ("" when there is one)
+    costs: CostComparison
+    memory_before: MemoryPlan
+    memory_after: MemoryPlan
+    model_patterns: list[PatternReport]
+    nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
+
+    def node(self, node_id: int) -> NodeLabel:
+        return self.nodes.get(node_id, NodeLabel(f"#{node_id}", "?"))
+
+
+def run_verified(graph: Graph, pipeline: str, bindings: dict[str, int]
+                 ) -> tuple[PipelineResult, str]:
+    """Run the pipeline with the numerical check after every pass; a model onnxruntime cannot
+    run still gets its report, with the reason the check is missing."""
+    try:
+        return PassManager(pipeline, bindings=bindings, verify=True).run(graph), ""
+    except VerificationError as err:
+        result = PassManager(pipeline, bindings=bindings).run(graph)
+        return result, f"not checked: {err}"
+
+
+def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
+         bindings: dict[str, int], verify_note: str = "") -> Story:
+    """The story of one pipeline run (the heavy analyses run here, once)."""
+    return Story(
+        label=label, pipeline=pipeline, target=target, bindings=dict(bindings),
+        result=result, verify_note=verify_note,
+        costs=compare_costs(result.initial, result.final, target, bindings),
+        memory_before=plan_memory(_sized_like(result.initial, result.final, bindings), bindings),
+        memory_after=plan_memory(result.final, bindings),
+        model_patterns=explain(result.initial),
+        nodes=_node_labels(result))
+
+
+def _sized_like(graph: Graph, specialized: Graph, bindings: dict[str, int]) -> Graph:
+    """The loaded graph with the sizes the pipeline learnt, so its memory plan counts the
+    same tensor sizes as the plan after the pipeline (as `compare_costs` does for time)."""
+    if is_static(graph) or not is_static(specialized):
+        return graph
+    return borrow_shapes(graph, specialized, bindings)
+
+
+def _node_labels(result: PipelineResult) -> dict[int, NodeLabel]:
+    labels: dict[int, NodeLabel] = {}
+    for graph in [result.initial] + [s.graph for s in result.snapshots]:
+        for node in graph.nodes:
+            labels.setdefault(node.id, NodeLabel(node.name, node.qualified_op))
+    return labels
