@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from typing import Callable
 
 import numpy as np
@@ -15,6 +16,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import attributes
+from .dtypes import from_numpy
 from .graph import Graph
 from .importer import FUSED_DOMAIN
 from .node import Node
@@ -75,23 +77,43 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     return model
 
 
-def write_model(graph: Graph, write: Callable[[bytes], object]) -> None:
+def write_model(graph: Graph, write: Callable[[bytes | memoryview], object]) -> None:
     """Serialise the model piece by piece: the structure, then one initializer at a time.
 
     Protobuf merges repeated occurrences of an embedded message field, so each initializer can
-    travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  Peak
-    memory is then the weights plus one tensor, not the weights plus two serialised copies.
+    travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  A
+    plain numeric tensor's bytes are written straight from its numpy buffer (its raw_data field
+    is encoded by hand), so saving copies no weight at all.
     """
     write(to_model_proto(graph, weights="none").SerializeToString())
     for value in graph.initializers.values():
-        tensor = _tensor(value).SerializeToString()
-        inner_length = len(_GRAPH_INITIALIZER_TAG) + len(_varint(len(tensor))) + len(tensor)
-        write(b"".join((_MODEL_GRAPH_TAG, _varint(inner_length), _GRAPH_INITIALIZER_TAG,
-                        _varint(len(tensor)), tensor)))
+        for piece in _initializer_pieces(value):
+            write(piece)
+
+
+def _initializer_pieces(value: Value) -> list[bytes | memoryview]:
+    array = np.asarray(value.const)
+    direct = (array.dtype.kind in "biuf" and array.dtype.byteorder in "=<|"
+              and value.elem_type == from_numpy(array.dtype) and sys.byteorder == "little")
+    if direct:
+        header = onnx.TensorProto(name=value.name, data_type=value.elem_type,
+                                  dims=array.shape, doc_string=value.doc_string)
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        tensor_head = header.SerializeToString() + _RAW_DATA_TAG + _varint(data.nbytes)
+        tensor_length = len(tensor_head) + data.nbytes
+    else:
+        tensor_head = _tensor(value).SerializeToString()
+        data = memoryview(b"")
+        tensor_length = len(tensor_head)
+    inner_length = len(_GRAPH_INITIALIZER_TAG) + len(_varint(tensor_length)) + tensor_length
+    head = b"".join((_MODEL_GRAPH_TAG, _varint(inner_length), _GRAPH_INITIALIZER_TAG,
+                     _varint(tensor_length), tensor_head))
+    return [head, data] if data.nbytes else [head]
 
 
 _MODEL_GRAPH_TAG = bytes([(7 << 3) | 2])        # ModelProto.graph, length-delimited
 _GRAPH_INITIALIZER_TAG = bytes([(5 << 3) | 2])  # GraphProto.initializer, length-delimited
+_RAW_DATA_TAG = bytes([(9 << 3) | 2])           # TensorProto.raw_data, length-delimited
 
 
 def _varint(number: int) -> bytes:
@@ -107,7 +129,7 @@ def _varint(number: int) -> bytes:
 
 
 def to_bytes(graph: Graph) -> bytes:
-    chunks: list[bytes] = []
+    chunks: list[bytes | memoryview] = []
     write_model(graph, chunks.append)
     return b"".join(chunks)
 
