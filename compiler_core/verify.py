@@ -62,6 +62,11 @@ class VerifyReport:
 # ---------------------------------------------------------------------------------- running
 def run(graph: Graph, inputs: dict) -> dict[str, np.ndarray]:
     """Execute the graph with onnxruntime (its own optimizations off: we test *our* graph)."""
+    return run_batches(graph, [inputs])[0]
+
+
+def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]]:
+    """Execute the graph on each input dict in turn, loading it into onnxruntime once."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -75,13 +80,16 @@ def run(graph: Graph, inputs: dict) -> dict[str, np.ndarray]:
                                 f"{_first_line(err)}", where=graph.name,
                                 hint="an op may be unsupported by onnxruntime") from None
     names = [o.name for o in session.get_outputs()]
-    feed = {i.name: inputs[i.name] for i in session.get_inputs() if i.name in inputs}
-    try:
-        results = session.run(names, feed)
-    except Exception as err:  # noqa: BLE001
-        raise VerificationError(f"onnxruntime failed to run graph {graph.name!r}: "
-                                f"{_first_line(err)}", where=graph.name) from None
-    return dict(zip(names, results))
+    outputs = []
+    for inputs in batches:
+        feed = {i.name: inputs[i.name] for i in session.get_inputs() if i.name in inputs}
+        try:
+            results = session.run(names, feed)
+        except Exception as err:  # noqa: BLE001
+            raise VerificationError(f"onnxruntime failed to run graph {graph.name!r}: "
+                                    f"{_first_line(err)}", where=graph.name) from None
+        outputs.append(dict(zip(names, results)))
+    return outputs
 
 
 def _first_line(err: Exception) -> str:
@@ -175,9 +183,11 @@ class Verifier:
         self.rtol = rtol
         self.reference_outputs = run(with_inference_semantics(reference), self.inputs)
 
-    def check(self, candidate: Graph) -> VerifyReport:
+    def check(self, candidate: Graph, rtol: float | None = None) -> VerifyReport:
+        """Compare ``candidate`` with the reference (``rtol`` overrides the verifier's own)."""
         outputs = run(with_inference_semantics(candidate), self.inputs)
-        return compare_outputs(self.reference_outputs, outputs, self.rtol)
+        return compare_outputs(self.reference_outputs, outputs,
+                               self.rtol if rtol is None else rtol)
 
 
 # ---------------------------------------------------------------------------------- inputs

@@ -61,7 +61,8 @@ def test_compile_json_reports_every_pass(capsys):
     first = report["passes"][0]
     assert set(first) == PASS_KEYS
     assert first["changed"] is True and first["rewrites"] == 2
-    assert set(first["verify"]) == {"max_abs_err", "ok"} and first["verify"]["ok"] is True
+    assert set(first["verify"]) == {"max_abs_err", "ok", "rtol"} and first["verify"]["ok"] is True
+    assert first["verify"]["rtol"] == 1e-4
     assert report["passes"][1]["changed"] is False
     assert report["verify"] == {"max_abs_err": 0.0, "ok": True}
     assert report["output"] is None

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..ir import Graph, Node, Provenance
+
+if TYPE_CHECKING:
+    from ..hardware.roofline import TargetLike
 
 
 @dataclass
@@ -52,6 +55,10 @@ class PassContext:
     pass_name: str = ""
     explain: bool = True          # collect near misses for the patterns the pass uses
     fold_size_limit: int = 1 << 20  # constant folding never creates a constant larger (bytes)
+    target: "TargetLike" = None   # the chip passes plan for (a name, a file, or None: the default)
+    # Inputs a pass may run the model on to observe real values (quantization calibration):
+    # a list of {input name: array} batches; None lets the pass generate valid random ones.
+    calibration_inputs: list[dict] | None = None
 
     def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...]) -> Provenance:
         """Provenance for a node this pass creates from ``sources`` (original ids kept)."""
@@ -74,6 +81,11 @@ class Pass:
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     fixed_point: ClassVar[bool] = False   # rerun until a run makes no rewrite
+    # A pass that changes results by design (quantization) says how far its outputs may drift,
+    # relative to each output's scale, and why; the PassManager checks it and every later pass
+    # with the loosest tolerance seen so far.  None: the pass must keep results (1e-4).
+    tolerance: ClassVar[float | None] = None
+    tolerance_reason: ClassVar[str] = ""
 
     @classmethod
     def description(cls) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import (  # noqa: F401 - importing a family registers its passes
     cleanup, constant_folding, cse, dead_code, fusion_attention, fusion_elementwise,
     fusion_horizontal, fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding,
-    normalization_folding, recognition, reshapes, specialize, transposes)
+    normalization_folding, quantization, recognition, reshapes, specialize, transposes)
 from .registry import define_preset
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
@@ -22,6 +22,9 @@ FUSIONS = [  # fusion passes, in the order they should run
 # Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
 O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
+# Opt-in: INT8 post-training quantization after every float optimization (folding BatchNorm
+# first gives the quantizer the weights that will actually run).
+O2_INT8 = O2 + ["quantize_int8"]
 # Opt-in: layout conversion adds transposes instead of removing nodes.  It runs before
 # element-wise fusion, whose fused nodes it cannot see through.
 _AT = O2.index("fuse_elementwise")
@@ -33,3 +36,5 @@ define_preset("O1", O1, "clean + symbolic-dim specialization, constant folding, 
 define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recognition and "
                         "operator fusion")
 define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")
+define_preset("O2-int8", O2_INT8, "O2 + INT8 post-training quantization: calibrated "
+                                  "QuantizeLinear/DequantizeLinear pairs, int8 weights")

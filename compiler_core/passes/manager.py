@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..ir import Graph
-from ..verify import Verifier, VerifyReport
-from .base import Decline, PassContext, PassResult
+from ..verify import DEFAULT_RTOL, Verifier, VerifyReport
+from .base import Decline, Pass, PassContext, PassResult
 from .diff import GraphDiff, diff_graphs
 from .registry import get_pass, resolve_pipeline
 
@@ -95,7 +95,28 @@ class PipelineResult:
 
 
 def _verify_summary(report: VerifyReport | None) -> dict | None:
-    return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok}
+    return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok,
+                                        "rtol": report.rtol}
+
+
+class _Tolerance:
+    """The verifier's tolerance along a pipeline: the loosest any changing pass asked for."""
+
+    def __init__(self) -> None:
+        self.rtol = DEFAULT_RTOL
+        self.set_by: Pass | None = None
+
+    def update(self, the_pass: Pass, changed: bool) -> None:
+        if changed and the_pass.tolerance is not None and the_pass.tolerance > self.rtol:
+            self.rtol, self.set_by = the_pass.tolerance, the_pass
+
+    def note(self) -> str | None:
+        """What the check of a snapshot from here on compares with, and why (None while exact)."""
+        if self.set_by is None:
+            return None
+        return (f"{self.set_by.tolerance_reason} by {self.set_by.name}: compared with "
+                f"tolerance {self.rtol:g} of each output's scale (exact passes: "
+                f"{DEFAULT_RTOL:g})")
 
 
 class PassManager:
@@ -103,12 +124,15 @@ class PassManager:
 
     def __init__(self, pipeline: str | list[str] | None = None, *,
                  bindings: dict[str, int] | None = None, verify: bool = False,
-                 verify_inputs: dict | None = None, check: bool = False):
+                 verify_inputs: dict | None = None, check: bool = False,
+                 target=None, calibration_inputs: list[dict] | None = None):
         self.pass_names = resolve_pipeline(pipeline)
         self.bindings = dict(bindings or {})
         self.verify = verify
         self.verify_inputs = verify_inputs
         self.check = check  # run Graph.check() after every pass (tests turn it on)
+        self.target = target  # PassContext.target: a target name, file or Target
+        self.calibration_inputs = calibration_inputs
 
     def run(self, graph: Graph,
             on_progress: Callable[[int, int, str], None] | None = None) -> PipelineResult:
@@ -119,19 +143,25 @@ class PassManager:
             verifier = Verifier(graph, inputs=self.verify_inputs, bindings=self.bindings)
         snapshots: list[Snapshot] = []
         current = graph
+        tolerance = _Tolerance()
         for index, name in enumerate(self.pass_names):
             if on_progress:
                 on_progress(index, len(self.pass_names), name)
-            snapshot = self._run_one(index, name, current)
+            the_pass = get_pass(name)
+            snapshot = self._run_one(index, the_pass, current)
+            tolerance.update(the_pass, snapshot.changed)
             if verifier is not None:
-                snapshot.verify = verifier.check(snapshot.graph)
+                snapshot.verify = verifier.check(snapshot.graph, tolerance.rtol)
+                if tolerance.note():
+                    snapshot.notes.append(tolerance.note())
             snapshots.append(snapshot)
             current = snapshot.graph
         return PipelineResult(graph, snapshots, time.perf_counter() - start)
 
-    def _run_one(self, index: int, name: str, before: Graph) -> Snapshot:
-        the_pass = get_pass(name)
-        ctx = PassContext(bindings=self.bindings, pass_name=name)
+    def _run_one(self, index: int, the_pass: Pass, before: Graph) -> Snapshot:
+        name = the_pass.name
+        ctx = PassContext(bindings=self.bindings, pass_name=name, target=self.target,
+                          calibration_inputs=self.calibration_inputs)
         graph = before.copy()
         started = time.perf_counter()
         result = PassResult()
