@@ -3,7 +3,10 @@ int8 weights with per-channel scales, and the record of what stayed float and wh
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
@@ -12,6 +15,7 @@ from compiler_core.ir import to_bytes
 from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.passes.quantization.int8 import activation_params, quantize_per_channel
 from compiler_core.verify import run
+from graphlab.cli import main
 from graphlab.samples import get_sample
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, ops, snapshot, tensor
 
@@ -194,3 +198,17 @@ def test_models_below_opset_13_are_declined():
                   [tensor("y", shape=[2, 3])], {"w": np.ones((4, 3), np.float32)}, opset=12)
     step = PassManager(["quantize_int8"]).run(graph).snapshots[0]
     assert not step.changed and "opset 13" in step.declined[0].reason
+
+
+def test_compile_calibrates_on_a_file_and_writes_an_int8_model(tmp_path, capsys):
+    data = get_sample("digits_cnn").test_data
+    out = str(tmp_path / "digits_int8.onnx")
+    code = main(["compile", "digits_cnn", "--pipeline", "O2-int8", "--calibrate", data,
+                 "--inputs", data, "-o", out, "--json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["passes"][-1]["verify"] == {
+        "max_abs_err": report["passes"][-1]["verify"]["max_abs_err"], "ok": True, "rtol": 0.05}
+    assert report["op_histogram_after"]["QuantizeLinear"] == 4
+    weights = [t for t in onnx.load(out).graph.initializer if t.data_type == TensorProto.INT8
+               and len(t.dims) > 1]
+    assert len(weights) == 4

@@ -47,8 +47,15 @@ FIELD_HELP = {
     "sources": "a list of {\"title\", \"url\" or \"publication\", \"supports\"} objects citing "
                "where the figures come from",
     "array_count": "optional: how many such arrays the chip has (default 1)",
+    "supported_ops": "optional: a list of the ONNX op types the chip runs, e.g. [\"Conv\", "
+                     "\"Relu\"]; the others fall back to the host CPU (default: every op)",
+    "host": "optional: the CPU the chip is attached to, {\"peak_ops_per_s\": its float32 "
+            "rate, \"bandwidth_bytes_per_s\": its memory bandwidth, \"link_bytes_per_s\": "
+            "the link to the chip} (partitioning weighs offloading against it)",
 }
-REQUIRED_FIELDS = tuple(f for f in FIELD_HELP if f != "array_count")
+OPTIONAL_FIELDS = ("array_count", "supported_ops", "host")
+REQUIRED_FIELDS = tuple(f for f in FIELD_HELP if f not in OPTIONAL_FIELDS)
+_HOST_KEYS = ("peak_ops_per_s", "bandwidth_bytes_per_s", "link_bytes_per_s")
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -67,6 +74,19 @@ class Source:
 
 
 @dataclass(frozen=True)
+class Host:
+    """The CPU beside an accelerator: where unsupported ops run, and the link data crosses."""
+
+    peak_ops_per_s: float
+    bandwidth_bytes_per_s: float
+    link_bytes_per_s: float
+
+    def seconds(self, flops: float, bytes_moved: float) -> float:
+        """The roofline bound on the host: max(flops / peak, bytes / bandwidth)."""
+        return max(flops / self.peak_ops_per_s, bytes_moved / self.bandwidth_bytes_per_s)
+
+
+@dataclass(frozen=True)
 class Target:
     """A chip as the roofline and the systolic simulator see it (see the module docstring)."""
 
@@ -81,6 +101,8 @@ class Target:
     notes: str
     sources: tuple[Source, ...]
     array_count: int = 1
+    supported_ops: frozenset[str] | None = None  # None: the chip runs every op
+    host: Host | None = None
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -122,6 +144,10 @@ class Target:
         data["sources"] = [{k: v for k, v in vars(s).items() if v is not None}
                            for s in self.sources]
         data["array_count"] = self.array_count
+        if self.supported_ops is not None:
+            data["supported_ops"] = sorted(self.supported_ops)
+        if self.host is not None:
+            data["host"] = dict(vars(self.host))
         return data
 
 
@@ -238,8 +264,27 @@ def target_from_dict(data: Any, where: str = "<target>") -> Target:
         notes=text("notes"),
         sources=_sources(data["sources"], bad),
         array_count=positive("array_count", data.get("array_count", 1), integer=True),
+        supported_ops=_supported_ops(data.get("supported_ops"), bad),
+        host=_host(data.get("host"), bad, positive),
         path=where,
     )
+
+
+def _supported_ops(value: Any, bad) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(op, str) and op.strip()
+                                              for op in value):
+        raise bad("supported_ops", "must be a list of op type names")
+    return frozenset(value)
+
+
+def _host(value: Any, bad, positive) -> Host | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) != set(_HOST_KEYS):
+        raise bad("host", f"must be an object with exactly the keys {', '.join(_HOST_KEYS)}")
+    return Host(*(positive("host", value[key]) for key in _HOST_KEYS))
 
 
 def _sources(value: Any, bad) -> tuple[Source, ...]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from . import (  # noqa: F401 - importing a family registers its passes
     cleanup, constant_folding, cse, dead_code, fusion_attention, fusion_elementwise,
     fusion_horizontal, fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding,
-    normalization_folding, quantization, recognition, reshapes, specialize, transposes)
+    normalization_folding, partitioning, quantization, recognition, reshapes, specialize,
+    transposes)
 from .registry import define_preset
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
@@ -25,6 +26,8 @@ O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
 # Opt-in: INT8 post-training quantization after every float optimization (folding BatchNorm
 # first gives the quantizer the weights that will actually run).
 O2_INT8 = O2 + ["quantize_int8"]
+# Opt-in: split the optimized graph between the target accelerator and the host CPU.
+O2_PARTITION = O2 + ["partition"]
 # Opt-in: layout conversion adds transposes instead of removing nodes.  It runs before
 # element-wise fusion, whose fused nodes it cannot see through.
 _AT = O2.index("fuse_elementwise")
@@ -38,3 +41,5 @@ define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recogn
 define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")
 define_preset("O2-int8", O2_INT8, "O2 + INT8 post-training quantization: calibrated "
                                   "QuantizeLinear/DequantizeLinear pairs, int8 weights")
+define_preset("O2-partition", O2_PARTITION, "O2 + partitioning onto the target accelerator "
+                                            "with CPU fallback")

@@ -15,6 +15,7 @@ from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.verify import load_inputs
 
 from .common import add_json_flag, add_model_argument, load_graph, parse_bindings, print_json
+from .model_options import add_target_option
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
 
@@ -25,14 +26,18 @@ def add_parser(subparsers) -> None:
     parser.add_argument("-o", "--output", metavar="OUT.onnx",
                         help="write the optimized model here")
     parser.add_argument("--pipeline", default="default", metavar="NAME|p1,p2,...",
-                        help="a preset (clean, O1, O2; default O2) or comma-separated pass "
-                             "names (`graphlab passes` lists both)")
+                        help="a preset (clean, O1, O2, O2-int8, O2-partition, ...; default "
+                             "O2) or comma-separated pass names (`graphlab passes` lists both)")
     parser.add_argument("--bind", metavar="k=v,...",
                         help="sizes for symbolic input dims, e.g. batch=1,seq=128")
     parser.add_argument("--verify", action="store_true",
                         help="check every pass against the input model with onnxruntime")
     parser.add_argument("--inputs", metavar="FILE.npz",
                         help="inputs for --verify, one array per model input (implies --verify)")
+    parser.add_argument("--calibrate", metavar="FILE.npz",
+                        help="calibration inputs for quantize_int8 (O2-int8), one array per "
+                             "model input, samples along the first axis (default: generated)")
+    add_target_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -41,7 +46,10 @@ def run(args) -> int:
     graph = load_graph(args.model)
     verify = args.verify or args.inputs is not None
     manager = PassManager(args.pipeline, bindings=parse_bindings(args.bind), verify=verify,
-                          verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None)
+                          verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
+                          target=args.target,
+                          calibration_inputs=[load_inputs(args.calibrate, graph)]
+                          if args.calibrate else None)
     result = manager.run(graph)
     if args.output:
         save_model(result.final, args.output)
