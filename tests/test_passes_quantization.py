@@ -38,8 +38,8 @@ def predictions(graph, images):
     return run(graph, {"image": images})["logits"].argmax(axis=1)
 
 
-def test_o2_int8_is_o2_then_quantization():
-    assert resolve_pipeline("O2-int8") == resolve_pipeline("O2") + ["quantize_int8"]
+def test_o2_int8_is_o2_then_quantization_then_folding():
+    assert resolve_pipeline("O2-int8") == resolve_pipeline("O2") + ["quantize_int8", "fold_qdq"]
 
 
 def test_digits_int8_accuracy_within_one_point_of_float(digits):
@@ -61,8 +61,10 @@ def test_quantized_snapshot_is_checked_with_its_own_tolerance(digits):
     assert quantized.verify.max_rel_err > 1e-4  # int8 really changed the numbers
     assert any(n.startswith("quantized to int8 by quantize_int8: compared with tolerance 0.05")
                for n in quantized.notes)
-    assert all(s.verify.rtol == 1e-4 for s in result.snapshots[:-1])
+    assert all(s.verify.rtol == 1e-4 for s in result.snapshots[:quantized.index])
     assert quantized.summary()["verify"]["rtol"] == 0.05
+    folded = snapshot(result, "fold_qdq")
+    assert folded.verify.ok and folded.verify.rtol == 0.05
 
 
 def test_later_passes_keep_the_loosest_tolerance():
@@ -74,7 +76,7 @@ def test_later_passes_keep_the_loosest_tolerance():
 
 def test_weights_are_int8_codes_with_one_scale_per_output_channel(digits):
     _, _, graph, result = digits
-    final = result.final
+    final = snapshot(result, "quantize_int8").graph
     weight_dqs = [n for n in final.nodes_of_type("DequantizeLinear") if "axis" in n.attrs]
     assert len(weight_dqs) == 4  # three convs and the classifier
     for dq in weight_dqs:
@@ -118,7 +120,7 @@ def test_qdq_graph_runs_in_onnxruntime_with_its_own_optimizations_on(digits):
 
 def test_activations_get_one_qdq_pair_and_data_movement_runs_on_int8(digits):
     _, _, _, result = digits
-    final = result.final
+    final = snapshot(result, "quantize_int8").graph
     counts = ops(final)
     assert counts["QuantizeLinear"] == 4 and counts["DequantizeLinear"] == 8
     for op in ("MaxPool", "Flatten"):  # the Quantize was hoisted above them
@@ -127,6 +129,41 @@ def test_activations_get_one_qdq_pair_and_data_movement_runs_on_int8(digits):
         if node.op_type in ("Gemm", "FusedConv"):
             assert all(v.producer is not None and v.producer.op_type == "DequantizeLinear"
                        for v in node.inputs[:2])
+
+
+def test_fold_qdq_leaves_no_quantize_or_dequantize_between_the_convolutions(digits):
+    images, labels, graph, result = digits
+    step = snapshot(result, "fold_qdq")
+    final = result.final
+    assert ops(final)["QLinearConv"] == 3 and "FusedConv" not in ops(final)
+    assert step.rewrites == 3 and "3 QLinearConv" in " ".join(step.notes)
+    # left: the image's Quantize, and the classifier's two Dequantize (its logits are float)
+    assert ops(final)["QuantizeLinear"] == 1 and ops(final)["DequantizeLinear"] == 2
+    for conv in final.nodes_of_type("QLinearConv"):
+        assert conv.inputs[0].elem_type == TensorProto.INT8
+        assert conv.outputs[0].elem_type == TensorProto.INT8
+        assert conv.inputs[3].constant_value().dtype == np.int8
+        assert conv.inputs[8].constant_value().dtype == np.int32  # bias at scale s_x·s_w
+    (gemm,) = step.declined
+    assert gemm.site == "/12/Gemm" and "it is a model output" in gemm.reason
+    int8_acc = np.mean(predictions(final, images) == labels)
+    assert int8_acc >= np.mean(predictions(graph, images) == labels) - 0.01
+
+
+def test_fold_qdq_makes_qlinear_matmul_and_says_why_a_bias_blocks_it():
+    rng = np.random.default_rng(2)
+    first, second = (rng.standard_normal((8, 8)).astype(np.float32) for _ in range(2))
+    graph = build([helper.make_node("MatMul", ["x", "w1"], ["h"]),
+                   helper.make_node("MatMul", ["h", "w2"], ["m"]),
+                   helper.make_node("Add", ["m", "b"], ["y"])],
+                  [tensor("x", shape=[4, 8])], [tensor("y", shape=[4, 8])],
+                  {"w1": first, "w2": second, "b": np.ones(8, np.float32)})
+    result = PassManager(["quantize_int8", "fold_qdq"], verify=True, check=True).run(graph)
+    assert all(s.verify.ok for s in result.snapshots)
+    final = result.final
+    assert ops(final)["QLinearMatMul"] == 1 and ops(final)["MatMul"] == 1
+    (kept,) = snapshot(result, "fold_qdq").declined
+    assert "read by Add" in kept.reason
 
 
 def test_digits_batch_one_model_calibrates_on_a_file_of_many_images(digits):
@@ -208,7 +245,7 @@ def test_compile_calibrates_on_a_file_and_writes_an_int8_model(tmp_path, capsys)
     report = json.loads(capsys.readouterr().out)
     assert code == 0 and report["passes"][-1]["verify"] == {
         "max_abs_err": report["passes"][-1]["verify"]["max_abs_err"], "ok": True, "rtol": 0.05}
-    assert report["op_histogram_after"]["QuantizeLinear"] == 4
+    assert report["op_histogram_after"]["QLinearConv"] == 3
     weights = [t for t in onnx.load(out).graph.initializer if t.data_type == TensorProto.INT8
                and len(t.dims) > 1]
     assert len(weights) == 4

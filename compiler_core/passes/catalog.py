@@ -24,8 +24,8 @@ FUSIONS = [  # fusion passes, in the order they should run
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
 O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
 # Opt-in: INT8 post-training quantization after every float optimization (folding BatchNorm
-# first gives the quantizer the weights that will actually run).
-O2_INT8 = O2 + ["quantize_int8"]
+# first gives the quantizer the weights that will actually run), then QDQ folded into int8 ops.
+O2_INT8 = O2 + ["quantize_int8", "fold_qdq"]
 # Opt-in: split the optimized graph between the target accelerator and the host CPU.
 O2_PARTITION = O2 + ["partition"]
 # Opt-in: layout conversion adds transposes instead of removing nodes.  It runs before
@@ -40,6 +40,7 @@ define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recogn
                         "operator fusion")
 define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")
 define_preset("O2-int8", O2_INT8, "O2 + INT8 post-training quantization: calibrated "
-                                  "QuantizeLinear/DequantizeLinear pairs, int8 weights")
+                                  "QuantizeLinear/DequantizeLinear pairs, int8 weights, "
+                                  "folded into QLinearConv/QLinearMatMul where possible")
 define_preset("O2-partition", O2_PARTITION, "O2 + partitioning onto the target accelerator "
                                             "with CPU fallback")

@@ -55,8 +55,13 @@ def is_linear(node: Node) -> bool:
     return node.domain == "" and node.body is None and node.op_type in _OUTPUT_CHANNEL_AXIS
 
 
-def find_layers(node: Node) -> tuple[list[Layer], list[Refusal]]:
-    """The quantizable layers of a top-level node and the linear ops it holds that are not."""
+def find_layers(node: Node, *, float_operands: bool = True
+                ) -> tuple[list[Layer], list[Refusal]]:
+    """The quantizable layers of a top-level node and the linear ops it holds that are not.
+
+    ``float_operands=False`` checks only the structure, for layers already quantized (their
+    weight arrives through a DequantizeLinear, not as a float constant).
+    """
     operands = list(node.body.inputs) if node.body is not None else list(node.inputs)
     inner_nodes = node.body.nodes if node.body is not None else [node]
     layers: list[Layer] = []
@@ -64,7 +69,9 @@ def find_layers(node: Node) -> tuple[list[Layer], list[Refusal]]:
     for inner in inner_nodes:
         if not is_linear(inner):
             continue
-        reason = _refusal(node, inner, operands, inner_nodes)
+        reason = _structure_refusal(node, inner, operands, inner_nodes)
+        if reason is None and float_operands:
+            reason = _operand_refusal(node, inner, operands)
         if reason is not None:
             refusals.append(Refusal(node, inner, reason))
             continue
@@ -74,15 +81,27 @@ def find_layers(node: Node) -> tuple[list[Layer], list[Refusal]]:
     return layers, refusals
 
 
-def _refusal(node: Node, inner: Node, operands: list[Value], inner_nodes: list[Node]
-             ) -> str | None:
+def _structure_refusal(node: Node, inner: Node, operands: list[Value],
+                       inner_nodes: list[Node]) -> str | None:
+    """Why the linear op's operands cannot be quantized at the node's boundary, or None."""
     activation, weight = inner.input(ACTIVATION), inner.input(WEIGHT)
     if activation is None or weight is None:
         return "an operand is missing"
     if _index(operands, weight) is None or _index(operands, activation) is None:
         return (f"{inner.op_type} reads a value computed inside {node.op_type}: only operands "
                 f"of the top-level node get Q/DQ pairs")
-    outer_weight = node.inputs[_index(operands, weight)]
+    axis = _OUTPUT_CHANNEL_AXIS[inner.op_type](inner)
+    for operand, slot in ((activation, ACTIVATION), (weight, WEIGHT)):
+        other = _other_reader(operand, slot, axis, inner_nodes)
+        if other is not None:
+            return (f"{operand.name} is also read by {other.name} ({other.op_type}), which "
+                    f"must see float values")
+    return None
+
+
+def _operand_refusal(node: Node, inner: Node, operands: list[Value]) -> str | None:
+    """Why the operands are not a float32 activation and a float32 constant weight, or None."""
+    outer_weight = node.inputs[_index(operands, inner.inputs[WEIGHT])]
     array = outer_weight.constant_value()
     if array is None:
         return (f"its second operand {outer_weight.name} is not a constant weight (a product of "
@@ -91,17 +110,11 @@ def _refusal(node: Node, inner: Node, operands: list[Value], inner_nodes: list[N
         return f"its weight {outer_weight.name} is {array.dtype}, not float32"
     if inner.op_type == "MatMul" and array.ndim != 2:
         return f"its weight {outer_weight.name} has rank {array.ndim}, not 2"
-    outer_activation = node.inputs[_index(operands, activation)]
+    outer_activation = node.inputs[_index(operands, inner.inputs[ACTIVATION])]
     if outer_activation.elem_type != TensorProto.FLOAT:
         return f"its input {outer_activation.name} is not float32"
     if outer_activation.constant_value() is not None:
         return f"its input {outer_activation.name} is a constant, not an activation"
-    axis = _OUTPUT_CHANNEL_AXIS[inner.op_type](inner)
-    for operand, slot in ((activation, ACTIVATION), (weight, WEIGHT)):
-        other = _other_reader(operand, slot, axis, inner_nodes)
-        if other is not None:
-            return (f"{operand.name} is also read by {other.name} ({other.op_type}), which "
-                    f"must see float values")
     return None
 
 
