@@ -11,6 +11,7 @@ browser <= 3 s; a 10,000-node generated graph loads and stays responsive through
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -28,7 +29,8 @@ from onnx import TensorProto, helper, numpy_helper
 from graphlab.app import AppConfig, create_app
 from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.services import Services
-from graphlab.app.stable_positions import pipeline_positions
+from graphlab.app.nested_layout import NestedLayout
+from graphlab.app.stable_positions import pipeline_graph
 from graphlab.app.view_state import ViewState
 
 REPO = Path(__file__).resolve().parent.parent
@@ -88,31 +90,69 @@ def server_figures(label: str, path: str, group_budget: int = 250) -> dict:
     state = services.default_state
     workspace, build = timed(services.workspace, state, None)
     nodes = len(workspace.result.initial)
-    print(f"\n{label}: {nodes} nodes, {len(workspace.result.snapshots)} passes")
-    _, layout = timed(pipeline_positions, workspace.result)
-    print(f"  import + pipeline + layout (once per model, cached): {build * 1e3:8.0f} ms, "
-          f"of which layout of every snapshot: {layout * 1e3:.0f} ms")
+    print(f"\n{label}: {nodes} nodes, {len(workspace.result.snapshots)} passes, "
+          f"{len(workspace.scopes.groups)} groups ({len(workspace.default_expanded)} open at first)")
+    _, union = timed(lambda: pipeline_graph(workspace.result, workspace.scopes.group_of.get))
+    _, every_order = timed(cold_placement, workspace, frozenset(workspace.scopes.groups))
+    print(f"  import + pipeline + layout (once per model, cached): {build * 1e3:8.0f} ms; the "
+          f"pipeline's graph {union * 1e3:.0f} ms, every group's layer order {every_order * 1e3:.0f} ms")
     figures = {"nodes": nodes, "build_ms": build * 1e3}
-    all_open = UiState(expanded=frozenset(workspace.scopes.groups))
-    for name, ui in (("default grouping", UiState()), ("every group open", all_open)):
+    states = (("default grouping", UiState()),
+              ("every group closed", UiState(expanded=frozenset())),
+              ("every group open", UiState(expanded=frozenset(workspace.scopes.groups))))
+    for name, ui in states:
         times, sizes = [], []
         for step in range(len(workspace.result.snapshots)):
             view = state.with_changes(step=step)
             start = time.perf_counter()
-            payload = build_panes(workspace, view, ui)
-            body = json.dumps([payload.before, payload.after, payload.before_style,
-                               payload.after_style])
+            body = payload_json(workspace, view, ui)
             times.append(time.perf_counter() - start)
             sizes.append(len(body))
-        print(f"  select a pass -> both panes' payload, {name:17s}: median "
+        print(f"  select a pass -> both panes' payload, {name:18s}: median "
               f"{statistics.median(times) * 1e3:6.1f} ms, max {max(times) * 1e3:6.1f} ms "
               f"({max(sizes) / 1e3:.0f} kB JSON)")
         figures[f"select_pass_max_ms[{name}]"] = max(times) * 1e3
-    group = max(workspace.scopes.groups.values(), key=lambda g: g.size)
-    opened = UiState(expanded=frozenset(workspace.default_expanded | {group.id}))
-    _, toggle = timed(build_panes, workspace, state, opened)
-    print(f"  open the largest group -> payload: {toggle * 1e3:.1f} ms")
+    figures.update(grouping_figures(workspace, state))
     return figures
+
+
+def payload_json(workspace, view: ViewState, ui: UiState) -> str:
+    payload = build_panes(workspace, view, ui)
+    return json.dumps([payload.before, payload.after, payload.before_style, payload.after_style])
+
+
+def cold_placement(workspace, expanded: frozenset[str]):
+    """A placement by a fresh layout: every group's layer order computed from scratch."""
+    return NestedLayout(workspace.layout.union, workspace.scopes).placement(expanded, frozenset())
+
+
+def grouping_figures(workspace, state: ViewState) -> dict:
+    """Open each collapsed group in view and close it again (as a click does), on the pass
+    that changed most; then "Open all groups" on a cold layout."""
+    step = max(range(len(workspace.result.snapshots)),
+               key=lambda i: len(workspace.result.snapshots[i].diff.removed))
+    view = state.with_changes(step=step)
+    scopes = workspace.scopes
+    shown = set(workspace.default_expanded)
+    if not any(g in shown for g in scopes.roots):   # everything collapsed: open the top first
+        shown |= set(scopes.roots)
+    closed = [g for g in scopes.groups if g not in shown
+              and all(a in shown for a in scopes.ancestors(scopes.groups[g].parent))]
+    opening, closing = [], []
+    for group in closed[:30]:
+        opening.append(timed(payload_json, workspace, view,
+                             UiState(expanded=frozenset(shown | {group})))[1])
+        closing.append(timed(payload_json, workspace, view, UiState(expanded=frozenset(shown)))[1])
+    everything = frozenset(scopes.groups)
+    cold = dataclasses.replace(workspace, layout=NestedLayout(workspace.layout.union, scopes))
+    _, open_all = timed(payload_json, cold, view, UiState(expanded=everything))
+    print(f"  open a group -> payload ({len(opening)} groups, first time each): median "
+          f"{statistics.median(opening) * 1e3:6.1f} ms, max {max(opening) * 1e3:6.1f} ms; "
+          f"close it again: median {statistics.median(closing) * 1e3:6.1f} ms, "
+          f"max {max(closing) * 1e3:6.1f} ms")
+    print(f"  open all groups -> payload, nothing cached: {open_all * 1e3:.0f} ms")
+    return {"open_group_max_ms": max(opening) * 1e3, "close_group_max_ms": max(closing) * 1e3,
+            "open_all_ms": open_all * 1e3}
 
 
 def browser_first_render(path: str) -> float:
@@ -167,9 +207,13 @@ def main(argv: list[str] | None = None) -> int:
         for label, path in ((os.path.basename(model), model), ("10,000-node graph", big)):
             print(f"\nfirst render in headless Chromium, {label}: "
                   f"{browser_first_render(path):.2f} s")
-    worst = medium["select_pass_max_ms[every group open]"]
-    print(f"\nselect-a-pass target 300 ms on {medium['nodes']} nodes: worst {worst:.0f} ms "
-          f"({'met' if worst <= 300 else 'MISSED'}); 10,000 nodes default grouping: worst "
+    worst = max(v for k, v in medium.items() if k.startswith("select_pass_max_ms"))
+    print(f"\nselect-a-pass target 300 ms on {medium['nodes']} nodes, any grouping: worst "
+          f"{worst:.0f} ms ({'met' if worst <= 300 else 'MISSED'})")
+    toggle = max(large["open_group_max_ms"], large["close_group_max_ms"])
+    print(f"10,000 nodes: opening / closing a group worst {toggle:.0f} ms "
+          f"({'met' if toggle <= 300 else 'MISSED'}), open all {large['open_all_ms']:.0f} ms, "
+          f"select a pass (default grouping) worst "
           f"{large['select_pass_max_ms[default grouping]']:.0f} ms")
     return 0
 

@@ -1,4 +1,5 @@
-"""The layout engine: no overlaps within a layer, edges point down, positions that stay put."""
+"""The layout engine: no overlaps within a layer, edges point down, grown items push their
+neighbours aside, and one slot per set of nodes that are never drawn together."""
 
 from __future__ import annotations
 
@@ -12,8 +13,9 @@ from compiler_core.passes.diff import diff_graphs
 from compiler_core.passes.manager import PipelineResult, Snapshot
 from compiler_core.passes.rewrite import fuse_nodes
 from graphlab.app.drawn_graph import drawn_edges, drawn_keys
-from graphlab.app.graph_layout import LayoutOptions, layered_layout, separated_positions
-from graphlab.app.stable_positions import pipeline_positions
+from graphlab.app.graph_layout import LayoutOptions, layered_layout, layered_order, \
+    place_layers, separated_positions
+from graphlab.app.stable_positions import pipeline_graph
 from graphlab.samples import resolve_model
 
 OPTIONS = LayoutOptions()
@@ -25,14 +27,15 @@ def random_dag(n: int, seed: int) -> tuple[list[int], list[tuple[int, int]]]:
     return list(range(n)), edges
 
 
-def assert_well_formed(positions: dict, edges) -> None:
-    rows: dict[float, list[float]] = {}
-    for x, y in positions.values():
-        rows.setdefault(y, []).append(x)
-    for xs in rows.values():
-        xs.sort()
-        gaps = [b - a for a, b in zip(xs, xs[1:])]
-        assert all(g >= OPTIONS.column_step - 1e-6 for g in gaps), "nodes overlap in a layer"
+def assert_well_formed(positions: dict, edges, sizes: dict | None = None) -> None:
+    sizes = sizes or {}
+    rows: dict[float, list] = {}
+    for key, (x, y) in positions.items():
+        rows.setdefault(y, []).append((x, sizes.get(key, OPTIONS.node_size)[0]))
+    for items in rows.values():
+        items.sort()
+        for (xa, wa), (xb, wb) in zip(items, items[1:]):
+            assert xb - xa >= (wa + wb) / 2 + OPTIONS.column_gap - 1e-6, "items overlap"
     for a, b in edges:
         assert positions[a][1] < positions[b][1], f"edge {a}->{b} does not point down"
 
@@ -43,6 +46,18 @@ def test_random_dags_have_no_overlaps_and_downward_edges(seed):
     positions = layered_layout(keys, edges)
     assert set(positions) == set(keys)
     assert_well_formed(positions, edges)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_items_of_different_sizes_do_not_overlap(seed):
+    keys, edges = random_dag(200, seed)
+    rng = random.Random(seed)
+    sizes = {k: (rng.choice((170.0, 420.0, 900.0)), rng.choice((48.0, 130.0, 600.0)))
+             for k in keys}
+    positions = layered_layout(keys, edges, sizes=sizes)
+    assert_well_formed(positions, edges, sizes)
+    for a, b in edges:   # a whole layer band lies between producer and consumer
+        assert positions[a][1] + sizes[a][1] / 2 < positions[b][1] - sizes[b][1] / 2
 
 
 def test_a_chain_is_a_straight_vertical_line():
@@ -56,11 +71,24 @@ def test_constants_sit_just_above_their_consumer():
     assert positions[5][1] == positions[3][1]
 
 
-def test_separated_positions_keep_order_and_gap():
-    placed = separated_positions([0.0, 0.0, 0.0, 500.0], 100.0)
+def test_separated_positions_keep_order_and_gaps():
+    placed = separated_positions([0.0, 0.0, 0.0, 500.0], [100.0, 300.0, 100.0])
     assert placed == sorted(placed)
-    assert all(b - a >= 100.0 - 1e-9 for a, b in zip(placed, placed[1:]))
+    assert all(b - a >= gap - 1e-9 for a, b, gap in zip(placed, placed[1:], (100, 300, 100)))
     assert placed[3] == 500.0
+
+
+def test_a_grown_item_pushes_its_neighbours_aside_and_nothing_else_moves():
+    # 0 fans out to 1, 2, 3, which join in 4
+    keys, edges = list(range(5)), [(0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (3, 4)]
+    order = layered_order(keys, edges)
+    small = place_layers(order, {})
+    grown = place_layers(order, {2: (800.0, 400.0)})
+    assert grown[0] == small[0], "the layer above moved"
+    assert grown[2][0] == pytest.approx(small[2][0]), "the grown item left its place"
+    assert grown[1][0] < small[1][0] and grown[3][0] > small[3][0], "neighbours not pushed"
+    assert grown[1][0] <= grown[2][0] - 400 - 85 - OPTIONS.column_gap + 1e-6
+    assert grown[4][0] == small[4][0] and grown[4][1] > small[4][1], "below: only moved down"
 
 
 def test_a_10000_node_graph_is_laid_out():
@@ -75,17 +103,14 @@ def test_sample_model_layout_is_well_formed():
     assert_well_formed(positions, drawn_edges(graph))
 
 
-def test_positions_are_stable_across_passes_and_new_nodes_sit_near_their_sources():
-    graph = load_model(resolve_model("cnn_bn"))
-    result = PassManager("O2").run(graph)
-    positions = pipeline_positions(result)
-    alone = layered_layout(drawn_keys(graph), drawn_edges(graph))
-    for key, where in alone.items():
-        assert positions[key] == where, "a node of the input graph moved"
-    for snapshot in result.snapshots:
-        assert set(drawn_keys(snapshot.graph)) <= set(positions)
-        present = [positions[k] for k in drawn_keys(snapshot.graph)]
-        assert len(set(present)) == len(present), "two nodes share a position"
+def test_nodes_drawn_together_never_share_a_slot():
+    result = PassManager("O2").run(load_model(resolve_model("bert_tiny_op13")))
+    union = pipeline_graph(result, lambda key: None)
+    for graph in [result.initial] + [s.graph for s in result.snapshots]:
+        slots = [union.slot_of[key] for key in drawn_keys(graph)]
+        assert len(set(slots)) == len(slots)
+    shared = [key for key, slot in union.slot_of.items() if key != slot]
+    assert shared, "no node a pass made took over the slot of a node it replaced"
 
 
 def fused_pipeline_graph() -> Graph:
@@ -99,17 +124,25 @@ def fused_pipeline_graph() -> Graph:
     return g
 
 
-def test_a_node_made_by_a_pass_is_placed_on_its_sources():
+def one_fusion() -> tuple[Graph, Graph, int]:
     before = fused_pipeline_graph()
     after = before.copy()
     nodes = [after.node_by_name("r1"), after.node_by_name("r2")]
     fused = fuse_nodes(after, PassContext(pass_name="fuse"), nodes, "ReluRelu", "relu_relu")
+    return before, after, fused.id
+
+
+def test_a_node_made_by_a_pass_takes_the_slot_of_its_last_source():
+    before, after, fused = one_fusion()
     snapshot = Snapshot(0, "fuse", "", after, len(before), diff_graphs(before, after), 1, 0.0)
-    positions = pipeline_positions(PipelineResult(before, [snapshot], 0.0))
-    sources = [positions[n.id] for n in before.nodes if n.name in ("r1", "r2")]
-    x, y = positions[fused.id]
-    assert x == pytest.approx(sum(s[0] for s in sources) / 2)
-    assert min(s[1] for s in sources) <= y <= max(s[1] for s in sources)
-    alone = layered_layout(drawn_keys(before), drawn_edges(before))
-    for node in before.nodes:  # removed nodes keep their place (the before pane never moves)
-        assert positions[node.id] == alone[node.id]
+    union = pipeline_graph(PipelineResult(before, [snapshot], 0.0), lambda key: None)
+    assert union.slot_of[fused] == before.node_by_name("r2").id
+    assert fused in union.bodies
+
+
+def test_a_node_made_in_another_group_gets_a_slot_of_its_own():
+    before, after, fused = one_fusion()
+    snapshot = Snapshot(0, "fuse", "", after, len(before), diff_graphs(before, after), 1, 0.0)
+    union = pipeline_graph(PipelineResult(before, [snapshot], 0.0),
+                           lambda key: "g:/fused" if key == fused else None)
+    assert union.slot_of[fused] == fused

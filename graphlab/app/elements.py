@@ -1,23 +1,24 @@
-"""Cytoscape elements for one pane: nodes at their stable positions, scope groups, edges.
+"""Cytoscape elements for one pane: nodes at their places in the nested layout, groups, edges.
 
-Only what is visible is sent: a collapsed group is one box (covering its members' area, so
-nothing moves when it opens) and edges into it are merged.  Diff marks arrive as classes
-('removed', 'added', 'modified'); a collapsed group containing marked nodes says so too.
+Only what is visible is sent: a collapsed group is one compact node (group_elements) and the
+edges into it are merged, with their count.  Diff marks arrive as classes ('removed', 'added',
+'modified'); a collapsed group counts the marked nodes it holds.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from compiler_core.ir import Graph, Node
 
 from .drawn_graph import Key, drawn_edges, drawn_keys
-from .graph_layout import LayoutOptions
+from .graph_layout import Position
+from .group_elements import collapsed_group_elements, open_group_element
+from .nested_layout import Placement
 from .scopes import ScopeTree
-from .stable_positions import Position
 
 MAX_NAME_CHARS = 20
-SIZE = LayoutOptions()
 
 
 def element_id(key: Key) -> str:
@@ -35,70 +36,35 @@ def node_label(node: Node) -> str:
     return f"{node.op_type}\n{short}"
 
 
-def pane_elements(graph: Graph, positions: dict[Key, Position], scopes: ScopeTree,
+def pane_elements(graph: Graph, placement: Placement, scopes: ScopeTree,
                   expanded: set[str], marks: dict[int, str], opened: set[int]) -> list[dict]:
     """Everything one pane draws for ``graph`` with the given groups open."""
     nodes: list[dict] = []
-    collapsed: dict[str, _CollapsedGroup] = {}
-    used_groups: set[str] = set()
+    collapsed: dict[str, list[Node]] = {}
+    open_groups: set[str] = set()
     representative: dict[Key, str] = {}
     for key in drawn_keys(graph):
         node = graph.node_by_id(key) if isinstance(key, int) else None
         if node is None:
             representative[key] = element_id(key)
-            nodes.append(_io_element(key, positions[key]))
+            nodes.append(_io_element(key, placement.centre(key)))
             continue
         group, parent = scopes.representative(node.id, expanded)
         if group is not None:
-            collapsed.setdefault(group, _CollapsedGroup(group)).add(positions[key], marks.get(key))
+            collapsed.setdefault(group, []).append(node)
             representative[key] = group
-            used_groups.update(scopes.ancestors(group))
+            open_groups.update(scopes.ancestors(scopes.groups[group].parent))
             continue
         representative[key] = element_id(key)
-        if parent is not None:
-            used_groups.update(scopes.ancestors(parent))
-        nodes.append(_node_element(node, positions[key], parent, marks.get(key)))
+        open_groups.update(scopes.ancestors(parent))
+        nodes.append(_node_element(node, placement.centre(key), parent, marks.get(key)))
         if node.body is not None and node.id in opened:
-            nodes += _body_elements(node, positions)
-    groups = [_group_element(scopes, g, collapsed.get(g)) for g in scopes.groups if g in used_groups]
+            nodes += _body_elements(node, placement.bodies[node.id])
+    groups = [open_group_element(scopes.groups[g]) for g in scopes.groups if g in open_groups]
+    for group_id, members in collapsed.items():
+        groups += collapsed_group_elements(scopes.groups[group_id], placement.boxes[group_id],
+                                           members, marks)
     return groups + nodes + _edge_elements(graph, representative, opened)
-
-
-class _CollapsedGroup:
-    """Accumulates the area and the diff marks of a collapsed group's members."""
-
-    def __init__(self, group_id: str):
-        self.group_id = group_id
-        self.count = 0
-        self.marks: dict[str, int] = {}
-        self.box = [float("inf"), float("inf"), float("-inf"), float("-inf")]
-
-    def add(self, position: Position, mark: str | None) -> None:
-        x, y = position
-        box = self.box
-        box[0], box[1] = min(box[0], x), min(box[1], y)
-        box[2], box[3] = max(box[2], x), max(box[3], y)
-        self.count += 1
-        if mark:
-            self.marks[mark] = self.marks.get(mark, 0) + 1
-
-
-def _group_element(scopes: ScopeTree, group_id: str, collapsed: _CollapsedGroup | None) -> dict:
-    group = scopes.groups[group_id]
-    data = {"id": group_id, "label": group.label, "kind": "group"}
-    if group.parent is not None:
-        data["parent"] = group.parent
-    if collapsed is None:
-        return {"data": data, "classes": "group"}
-    x0, y0, x1, y1 = collapsed.box
-    data["w"] = x1 - x0 + SIZE.node_width
-    data["h"] = y1 - y0 + SIZE.node_height
-    changes = sum(collapsed.marks.values())
-    data["label"] = (f"{group.label}\n{collapsed.count} nodes"
-                     + (f" · {changes} changed" if changes else "") + "  ▸ tap to open")
-    classes = ["collapsed"] + [f"has-{mark}" for mark in sorted(collapsed.marks)]
-    return {"data": data, "position": {"x": (x0 + x1) / 2, "y": (y0 + y1) / 2},
-            "classes": " ".join(classes)}
 
 
 def _node_element(node: Node, position: Position, parent: str | None, mark: str | None,
@@ -131,18 +97,20 @@ def _body_elements(fused: Node, positions: dict[Key, Position]) -> list[dict]:
 
 
 def _edge_elements(graph: Graph, representative: dict[Key, str], opened: set[int]) -> list[dict]:
-    seen: set[tuple[str, str]] = set()
-    edges: list[dict] = []
+    """One edge per pair of drawn items; merged edges (into a collapsed group) say how many."""
     pairs = list(drawn_edges(graph))
     for node in graph.nodes:
         if node.body is not None and node.id in opened:
             pairs += [(a, b) for a, b in drawn_edges(node.body)
                       if isinstance(a, int) and isinstance(b, int)]
-    for a, b in pairs:
-        source = representative.get(a, element_id(a))
-        target = representative.get(b, element_id(b))
-        if source == target or (source, target) in seen:
+    counts = Counter((representative.get(a, element_id(a)), representative.get(b, element_id(b)))
+                     for a, b in pairs)
+    edges: list[dict] = []
+    for (source, target), count in counts.items():
+        if source == target:
             continue
-        seen.add((source, target))
-        edges.append({"data": {"id": f"e{len(edges)}", "source": source, "target": target}})
+        data = {"id": f"e:{source}>{target}", "source": source, "target": target}
+        if count > 1:
+            data["count"] = count
+        edges.append({"data": data})
     return edges

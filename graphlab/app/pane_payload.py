@@ -1,9 +1,11 @@
 """Both panes of the selected pass: the graph before it (left) and after it (right).
 
 This is the hot path of the app ("select a pass" -> payload), measured by benchmarks/app.py.
-Positions, scope groups and histories are precomputed per workspace; here we only pick the
-visible items, mark the diff, and turn selection / pattern focus / search into style rules.
-Groups holding the selected or highlighted nodes open by themselves so they can be seen.
+Scope groups and histories are precomputed per workspace, and the nested layout caches each
+group's layer order; here we place the visible items, mark the diff, and turn selection /
+pattern focus / search into style rules.  Groups holding the selected or highlighted nodes open
+by themselves so they can be seen, once: a group the user then closes stays closed (the
+selection is shown on the group) until the focus moves elsewhere.
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ MAX_AUTO_OPEN_SEARCH_HITS = 40
 
 @dataclass
 class UiState:
-    """Per-browser drawing choices kept in the page (not in the URL): open groups and bodies."""
+    """Per-browser drawing choices kept in the page (not in the URL): open groups and bodies,
+    and the groups already opened for the current focus (the user may have closed some)."""
 
     expanded: frozenset[str] | None = None   # None: the workspace's default
     opened: frozenset[int] = frozenset()
+    revealed: frozenset[str] = frozenset()
 
     @classmethod
     def from_store(cls, data: dict | None, workspace_key: str) -> "UiState":
@@ -35,12 +39,13 @@ class UiState:
             return cls()
         expanded = data.get("expanded")
         return cls(None if expanded is None else frozenset(expanded),
-                   frozenset(int(i) for i in data.get("opened", [])))
+                   frozenset(int(i) for i in data.get("opened", [])),
+                   frozenset(data.get("revealed", [])))
 
     def to_store(self, workspace_key: str) -> dict:
         return {"key": workspace_key,
                 "expanded": None if self.expanded is None else sorted(self.expanded),
-                "opened": sorted(self.opened)}
+                "opened": sorted(self.opened), "revealed": sorted(self.revealed)}
 
 
 @dataclass
@@ -61,17 +66,13 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     focus = resolve_focus(ws, step, state.highlight)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
-    focus_ids = set(selected) | set(hits if len(hits) <= MAX_AUTO_OPEN_SEARCH_HITS else ())
-    if focus is not None:
-        focus_ids |= set(focus.matched) | {i for i in (focus.failed, focus.blocking) if i is not None}
-    focus_ids |= {c for i in selected for c in counterparts(ws, i, before) + counterparts(ws, i, after)}
-    expanded = set(ws.default_expanded if ui.expanded is None else ui.expanded)
-    expanded |= ws.scopes.groups_containing(focus_ids)
+    expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
+    placement = ws.layout.placement(frozenset(expanded), ui.opened)
     diff = snapshot.diff
-    left = pane_elements(before, ws.positions, ws.scopes, expanded,
+    left = pane_elements(before, placement, ws.scopes, expanded,
                          {**{i: "modified" for i in diff.modified},
                           **{i: "removed" for i in diff.removed}}, set(ui.opened))
-    right = pane_elements(after, ws.positions, ws.scopes, expanded,
+    right = pane_elements(after, placement, ws.scopes, expanded,
                           {**{i: "modified" for i in diff.modified},
                            **{i: "added" for i in diff.added}}, set(ui.opened))
     key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened))).encode()
@@ -80,6 +81,44 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
                         _pane_style(ws, before, expanded, selected, focus, hits),
                         _pane_style(ws, after, expanded, selected, focus, hits),
                         focus, len(hits))
+
+
+def drawn_groups(ws: Workspace, state: ViewState, ui: UiState) -> set[str]:
+    """The groups drawn open: the user's (or the default) plus those revealing the focus."""
+    return _drawn_groups(ws, ui, focus_groups(ws, state))
+
+
+def regrouped(ws: Workspace, state: ViewState, expanded: set[str], opened: set[int]) -> UiState:
+    """The UI state after the user opened or closed groups or bodies: what they now see is
+    kept as it is, and the groups opened for the current focus are not reopened."""
+    return UiState(frozenset(expanded), frozenset(opened), focus_groups(ws, state))
+
+
+def focus_groups(ws: Workspace, state: ViewState) -> frozenset[str]:
+    """Groups holding what the view points at: the selected node (and its counterparts), the
+    pattern focus, the search hits (when few)."""
+    step = ws.clamp_step(state.step)
+    before, after = ws.graphs_of_step(step)
+    hits = search_hits(after, state.search) | search_hits(before, state.search)
+    selected = [state.node] if state.node is not None else []
+    return _focus_groups(ws, step, selected, resolve_focus(ws, step, state.highlight), hits)
+
+
+def _focus_groups(ws: Workspace, step: int, selected: list[int], focus: PatternFocus | None,
+                  hits: set[int]) -> frozenset[str]:
+    before, after = ws.graphs_of_step(step)
+    focus_ids = set(selected) | set(hits if len(hits) <= MAX_AUTO_OPEN_SEARCH_HITS else ())
+    if focus is not None:
+        focus_ids |= set(focus.matched) | {i for i in (focus.failed, focus.blocking) if i is not None}
+    focus_ids |= {c for i in selected for c in counterparts(ws, i, before) + counterparts(ws, i, after)}
+    return frozenset(ws.scopes.groups_containing(focus_ids))
+
+
+def _drawn_groups(ws: Workspace, ui: UiState, revealing: frozenset[str]) -> set[str]:
+    expanded = set(ws.default_expanded if ui.expanded is None else ui.expanded)
+    if revealing != ui.revealed:
+        expanded |= revealing
+    return expanded
 
 
 def search_hits(graph: Graph, query: str) -> set[int]:

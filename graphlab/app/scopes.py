@@ -2,14 +2,19 @@
 
 Exporters name nodes after the module that made them ('/bert/encoder/layer.0/attention/...').
 Each scope becomes a group; a scope holding nothing but one sub-scope is merged with it, so
-the tree has no empty levels.  A collapsed group is drawn as one box covering its members'
-positions, so collapsing or expanding never moves anything else.
+the tree has no empty levels.  A node without a scope joins the scope its sources share (a node
+a pass made out of others belongs where they were), else the one its consumers share (the
+exporter's loose Constants sit inside the group they feed instead of crowding the top level).
+A collapsed group is drawn as one compact box (see nested_layout).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Iterable
+
+from compiler_core.ir import Graph
 
 GROUP_PREFIX = "g:"
 
@@ -47,7 +52,7 @@ class ScopeTree:
 
     def _build(self, path: str, parent: str | None, label_prefix: str,
                raw: dict[str, set[str]], members: dict[str, list[int]]) -> None:
-        for child in sorted(raw[path]):
+        for child in sorted(raw[path], key=_natural):
             label = label_prefix + child.rsplit("/", 1)[-1]
             if len(raw[child]) == 1 and not members.get(child):
                 self._build(child, parent, label + "/", raw, members)  # merge a trivial level
@@ -83,7 +88,8 @@ class ScopeTree:
             group_id = self.groups[group_id].parent
         return chain[::-1]
 
-    def representative(self, node_id: int, expanded: set[str]) -> tuple[str | None, str | None]:
+    def representative(self, node_id: int, expanded: set[str] | frozenset[str],
+                       ) -> tuple[str | None, str | None]:
         """(collapsed group standing for the node or None, innermost expanded group or None)."""
         parent = None
         for group_id in self.ancestors(self.group_of.get(node_id)):
@@ -98,23 +104,64 @@ class ScopeTree:
             found.update(self.ancestors(self.group_of.get(node_id)))
         return found
 
-    def default_expanded(self, budget: int) -> set[str]:
-        """Open the biggest groups first while the number of drawn items stays within budget."""
-        expanded: set[str] = set()
-        visible = len(self.top_level_nodes) + len(self.roots)
-        frontier = list(self.roots)
-        while frontier:
-            frontier.sort(key=lambda g: self.groups[g].size)
-            group = self.groups[frontier.pop()]
-            cost = len(group.children) + len(group.node_ids) - 1
-            if visible + cost > budget:
-                continue
-            expanded.add(group.id)
-            visible += cost
-            frontier += group.children
-        return expanded
+    def visible_expanded(self, expanded: set[str] | frozenset[str]) -> frozenset[str]:
+        """The expanded groups whose ancestors are all expanded: the ones that are drawn open."""
+        return frozenset(g for g in expanded if g in self.groups
+                         and all(a in expanded for a in self.ancestors(g)))
+
+
+def pipeline_scopes(graphs: Iterable[Graph]) -> dict[int, str]:
+    """Every node's scope across the graphs, unscoped nodes placed by their sources or
+    consumers (the first graph holding a node decides, so the answer never changes later)."""
+    scopes: dict[int, str] = {}
+    for graph in graphs:
+        resolved: dict[int, str] = {}
+        for node in reversed(graph.nodes):  # consumers before producers
+            scope = scopes.get(node.id)
+            if scope is None:
+                scope = (node.scope or _sources_scope(node, scopes)
+                         or _consumers_scope(node, graph, resolved))
+                scopes[node.id] = scope
+            resolved[node.id] = scope
+    return scopes
+
+
+def _sources_scope(node, scopes: dict[int, str]) -> str:
+    sources = node.provenance.sources if node.provenance is not None else ()
+    return _shared([scopes[s] for s in sources if s in scopes])
+
+
+def _consumers_scope(node, graph: Graph, resolved: dict[int, str]) -> str:
+    outputs = {v.name for v in graph.outputs}
+    consumers: list[str] = []
+    for value in node.outputs:
+        if value is None:
+            continue
+        if value.name in outputs:
+            return ""
+        consumers += [resolved.get(user.id, "") for user, _ in value.uses]
+    return _shared(consumers)
+
+
+def _shared(scopes: list[str]) -> str:
+    """The longest scope that contains all of ``scopes`` ('' for none)."""
+    if not scopes:
+        return ""
+    shared = _normalise(scopes[0]).split("/")
+    for scope in scopes[1:]:
+        parts = _normalise(scope).split("/")
+        common = 0
+        while common < min(len(shared), len(parts)) and shared[common] == parts[common]:
+            common += 1
+        shared = shared[:common]
+    return "/".join(shared)
 
 
 def _normalise(scope: str) -> str:
     parts = [p for p in scope.split("/") if p]
     return "/" + "/".join(parts) if parts else ""
+
+
+def _natural(path: str) -> list:
+    """'layer.2' before 'layer.10'."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path)]

@@ -1,114 +1,71 @@
 """Positions that stay put from one pass to the next, so the eye sees only what changed.
 
-The input graph is laid out once.  Every later snapshot reuses those positions: a node keeps
-its place for the whole pipeline (removed nodes too, so the "before" pane never moves), and a
-node a pass creates is placed where the nodes it came from were (its provenance), or next to
-its neighbours, in the nearest free slot of that layer.  A fused node's body keeps the ids of
-the nodes it replaced, so opening it shows them exactly where they used to be.
+The whole pipeline is laid out as one graph: every key that any snapshot draws, with the edges
+of every snapshot, so one layout serves every pass and both panes.  Keys that are never drawn
+together may share a slot: a node a pass creates takes over the slot of the last of the nodes
+it replaced (its provenance; a fused op sits where its sources' result used to be computed), if
+that node was removed by the same pass and belongs to the same group.  Any other new node gets
+a slot of its own, which layering puts between its producers and consumers.  Removed nodes keep
+their slots, so the "before" pane never moves.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Callable
 
-from compiler_core.ir import Graph, Node
+from compiler_core.ir import Graph
 from compiler_core.passes import PipelineResult
 
 from .drawn_graph import Key, drawn_edges, drawn_keys
-from .graph_layout import LayoutOptions, layered_layout
-
-Position = tuple[float, float]
 
 
-def pipeline_positions(result: PipelineResult,
-                       options: LayoutOptions = LayoutOptions()) -> dict[Key, Position]:
-    """One position for every key that appears in any snapshot of the pipeline."""
-    positions = graph_positions(result.initial, options)
+@dataclass
+class PipelineGraph:
+    """What is laid out: slots (each stands for keys never drawn at the same time) and edges."""
+
+    slots: list[Key] = field(default_factory=list)       # preferred order: input graph first
+    slot_of: dict[Key, Key] = field(default_factory=dict)
+    edges: set[tuple[Key, Key]] = field(default_factory=set)
+    bodies: dict[int, Graph] = field(default_factory=dict)   # fused node id -> its body
+
+    def add_slot(self, key: Key, slot: Key | None = None) -> None:
+        if slot is None:
+            self.slots.append(key)
+        self.slot_of[key] = key if slot is None else slot
+
+    def add_edges(self, graph: Graph) -> None:
+        slot_of = self.slot_of
+        self.edges.update((slot_of[a], slot_of[b]) for a, b in drawn_edges(graph))
+        self.bodies.update((n.id, n.body) for n in graph.nodes if n.body is not None)
+
+
+def pipeline_graph(result: PipelineResult, group_of: Callable[[Key], str | None]
+                   ) -> PipelineGraph:
+    """The slots and edges of every snapshot; ``group_of`` keeps slots inside one group."""
+    union = PipelineGraph()
+    for key in drawn_keys(result.initial):
+        union.add_slot(key)
+    union.add_edges(result.initial)
     for snapshot in result.snapshots:
-        place_new_keys(snapshot.graph, positions, options)
-    return positions
+        if not snapshot.changed:
+            continue
+        graph = snapshot.graph
+        freed = set(snapshot.diff.removed)
+        for key in drawn_keys(graph):
+            if key in union.slot_of:
+                continue
+            node = graph.node_by_id(key) if isinstance(key, int) else None
+            source = _freed_source(node, freed, group_of) if node is not None else None
+            if source is not None:
+                freed.discard(source)
+            union.add_slot(key, None if source is None else union.slot_of[source])
+        union.add_edges(graph)
+    return union
 
 
-def graph_positions(graph: Graph, options: LayoutOptions = LayoutOptions()) -> dict[Key, Position]:
-    positions = layered_layout(drawn_keys(graph), drawn_edges(graph), options)
-    for node in graph.nodes:
-        if node.body is not None:
-            _place_body(node, positions, options)
-    return positions
-
-
-def place_new_keys(graph: Graph, positions: dict[Key, Position], options: LayoutOptions) -> None:
-    """Give every key of ``graph`` that has no position yet one near its origin."""
-    keys = drawn_keys(graph)
-    new = [k for k in keys if k not in positions]
-    if not new:
-        return
-    rows = _occupied_rows(keys, positions, options)
-    preds: dict[Key, list[Key]] = defaultdict(list)
-    succs: dict[Key, list[Key]] = defaultdict(list)
-    for a, b in drawn_edges(graph):
-        preds[b].append(a)
-        succs[a].append(b)
-    for key in new:
-        node = graph.node_by_id(key) if isinstance(key, int) else None
-        x, y = _anchor(node, preds[key], succs[key], positions, options)
-        row = round(y / options.layer_step)
-        x = _free_x(rows[row], x, options.column_step)
-        rows[row].append(x)
-        positions[key] = (x, row * options.layer_step)
-        if node is not None and node.body is not None:
-            _place_body(node, positions, options)
-
-
-def _occupied_rows(keys, positions, options) -> dict[int, list[float]]:
-    rows: dict[int, list[float]] = defaultdict(list)
-    for key in keys:
-        if key in positions:
-            x, y = positions[key]
-            rows[round(y / options.layer_step)].append(x)
-    return rows
-
-
-def _anchor(node: Node | None, preds: list[Key], succs: list[Key],
-            positions: dict[Key, Position], options: LayoutOptions) -> Position:
-    """Where a new key wants to be: on its sources, else below its producers or above users."""
-    if node is not None and node.provenance is not None:
-        sources = [positions[s] for s in node.provenance.sources if s in positions]
-        if sources:
-            return _mean(sources)
-    placed_preds = [positions[k] for k in preds if k in positions]
-    if placed_preds:
-        x, _ = _mean(placed_preds)
-        return x, max(y for _, y in placed_preds) + options.layer_step
-    placed_succs = [positions[k] for k in succs if k in positions]
-    if placed_succs:
-        x, _ = _mean(placed_succs)
-        return x, min(y for _, y in placed_succs) - options.layer_step
-    return 0.0, 0.0
-
-
-def _free_x(taken: list[float], wanted: float, step: float) -> float:
-    """The position nearest ``wanted`` (alternating right, left) at least ``step`` from others."""
-    for k in range(len(taken) + 1):
-        for candidate in (wanted + k * step, wanted - k * step):
-            if all(abs(candidate - x) >= step - 1e-6 for x in taken):
-                return candidate
-    return wanted + (len(taken) + 1) * step
-
-
-def _place_body(node: Node, positions: dict[Key, Position], options: LayoutOptions) -> None:
-    """Body nodes that were never drawn (a fused op read from a file) get a small local layout."""
-    body = node.body
-    missing = [n.id for n in body.nodes if n.id not in positions]
-    if not missing:
-        return
-    local = layered_layout([n.id for n in body.nodes], drawn_edges(body), options)
-    cx, cy = _mean(list(local.values()))
-    ox, oy = positions[node.id]
-    for key in missing:
-        x, y = local[key]
-        positions[key] = (ox + x - cx, oy + y - cy)
-
-
-def _mean(points: list[Position]) -> Position:
-    return (sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points))
+def _freed_source(node, freed: set[int], group_of: Callable[[Key], str | None]) -> int | None:
+    """The last of the node's sources removed by this pass, in the node's group."""
+    sources = node.provenance.sources if node.provenance is not None else ()
+    group = group_of(node.id)
+    return next((s for s in reversed(sources) if s in freed and group_of(s) == group), None)

@@ -41,9 +41,19 @@ BASE_STYLESHEET = [
     {"selector": ".op, .io", "style": {"z-index": 10}},
     {"selector": ".collapsed", "style": {
         "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
-        "background-opacity": 0.5, "border-width": 2, "border-color": COLORS["group_border"],
-        "font-size": 20, "text-max-width": 600, "color": "#323f4b", "z-index": 0,
-        "text-valign": "top", "text-margin-y": 8}},
+        "border-width": 2, "border-color": COLORS["group_border"], "font-size": 32,
+        "line-height": 1.3, "text-max-width": "data(text_w)", "text-margin-x": "data(text_dx)",
+        "text-justify": "left", "color": "#1f2933"}},
+    {"selector": ".badge", "style": {
+        "width": "data(w)", "height": "data(h)", "font-size": 26, "font-weight": "bold",
+        "color": "#ffffff", "border-width": 0, "z-index": 20, "events": "no"}},
+    {"selector": ".badge-removed", "style": {"background-color": COLORS["removed"]}},
+    {"selector": ".badge-added", "style": {"background-color": COLORS["added"]}},
+    {"selector": ".badge-modified", "style": {"background-color": COLORS["modified"]}},
+    {"selector": "edge[count]", "style": {
+        "label": "data(count)", "font-size": 14, "color": "#52606d",
+        "text-background-color": "#ffffff", "text-background-opacity": 1,
+        "text-background-padding": 2, "width": "mapData(count, 2, 40, 2, 6)"}},
     {"selector": ".fused", "style": {
         "background-color": COLORS["fused_fill"], "border-color": COLORS["fused"],
         "border-width": 3, "border-style": "double", "font-weight": "bold"}},

@@ -1,5 +1,5 @@
 """Turns "model + pipeline + bindings" into a Workspace: the pipeline's snapshots plus what the
-views need (stable positions, scope groups, each node's history).
+views need (the nested layout, scope groups, each node's history).
 
 Workspaces are memoised in-process by content (a file's identity or an upload's sha256, the
 pass list, the bindings): they are caches, not state, so any server process can rebuild one.
@@ -23,9 +23,9 @@ from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 from ..commands.common import parse_bindings
 from ..samples import get_sample, list_samples
 from .config import AppConfig
+from .nested_layout import NestedLayout, pipeline_layout
 from .scopes import ScopeTree
 from .sessions import SessionStore
-from .stable_positions import Position, pipeline_positions
 
 UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
 WORKSPACE_CACHE_SIZE = 8
@@ -77,7 +77,7 @@ class Workspace:
     key: str
     label: str
     result: PipelineResult
-    positions: dict[object, Position]
+    layout: NestedLayout
     scopes: ScopeTree
     default_expanded: frozenset[str]
     history: NodeHistory
@@ -160,9 +160,7 @@ def _build_workspace(source: ModelSource, passes: tuple[str, ...],
                      on_progress: Progress | None) -> Workspace:
     graph = source.load()
     result = PassManager(list(passes), bindings=dict(bindings)).run(graph, on_progress=on_progress)
-    every_node = [n for g in [result.initial] + [s.graph for s in result.snapshots]
-                  for n in g.nodes]
-    scopes = ScopeTree({n.id: n.scope for n in every_node}.items())
+    layout = pipeline_layout(result)
     key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
-    return Workspace(key, source.label, result, pipeline_positions(result), scopes,
-                     frozenset(scopes.default_expanded(group_budget)), NodeHistory.of(result))
+    return Workspace(key, source.label, result, layout, layout.scopes,
+                     frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result))

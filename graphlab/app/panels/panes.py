@@ -12,7 +12,7 @@ from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
 from .. import ids
 from ..messages import user_message
-from ..pane_payload import UiState, build_panes
+from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..services import Services
 from ..styles import BASE_STYLESHEET
 from ..view_state import ViewState
@@ -103,14 +103,13 @@ def register(app, services: Services) -> None:
         trigger = ctx.triggered_id
         if not view or not ctx.triggered[0]["value"]:
             return no_update
+        state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(ViewState.from_dict(view),
-                                           (upload or {}).get("token"))
+            workspace = services.workspace(state, (upload or {}).get("token"))
         except Exception:  # noqa: BLE001 - the panes already show the message
             return no_update
         current = UiState.from_store(ui, workspace.key)
-        expanded = set(workspace.default_expanded if current.expanded is None
-                       else current.expanded)
+        expanded = drawn_groups(workspace, state, current)
         opened = set(current.opened)
         if trigger == ids.EXPAND_ALL:
             expanded = set(workspace.scopes.groups)
@@ -123,4 +122,4 @@ def register(app, services: Services) -> None:
             if not data or data.get("kind") != "group":
                 return no_update
             expanded ^= {data["id"]}
-        return UiState(frozenset(expanded), frozenset(opened)).to_store(workspace.key)
+        return regrouped(workspace, state, expanded, opened).to_store(workspace.key)

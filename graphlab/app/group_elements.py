@@ -1,0 +1,88 @@
+"""Cytoscape elements for scope groups: the frame of an open group, and a collapsed group as
+one compact node that says what it holds and what the pass changed in it.
+
+A collapsed group reads "layer.3 / 118 nodes · Add 24 · MatMul 16" in a font big enough to
+read with the whole model on screen, and "3 removed" / "1 added" / "2 modified" badges in the
+diff colours sit in a column at its right end, so the eye still finds the changes when zoomed
+out.  Its size depends only on the group (never on the pass), so nothing moves between passes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from compiler_core.ir import Node
+
+from .graph_layout import Box, Size
+from .scopes import Group
+
+MARK_ORDER = ("removed", "added", "modified")
+SUMMARY_OPS = 2
+CHAR_WIDTH = 18.0          # of the collapsed label's 32 px font (styles: .collapsed)
+TEXT_CHARS = 28            # the text area holds at least this many characters a line
+PADDING = 16.0
+BADGE_COLUMN = 190.0       # room for two badges, one above the other
+BADGE_CHAR_WIDTH = 15.0    # of the badges' 26 px bold font
+BADGE_HEIGHT = 38.0
+BADGE_GAP = 6.0
+
+
+def collapsed_size(group: Group) -> Size:
+    """Wide enough for the group's name, a little bigger for bigger groups."""
+    grow = math.log2(max(group.size, 2))
+    text = max(len(group.label), TEXT_CHARS) * CHAR_WIDTH + 10.0 * grow
+    return text + BADGE_COLUMN + 3 * PADDING, 104.0 + 4.0 * grow
+
+
+def open_group_element(group: Group) -> dict:
+    data = {"id": group.id, "label": group.label, "kind": "group"}
+    if group.parent is not None:
+        data["parent"] = group.parent
+    return {"data": data, "classes": "group"}
+
+
+def collapsed_group_elements(group: Group, box: Box, members: list[Node],
+                             marks: dict[int, str]) -> list[dict]:
+    """The group's node, then its change badges."""
+    changes = Counter(marks[n.id] for n in members if n.id in marks)
+    text_width = box.w - BADGE_COLUMN - 3 * PADDING
+    chars = int(text_width / CHAR_WIDTH)
+    count = f"{len(members)} node{'s' if len(members) != 1 else ''}"
+    lines = [group.label, f"{count} · {op_summary(members)}"]
+    data = {"id": group.id, "label": "\n".join(_fit(line, chars) for line in lines),
+            "kind": "group", "w": box.w, "h": box.h, "text_w": text_width,
+            "text_dx": -(BADGE_COLUMN + PADDING) / 2}
+    if group.parent is not None:
+        data["parent"] = group.parent
+    classes = ["collapsed"] + [f"has-{mark}" for mark in MARK_ORDER if changes[mark]]
+    node = {"data": data, "position": {"x": box.x, "y": box.y}, "classes": " ".join(classes)}
+    return [node] + _badges(group, box, changes)
+
+
+def op_summary(members: list[Node]) -> str:
+    """'Add 24 · MatMul 16 · Softmax': the most common ops, most common first."""
+    counts = Counter(n.op_type for n in members)
+    return " · ".join(op if count == 1 else f"{op} {count}"
+                      for op, count in counts.most_common(SUMMARY_OPS))
+
+
+def _badges(group: Group, box: Box, changes: Counter) -> list[dict]:
+    """One pill per kind of change, stacked in the column at the right end of the box."""
+    labels = [(mark, f"{changes[mark]} {mark}") for mark in MARK_ORDER if changes[mark]]
+    x = box.x + box.w / 2 - PADDING - BADGE_COLUMN / 2
+    y = box.y - (len(labels) * (BADGE_HEIGHT + BADGE_GAP) - BADGE_GAP) / 2 + BADGE_HEIGHT / 2
+    badges = []
+    for mark, label in labels:
+        data = {"id": f"{group.id}#{mark}", "label": label, "kind": "badge",
+                "w": min(len(label) * BADGE_CHAR_WIDTH + 20, BADGE_COLUMN), "h": BADGE_HEIGHT}
+        if group.parent is not None:
+            data["parent"] = group.parent
+        badges.append({"data": data, "position": {"x": x, "y": y},
+                       "classes": f"badge badge-{mark}"})
+        y += BADGE_HEIGHT + BADGE_GAP
+    return badges
+
+
+def _fit(line: str, chars: int) -> str:
+    return line if len(line) <= chars else line[:max(chars - 1, 1)] + "…"
