@@ -182,3 +182,14 @@ def test_old_ir_models_list_their_initializers_as_inputs():
     assert exported.ir_version == 3
     assert {"w", "unused"} <= {i.name for i in exported.graph.input}
     ort.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+
+
+def test_empty_and_scalar_weights_export():
+    graph = load_model(_mlp_bytes())
+    empty = graph.add_initializer("empty", np.zeros((0, 3), np.float32))
+    scalar = graph.add_initializer("scalar", np.array(2.5, np.float32))
+    node = graph.add_node("Concat", [empty, empty], 1, attrs={"axis": 0}, name="cat")
+    graph.set_outputs(list(graph.outputs) + [node.outputs[0], scalar])
+    again = load_model(to_bytes(graph))
+    assert again.initializers["empty"].const.shape == (0, 3)
+    assert float(again.initializers["scalar"].const) == 2.5

@@ -98,7 +98,7 @@ def _initializer_pieces(value: Value) -> list[bytes | memoryview]:
     if direct:
         header = onnx.TensorProto(name=value.name, data_type=value.elem_type,
                                   dims=array.shape, doc_string=value.doc_string)
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        data = memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
         tensor_head = header.SerializeToString() + _RAW_DATA_TAG + _varint(data.nbytes)
         tensor_length = len(tensor_head) + data.nbytes
     else:
