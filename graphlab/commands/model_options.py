@@ -46,5 +46,6 @@ def analysed_graphs(args) -> Analysed:
     initial = load_graph(args.model)
     if not args.pipeline:
         return Analysed(initial, initial, bindings, None)
-    result = PassManager(args.pipeline, bindings=bindings).run(initial)
+    target = getattr(args, "target", None) or "asic32"  # passes that partition read the target
+    result = PassManager(args.pipeline, bindings=bindings, target=target).run(initial)
     return Analysed(initial, result.final, bindings, args.pipeline)
