@@ -8,10 +8,12 @@ import dash
 
 from .config import AppConfig
 from .page import page
-from .panels import controls, inspector, navigation, panes, patterns, stepper
+from .panels import controls, exports, inspector, memory, navigation, overlay, panes, patterns, \
+    roofline, stepper, systolic
 from .services import Services
 
-PANELS = (navigation, controls, stepper, panes, inspector, patterns)
+PANELS = (navigation, controls, stepper, panes, inspector, patterns, roofline, systolic, memory,
+          overlay, exports)
 
 
 def create_app(config: AppConfig | None = None) -> dash.Dash:

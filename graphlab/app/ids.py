@@ -5,6 +5,7 @@ VIEW = "view-state"          # the parsed view (written only by the navigation c
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)
 UPLOAD_TOKEN = "upload-token"
 PANE_KEY = "pane-key"
+VIEW_PATCH = "view-patch"    # a panel's change request to the view (see view_state.with_patch)
 
 MODEL = "model-select"
 UPLOAD = "model-upload"
@@ -38,3 +39,6 @@ INSPECTOR = "inspector"
 OPEN_BODY = "open-body"      # pattern-matching type, index = fused node id
 PATTERNS = "patterns"
 PATTERN_ITEM = "pattern-item"  # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
+ROOFLINE = "roofline"
+SYSTOLIC = "systolic"
+MEMORY = "memory"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dash import dcc, html
 
 from . import ids
-from .panels import controls, panes, stepper
+from .panels import controls, memory, panes, roofline, stepper, systolic
 from .services import Services
 
 
@@ -17,6 +17,7 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.UI, storage_type="memory"),
         dcc.Store(id=ids.PANE_KEY, storage_type="memory"),
         dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
+        dcc.Store(id=ids.VIEW_PATCH, storage_type="memory"),
         html.Header(className="top", children=[
             html.H1(["GraphLab ", html.Span("pass debugger", className="muted")]),
             controls.layout(services),
@@ -32,6 +33,9 @@ def page(services: Services) -> html.Div:
                             children=html.Div(id=ids.INSPECTOR, className="side-body")),
                     dcc.Tab(label="Patterns", value="patterns",
                             children=html.Div(id=ids.PATTERNS, className="side-body")),
+                    dcc.Tab(label="Roofline", value="roofline", children=roofline.layout()),
+                    dcc.Tab(label="Systolic", value="systolic", children=systolic.layout()),
+                    dcc.Tab(label="Memory", value="memory", children=memory.layout()),
                 ]),
             ]),
         ]),

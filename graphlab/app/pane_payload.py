@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from compiler_core.ir import Graph
 
 from .elements import element_id, pane_elements
+from .graph_analyses import band_classes
+from .intensity_bands import paint
 from .pattern_view import PatternFocus, resolve_focus
 from .styles import Highlights, stylesheet
 from .view_state import ViewState
@@ -75,7 +77,11 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     right = pane_elements(after, placement, ws.scopes, expanded,
                           {**{i: "modified" for i in diff.modified},
                            **{i: "added" for i in diff.added}}, set(ui.opened))
-    key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened))).encode()
+    if state.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
+        paint(left, band_classes(ws, before, state.target, state.bindings))
+        paint(right, band_classes(ws, after, state.target, state.bindings))
+    key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened),
+                             state.overlay and state.target)).encode()
                        ).hexdigest()[:16]
     return PanesPayload(key, left, right,
                         _pane_style(ws, before, expanded, selected, focus, hits),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .intensity_bands import band_stylesheet
+
 COLORS = {
     "node": "#eef2f7", "node_border": "#7b8794", "text": "#1f2933",
     "removed": "#d64545", "removed_fill": "#fde8e8",
@@ -71,6 +73,8 @@ BASE_STYLESHEET = [
         "border-color": COLORS["modified"], "border-width": 3}},
     {"selector": ".modified", "style": {"background-color": COLORS["modified_fill"]}},
 ]
+
+BASE_STYLESHEET += band_stylesheet()   # the intensity overlay: fills on top, borders kept
 
 
 @dataclass

@@ -1,9 +1,9 @@
 """What the user is looking at, as a small record that round-trips through the URL.
 
 The URL's query string is the single source of truth for the view (model, pipeline, pass,
-selected node, panel, highlight, search), so a teacher can hand out a link and browser
-back/forward walk through the views.  Parsing never fails: anything unreadable falls back to a
-default, and the page says so rather than breaking.
+selected node, panel, highlight, search, the chart panels' settings), so a teacher can hand out
+a link and browser back/forward walk through the views.  Parsing never fails: anything
+unreadable falls back to a default, and the page says so rather than breaking.
 """
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, replace
 from urllib.parse import parse_qsl, urlencode
 
+from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
 
-PANELS = ("inspector", "patterns")
+PANELS = ("inspector", "patterns", "roofline", "systolic", "memory")
+FOLLOWS_SELECTION = ("roofline", "systolic", "memory")  # a tap in the panes keeps them open
+OVERLAYS = ("", "intensity")
+MAX_TYPED_CHARS = 40
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,12 @@ class ViewState:
     highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
     search: str = ""
     hide_unchanged: bool = False
+    overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
+    compare: bool = False         # roofline and memory: the selected pass's before and after
+    array: str = ""               # systolic array 'RxC' as typed ('' = the target's)
+    dataflow: str = "os"
+    timing: str = "overlap"       # the timing model the systolic step-through follows
+    gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
 
     def with_changes(self, **changes) -> "ViewState":
         return replace(self, **changes)
@@ -42,7 +52,22 @@ class ViewState:
 
 _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bindings": "bind",
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
-             "search": "q", "hide_unchanged": "hide"}
+             "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
+             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm"}
+
+# How each field a panel may change is read from text; anything unreadable keeps `fallback`.
+# Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
+_CHECKS = {
+    "node": lambda text, fallback: _int(text, None, minimum=0),
+    "panel": lambda text, fallback: text if text in PANELS else fallback,
+    "overlay": lambda text, fallback: text if text in OVERLAYS else fallback,
+    "compare": lambda text, fallback: text in ("1", "true", "yes"),
+    "array": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
+    "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
+    "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+}
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
@@ -66,8 +91,18 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
     return state.with_changes(
         step=_int(values.get("step"), default.step + 1, minimum=1) - 1,
         node=_int(values.get("node"), None, minimum=0),
-        panel=values.get("panel") if values.get("panel") in PANELS else default.panel,
-        hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"))
+        panel=_CHECKS["panel"](values.get("panel"), default.panel),
+        hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"),
+        **{name: _CHECKS[name](values[name], getattr(default, name))
+           for name in _PANEL_SETTINGS if name in values})
+
+
+def with_patch(state: ViewState, patch: dict | None) -> ViewState:
+    """A panel's request (a node picked in a chart, a setting changed), checked as the URL
+    is: panels write patches, and the navigation reducer applies them."""
+    changes = {name: _CHECKS[name](_format(value), getattr(state, name))
+               for name, value in (patch or {}).items() if name in _CHECKS}
+    return state.with_changes(**changes)
 
 
 def _format(value) -> str:

@@ -44,7 +44,7 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(run=run)
 
 
-def _integers(text: str, names: str) -> list[int]:
+def parse_integers(text: str, names: str) -> list[int]:
     parts = [p.strip() for p in text.split(",")]
     expected = names.split(",")
     if len(parts) != len(expected) or not all(p.isdigit() for p in parts):
@@ -53,7 +53,7 @@ def _integers(text: str, names: str) -> list[int]:
     return [int(p) for p in parts]
 
 
-def _array(text: str | None) -> tuple[int | None, int | None]:
+def parse_array(text: str | None) -> tuple[int | None, int | None]:
     if text is None:
         return None, None
     rows, sep, cols = text.lower().partition("x")
@@ -64,7 +64,7 @@ def _array(text: str | None) -> tuple[int | None, int | None]:
 
 
 def schedule_record(args) -> dict:
-    rows, cols = _array(args.array)
+    rows, cols = parse_array(args.array)
     options = {"rows": rows, "cols": cols, "dataflow": args.dataflow, "timing": args.timing,
                "target": args.target}
     if args.node is not None:
@@ -77,8 +77,8 @@ def schedule_record(args) -> dict:
         raise GraphLabError("MODEL is only read with --node",
                             hint="drop MODEL, or name a node with --node")
     if args.gemm is not None:
-        return schedule_gemm(*_integers(args.gemm, "M,N,K"), **options).report()
-    return schedule_conv(*_integers(args.conv, "H,W,FH,FW,C,N,S"), **options).report()
+        return schedule_gemm(*parse_integers(args.gemm, "M,N,K"), **options).report()
+    return schedule_conv(*parse_integers(args.conv, "H,W,FH,FW,C,N,S"), **options).report()
 
 
 def run(args) -> int:

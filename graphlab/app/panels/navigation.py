@@ -15,7 +15,7 @@ from compiler_core.passes.registry import resolve_pipeline
 from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
-from ..view_state import ViewState, from_query, to_query
+from ..view_state import FOLLOWS_SELECTION, ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
 
 CLICKS = {ids.RUN, ids.PREV, ids.NEXT, ids.PASS_ROW, ids.PATTERN_ITEM}
@@ -38,10 +38,10 @@ def register(app, services: Services) -> None:
         Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
         Input(ids.TABS, "value"), Input(ids.HIDE_UNCHANGED, "value"),
         Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
-        Input(ids.SEARCH, "value"),
+        Input(ids.SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
         State(ids.VIEW, "data"))
     def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
-                 _next, tap_before, tap_after, panel, hide, _items, query, view):
+                 _next, tap_before, tap_after, panel, hide, _items, query, patch, view):
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
@@ -53,7 +53,7 @@ def register(app, services: Services) -> None:
         else:
             inputs = {"model": model, "preset": preset, "passes": passes, "target": target,
                       "bindings": bindings, "tap_before": tap_before, "tap_after": tap_after,
-                      "panel": panel, "hide": hide, "query": query}
+                      "panel": panel, "hide": hide, "query": query, "patch": patch}
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
                 return (no_update,) * 11
@@ -97,7 +97,8 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         data = inputs["tap_before" if kind == ids.BEFORE else "tap_after"] or {}
         if data.get("kind") != "node":
             return None   # groups open and close elsewhere; inputs/outputs select nothing
-        return state.with_changes(node=int(data["node_id"]), panel="inspector")
+        return state.with_changes(node=int(data["node_id"]), panel=state.panel
+                                  if state.panel in FOLLOWS_SELECTION else "inspector")
     if kind == ids.TABS:
         return state.with_changes(panel=inputs["panel"])
     if kind == ids.HIDE_UNCHANGED:
@@ -106,6 +107,8 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         return state.with_changes(highlight=str(trigger["index"]), panel="patterns")
     if kind == ids.SEARCH:
         return state.with_changes(search=(inputs["query"] or "").strip())
+    if kind == ids.VIEW_PATCH:
+        return with_patch(state, inputs["patch"])
     return None
 
 

@@ -16,6 +16,7 @@ from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..services import Services
 from ..styles import BASE_STYLESHEET
 from ..view_state import ViewState
+from . import exports, overlay
 
 LEGEND = [
     ("removed", "removed by this pass (left)"),
@@ -39,6 +40,7 @@ def layout() -> html.Div:
             html.Span(id=ids.SEARCH_COUNT, className="search-count"),
             html.Button("Open all groups", id=ids.EXPAND_ALL, className="button"),
             html.Button("Close all groups", id=ids.COLLAPSE_ALL, className="button"),
+            overlay.toggle(), exports.model_button(),
             html.Div(id=ids.PANE_MESSAGE),
             html.Div(id=ids.FIT_KEY, className="fit-key"),
         ]),
@@ -47,12 +49,14 @@ def layout() -> html.Div:
         html.Div(className="legend", children=[
             html.Span([html.Span(className=f"swatch swatch-{key}"), text], className="legend-item")
             for key, text in LEGEND]),
+        overlay.legend(),
     ])
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
     return html.Div(className="pane", children=[
-        html.H3(id=title_id, className="pane-title"),
+        html.Div(className="pane-head", children=[html.H3(id=title_id, className="pane-title"),
+                                                  exports.pane_buttons(pane_id)]),
         cyto.Cytoscape(id=pane_id, className="graph", elements=[], stylesheet=BASE_STYLESHEET,
                        layout={"name": "preset", "fit": False},
                        minZoom=0.02, maxZoom=3, wheelSensitivity=0.3,

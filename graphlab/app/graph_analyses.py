@@ -1,0 +1,36 @@
+"""The hardware analyses of a workspace's graphs (per-op cost, memory plan), each computed once
+per graph and kept in the workspace's cache, so the roofline, the intensity overlay and the
+memory panel all read the same record and stepping back and forth recomputes nothing.
+
+Graphs are keyed by identity: a workspace holds its snapshots' graphs for its whole life.
+"""
+
+from __future__ import annotations
+
+from compiler_core.hardware.cost import GraphCost, graph_cost
+from compiler_core.hardware.memory import MemoryPlan, plan_memory
+from compiler_core.ir import Graph
+
+from ..commands.common import parse_bindings
+from .intensity_bands import node_bands
+from .workbench import Workspace
+
+
+def cost_of(ws: Workspace, graph: Graph, target: str, bindings: str) -> GraphCost:
+    key = ("cost", id(graph), target, bindings)
+    if key not in ws.derived:
+        ws.derived[key] = graph_cost(graph, target, parse_bindings(bindings))
+    return ws.derived[key]
+
+
+def memory_plan_of(ws: Workspace, graph: Graph, bindings: str) -> MemoryPlan:
+    key = ("memory", id(graph), bindings)
+    if key not in ws.derived:
+        ws.derived[key] = plan_memory(graph, parse_bindings(bindings))
+    return ws.derived[key]
+
+
+def band_classes(ws: Workspace, graph: Graph, target: str, bindings: str) -> dict[int, str]:
+    """Node id -> intensity band class, for the panes' overlay."""
+    cost = cost_of(ws, graph, target, bindings)
+    return node_bands(graph, cost, cost.target)

@@ -1,0 +1,41 @@
+"""What the chart panels (roofline, systolic, memory) share: the "before / after the selected
+pass" toggle, the chart settings, and turning a click on a chart into a node selection.
+
+Panels never write the view themselves: they send a patch (`ids.VIEW_PATCH`) that the
+navigation reducer checks and applies, so the URL stays the single source of truth.
+"""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, no_update
+
+from .. import ids
+
+COMPARE = "compare"
+GRAPH_CONFIG = {"displaylogo": False, "responsive": True,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d", "autoScale2d"],
+                "toImageButtonOptions": {"format": "svg"}}
+
+
+def compare_toggle(toggle_id: str) -> dcc.Checklist:
+    return dcc.Checklist(id=toggle_id, className="compare-toggle", value=[], options=[
+        {"label": " compare: before → after the selected pass", "value": COMPARE}])
+
+
+def register_compare_toggle(app, toggle_id: str) -> None:
+    @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
+                  Input(toggle_id, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
+    def request(value, view):
+        wanted = COMPARE in (value or [])
+        if not view or wanted == view.get("compare"):
+            return no_update   # the panel echoing the view, not a user's click
+        return {"compare": wanted}
+
+
+def picked_node(click: dict | None):
+    """The patch selecting the node of a clicked chart element (customdata[0] is its id)."""
+    points = (click or {}).get("points") or []
+    data = points[0].get("customdata") if points else None
+    if not data:
+        return no_update
+    return {"node": data[0]}

@@ -1,0 +1,70 @@
+"""The panes' intensity overlay: a toggle in the pane tools and its legend under the panes.
+
+The colouring itself is done where the panes are built (`pane_payload` asks
+`intensity_bands` for each node's band); this module owns the control and the legend.
+"""
+
+from __future__ import annotations
+
+from dash import Input, Output, State, dcc, html, no_update
+
+from .. import ids
+from ..graph_analyses import cost_of
+from ..intensity_bands import legend_entries
+from ..services import Services
+from ..view_state import ViewState
+
+TOGGLE = "overlay-toggle"
+LEGEND = "overlay-legend"
+INTENSITY = "intensity"
+
+
+def toggle() -> dcc.Checklist:
+    return dcc.Checklist(id=TOGGLE, className="overlay-toggle", value=[], options=[
+        {"label": " colour by intensity", "value": INTENSITY,
+         "title": "colour every node by its arithmetic intensity relative to the ridge point "
+                  "of the chosen target"}])
+
+
+def legend() -> html.Div:
+    return html.Div(id=LEGEND, className="legend overlay-legend")
+
+
+def register(app, services: Services) -> None:
+    @app.callback(Output(TOGGLE, "value"), Output(LEGEND, "children"),
+                  Output(LEGEND, "hidden"), Input(ids.VIEW, "data"),
+                  State(ids.UPLOAD_TOKEN, "data"))
+    def show(view, upload):
+        if not view:
+            return no_update, no_update, no_update
+        state = ViewState.from_dict(view)
+        if state.overlay != INTENSITY:
+            return [], [], True
+        try:
+            workspace = services.workspace(state, (upload or {}).get("token"))
+            _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
+            cost = cost_of(workspace, after, state.target, state.bindings)
+        except Exception:  # noqa: BLE001 - the panes already show what is wrong
+            return [INTENSITY], [], True
+        return [INTENSITY], legend_items(cost), False
+
+    @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
+                  Input(TOGGLE, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
+    def request(value, view):
+        wanted = INTENSITY if INTENSITY in (value or []) else ""
+        if not view or wanted == view.get("overlay"):
+            return no_update   # the toggle echoing the view, not a user's click
+        return {"overlay": wanted}
+
+
+def legend_items(cost) -> list:
+    """The bands in FLOP/byte at the ridge of the dtype most ops compute in."""
+    dtypes = [op.dtype for op in cost.ops if op.flops]
+    dtype = max(set(dtypes), key=dtypes.count) if dtypes else None
+    target = cost.target
+    ridge = target.ridge_point(dtype)
+    head = html.Span(f"intensity (FLOP/byte) on {target.name}, ridge {ridge:.3g}:",
+                     className="legend-head")
+    return [head] + [
+        html.Span([html.Span(className="swatch", style={"background": band.fill}), text],
+                  className="legend-item") for band, text in legend_entries(ridge)]

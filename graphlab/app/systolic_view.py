@@ -1,0 +1,280 @@
+"""The systolic panel's pictures as plain functions of the simulator's records: the R×C array
+at one step as a heatmap, the operand tiles in flight, the fold timeline, both timing models'
+totals, and how the play button moves through a fold.
+
+Nothing here walks cycles: a step is `Schedule.step(fold, cycle)` (O(R·C), computed on
+demand), phases come from `Timeline.fold_phases`, and a step's payload is one small z matrix,
+so a layer with millions of cycles steps as smoothly as a toy one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from compiler_core.errors import GraphLabError
+from compiler_core.hardware.gemm_shapes import GemmProblem
+from compiler_core.hardware.node_schedule import schedule_problem
+from compiler_core.hardware.systolic import ACTIVE, IDLE, PADDING, PRELOAD, TIMINGS, ConvShape, \
+    Schedule, Step
+from compiler_core.hardware.systolic.mapping import OPERAND_DIMS
+from compiler_core.hardware.targets import get_target
+
+from ..commands.schedule import parse_array, parse_integers
+from ..commands.units import format_seconds
+
+MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
+TIMELINE_FOLDS = 10     # folds the timeline shows around the current one
+STATES = ((IDLE, "idle", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
+          (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preload", "#9775fa"))
+PHASE_COLOURS = {"stall": "#fa5252", "preload": "#9775fa", "fill": "#74c0fc",
+                 "stream": "#2b8a3e", "drain": "#fcc419"}
+DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
+                  "is": "input-stationary"}
+TIMING_NAMES = {"scalesim": "SCALE-Sim (folds back to back)",
+                "overlap": "overlap (double-buffered)"}
+STRIDES = {"cycle": "1 cycle", "ten": "10 cycles", "phase": "a phase", "fold": "a fold"}
+
+
+@dataclass(frozen=True)
+class ArrayProblem:
+    """One GEMM on one array: everything needed to rebuild its schedule in microseconds, so
+    the page can keep it and every step skips the model and the workspace."""
+
+    label: str
+    M: int
+    N: int
+    K: int
+    conv: tuple[int, ...] | None   # (H, W, FH, FW, C, N, S) when the exact conv form applies
+    rows: int
+    cols: int
+    dataflow: str
+    timing: str
+    target: str
+    dtype: str
+    instances: int = 1
+
+    def schedule(self, timing: str | None = None) -> Schedule:
+        conv = ConvShape(*self.conv) if self.conv else None
+        problem = GemmProblem(self.label, "", self.M, self.N, self.K, conv=conv)
+        return schedule_problem(problem, rows=self.rows, cols=self.cols,
+                                dataflow=self.dataflow, timing=timing or self.timing,
+                                target=get_target(self.target), dtype=self.dtype)
+
+    def to_store(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_store(cls, data: dict) -> "ArrayProblem":
+        conv = data.get("conv")
+        return cls(**{**data, "conv": tuple(conv) if conv else None})
+
+
+def array_shape(text: str, target: str) -> tuple[int, int]:
+    """'16x16' -> (16, 16); '' -> the target's array.  Refuses what the heatmap cannot draw."""
+    chosen = get_target(target)
+    rows, cols = parse_array(text) if text.strip() else (chosen.array_rows, chosen.array_cols)
+    if not 1 <= rows <= MAX_SIDE or not 1 <= cols <= MAX_SIDE:
+        raise GraphLabError(f"the panel draws arrays of 1 to {MAX_SIDE} PEs per side, not "
+                            f"{rows}x{cols}", hint="`graphlab schedule --array` times any size")
+    return rows, cols
+
+
+def typed_problem(text: str) -> GemmProblem:
+    """'M,N,K' as typed -> the problem (a clear message for anything else)."""
+    M, N, K = parse_integers(text, "M,N,K")
+    if min(M, N, K) < 1:
+        raise GraphLabError(f"GEMM {text!r} has a zero dimension", hint="M, N and K are >= 1")
+    return GemmProblem("typed GEMM", "GEMM", M, N, K)
+
+
+def array_problem(problem: GemmProblem, rows: int, cols: int, dataflow: str, timing: str,
+                  target: str, dtype: str | None) -> ArrayProblem:
+    conv = problem.conv
+    return ArrayProblem(problem.source, problem.M, problem.N, problem.K,
+                        None if conv is None else (conv.H, conv.W, conv.FH, conv.FW, conv.C,
+                                                   conv.N, conv.S),
+                        rows, cols, dataflow, timing, target,
+                        dtype or get_target(target).default_dtype, problem.instances)
+
+
+def describe(problem: ArrayProblem, schedule: Schedule) -> str:
+    m = schedule.mapping
+    gemm = f"({problem.M} × {problem.K}) · ({problem.K} × {problem.N})"
+    conv = " (a convolution as its im2col GEMM)" if problem.conv else ""
+    times = f", run {problem.instances}× back to back" if problem.instances > 1 else ""
+    return (f"{problem.label}: GEMM {gemm}{conv}{times} on a {m.rows}×{m.cols} array, "
+            f"{DATAFLOW_NAMES[m.dataflow]}: rows hold {m.row_dim}, columns hold {m.col_dim}, "
+            f"{m.stream_dim} streams through; {m.row_folds} × {m.col_folds} = {m.folds} folds.")
+
+
+# ---- the array at one step ----------------------------------------------------------------
+
+def heatmap_title(schedule: Schedule, step: Step) -> str:
+    length = schedule.timeline.fold_length(step.fold)
+    counts = ", ".join(f"{step.count(code)} {name.split(' ')[0]}" for code, name, _ in STATES
+                       if code != PRELOAD or step.count(code))
+    return (f"fold {step.fold + 1} of {schedule.folds}, cycle {step.cycle} of {length - 1}: "
+            f"<b>{step.phase}</b> · PEs: {counts}")
+
+
+def heatmap_figure(schedule: Schedule, step: Step) -> go.Figure:
+    """The R×C array: one cell per PE, coloured by its state (z is the simulator's pe_state)."""
+    m = schedule.mapping
+    scale = []
+    for index, (_, _, colour) in enumerate(STATES):
+        scale += [[index / len(STATES), colour], [(index + 1) / len(STATES), colour]]
+    gap = 1 if max(m.rows, m.cols) <= 48 else 0
+    figure = go.Figure(go.Heatmap(
+        z=step.pe_state.tolist(), zmin=-0.5, zmax=len(STATES) - 0.5, colorscale=scale,
+        xgap=gap, ygap=gap, hovertemplate="PE row %{y}, column %{x}<extra></extra>",
+        colorbar={"tickvals": [code for code, _, _ in STATES],
+                  "ticktext": [name for _, name, _ in STATES], "thickness": 18,
+                  "title": {"text": "PE state"}}))
+    figure.update_layout(
+        title={"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},
+        template="plotly_white", font={"size": 14}, margin={"l": 70, "r": 10, "t": 40, "b": 60},
+        uirevision="array")
+    figure.update_xaxes(title=f"PE column → holds {m.col_dim} index (+ fold offset)",
+                        constrain="domain", showgrid=False, zeroline=False)
+    figure.update_yaxes(title=f"PE row ↓ holds {m.row_dim}", autorange="reversed",
+                        scaleanchor="x", constrain="domain", showgrid=False, zeroline=False)
+    return figure
+
+
+def operands_figure(schedule: Schedule, step: Step) -> go.Figure:
+    """A, B and C drawn to their own scale: the fold's tile of each, and the slice of the
+    streamed dimension in flight through the array at this step."""
+    m = schedule.mapping
+    figure = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=[
+        _operand_title(name, m) for name in OPERAND_DIMS])
+    for index, (name, (row_dim, col_dim)) in enumerate(OPERAND_DIMS.items(), start=1):
+        height, width = m.extent(row_dim), m.extent(col_dim)
+        tile = step.tiles[name]
+        x, y = f"x{index if index > 1 else ''}", f"y{index if index > 1 else ''}"
+        figure.add_shape(type="rect", x0=0, x1=width, y0=0, y1=height, xref=x, yref=y,
+                         line={"color": "#52606d", "width": 1.5}, fillcolor="#f8f9fa")
+        figure.add_shape(type="rect", x0=tile["cols"][0], x1=tile["cols"][1],
+                         y0=tile["rows"][0], y1=tile["rows"][1], xref=x, yref=y,
+                         line={"width": 0}, fillcolor="#a5d8ff")
+        band = _in_flight(step, row_dim, col_dim, tile)
+        if band is not None:
+            (x0, x1), (y0, y1) = band
+            figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=x, yref=y,
+                             line={"width": 0}, fillcolor="#1971c2")
+        figure.update_xaxes(range=[0, width], row=1, col=index, title=col_dim, showgrid=False,
+                            zeroline=False, tickformat="~s", nticks=3)
+        figure.update_yaxes(range=[height, 0], row=1, col=index, title=row_dim, showgrid=False,
+                            zeroline=False, tickformat="~s", nticks=3)
+    figure.update_layout(template="plotly_white", font={"size": 13}, showlegend=False,
+                         margin={"l": 50, "r": 10, "t": 40, "b": 40}, uirevision="operands")
+    figure.update_annotations(font={"size": 14})
+    return figure
+
+
+def _operand_title(name: str, mapping) -> str:
+    rows, cols = OPERAND_DIMS[name]
+    role = " (stays in the PEs)" if name == mapping.stationary_operand else ""
+    return f"{name}: {rows} × {cols}{role}"
+
+
+def _in_flight(step: Step, row_dim: str, col_dim: str, tile: dict):
+    """The (x range, y range) of the streamed slice inside this operand's tile, if any."""
+    if step.in_flight is None or step.stream_dim not in (row_dim, col_dim):
+        return None
+    first, stop = step.in_flight
+    if step.stream_dim == row_dim:
+        return tuple(tile["cols"]), (first, stop)
+    return (first, stop), tuple(tile["rows"])
+
+
+# ---- the folds over time -------------------------------------------------------------------
+
+def timeline_window(schedule: Schedule, fold: int) -> range:
+    first = max(0, min(fold - TIMELINE_FOLDS // 2, schedule.folds - TIMELINE_FOLDS))
+    return range(first, min(schedule.folds, first + TIMELINE_FOLDS))
+
+
+def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> go.Figure:
+    """Each fold's phases on the global clock (the folds around the current one); the line
+    is the step shown in the array."""
+    timeline = schedule.timeline
+    folds = timeline_window(schedule, fold)
+    figure = go.Figure()
+    for phase, colour in PHASE_COLOURS.items():
+        spans = [(f, start, stop) for f in folds for name, start, stop in
+                 timeline.fold_phases(f) if name == phase]
+        figure.add_trace(go.Bar(
+            orientation="h", name=phase, marker={"color": colour},
+            y=[f"fold {f + 1}" for f, _, _ in spans],
+            base=[timeline.fold_begin(f) + start for f, start, _ in spans],
+            x=[stop - start for _, start, stop in spans],
+            hovertemplate=f"{phase}: %{{x}} cycles from cycle %{{base}}<extra></extra>"))
+    figure.update_layout(
+        barmode="overlay", template="plotly_white", font={"size": 14},
+        margin={"l": 70, "r": 10, "t": 30, "b": 50}, legend={"orientation": "h", "y": 1.12},
+        shapes=[cursor_shape(schedule, fold, cycle)], uirevision="timeline")
+    figure.update_xaxes(title=f"cycle ({TIMING_NAMES[timeline.timing]})")
+    figure.update_yaxes(autorange="reversed", type="category",
+                        categoryarray=[f"fold {f + 1}" for f in folds])
+    return figure
+
+
+def cursor_shape(schedule: Schedule, fold: int, cycle: int) -> dict:
+    at = schedule.timeline.fold_begin(fold) + cycle
+    return {"type": "line", "x0": at, "x1": at, "y0": 0, "y1": 1, "yref": "paper",
+            "line": {"color": "#c92a2a", "width": 2}}
+
+
+def phase_marks(schedule: Schedule, fold: int) -> dict[int, str]:
+    """Slider marks where each phase of the fold starts (local cycles); a phase too short to
+    hold its name gets an unlabelled mark."""
+    room = schedule.timeline.fold_length(fold) / 10
+    marks, labelled = {}, -room
+    for phase, start, _ in schedule.timeline.fold_phases(fold):
+        marks[start] = phase if start - labelled >= room else ""
+        labelled = start if marks[start] else labelled
+    return marks
+
+
+def advance(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int, int, bool]:
+    """The next step after (fold, cycle) by `stride`; True when the schedule is over."""
+    timeline = schedule.timeline
+    length = timeline.fold_length(fold)
+    if stride == "fold":
+        target = length
+    elif stride == "phase":
+        target = next((start for _, start, _ in timeline.fold_phases(fold) if start > cycle),
+                      length)
+    else:
+        target = cycle + (10 if stride == "ten" else 1)
+    if target < length:
+        return fold, target, False
+    if fold + 1 < schedule.folds:
+        return fold + 1, 0, False
+    return fold, length - 1, True
+
+
+# ---- totals --------------------------------------------------------------------------------
+
+def totals_rows(problem: ArrayProblem) -> tuple[list[str], list[list[str]]]:
+    """(column heads, rows) of both timing models' totals for the problem, side by side."""
+    reports = [problem.schedule(timing).report() for timing in TIMINGS]
+    instances = problem.instances
+    rows = [
+        ["cycles (SCALE-Sim's count)"] + [f"{r['cycles']:,}" for r in reports],
+        [f"time on {problem.target}"] + [format_seconds(r["seconds"]) for r in reports],
+        ["folds"] + [f"{r['folds']:,}" for r in reports],
+        ["utilization (MACs ÷ cycles·R·C)"] + [f"{r['utilization']:.1%}" for r in reports],
+        ["mapping efficiency (PEs holding data)"]
+        + [f"{r['mapping_efficiency']:.1%}" for r in reports],
+        ["cycles waiting for memory"] + [f"{r['stall_cycles']:,}" for r in reports],
+        ["cycles hidden by overlapping folds"]
+        + [f"{r['phases']['overlapped']:,}" for r in reports],
+    ]
+    if instances > 1:
+        rows.append([f"× {instances} instances: cycles"]
+                    + [f"{instances * (r['cycles'] + 1) - 1:,}" for r in reports])
+    return ["", *(TIMING_NAMES[t] for t in TIMINGS)], rows

@@ -1,0 +1,143 @@
+"""The chart panels, the intensity overlay and the downloads in a real (headless) browser."""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+import xml.etree.ElementTree as ElementTree
+
+import pytest
+from selenium.webdriver.common.action_chains import ActionChains
+
+from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_memory
+from compiler_core.ir import load_model
+from compiler_core.passes import PassManager
+from graphlab.app.roofline_view import op_points
+from graphlab.app.systolic_view import array_problem
+from graphlab.samples import resolve_model
+
+from pane_helpers import pane_js, wait_for_nodes, wait_until
+
+pytestmark = pytest.mark.browser
+
+
+def final_graph(sample: str):
+    return PassManager("O2").run(load_model(resolve_model(sample))).snapshots[-1].graph
+
+
+@pytest.fixture(autouse=True)
+def wide_window(dash_duo):
+    """The chart panels widen the side column: give the page the room of a laptop screen."""
+    dash_duo.driver.set_window_size(1600, 1000)
+
+
+def open_view(dash_duo, app, query: str) -> None:
+    dash_duo.start_server(app)
+    dash_duo.driver.get(dash_duo.server_url + "/" + query)
+    wait_for_nodes(dash_duo)
+
+
+def plot_js(dash_duo, graph_id: str, script: str):
+    """Run ``script`` with ``gd`` bound to the plotly graph inside the dcc.Graph ``graph_id``."""
+    return dash_duo.driver.execute_script(
+        f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
+        "if (!gd || !gd.data) {{ return null; }}" + script)
+
+
+def wait_for_plot(dash_duo, graph_id: str, condition: str = "gd.data.length > 0"):
+    wait_until(dash_duo, lambda: plot_js(dash_duo, graph_id, f"return {condition};"), 20,
+               f"{graph_id} drew nothing")
+
+
+def downloaded(dash_duo, suffix: str, timeout: float = 15) -> str:
+    folder = dash_duo.download_path
+    wait_until(dash_duo, lambda: any(f.endswith(suffix) for f in os.listdir(folder)), timeout,
+               f"no {suffix} file was downloaded")
+    return os.path.join(folder, next(f for f in os.listdir(folder) if f.endswith(suffix)))
+
+
+def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, graphlab_app):
+    graph = final_graph("cnn_bn")
+    expected = op_points(graph, graph_cost(graph, "asic32")).points
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn&pass=23&panel=roofline")
+    wait_for_plot(dash_duo, "roofline-graph")
+    drawn = plot_js(dash_duo, "roofline-graph",
+                    "return gd.data.filter(t => / op/.test(t.name))"
+                    ".map(t => t.customdata.map(d => d[0])).flat();")
+    assert sorted(drawn) == sorted(p.node_id for p in expected)
+    ridge = plot_js(dash_duo, "roofline-graph",
+                    "return gd.data.find(t => t.name === 'ridge point').x[0];")
+    assert ridge == pytest.approx(get_target("asic32").ridge_point("float32"))
+    assert plot_js(dash_duo, "roofline-graph",
+                   "return gd.layout.annotations.some(a => /ridge 13.3/.test(a.text));")
+    points = dash_duo.driver.find_elements("css selector", "#roofline-graph .scatterlayer "
+                                                           ".trace:nth-child(3) .point")
+    ActionChains(dash_duo.driver).move_to_element(points[0]).pause(0.3).click().perform()
+    wait_until(dash_duo, lambda: "node=" in dash_duo.driver.current_url,
+               message="clicking a point selected no node")
+    assert "panel=roofline" in dash_duo.driver.current_url
+
+
+def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
+    matmul = load_model(resolve_model("teach_matmul_bias")).node_by_name("matmul_good")
+    open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&panel=systolic&array=4x4")
+    dash_duo.wait_for_contains_text("#systolic-source", "Select a MatMul", timeout=10)
+    pane_js(dash_duo, f"after.$id('n{matmul.id}').emit('tap');")
+    wait_for_plot(dash_duo, "systolic-heatmap")
+    assert f"node={matmul.id}" in dash_duo.driver.current_url
+    assert "matmul_good" in dash_duo.find_element("#systolic-source").text
+    first = plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
+    dash_duo.find_element("#systolic-play").click()
+    wait_until(dash_duo, lambda: plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
+               != first, message="playing did not change the array")
+    dash_duo.find_element("#systolic-play").click()   # pause
+    time.sleep(1)
+    title, z = plot_js(dash_duo, "systolic-heatmap",
+                       "return [gd.layout.title.text, gd.data[0].z];")
+    fold, cycle = map(int, re.match(r"fold (\d+) of \d+, cycle (\d+)", title).groups())
+    problem = gemm_problems(matmul)[0]
+    schedule = array_problem(problem, 4, 4, "os", "overlap", "asic32", "float32").schedule()
+    assert z == schedule.step(fold - 1, cycle).pe_state.tolist()
+
+
+def test_memory_chart_draws_a_rectangle_per_tensor(dash_duo, graphlab_app):
+    plan = plan_memory(final_graph("cnn_bn"))
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn&pass=23&panel=memory")
+    wait_for_plot(dash_duo, "memory-after-graph")
+    bars = plot_js(dash_duo, "memory-after-graph", "return gd.data[0].x.length;")
+    assert bars == len(plan.buffers)
+    assert dash_duo.driver.find_elements("css selector", "#memory-after-graph .bars .point")
+    dash_duo.wait_for_contains_text("#memory-summary", "arena peak", timeout=10)
+
+
+def test_the_intensity_overlay_colours_every_node_and_shows_a_legend(started):
+    dash_duo = started
+    dash_duo.find_element("#overlay-toggle input").click()
+    wait_until(dash_duo, lambda: pane_js(dash_duo, "return after.nodes('.op').length > 0 && "
+                                                   "after.nodes('.op').every(n => /ai-/.test("
+                                                   "n.classes().join(' ')));"),
+               message="the overlay did not colour every node")
+    assert "overlay=intensity" in dash_duo.driver.current_url
+    dash_duo.wait_for_contains_text("#overlay-legend", "ridge 13.3", timeout=10)
+
+
+def test_a_pane_downloads_as_a_valid_svg(started):
+    dash_duo = started
+    button = next(b for b in dash_duo.driver.find_elements("css selector", ".pane-exports button")
+                  if b.text == "SVG" and "after" in b.get_attribute("id"))
+    button.click()
+    path = downloaded(dash_duo, ".svg")
+    assert os.path.basename(path) == "cnn_bn-pass1-after.svg"
+    root = ElementTree.parse(path).getroot()   # raises unless the file is well-formed XML
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    assert float(root.get("width")) > 100 and float(root.get("height")) > 100
+    labels = {t.text for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"MaxPool", "block1", "image"} <= labels   # node, group and input labels drawn
+
+
+def test_the_optimized_model_downloads_as_onnx(started):
+    dash_duo = started
+    dash_duo.find_element("#export-model").click()
+    graph = load_model(downloaded(dash_duo, ".onnx"))
+    assert len(graph.nodes) == len(final_graph("cnn_bn").nodes)

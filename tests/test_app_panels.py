@@ -1,0 +1,300 @@
+"""The chart panels' data: roofline, systolic array, memory plan, intensity overlay, exports,
+and the view fields they add — figure builders checked against the compiler_core records."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from compiler_core.errors import GraphLabError
+from compiler_core.hardware import get_target, graph_cost, plan_memory
+from compiler_core.hardware.systolic import schedule_gemm
+from compiler_core.ir import load_model, to_bytes
+from graphlab.app import ids
+from graphlab.app.config import AppConfig
+from graphlab.app.graph_analyses import band_classes, cost_of
+from graphlab.app.intensity_bands import BANDS, NO_ARITHMETIC, node_bands
+from graphlab.app.memory_view import PlanSummary, memory_figure, summary_rows
+from graphlab.app.pane_payload import UiState, build_panes
+from graphlab.app.panels.chart_panel import picked_node
+from graphlab.app.panels.exports import image_name
+from graphlab.app.panels.navigation import _apply
+from graphlab.app.panels.systolic import chosen_problem
+from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
+    roofline_figure
+from graphlab.app.services import Services
+from graphlab.app.systolic_view import ArrayProblem, advance, array_problem, array_shape, \
+    heatmap_figure, operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
+from graphlab.app.view_state import ViewState, from_query, to_query, with_patch
+
+TARGET = get_target("asic32")
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory):
+    return Services.from_config(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
+
+
+@pytest.fixture(scope="module")
+def cnn(services):
+    return services.workspace(ViewState(model="cnn_bn"), None)
+
+
+def step_named(ws, name: str) -> int:
+    return next(s.index for s in ws.result.snapshots if s.pass_name == name and s.changed)
+
+
+def point_traces(figure):
+    return [t for t in figure.data if t.name and t.name.endswith(("-bound op",
+                                                                  "made by the pass",
+                                                                  "unchanged"))]
+
+
+# ---- roofline -------------------------------------------------------------------------------
+
+def test_roofline_draws_one_point_per_op_with_arithmetic_and_the_target_ridge(cnn):
+    graph = cnn.result.snapshots[-1].graph
+    cost = graph_cost(graph, TARGET)
+    found = op_points(graph, cost)
+    with_work = [op for op in cost.ops if op.modelled and op.flops > 0 and op.bytes > 0]
+    assert len(found.points) == len(with_work) == len(graph.nodes) - 2   # two Flattens
+    figure = roofline_figure(TARGET, found, "t")
+    drawn = point_traces(figure)
+    assert sum(len(t.x) for t in drawn) == len(with_work)
+    for trace in drawn:
+        bound = "memory" if trace.name.startswith("memory") else "compute"
+        assert all(data[4] == bound for data in trace.customdata)
+    assert {d[0] for t in drawn for d in t.customdata} == {p.node_id for p in found.points}
+    ridge = next(t for t in figure.data if t.name == "ridge point")
+    assert ridge.x[0] == pytest.approx(TARGET.ridge_point("float32")) == pytest.approx(32 / 2.4)
+    assert ridge.y[0] == TARGET.peak("float32")
+    roof = next(t for t in figure.data if t.name.startswith("roof"))
+    assert list(roof.y) == [TARGET.bandwidth_bytes_per_s * roof.x[0], TARGET.peak("float32"),
+                            TARGET.peak("float32")]
+    assert "Flatten ×2" in left_out_caption(found)
+
+
+def test_points_sit_on_the_roof_and_are_coloured_by_their_bound(cnn):
+    graph = cnn.result.snapshots[-1].graph
+    for point in op_points(graph, graph_cost(graph, TARGET)).points:
+        assert point.flops_per_s == pytest.approx(min(TARGET.peak(point.dtype),
+                                                      2.4e12 * point.intensity))
+        assert point.bound == ("compute" if point.intensity >= 32 / 2.4 else "memory")
+
+
+def test_comparing_a_fusion_draws_arrows_from_the_fused_ops_to_the_new_op(cnn):
+    step = step_named(cnn, "fuse_linear_bias_act")
+    before, after = cnn.graphs_of_step(step)
+    diff = cnn.result.snapshots[step].diff
+    before_cost, after_cost = graph_cost(before, TARGET), graph_cost(after, TARGET)
+    change = pass_change("p", before, op_points(before, before_cost), after,
+                         op_points(after, after_cost), diff, 2.0, 1.0)
+    assert {p.node_id for p in change.old} == set(diff.removed)
+    assert change.new_ids == set(diff.added)
+    fused = {p.node_id: p for p in op_points(after, after_cost).points if p.node_id in diff.added}
+    relus = [(old, new) for old, new in change.arrows if old.op_type == "Relu"]
+    assert len(relus) == 3 and all(new.node_id in fused for _, new in relus)
+    assert all(new.intensity > old.intensity for old, new in relus)   # fusion moves right
+    figure = roofline_figure(TARGET, op_points(after, after_cost), "t", change=change)
+    assert len(figure.layout.annotations) >= len(change.arrows)
+    hollow = next(t for t in figure.data if t.name.startswith("removed or changed"))
+    assert len(hollow.x) == len(change.old)
+
+
+def test_a_click_on_a_point_selects_its_node():
+    assert picked_node({"points": [{"customdata": [12, "conv", "Conv"]}]}) == {"node": 12}
+    assert picked_node(None) is not None and picked_node({"points": []}) is not None
+
+
+# ---- intensity overlay ----------------------------------------------------------------------
+
+def test_every_node_gets_the_band_of_its_intensity_relative_to_the_ridge(cnn):
+    graph = cnn.result.snapshots[-1].graph
+    cost = graph_cost(graph, TARGET)
+    bands = node_bands(graph, cost, TARGET)
+    assert set(bands) == {n.id for n in graph.nodes}
+    for node, op in zip(graph.nodes, cost.ops):
+        if op.flops == 0:
+            assert bands[node.id] == NO_ARITHMETIC.css_class
+            continue
+        ratio = op.intensity / TARGET.ridge_point(op.dtype)
+        band = next(b for b in BANDS if b.css_class == bands[node.id])
+        assert band.low <= ratio < band.high
+
+
+def test_the_overlay_paints_the_panes_only_when_asked(services, cnn):
+    state = ViewState(model="cnn_bn", step=1)
+    plain = build_panes(cnn, state, UiState())
+    painted = build_panes(cnn, state.with_changes(overlay="intensity"), UiState())
+    assert painted.key != plain.key
+    assert not any(" ai-" in e.get("classes", "") for e in plain.after)
+    after = cnn.graphs_of_step(1)[1]
+    expected = band_classes(cnn, after, "asic32", "")
+    for element in painted.after:
+        if element["data"].get("kind") == "node":
+            assert expected[element["data"]["node_id"]] in element["classes"].split()
+    assert cost_of(cnn, after, "asic32", "") is cost_of(cnn, after, "asic32", "")   # cached
+
+
+# ---- systolic array -------------------------------------------------------------------------
+
+def test_heatmap_z_is_the_simulators_pe_state_at_that_step():
+    problem = array_problem(typed_problem("100,40,30"), 16, 16, "ws", "overlap", "asic32",
+                            None)
+    schedule = problem.schedule()
+    reference = schedule_gemm(100, 40, 30, rows=16, cols=16, dataflow="ws", timing="overlap")
+    for fold, cycle in ((0, 0), (2, 25), (5, reference.timeline.fold_length(5) - 1)):
+        step = schedule.step(fold, cycle)
+        figure = heatmap_figure(schedule, step)
+        assert [list(row) for row in figure.data[0].z] == \
+            reference.step(fold, cycle).pe_state.tolist()
+        assert f"fold {fold + 1} of 6" in figure.layout.title.text
+    assert ArrayProblem.from_store(problem.to_store()) == problem
+
+
+def test_a_128_by_128_step_is_one_small_z_matrix():
+    problem = array_problem(typed_problem("4096,4096,4096"), 128, 128, "ws", "overlap",
+                            "asic32", None)
+    schedule = problem.schedule()
+    figure = heatmap_figure(schedule, schedule.step(500, 300))
+    assert len(figure.data) == 1 and len(figure.data[0].z) == 128
+    assert len(figure.to_json()) < 60_000
+
+
+def test_stepping_walks_phases_and_folds_and_stops_at_the_end():
+    schedule = schedule_gemm(5, 6, 7, 4, 4, "ws", timing="scalesim")   # 4 folds of 15 cycles
+    starts = [start for _, start, _ in schedule.timeline.fold_phases(0)]
+    assert list(phase_marks(schedule, 0)) == starts == [0, 4, 7, 12]
+    position, seen = (0, 0), [(0, 0)]
+    while True:
+        fold, cycle, done = advance(schedule, *position, "phase")
+        if done:
+            break
+        position = (fold, cycle)
+        seen.append(position)
+    assert seen[:5] == [(0, 0), (0, 4), (0, 7), (0, 12), (1, 0)]
+    assert len(seen) == 4 * schedule.folds and position == (3, 12)
+    assert advance(schedule, 0, 14, "cycle") == (1, 0, False)
+    assert advance(schedule, 3, 14, "cycle") == (3, 14, True)
+    assert advance(schedule, 1, 3, "fold") == (2, 0, False)
+
+
+def test_operands_and_timeline_show_the_folds_tiles_and_phases():
+    schedule = schedule_gemm(100, 40, 30, 16, 16, "ws", timing="overlap")
+    step = schedule.step(2, 25)
+    operands = operands_figure(schedule, step)
+    tiles = [s for s in operands.layout.shapes if s.fillcolor == "#a5d8ff"]
+    b_tile = tiles[1]
+    assert (b_tile.y0, b_tile.y1, b_tile.x0, b_tile.x1) == (*step.tiles["B"]["rows"],
+                                                          *step.tiles["B"]["cols"])
+    timeline = timeline_figure(schedule, 2, 25)
+    bars = {t.name: t for t in timeline.data}
+    fold_phases = schedule.timeline.fold_phases(2)
+    stream = next(p for p in fold_phases if p[0] == "stream")
+    index = list(bars["stream"].y).index("fold 3")
+    assert bars["stream"].base[index] == schedule.timeline.fold_begin(2) + stream[1]
+    assert timeline.layout.shapes[0].x0 == schedule.timeline.fold_begin(2) + 25
+
+
+def test_totals_show_both_timing_models_side_by_side():
+    problem = array_problem(typed_problem("100,40,30"), 16, 16, "ws", "overlap", "asic32",
+                            None)
+    heads, rows = totals_rows(problem)
+    assert len(heads) == 3
+    cycles = dict((row[0], row[1:]) for row in rows)["cycles (SCALE-Sim's count)"]
+    expected = [schedule_gemm(100, 40, 30, 16, 16, "ws", timing=t).cycles
+                for t in ("scalesim", "overlap")]
+    assert cycles == [f"{c:,}" for c in expected]
+
+
+def test_the_selected_conv_becomes_the_problem_and_bad_input_says_why(cnn):
+    graph = cnn.result.snapshots[-1].graph
+    conv = next(n for n in graph.nodes if n.op_type == "FusedConv")
+    state = ViewState(model="cnn_bn", step=len(cnn.result.snapshots) - 1, node=conv.id,
+                      array="8x8", dataflow="os")
+    problem, parts = chosen_problem(cnn, state, 0)
+    assert (problem.rows, problem.cols, problem.conv is not None) == (8, 8, True)
+    assert problem.M == 32 * 32 and len(parts) == 1
+    typed, _ = chosen_problem(cnn, state.with_changes(gemm="64,32,16"), 0)
+    assert (typed.M, typed.N, typed.K) == (64, 32, 16)
+    pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
+    for bad, words in ((state.with_changes(node=pool.id), "no matrix multiply"),
+                       (state.with_changes(gemm="64x64"), "M,N,K"),
+                       (state.with_changes(array="4x9999"), "1 to 256"),
+                       (state.with_changes(array="big"), "cannot read array")):
+        with pytest.raises(GraphLabError, match=words):
+            chosen_problem(cnn, bad, 0)
+    assert array_shape("", "asic32") == (128, 128)
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+def test_memory_chart_draws_one_rectangle_per_buffer(cnn):
+    graph = cnn.result.snapshots[-1].graph
+    plan = plan_memory(graph)
+    figure = memory_figure(plan, graph, "t", selected=graph.nodes[0].id)
+    bars = figure.data[0]
+    assert len(bars.x) == len(plan.buffers) > 0
+    scale = 1024   # KiB: the peak is 80 KiB
+    assert "KiB" in figure.layout.yaxis.title.text
+    for i, b in enumerate(plan.buffers):
+        assert (bars.base[i], bars.x[i]) == (b.first - 0.5, b.last - b.first + 1)
+        assert (bars.y[i] - bars.width[i] / 2, bars.width[i]) == (b.offset / scale,
+                                                                 b.size / scale)
+        assert bars.customdata[i][0] == graph.nodes[b.first].id
+    assert figure.layout.shapes[0].y0 == plan.peak_bytes / scale
+    live = figure.data[1]
+    assert max(live.y) == plan.lower_bound_bytes / scale
+
+
+def test_memory_summary_compares_the_pass(cnn):
+    step = step_named(cnn, "fuse_linear_bias_act")
+    before, after = (plan_memory(g) for g in cnn.graphs_of_step(step))
+    rows = {row[0]: row[1:] for row in summary_rows(PlanSummary.of(before), PlanSummary.of(after))}
+    assert rows["tensors in the arena"] == (str(len(before.buffers)), str(len(after.buffers)),
+                                            f"−{len(before.buffers) - len(after.buffers)} (-25%)")
+    assert rows["arena peak (this plan)"][2] == ("same" if before.peak_bytes == after.peak_bytes
+                                                  else rows["arena peak (this plan)"][2])
+
+
+# ---- exports and the view -------------------------------------------------------------------
+
+def test_the_optimized_model_download_is_the_last_snapshot(cnn):
+    final = cnn.result.snapshots[-1].graph
+    data = to_bytes(final)
+    assert [n.name for n in load_model(data).nodes] == [n.name for n in final.nodes]
+    assert onnx.load_from_string(data).functions   # the fused bodies, as model-local functions
+    assert image_name(ViewState(model="my model.onnx", step=2), "after") == \
+        "my_model-pass3-after"
+
+
+def test_panel_settings_round_trip_through_the_url_and_bad_values_fall_back():
+    default = ViewState(model="cnn_bn")
+    state = default.with_changes(panel="systolic", array="16x16", dataflow="ws",
+                                 timing="scalesim", gemm="64,64,64", compare=True,
+                                 overlay="intensity", node=4)
+    assert from_query(to_query(state, default), default) == state
+    query = "?panel=memory&flow=zz&timing=fast&overlay=heat&cmp=0"
+    parsed = from_query(query, default)
+    assert (parsed.panel, parsed.dataflow, parsed.timing, parsed.overlay, parsed.compare) == \
+        ("memory", "os", "overlap", "", False)
+
+
+def test_patches_change_only_what_panels_may_change():
+    state = ViewState(model="cnn_bn", panel="roofline", node=3)
+    assert with_patch(state, {"node": 7}) == state.with_changes(node=7)
+    assert with_patch(state, {"model": "evil", "step": 9, "dataflow": "IS"}) == \
+        state.with_changes(dataflow="is")
+    assert with_patch(state, {"panel": "nowhere", "overlay": "x"}) == state
+    assert with_patch(state, None) == state
+
+
+def test_tapping_a_node_keeps_a_chart_panel_open_but_leaves_patterns():
+    tap = {"tap_after": {"kind": "node", "node_id": 5}}
+    for panel, expected in (("roofline", "roofline"), ("systolic", "systolic"),
+                            ("patterns", "inspector")):
+        state = _apply(ViewState(model="m", panel=panel), ids.AFTER, ids.AFTER, tap)
+        assert (state.node, state.panel) == (5, expected)
+    patched = _apply(ViewState(model="m"), ids.VIEW_PATCH, ids.VIEW_PATCH,
+                     {"patch": {"compare": True}})
+    assert patched.compare
