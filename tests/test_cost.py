@@ -252,3 +252,44 @@ def test_int8_ops_run_at_the_int8_peak():
     cost = cost_of(graph)
     assert cost.dtype == "int8" and cost.flops == 2 * 64 ** 3
     assert cost.bytes == 64 * 64 * (1 + 1 + 4)
+
+
+# ------------------------------------------------------------------ quantized and partitioned
+def _digits_after(pipeline: str, target: str = "asic32"):
+    from compiler_core.ir import load_model
+    from compiler_core.passes import PassManager
+    from graphlab.samples import get_sample
+
+    graph = load_model(get_sample("digits_cnn").path)
+    return PassManager(pipeline, bindings={"batch": 1}, target=target).run(graph).final
+
+
+def test_qdq_graph_is_priced_as_int8_kernels():
+    from compiler_core.hardware.cost import graph_cost
+
+    float_cost = {o.node: o for o in graph_cost(_digits_after("O2"), "asic32", {"batch": 1}).ops}
+    int8_graph = _digits_after("O2-int8")
+    int8_ops = graph_cost(int8_graph, "asic32", {"batch": 1}).ops
+    kernels = [o for o in int8_ops if o.dtype == "int8" and o.flops > 0]
+    assert kernels, "the quantized convolutions run at the int8 peak"
+    for op in kernels:
+        if op.node in float_cost:   # same node, int8 traffic: fewer bytes than in float
+            assert op.bytes < float_cost[op.node].bytes
+    folded = [o for o in int8_ops if o.note == "folded into the int8 kernel next to it"]
+    assert folded and all(o.est_seconds == 0 for o in folded)
+    assert {o.op_type for o in folded} <= {"QuantizeLinear", "DequantizeLinear"}
+
+
+def test_partitioned_graph_prices_the_rest_on_the_host_and_the_link():
+    from compiler_core.hardware.cost import graph_cost
+    from compiler_core.hardware.targets import get_target
+
+    graph = _digits_after("O2-partition")
+    ops = graph_cost(graph, "asic32", {"batch": 1}).ops
+    (partition,) = [o for o in ops if o.op_type.endswith("AcceleratorPartition")]
+    assert "over the host link" in partition.note
+    link = get_target("asic32").host.link_bytes_per_s
+    node = graph.node_by_name(partition.node)
+    crossing = sum(int(np.prod(v.shape)) * 4 for v in list(node.inputs) + list(node.outputs)
+                   if v.constant_value() is None)
+    assert partition.est_seconds >= crossing / link

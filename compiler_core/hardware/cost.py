@@ -9,6 +9,11 @@ A fused node does its body's arithmetic but moves only what crosses the *fused* 
 intermediates stay on chip — which is exactly why fusion raises an op's intensity and moves it
 right on the roofline.
 
+A QDQ-quantized graph is priced the way a deployment compiler runs it (`quantized_io`): each
+DequantizeLinear -> GEMM -> QuantizeLinear group is one int8 kernel moving int8 bytes.  In a
+partitioned graph (AcceleratorPartition nodes) the other ops run on the target's host CPU, and
+each partition also pays for moving its inputs and outputs over the host link.
+
 Each op runs at the target's peak for its dtype; time is the roofline bound
 max(flops / peak, bytes / bandwidth), and a graph's estimate is the sum over its ops (one
 kernel after another, nothing overlapped). Symbolic dims are resolved with ``bindings``; a dim
@@ -24,6 +29,7 @@ from dataclasses import dataclass, field
 from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
+from .quantized_io import folded_into_kernel, is_int8_kernel, stored_value
 from .shape_transfer import borrow_shapes, is_static
 from .roofline import TargetLike, attainable_ops_per_s, classify, estimate_seconds
 from .targets import Target, get_target
@@ -34,6 +40,7 @@ from .tensor_sizes import SizeResolver
 PRICED_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft"})
 _INT8_OPS = frozenset({"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"})
 _TARGET_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8")
+PARTITION_OP = "AcceleratorPartition"  # made by the partition pass; the rest runs on the host
 
 
 @dataclass
@@ -137,6 +144,9 @@ def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
     selecting = node.body is None and node.op_type in SELECTING
     crossing = [(value, index) for index, value in enumerate(node.inputs)]
     crossing += [(value, None) for value in node.outputs]
+    if is_int8_kernel(node):
+        crossing = [(stored_value(v, node if i is not None else None) if v is not None else None,
+                     i) for v, i in crossing]
     seen: set[str] = set()
     total = 0
     for value, input_index in crossing:
@@ -155,7 +165,7 @@ def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
 
 def compute_dtype(node: Node) -> str:
     """The dtype whose peak rate the node runs at: its first input/output a target can list."""
-    if node.op_type in _INT8_OPS:
+    if node.op_type in _INT8_OPS or is_int8_kernel(node):
         return "int8"
     for value in list(node.inputs) + list(node.outputs):
         if value is not None and value.elem_type is not None:
@@ -174,6 +184,13 @@ def _fusion_note(node: Node, sizes: SizeResolver, moved: int | None) -> str:
             f"{sum(unfused):,} bytes, fused {moved:,}")
 
 
+def _link_bytes(node: Node, sizes: SizeResolver) -> int:
+    """Run-time values a partition exchanges with the host (its weights live on the chip)."""
+    values = {v.name: v for v in list(node.inputs) + list(node.outputs)
+              if v is not None and v.constant_value() is None}
+    return sum(sizes.nbytes(v) or 0 for v in values.values())
+
+
 def _unpriced_reason(node: Node) -> str:
     if node.body is not None:
         return "its body holds an op it cannot price"
@@ -188,8 +205,12 @@ def node_cost(node: Node, target: TargetLike = None,
     return _node_cost(node, get_target(target), SizeResolver(bindings))
 
 
-def _node_cost(node: Node, target: Target, sizes: SizeResolver) -> OpCost:
+def _node_cost(node: Node, target: Target, sizes: SizeResolver,
+               on_host: bool = False) -> OpCost:
     sizes.assumed.clear()
+    if folded_into_kernel(node):
+        return OpCost(node.name, node.qualified_op, 0, 0, 0.0, "none", 0.0, 0.0, "int8", True,
+                      "folded into the int8 kernel next to it")
     flops = node_flops(node, sizes)
     moved = node_bytes(node, sizes)
     dtype = compute_dtype(node)
@@ -204,11 +225,24 @@ def _node_cost(node: Node, target: Target, sizes: SizeResolver) -> OpCost:
         notes.append(sizes.assumed_note())
     if flops == 0 and moved == 0:
         intensity, bound, attainable, seconds = 0.0, "none", 0.0, 0.0
+    elif on_host:
+        host = target.host
+        intensity = flops / moved if moved else math.inf
+        attainable = min(host.peak_ops_per_s, host.bandwidth_bytes_per_s * intensity)
+        ridge = host.peak_ops_per_s / host.bandwidth_bytes_per_s
+        bound = "compute" if intensity >= ridge else "memory"
+        seconds = host.seconds(flops, moved)
+        notes.insert(0, "runs on the host CPU (not in an accelerator partition)")
     else:
         intensity = flops / moved if moved else math.inf
         attainable = attainable_ops_per_s(intensity, target, dtype)
         bound = classify(intensity, target, dtype)
         seconds = estimate_seconds(flops, moved, target, dtype)
+        if node.op_type == PARTITION_OP and target.host is not None:
+            crossing = _link_bytes(node, sizes)
+            seconds += crossing / target.host.link_bytes_per_s
+            notes.append(f"plus {crossing:,} activation bytes over the host link (weights "
+                         f"stay on the chip)")
     return OpCost(node.name, node.qualified_op, int(flops), int(moved), intensity, bound,
                   attainable, seconds, dtype, modelled, "; ".join(notes))
 
@@ -220,8 +254,11 @@ def graph_cost(graph: Graph, target: TargetLike = None,
     sizes = SizeResolver(bindings)
     ops = []
     assumed: set[str] = set()
+    partitioned = chosen.host is not None and any(
+        n.op_type == PARTITION_OP for n in graph.nodes)
     for node in graph.nodes:
-        ops.append(_node_cost(node, chosen, sizes))
+        on_host = partitioned and node.op_type != PARTITION_OP
+        ops.append(_node_cost(node, chosen, sizes, on_host))
         assumed |= sizes.assumed
     sizes.assumed = assumed
     return GraphCost(chosen, ops, [sizes.assumed_note()] if assumed else [])
