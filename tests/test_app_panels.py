@@ -87,7 +87,7 @@ def test_comparing_a_fusion_draws_arrows_from_the_fused_ops_to_the_new_op(cnn):
     before, after = cnn.graphs_of_step(step)
     diff = cnn.result.snapshots[step].diff
     before_cost, after_cost = graph_cost(before, TARGET), graph_cost(after, TARGET)
-    change = pass_change("p", before, op_points(before, before_cost), after,
+    change = pass_change(before, op_points(before, before_cost), after,
                          op_points(after, after_cost), diff, 2.0, 1.0)
     assert {p.node_id for p in change.old} == set(diff.removed)
     assert change.new_ids == set(diff.added)

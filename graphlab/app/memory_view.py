@@ -63,10 +63,12 @@ def summary_rows(before: PlanSummary, after: PlanSummary) -> list[tuple[str, str
     return rows
 
 
-def memory_figure(plan: MemoryPlan, graph: Graph, title: str,
-                  selected: int | None = None) -> go.Figure:
-    """`plan` must be `plan_memory(graph, ...)`: its steps are the graph's nodes, in order."""
-    scale, unit = next((s, u) for s, u in UNITS if max(plan.peak_bytes, 1) >= 4 * s or s == 1)
+def memory_figure(plan: MemoryPlan, graph: Graph, title: str, selected: int | None = None,
+                  top_bytes: int | None = None) -> go.Figure:
+    """`plan` must be `plan_memory(graph, ...)`: its steps are the graph's nodes, in order.
+    Plans to be compared share `top_bytes` (the larger peak), so their heights compare."""
+    top = max(top_bytes or plan.peak_bytes, 1)
+    scale, unit = next((s, u) for s, u in UNITS if top >= 4 * s or s == 1)
     nodes = graph.nodes
     buffers = plan.buffers
     producers = [nodes[b.first] for b in buffers]
@@ -99,11 +101,13 @@ def memory_figure(plan: MemoryPlan, graph: Graph, title: str,
         title={"text": title, "x": 0.01, "font": {"size": 17}}, font={"size": 15},
         template="plotly_white", bargap=0, showlegend=True, clickmode="event",
         margin={"l": 80, "r": 20, "t": 50, "b": 60}, hoverlabel={"font": {"size": 14}},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.17, "x": 0})
+        legend={"yanchor": "top", "y": 0.99, "xanchor": "right", "x": 0.99,
+                "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d9e2ec", "borderwidth": 1,
+                "font": {"size": 13}})
     figure.update_xaxes(title="execution step (one node per step)",
                         range=[-0.7, max(len(nodes), 1) - 0.3], showgrid=False, zeroline=False)
     figure.update_yaxes(title=f"arena offset ({unit})", rangemode="tozero",
-                        range=[0, plan.peak_bytes / scale * 1.15 or 1], showgrid=True,
+                        range=[0, top / scale * 1.15], showgrid=True,
                         gridcolor="#e4e7eb")
     return figure
 

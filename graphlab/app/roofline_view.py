@@ -58,7 +58,6 @@ class RooflinePoints:
 class PassChange:
     """What one pass did, in roofline terms."""
 
-    label: str                       # e.g. "pass 21 (fuse_linear_bias_act)"
     old: list[OpPoint]               # ops of the graph before it that it removed or changed
     new_ids: set[int]                # ops it added or changed
     arrows: list[tuple[OpPoint, OpPoint]]   # old op -> the op that took its work over
@@ -101,7 +100,7 @@ def left_out_caption(found: RooflinePoints) -> str:
         else ""
 
 
-def pass_change(label: str, before: Graph, before_points: RooflinePoints, after: Graph,
+def pass_change(before: Graph, before_points: RooflinePoints, after: Graph,
                 after_points: RooflinePoints, diff, seconds_before: float,
                 seconds_after: float) -> PassChange:
     """The removed/changed ops of ``before`` and, by provenance, what took each one over."""
@@ -115,7 +114,7 @@ def pass_change(label: str, before: Graph, before_points: RooflinePoints, after:
         for new_id in sorted(new_ids & drawn_after.keys()):
             if new_id == point.node_id or lineage & set(_sources(after.node_by_id(new_id))):
                 arrows.append((point, drawn_after[new_id]))
-    return PassChange(label, old, new_ids, arrows[:MAX_ARROWS], seconds_before, seconds_after)
+    return PassChange(old, new_ids, arrows[:MAX_ARROWS], seconds_before, seconds_after)
 
 
 def _sources(node: Node) -> tuple[int, ...]:
@@ -128,7 +127,8 @@ def _lineage(node: Node) -> set[int]:
 
 
 def roofline_figure(target: Target, found: RooflinePoints, title: str,
-                    selected: int | None = None, change: PassChange | None = None) -> go.Figure:
+                    selected: int | None = None, change: PassChange | None = None,
+                    subtitle: str = "") -> go.Figure:
     points = found.points
     everything = points + (change.old if change else [])
     dtypes = sorted({target.peak_dtype(p.dtype) for p in everything}) or [target.default_dtype]
@@ -167,8 +167,10 @@ def roofline_figure(target: Target, found: RooflinePoints, title: str,
             marker={"symbol": "circle-open", "size": 34, "color": SELECTED,
                     "line": {"width": 4}}))
     figure.update_layout(
-        title={"text": title, "x": 0.01, "font": {"size": 16}}, font=FONT,
-        template="plotly_white", margin={"l": 90, "r": 20, "t": 50, "b": 60},
+        title={"text": title, "x": 0.01, "font": {"size": 16},
+               "subtitle": {"text": subtitle, "font": {"size": 14}}}, font=FONT,
+        template="plotly_white", margin={"l": 90, "r": 20, "t": 74 if subtitle else 50,
+                                         "b": 60},
         legend={"yanchor": "bottom", "y": 0.02, "xanchor": "right", "x": 0.99,
                 "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d9e2ec",
                 "borderwidth": 1, "font": {"size": 13}},

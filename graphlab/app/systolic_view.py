@@ -159,19 +159,29 @@ def operands_figure(schedule: Schedule, step: Step) -> go.Figure:
         figure.add_shape(type="rect", x0=tile["cols"][0], x1=tile["cols"][1],
                          y0=tile["rows"][0], y1=tile["rows"][1], xref=x, yref=y,
                          line={"width": 0}, fillcolor="#a5d8ff")
+        caption = (f"{col_dim} →<br>tile: {row_dim} {_span(tile['rows'])}, "
+                   f"{col_dim} {_span(tile['cols'])}")
         band = _in_flight(step, row_dim, col_dim, tile)
         if band is not None:
             (x0, x1), (y0, y1) = band
-            figure.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, xref=x, yref=y,
+            figure.add_shape(type="rect", x0=x0, x1=max(x1, x0 + 0.02 * width), y0=y0,
+                             y1=max(y1, y0 + 0.02 * height), xref=x, yref=y,
                              line={"width": 0}, fillcolor="#1971c2")
-        figure.update_xaxes(range=[0, width], row=1, col=index, title=col_dim, showgrid=False,
+            caption += f"<br><b>{step.stream_dim} {_span(step.in_flight)} in flight</b>"
+        figure.update_xaxes(range=[0, width], row=1, col=index, title=caption, showgrid=False,
                             zeroline=False, tickformat="~s", nticks=3)
         figure.update_yaxes(range=[height, 0], row=1, col=index, title=row_dim, showgrid=False,
                             zeroline=False, tickformat="~s", nticks=3)
     figure.update_layout(template="plotly_white", font={"size": 13}, showlegend=False,
-                         margin={"l": 50, "r": 10, "t": 40, "b": 40}, uirevision="operands")
+                         margin={"l": 50, "r": 10, "t": 30, "b": 80}, uirevision="operands")
     figure.update_annotations(font={"size": 14})
     return figure
+
+
+def _span(bounds) -> str:
+    """[start, stop) as '16–26' (inclusive, as a student counts)."""
+    start, stop = bounds
+    return f"{start}–{stop - 1}" if stop - start > 1 else f"{start}"
 
 
 def _operand_title(name: str, mapping) -> str:
@@ -216,7 +226,7 @@ def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> go.Figure:
         barmode="overlay", template="plotly_white", font={"size": 14},
         margin={"l": 70, "r": 10, "t": 30, "b": 50}, legend={"orientation": "h", "y": 1.12},
         shapes=[cursor_shape(schedule, fold, cycle)], uirevision="timeline")
-    figure.update_xaxes(title=f"cycle ({TIMING_NAMES[timeline.timing]})")
+    figure.update_xaxes(title=f"cycle, timing model: {TIMING_NAMES[timeline.timing]}")
     figure.update_yaxes(autorange="reversed", type="category",
                         categoryarray=[f"fold {f + 1}" for f in folds])
     return figure
@@ -277,4 +287,4 @@ def totals_rows(problem: ArrayProblem) -> tuple[list[str], list[list[str]]]:
     if instances > 1:
         rows.append([f"× {instances} instances: cycles"]
                     + [f"{instances * (r['cycles'] + 1) - 1:,}" for r in reports])
-    return ["", *(TIMING_NAMES[t] for t in TIMINGS)], rows
+    return ["this GEMM, whole run", *(TIMING_NAMES[t] for t in TIMINGS)], rows

@@ -29,12 +29,12 @@ def node_id(model: str, name: str) -> int:
     return load_model(resolve_model(model)).node_by_name(name).id
 
 
-def first_pass(model: str, wanted) -> tuple[int, object]:
+def first_pass(model: str, wanted, bindings: dict | None = None) -> tuple[int, object]:
     """(1-based pass number, snapshot) of the first pass of the default pipeline that ``wanted``
     accepts: presets change as passes are added, so views are found by what they show."""
     from compiler_core.passes import PassManager
 
-    result = PassManager("O2").run(load_model(resolve_model(model)))
+    result = PassManager("O2", bindings=bindings).run(load_model(resolve_model(model)))
     snapshot = next(s for s in result.snapshots if wanted(s))
     return snapshot.index + 1, snapshot
 
@@ -62,9 +62,18 @@ class Browser:
         self.driver.execute_script(script)
         time.sleep(1.5)
 
-    def save(self, name: str) -> None:
+    def wait_for_plot(self, graph_id: str) -> None:
+        WebDriverWait(self.driver, 60).until(lambda d: d.execute_script(
+            f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
+            "return !!gd && !!gd.data && gd.data.length > 0;"))
+        time.sleep(1.5)
+
+    def save(self, name: str, element: str | None = None) -> None:
         path = os.path.join(self.out_dir, name)
-        self.driver.save_screenshot(path)
+        if element:
+            self.driver.find_element("css selector", element).screenshot(path)
+        else:
+            self.driver.save_screenshot(path)
         print("wrote", path)
 
 
@@ -99,6 +108,8 @@ def main() -> None:
         browser.run(f"var p = window.graphlabPanes; p.after.fit(p.after.$('#n{attention}'), 20)")
         browser.save("fused_body.png")
 
+        chart_panels(browser)
+
         if args.large:
             step, _ = first_pass(args.large, lambda s: s.pass_name == "fuse_attention")
             browser.show(f"?pass={step}")
@@ -106,6 +117,33 @@ def main() -> None:
     finally:
         browser.driver.quit()
         server.shutdown()
+
+
+def chart_panels(browser: Browser) -> None:
+    """roofline.png, memory.png, systolic.png: each chart panel beside the panes it explains."""
+    browser.driver.set_window_size(1600, 1050)
+    bindings = {"batch": 1, "seq": 128}
+    step, snapshot = first_pass("bert_tiny_op13", lambda s: s.pass_name == "fuse_attention",
+                                bindings)
+    browser.show(f"?model=bert_tiny_op13&bind=batch%3D1,seq%3D128&pass={step}"
+                 f"&node={fused_added(snapshot)}&panel=roofline&cmp=1&overlay=intensity")
+    browser.wait_for_plot("roofline-graph")
+    browser.save("roofline.png")
+
+    step, _ = first_pass("cnn_bn", lambda s: s.pass_name == "fold_batchnorm" and s.changed)
+    browser.show(f"?model=cnn_bn&pass={step}&panel=memory&cmp=1")
+    browser.wait_for_plot("memory-before-graph")
+    browser.save("memory.png")
+
+    step, snapshot = first_pass("cnn_bn", lambda s: s.pass_name == "fuse_linear_bias_act")
+    browser.driver.set_window_size(1600, 1720)   # the whole panel, saved on its own
+    browser.show(f"?model=cnn_bn&pass={step}&node={fused_added(snapshot)}&panel=systolic"
+                 "&array=16x16&flow=ws")
+    browser.wait_for_plot("systolic-heatmap")
+    browser.run("dash_clientside.set_props('systolic-fold', {value: 2})")
+    browser.run("dash_clientside.set_props('systolic-cycle', {value: 24})")
+    browser.save("systolic.png", element="aside.side")
+    browser.driver.set_window_size(1600, 900)
 
 
 if __name__ == "__main__":

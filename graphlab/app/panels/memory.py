@@ -19,14 +19,16 @@ BEFORE_GRAPH = "memory-before-graph"
 AFTER_GRAPH = "memory-after-graph"
 SUMMARY = "memory-summary"
 TOGGLE = "memory-compare"
+ALONE = {"height": "min(560px, 62vh)"}
+COMPARED = {"height": "330px"}   # both charts of a comparison: one height, one scale
 
 
 def layout() -> html.Div:
     return html.Div(id=ids.MEMORY, className="wide-panel chart-panel", children=[
         compare_toggle(TOGGLE),
-        html.Div(dcc.Graph(id=BEFORE_GRAPH, config=GRAPH_CONFIG, style={"height": "420px"}),
+        html.Div(dcc.Graph(id=BEFORE_GRAPH, config=GRAPH_CONFIG, style=COMPARED),
                  id=f"{BEFORE_GRAPH}-box", hidden=True),
-        dcc.Graph(id=AFTER_GRAPH, config=GRAPH_CONFIG, style={"height": "560px"}),
+        dcc.Graph(id=AFTER_GRAPH, config=GRAPH_CONFIG, style=ALONE),
         html.Div(id=SUMMARY, className="chart-caption"),
         html.P("Each rectangle is an intermediate tensor: across, the steps it is live; up, "
                "the bytes it reserves in the arena. Graph inputs, outputs and weights live "
@@ -39,21 +41,22 @@ def register(app, services: Services) -> None:
     register_compare_toggle(app, TOGGLE)
 
     @app.callback(Output(AFTER_GRAPH, "figure"), Output(BEFORE_GRAPH, "figure"),
-                  Output(f"{BEFORE_GRAPH}-box", "hidden"), Output(SUMMARY, "children"),
-                  Output(TOGGLE, "value"), Input(ids.VIEW, "data"),
+                  Output(f"{BEFORE_GRAPH}-box", "hidden"), Output(AFTER_GRAPH, "style"),
+                  Output(SUMMARY, "children"), Output(TOGGLE, "value"), Input(ids.VIEW, "data"),
                   State(ids.UPLOAD_TOKEN, "data"))
     def render(view, upload):
         if not view or view.get("panel") != "memory":
-            return (no_update,) * 5
+            return (no_update,) * 6
         state = ViewState.from_dict(view)
         toggle = [COMPARE] if state.compare else []
         try:
             workspace = services.workspace(state, (upload or {}).get("token"))
             after, before, summary = memory_view(workspace, state)
         except Exception as err:  # noqa: BLE001 - the panel shows it; the page stays usable
-            return (no_update, no_update, True,
+            return (no_update, no_update, True, no_update,
                     html.Div(user_message(err), className="message error"), toggle)
-        return after, no_update if before is None else before, before is None, summary, toggle
+        return (after, no_update if before is None else before, before is None,
+                ALONE if before is None else COMPARED, summary, toggle)
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(AFTER_GRAPH, "clickData"), Input(BEFORE_GRAPH, "clickData"),
@@ -70,9 +73,14 @@ def memory_view(workspace, state: ViewState):
     after_plan = memory_plan_of(workspace, after, state.bindings)
     before_plan = memory_plan_of(workspace, before, state.bindings)
     where = f"pass {step + 1} ({snapshot.pass_name})"
-    after_figure = memory_figure(after_plan, after, f"Arena after {where}", state.node)
-    before_figure = memory_figure(before_plan, before, f"Arena before {where}", state.node) \
-        if state.compare else None
+    if not state.compare:
+        after_figure = memory_figure(after_plan, after, f"Arena after {where}", state.node)
+        before_figure = None
+    else:   # one scale for both, so the heights compare
+        top = max(before_plan.peak_bytes, after_plan.peak_bytes)
+        before_figure = memory_figure(before_plan, before, f"Arena before {where}", state.node,
+                                      top)
+        after_figure = memory_figure(after_plan, after, f"Arena after {where}", state.node, top)
     rows = summary_rows(PlanSummary.of(before_plan), PlanSummary.of(after_plan))
     table = html.Table(className="kv summary-table", children=[
         html.Tr([html.Th(""), html.Th(f"before {where}"), html.Th("after"), html.Th("change")]),

@@ -24,8 +24,8 @@ TOGGLE = "roofline-compare"
 def layout() -> html.Div:
     return html.Div(id=ids.ROOFLINE, className="wide-panel chart-panel", children=[
         compare_toggle(TOGGLE),
-        html.Div(id=CAPTION, className="chart-caption"),
         dcc.Graph(id=GRAPH, config=GRAPH_CONFIG, style={"height": "600px"}),
+        html.Div(id=CAPTION, className="chart-caption"),
         html.P("Each point is an op, on the roof at its arithmetic intensity (the cost model "
                "runs every op at its roofline bound); its area is its share of the estimated "
                "time. Click a point to select the node.", className="muted"),
@@ -64,24 +64,23 @@ def roofline_view(workspace, state: ViewState):
     found = op_points(after, after_cost)
     where = f"pass {step + 1} ({snapshot.pass_name})"
     change = None
-    lines = [left_out_caption(found)]
+    title = f"Roofline of {after_cost.target.name}: the ops after {where}"
     if state.compare:
         before_cost = cost_of(workspace, before, state.target, state.bindings)
-        change = pass_change(where, before, op_points(before, before_cost), after, found,
+        change = pass_change(before, op_points(before, before_cost), after, found,
                              snapshot.diff, before_cost.total_est_seconds,
                              after_cost.total_est_seconds)
-        lines.insert(0, _change_summary(change))
-    title = f"Roofline of {after_cost.target.name}: the ops after {where}"
-    figure = roofline_figure(after_cost.target, found, title, state.node, change)
-    lines += after_cost.notes
+        title = f"Roofline of {after_cost.target.name}: what {where} did"
+    figure = roofline_figure(after_cost.target, found, title, state.node, change,
+                             subtitle=_change_summary(change) if change else "")
+    lines = [left_out_caption(found), *after_cost.notes]
     return figure, [html.Div(line) for line in lines if line]
 
 
 def _change_summary(change) -> str:
     if not change.old and not change.new_ids:
-        return f"{change.label} changed no op."
+        return "it changed no op"
     before, after = change.seconds_before, change.seconds_after
-    speed = f", {before / after:.2f}× faster" if after > 0 and before != after else ""
-    return (f"{change.label}: {len(change.old)} op(s) removed or changed (hollow), "
-            f"{len(change.new_ids)} made (outlined). Estimated time {format_seconds(before)} "
-            f"→ {format_seconds(after)}{speed}.")
+    speed = f" ({before / after:.2f}× faster)" if after > 0 and before != after else ""
+    return (f"{len(change.old)} ops removed or changed (hollow) → {len(change.new_ids)} made "
+            f"(outlined); estimated {format_seconds(before)} → {format_seconds(after)}{speed}")

@@ -14,11 +14,11 @@ from dash import ALL, Input, Output, Patch, State, ctx, dcc, html, no_update
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
-from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
+from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
 
 from .. import ids
 from ...commands.common import parse_bindings
-from ..messages import user_message
+from ..messages import log, user_message
 from ..services import Services
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
     array_problem, array_shape, cursor_shape, describe, heatmap_figure, heatmap_title, \
@@ -73,6 +73,7 @@ def layout() -> html.Div:
         dcc.Dropdown(id=PART, options=[], value=0, clearable=False, className="part-select",
                      style={"display": "none"}),
         html.Div(id=VIEWER, hidden=True, children=[
+            html.Div(id=TOTALS),
             html.Div(className="step-controls", children=[
                 html.Button("▶ Play", id=PLAY, className="button primary"),
                 _field("advance by", dcc.Dropdown(id=STRIDE, value="cycle", clearable=False,
@@ -89,10 +90,8 @@ def layout() -> html.Div:
                 ]),
             ]),
             dcc.Graph(id=HEATMAP, config=STATIC, style={"height": "460px"}),
-            dcc.Graph(id=OPERANDS, config=STATIC, style={"height": "230px"}),
+            dcc.Graph(id=OPERANDS, config=STATIC, style={"height": "290px"}),
             dcc.Graph(id=TIMELINE, config=STATIC, style={"height": "300px"}),
-            html.H4("Totals of this GEMM under both timing models"),
-            html.Div(id=TOTALS),
         ]),
     ])
 
@@ -166,12 +165,12 @@ def register(app, services: Services) -> None:
                   Input(PROBLEM, "data"), Input(FOLD, "value"), Input(TICK, "n_intervals"),
                   State(CYCLE, "value"), State(STRIDE, "value"), prevent_initial_call=True)
     def position(stored, fold_number, _ticks, cycle, stride):
-        if not stored:
+        schedule = _schedule_of(stored)
+        if schedule is None:
             return (no_update,) * 6 + (True,)
-        schedule = ArrayProblem.from_store(stored).schedule()
         trigger = ctx.triggered_id
         fold, cycle, stop = (0, 0, True) if trigger == PROBLEM else \
-            (min(max((fold_number or 1) - 1, 0), schedule.folds - 1), cycle or 0, no_update)
+            (*_clamped(schedule, fold_number, cycle), no_update)
         if trigger == TICK:
             fold, cycle, finished = advance(schedule, fold, cycle, stride)
             stop = True if finished else no_update
@@ -192,11 +191,10 @@ def register(app, services: Services) -> None:
                   Output(TIMELINE, "figure"),
                   Input(PROBLEM, "data"), Input(FOLD, "value"), Input(CYCLE, "value"))
     def draw(stored, fold_number, cycle):
-        if not stored:
+        schedule = _schedule_of(stored)
+        if schedule is None:
             return no_update, no_update, no_update
-        schedule = ArrayProblem.from_store(stored).schedule()
-        fold = min(max((fold_number or 1) - 1, 0), schedule.folds - 1)
-        cycle = min(max(cycle or 0, 0), schedule.timeline.fold_length(fold) - 1)
+        fold, cycle = _clamped(schedule, fold_number, cycle)
         step = schedule.step(fold, cycle)
         changed = ctx.triggered_prop_ids.values()
         if PROBLEM in changed or not ctx.triggered_id:
@@ -211,6 +209,24 @@ def register(app, services: Services) -> None:
             timeline = Patch()
             timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
         return heatmap, operands_figure(schedule, step), timeline
+
+
+def _schedule_of(stored: dict | None) -> Schedule | None:
+    """The kept problem's schedule; None without one, or when the page sent something
+    unreadable (logged; the panel's source line already says what the user can do)."""
+    if not stored:
+        return None
+    try:
+        return ArrayProblem.from_store(stored).schedule()
+    except Exception:  # noqa: BLE001 - a step must never take the page down
+        log.exception("unreadable systolic problem in the page")
+        return None
+
+
+def _clamped(schedule: Schedule, fold_number, cycle) -> tuple[int, int]:
+    """(fold index, local cycle) from the sliders, kept inside the schedule."""
+    fold = min(max((fold_number or 1) - 1, 0), schedule.folds - 1)
+    return fold, min(max(cycle or 0, 0), schedule.timeline.fold_length(fold) - 1)
 
 
 def chosen_problem(ws: Workspace, state: ViewState, part: int) -> tuple[ArrayProblem, list[str]]:
