@@ -1,6 +1,6 @@
 """Grouping in the panes: what is drawn never overlaps and flows downward in every grouping
-state, places stay put across passes and panes, collapsed groups count the changes inside,
-opened fused bodies stay compact, and a group closed over the selection stays closed."""
+state, places stay put across passes and panes, collapsed groups count (and name) the changes
+inside, opened fused bodies stay compact, and a group closed over the selection stays closed."""
 
 from __future__ import annotations
 
@@ -168,6 +168,8 @@ def test_collapsed_groups_count_the_changes_inside_them(services):
                     expected[f"{group}#{mark}"] = expected.get(f"{group}#{mark}", 0) + 1
         assert badges == {key: f"{count} {key.rsplit('#', 1)[1]}" for key, count in expected.items()}
         assert badges, "the attention fusion changed nothing that a badge shows"
+    labels = [e["data"]["label"] for e in payload.after if "collapsed" in e.get("classes", "")]
+    assert any(" nodes · Attention" in label for label in labels), "the new op is not named first"
 
 
 def test_edges_into_collapsed_groups_are_merged_with_their_count(services):

@@ -57,8 +57,11 @@ def pane_elements(graph: Graph, placement: Placement, scopes: ScopeTree,
             continue
         representative[key] = element_id(key)
         open_groups.update(scopes.ancestors(parent))
-        nodes.append(_node_element(node, placement.centre(key), parent, marks.get(key)))
+        element = _node_element(node, placement.centre(key), parent, marks.get(key))
+        nodes.append(element)
         if node.body is not None and node.id in opened:
+            del element["position"]   # a compound is drawn around its body; moving it would
+            # drag the body along
             nodes += _body_elements(node, placement.bodies[node.id])
     groups = [open_group_element(scopes.groups[g]) for g in scopes.groups if g in open_groups]
     for group_id, members in collapsed.items():

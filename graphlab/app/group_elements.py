@@ -1,8 +1,8 @@
 """Cytoscape elements for scope groups: the frame of an open group, and a collapsed group as
 one compact node that says what it holds and what the pass changed in it.
 
-A collapsed group reads "layer.3 / 118 nodes · Add 24 · MatMul 16" in a font big enough to
-read with the whole model on screen, and "3 removed" / "1 added" / "2 modified" badges in the
+A collapsed group reads "layer.3 / 12 nodes · Attention · Add 5" (the ops the pass changed come
+first) in a font big enough to read with many layers on screen, and "3 removed" / "1 added" / "2 modified" badges in the
 diff colours sit in a column at its right end, so the eye still finds the changes when zoomed
 out.  Its size depends only on the group (never on the pass), so nothing moves between passes.
 """
@@ -49,7 +49,7 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     text_width = box.w - BADGE_COLUMN - 3 * PADDING
     chars = int(text_width / CHAR_WIDTH)
     count = f"{len(members)} node{'s' if len(members) != 1 else ''}"
-    lines = [group.label, f"{count} · {op_summary(members)}"]
+    lines = [group.label, f"{count} · {op_summary(members, marks)}"]
     data = {"id": group.id, "label": "\n".join(_fit(line, chars) for line in lines),
             "kind": "group", "w": box.w, "h": box.h, "text_w": text_width,
             "text_dx": -(BADGE_COLUMN + PADDING) / 2}
@@ -60,11 +60,14 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     return [node] + _badges(group, box, changes)
 
 
-def op_summary(members: list[Node]) -> str:
-    """'Add 24 · MatMul 16 · Softmax': the most common ops, most common first."""
+def op_summary(members: list[Node], marks: dict[int, str]) -> str:
+    """'Attention · Add 5': the ops the pass changed first (what it made, on the right), then
+    the most common ones."""
     counts = Counter(n.op_type for n in members)
-    return " · ".join(op if count == 1 else f"{op} {count}"
-                      for op, count in counts.most_common(SUMMARY_OPS))
+    changed = Counter(n.op_type for n in members if n.id in marks)
+    ranked = sorted(counts, key=lambda op: (-changed[op], -counts[op]))
+    return " · ".join(op if counts[op] == 1 else f"{op} {counts[op]}"
+                      for op in ranked[:SUMMARY_OPS])
 
 
 def _badges(group: Group, box: Box, changes: Counter) -> list[dict]:

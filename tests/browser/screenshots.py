@@ -23,6 +23,14 @@ from graphlab.samples import resolve_model
 
 DRAWN = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 0 "
          "&& p.after.nodes().length > 0;")
+# Zoomed out on the open group with the most collapsed children (BERT's encoder), from its top.
+STACK_OVERVIEW = """
+var cy = window.graphlabPanes.before, zoom = 0.28;
+var stack = cy.nodes(':parent').max(function (g) { return g.children('.collapsed').length; }).ele;
+var box = stack.boundingBox();
+cy.viewport({zoom: zoom, pan: {x: cy.width() / 2 - zoom * (box.x1 + box.x2) / 2,
+                               y: 12 - zoom * box.y1}});
+"""
 
 
 def node_id(model: str, name: str) -> int:
@@ -113,6 +121,7 @@ def main() -> None:
         if args.large:
             step, _ = first_pass(args.large, lambda s: s.pass_name == "fuse_attention")
             browser.show(f"?pass={step}")
+            browser.run(STACK_OVERVIEW)
             browser.save("large_model.png")
     finally:
         browser.driver.quit()
