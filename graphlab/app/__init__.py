@@ -3,8 +3,9 @@
 Modules, one job each: ``factory`` builds the app; ``page`` arranges the panels; ``panels/``
 holds one module per panel with its callbacks; ``view_state`` is the URL-backed view record;
 ``sessions`` stores uploads per browser; ``workbench`` builds (and caches) workspaces;
-``graph_layout`` + ``stable_positions`` place nodes; ``scopes`` groups them; ``elements``,
-``styles`` and ``pane_payload`` turn a pass into what the two panes draw.
+``scopes`` groups nodes; ``graph_layout``, ``stable_positions`` and ``nested_layout`` place
+them, one group at a time; ``elements``, ``group_elements``, ``styles`` and ``pane_payload``
+turn a pass into what the two panes draw.
 """
 
 from .config import AppConfig

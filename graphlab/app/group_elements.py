@@ -2,9 +2,10 @@
 one compact node that says what it holds and what the pass changed in it.
 
 A collapsed group reads "layer.3 / 12 nodes · Attention · Add 5" (the ops the pass changed come
-first) in a font big enough to read with many layers on screen, and "3 removed" / "1 added" / "2 modified" badges in the
-diff colours sit in a column at its right end, so the eye still finds the changes when zoomed
-out.  Its size depends only on the group (never on the pass), so nothing moves between passes.
+first) in a font big enough to read with many layers on screen, and "3 removed" / "1 added" /
+"2 modified" badges in the diff colours sit in a column at its right end, so the eye still
+finds the changes when zoomed out.  Its size depends only on the group (never on the pass), so
+nothing moves between passes.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from .scopes import Group
 
 MARK_ORDER = ("removed", "added", "modified")
 SUMMARY_OPS = 2
-CHAR_WIDTH = 18.0          # of the collapsed label's 32 px font (styles: .collapsed)
+LABEL_FONT = 32            # px: readable with ten layers on a screen
+BADGE_FONT = 26
+CHAR_WIDTH = 0.56 * LABEL_FONT          # an average character
+BADGE_CHAR_WIDTH = 0.58 * BADGE_FONT    # bold
 TEXT_CHARS = 28            # the text area holds at least this many characters a line
 PADDING = 16.0
 BADGE_COLUMN = 190.0       # room for two badges, one above the other
-BADGE_CHAR_WIDTH = 15.0    # of the badges' 26 px bold font
 BADGE_HEIGHT = 38.0
 BADGE_GAP = 6.0
 

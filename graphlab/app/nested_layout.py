@@ -32,9 +32,9 @@ from .stable_positions import PipelineGraph, pipeline_graph
 Item = Key   # a slot (node id, 'in:x', 'out:y') or a group id ('g:/bert/encoder')
 
 IO_HEIGHT = 30.0
-GROUP_PADDING = 14.0        # frame padding, as drawn (styles)
+GROUP_PADDING = 14.0        # around an open group's members, inside its frame
 GROUP_LABEL_HEIGHT = 30.0   # the frame's label sits above the frame
-BODY_PADDING = 12.0
+BODY_PADDING = 12.0         # around an opened fused op's body
 BODY_LABEL_HEIGHT = 44.0    # a fused op's two-line label above its opened body
 LABEL_CHAR_WIDTH = 9.5      # of the 16 px frame labels, to keep a long label inside the box
 PLACEMENTS_CACHED = 16
@@ -72,7 +72,6 @@ class _Local:
     left: float
     top: float
     width: float
-    height: float
 
 
 class NestedLayout:
@@ -123,6 +122,8 @@ class NestedLayout:
                 self._edges[ca[common - 1] if common else None].add((source, target))
 
     def placement(self, expanded: frozenset[str], opened: frozenset[int]) -> Placement:
+        """Where everything is drawn while the ``expanded`` groups are open and the ``opened``
+        fused ops show their bodies (the last few states are kept)."""
         expanded = self.scopes.visible_expanded(expanded)
         opened = frozenset(i for i in opened if i in self.union.bodies)
         key = (expanded, opened)
@@ -186,7 +187,7 @@ class NestedLayout:
                 sizes[item] = self._closed_size(item)
         positions = place_layers(self._order(group), sizes, self.options)
         left, top, right, bottom = _extent(positions, sizes)
-        local[group] = _Local(positions, sizes, left, top, right - left, bottom - top)
+        local[group] = _Local(positions, sizes, left, top, right - left)
         if group is None:
             return right - left, bottom - top
         label = len(self.scopes.groups[group].label) * LABEL_CHAR_WIDTH

@@ -34,7 +34,8 @@ class PipelineGraph:
             self.slots.append(key)
         self.slot_of[key] = key if slot is None else slot
 
-    def add_edges(self, graph: Graph) -> None:
+    def add_graph(self, graph: Graph) -> None:
+        """The edges and fused bodies of one snapshot (every key of it has a slot)."""
         slot_of = self.slot_of
         self.edges.update((slot_of[a], slot_of[b]) for a, b in drawn_edges(graph))
         self.bodies.update((n.id, n.body) for n in graph.nodes if n.body is not None)
@@ -46,7 +47,7 @@ def pipeline_graph(result: PipelineResult, group_of: Callable[[Key], str | None]
     union = PipelineGraph()
     for key in drawn_keys(result.initial):
         union.add_slot(key)
-    union.add_edges(result.initial)
+    union.add_graph(result.initial)
     for snapshot in result.snapshots:
         if not snapshot.changed:
             continue
@@ -60,7 +61,7 @@ def pipeline_graph(result: PipelineResult, group_of: Callable[[Key], str | None]
             if source is not None:
                 freed.discard(source)
             union.add_slot(key, None if source is None else union.slot_of[source])
-        union.add_edges(graph)
+        union.add_graph(graph)
     return union
 
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .group_elements import BADGE_FONT, LABEL_FONT
 from .intensity_bands import band_stylesheet
+from .nested_layout import BODY_PADDING, GROUP_PADDING
 
 COLORS = {
     "node": "#eef2f7", "node_border": "#7b8794", "text": "#1f2933",
@@ -39,15 +41,15 @@ BASE_STYLESHEET = [
         "shape": "round-rectangle", "background-color": COLORS["group"], "background-opacity": 0.6,
         "border-color": COLORS["group_border"], "border-width": 1, "label": "data(label)",
         "text-valign": "top", "text-halign": "center", "font-size": 16, "color": "#52606d",
-        "padding": 14}},
+        "padding": GROUP_PADDING}},
     {"selector": ".op, .io", "style": {"z-index": 10}},
     {"selector": ".collapsed", "style": {
         "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
-        "border-width": 2, "border-color": COLORS["group_border"], "font-size": 32,
+        "border-width": 2, "border-color": COLORS["group_border"], "font-size": LABEL_FONT,
         "line-height": 1.3, "text-max-width": "data(text_w)", "text-margin-x": "data(text_dx)",
         "text-justify": "left", "color": "#1f2933"}},
     {"selector": ".badge", "style": {
-        "width": "data(w)", "height": "data(h)", "font-size": 26, "font-weight": "bold",
+        "width": "data(w)", "height": "data(h)", "font-size": BADGE_FONT, "font-weight": "bold",
         "color": "#ffffff", "border-width": 0, "z-index": 20, "events": "no"}},
     {"selector": ".badge-removed", "style": {"background-color": COLORS["removed"]}},
     {"selector": ".badge-added", "style": {"background-color": COLORS["added"]}},
@@ -61,7 +63,7 @@ BASE_STYLESHEET = [
         "border-width": 3, "border-style": "double", "font-weight": "bold"}},
     {"selector": ".fused:parent", "style": {
         "text-valign": "top", "background-opacity": 0.12, "border-style": "dashed",
-        "padding": 12}},
+        "padding": BODY_PADDING}},
     {"selector": ".body", "style": {"border-style": "dotted"}},
     {"selector": ".removed, .has-removed", "style": {
         "border-color": COLORS["removed"], "border-width": 3, "border-style": "dashed"}},
