@@ -1,6 +1,6 @@
 """Groups in a real browser: on a large graph a collapsed group opens in place, pushing its
 neighbours aside, and closes again, both panes keeping every box at the same place; an opened
-fused body pushes its neighbours aside too."""
+fused body pushes its neighbours aside too; the group holding the selection can be closed."""
 
 from __future__ import annotations
 
@@ -94,3 +94,21 @@ def test_an_opened_fused_body_pushes_its_neighbours_aside(dash_duo, graphlab_app
         "the body did not open")
     assert pane_js(dash_duo, OVERLAPS % ("after", f"n{fused}")) == [], \
         "the opened body covers other nodes"
+
+
+def test_closing_the_group_that_holds_the_selection_keeps_it_closed(dash_duo, graphlab_app):
+    graph = load_model(resolve_model("bert_tiny_op13"))
+    node = next(n for n in graph.nodes if n.name.startswith("/bert/encoder/layer.0/attention/"))
+    group = "g:" + node.name.rsplit("/", 1)[0]
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + f"/?model=bert_tiny_op13&node={node.id}")
+    wait_for_nodes(dash_duo)
+    wait_until(dash_duo, lambda: is_open(dash_duo, group), 20, "the selection's group is closed")
+    tap(dash_duo, group)
+    wait_until(dash_duo, lambda: pane_js(
+        dash_duo, f"return before.getElementById('{group}').hasClass('collapsed');"), 20,
+        "the group did not close")
+    time.sleep(1.5)   # long enough for a reopening render to arrive
+    assert not is_open(dash_duo, group), "the group reopened by itself"
+    assert pane_js(dash_duo, f"return before.getElementById('{group}')"
+                             ".style('overlay-opacity');") == "0.18", "the selection is not shown"
