@@ -193,3 +193,17 @@ def test_empty_and_scalar_weights_export():
     again = load_model(to_bytes(graph))
     assert again.initializers["empty"].const.shape == (0, 3)
     assert float(again.initializers["scalar"].const) == 2.5
+
+
+def test_pickle_round_trip_of_a_deep_graph():
+    import pickle
+
+    graph = Graph("deep")
+    current = graph.add_input(Value("x", TensorProto.FLOAT, (2,)))
+    for i in range(5000):   # deeper than Python's recursion limit
+        current = graph.add_node("Relu", [current], 1, name=f"r{i}").outputs[0]
+    graph.set_outputs([current])
+    again = pickle.loads(pickle.dumps(graph))
+    again.check()
+    assert [n.id for n in again.nodes] == [n.id for n in graph.nodes]
+    assert again.outputs[0].name == current.name

@@ -339,57 +339,80 @@ class Graph:
             node.order = float(index)
         self._max_order = float(len(self._nodes))
 
-    # ------------------------------------------------------------------ copy
+    # ------------------------------------------------------------------ copy and pickle
     def copy(self) -> "Graph":
         """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays."""
-        g = Graph(self.name)
-        g.doc_string = self.doc_string
-        g.opset_imports = dict(self.opset_imports)
-        g.functions = dict(self.functions)
-        g.model_info = ModelInfo(**{**self.model_info.__dict__,
-                                    "metadata_props": dict(self.model_info.metadata_props)})
-        g.metadata = dict(self.metadata)
-        g.warnings = list(self.warnings)
-        g.next_id = self.next_id
-        g._max_order = self._max_order
-        g._name_counters = dict(self._name_counters)
-        vmap: dict[int, Value] = {}
-        for name, v in self.values.items():
-            nv = Value(name, v.elem_type, v.shape, v.const, v.type_proto)
-            nv.doc_string = v.doc_string
-            vmap[id(v)] = nv
-            g.values[name] = nv
-        g.initializers = {name: vmap[id(v)] for name, v in self.initializers.items()}
-        for v in self._inputs:
-            nv = vmap[id(v)]
-            nv.is_graph_input = True
-            g._inputs.append(nv)
-        for node in self._nodes.values():
-            nn = Node(node.id, node.op_type, node.domain, node.name)
-            nn.overload = node.overload
-            nn.attrs = dict(node.attrs)
-            nn.attr_types = node.attr_types
-            nn.body = node.body
-            nn.provenance = node.provenance
-            nn.metadata = node.metadata
-            nn.doc_string = node.doc_string
-            nn.order = node.order
-            nn.inputs = [vmap[id(v)] if v is not None else None for v in node.inputs]
-            nn.implicit_inputs = [vmap[id(v)] for v in node.implicit_inputs]
-            nn.outputs = [vmap[id(v)] if v is not None else None for v in node.outputs]
-            for index, v in enumerate(nn.inputs):
-                if v is not None:
-                    v.uses.append((nn, index))
-            for k, v in enumerate(nn.implicit_inputs):
-                v.uses.append((nn, -1 - k))
-            for index, v in enumerate(nn.outputs):
-                if v is not None:
-                    v.producer = nn
-                    v.output_index = index
-            g._nodes[nn.id] = nn
-            g._node_names[nn.name] = nn
-        g.set_outputs(vmap[id(v)] for v in self._outputs)
+        g = Graph.__new__(Graph)
+        g.__setstate__(self.__getstate__())
         return g
+
+    def __getstate__(self) -> dict:
+        """The graph as flat records that name values instead of pointing at them.
+
+        Pickling the object web directly recurses once per edge on a deep graph; flat records
+        pickle in constant stack depth, so a workspace can travel between server processes.
+        Weight arrays, attribute values and fused bodies are referenced, not copied.
+        """
+        values = [(v.name, v.elem_type, v.shape, v.const, v.type_proto, v.doc_string)
+                  for v in self.values.values()]
+        nodes = [(n.id, n.op_type, n.domain, n.overload, n.name, dict(n.attrs), n.attr_types,
+                  [v.name if v is not None else None for v in n.inputs],
+                  [v.name for v in n.implicit_inputs],
+                  [v.name if v is not None else None for v in n.outputs],
+                  n.body, n.provenance, n.metadata, n.doc_string, n.order)
+                 for n in self._nodes.values()]
+        scalars = {key: getattr(self, key) for key in (
+            "name", "doc_string", "next_id", "_max_order")}
+        return {"scalars": scalars, "opset_imports": dict(self.opset_imports),
+                "functions": dict(self.functions), "model_info": ModelInfo(**{
+                    **self.model_info.__dict__,
+                    "metadata_props": dict(self.model_info.metadata_props)}),
+                "metadata": dict(self.metadata), "warnings": list(self.warnings),
+                "name_counters": dict(self._name_counters), "values": values, "nodes": nodes,
+                "inputs": [v.name for v in self._inputs],
+                "outputs": [v.name for v in self._outputs],
+                "initializers": list(self.initializers)}
+
+    def __setstate__(self, state: dict) -> None:
+        Graph.__init__(self)
+        for key, value in state["scalars"].items():
+            setattr(self, key, value)
+        self.opset_imports = state["opset_imports"]
+        self.functions = state["functions"]
+        self.model_info = state["model_info"]
+        self.metadata = state["metadata"]
+        self.warnings = state["warnings"]
+        self._name_counters = state["name_counters"]
+        values = self.values
+        for name, elem_type, shape, const, type_proto, doc in state["values"]:
+            value = Value(name, elem_type, shape, const, type_proto)
+            value.doc_string = doc
+            values[name] = value
+        self.initializers = {name: values[name] for name in state["initializers"]}
+        for name in state["inputs"]:
+            values[name].is_graph_input = True
+            self._inputs.append(values[name])
+        for (node_id, op_type, domain, overload, name, attrs, attr_types, inputs, implicit,
+             outputs, body, provenance, metadata, doc, order) in state["nodes"]:
+            node = Node(node_id, op_type, domain, name)
+            node.overload, node.attrs, node.attr_types = overload, attrs, attr_types
+            node.body, node.provenance, node.metadata = body, provenance, metadata
+            node.doc_string, node.order = doc, order
+            node.inputs = [values[n] if n is not None else None for n in inputs]
+            node.implicit_inputs = [values[n] for n in implicit]
+            node.outputs = [values[n] if n is not None else None for n in outputs]
+            for index, value in enumerate(node.inputs):
+                if value is not None:
+                    value.uses.append((node, index))
+            for k, value in enumerate(node.implicit_inputs):
+                value.uses.append((node, -1 - k))
+            for index, value in enumerate(node.outputs):
+                if value is not None:
+                    value.producer = node
+                    value.output_index = index
+            self._nodes[node_id] = node
+            self._node_names[name] = node
+        self.set_outputs(values[name] for name in state["outputs"])
 
     # ------------------------------------------------------------------ invariants
     def check(self) -> None:
