@@ -7,6 +7,7 @@ from ..ir.subgraphs import subgraph_attributes
 from .base import Decline, Pass, PassContext, PassResult
 from .constants import make_initializer, produces_graph_output, replace_with_constants
 from .evaluate import EvaluationError, evaluate, predicted_bytes
+from .node_edits import standard_nodes
 from .registry import register
 from .shape_facts import fold_shape_query
 
@@ -34,9 +35,7 @@ class FoldConstants(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
-        for node in graph.nodes:
-            if not graph.has_node(node) or node.domain:
-                continue
+        for node in standard_nodes(graph):
             if node.op_type == "Constant":
                 _constant_to_initializer(graph, node, result)
             elif not fold_shape_query(graph, node, result):

@@ -6,12 +6,20 @@ the decline says why — the app shows it next to the node.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from ..ir import Graph, Node, Value
 from .base import Decline, PassContext, PassResult
 from .constants import remove_dead
 from .rewrite import bypass_node
+
+
+def standard_nodes(graph: Graph) -> Iterator[Node]:
+    """The graph's default-domain nodes in execution order, skipping those a rewrite made
+    earlier in the same sweep has already removed (rewrites may delete nodes ahead)."""
+    for node in graph.nodes:
+        if graph.has_node(node) and not node.domain:
+            yield node
 
 
 def bypass_or_decline(graph: Graph, node: Node, replacement: Value, rule: str,

@@ -7,7 +7,7 @@ from typing import Callable
 from ..ir import Graph, Node, Value
 from .base import Pass, PassContext, PassResult
 from .constants import INT64_MAX, constant_ints, ints_input_or_attr
-from .node_edits import bypass_or_decline
+from .node_edits import bypass_or_decline, standard_nodes
 from .registry import register
 from .reshapes import reshape_is_noop
 
@@ -115,9 +115,7 @@ class EliminateNoop(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
-        for node in graph.nodes:
-            if not graph.has_node(node) or node.domain:
-                continue
+        for node in standard_nodes(graph):
             rule = NOOP_RULES.get(node.op_type)
             if rule is not None and rule(node):
                 bypass_or_decline(graph, node, node.inputs[0], f"noop_{node.op_type.lower()}",

@@ -8,7 +8,7 @@ import onnx
 from ..ir import Graph, Node, Value
 from .base import Pass, PassContext, PassResult
 from .constants import remove_dead
-from .node_edits import bypass_or_decline, replace_node
+from .node_edits import bypass_or_decline, replace_node, standard_nodes
 from .registry import register
 
 SWAP_2D = (1, 0)
@@ -46,9 +46,7 @@ class CancelTransposes(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
-        for node in graph.nodes:
-            if not graph.has_node(node) or node.domain:
-                continue
+        for node in standard_nodes(graph):
             if node.op_type == "Transpose":
                 self._simplify_transpose(graph, ctx, node, result)
             elif node.op_type == "Gemm":
