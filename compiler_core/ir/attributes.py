@@ -38,35 +38,27 @@ def _own(message):
 def from_proto(attr: AttributeProto) -> Any:
     """The Python value of an attribute (protos for graphs, sparse tensors and types)."""
     kind = attr.type
-    if kind == A.INT:
-        return attr.i
-    if kind == A.FLOAT:
-        return attr.f
-    if kind == A.STRING:
-        return _decode(attr.s)
-    if kind == A.INTS:
-        return tuple(attr.ints)
-    if kind == A.FLOATS:
-        return tuple(attr.floats)
-    if kind == A.STRINGS:
-        return tuple(_decode(s) for s in attr.strings)
-    if kind == A.TENSOR:
-        return _readonly_tensor(attr.t)
-    if kind == A.TENSORS:
-        return tuple(_readonly_tensor(t) for t in attr.tensors)
-    if kind == A.GRAPH:
-        return _own(attr.g)
-    if kind == A.GRAPHS:
-        return tuple(_own(g) for g in attr.graphs)
-    if kind == A.SPARSE_TENSOR:
-        return _own(attr.sparse_tensor)
-    if kind == A.SPARSE_TENSORS:
-        return tuple(_own(t) for t in attr.sparse_tensors)
-    if kind == A.TYPE_PROTO:
-        return _own(attr.tp)
-    if kind == A.TYPE_PROTOS:
-        return tuple(_own(t) for t in attr.type_protos)
+    if kind in _SINGLE:
+        field, convert = _SINGLE[kind]
+        return convert(getattr(attr, field))
+    if kind in _REPEATED:
+        field, convert = _REPEATED[kind]
+        return tuple(convert(item) for item in getattr(attr, field))
     raise ValueError(f"attribute {attr.name!r} has an unknown type {kind}")
+
+
+def _same(item: Any) -> Any:
+    return item
+
+
+# attribute type -> (proto field, conversion of one item); lists convert item by item
+_SINGLE = {A.INT: ("i", _same), A.FLOAT: ("f", _same), A.STRING: ("s", _decode),
+           A.TENSOR: ("t", _readonly_tensor), A.GRAPH: ("g", _own),
+           A.SPARSE_TENSOR: ("sparse_tensor", _own), A.TYPE_PROTO: ("tp", _own)}
+_REPEATED = {A.INTS: ("ints", _same), A.FLOATS: ("floats", _same),
+             A.STRINGS: ("strings", _decode), A.TENSORS: ("tensors", _readonly_tensor),
+             A.GRAPHS: ("graphs", _own), A.SPARSE_TENSORS: ("sparse_tensors", _own),
+             A.TYPE_PROTOS: ("type_protos", _own)}
 
 
 def to_proto(name: str, value: Any, attr_type: int | None = None) -> AttributeProto:
