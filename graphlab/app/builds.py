@@ -239,9 +239,10 @@ def _run_builder(builds: Builds, job: BuildJob) -> None:
     process.join()
     status = builds.status(job.key)
     if process.exitcode != 0 and status is not None and status.state in ("queued", "running"):
-        builds.publish(status, state="failed",
-                       message=f"the build stopped unexpectedly (exit code {process.exitcode}; "
-                               f"out of memory?)")
+        code = process.exitcode
+        how = f"was killed (signal {-code}; out of memory?)" if code < 0 else \
+            f"stopped unexpectedly (exit code {code})"
+        builds.publish(status, state="failed", message=f"the build {how}")
     process.close()
 
 

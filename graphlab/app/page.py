@@ -7,6 +7,7 @@ from dash import dcc, html
 
 from . import ids
 from .panels import controls, memory, panes, roofline, stepper, systolic
+from .panels import build_progress, report_download
 from .services import Services
 
 
@@ -21,8 +22,10 @@ def page(services: Services) -> html.Div:
         html.Header(className="top", children=[
             html.H1(["GraphLab ", html.Span("pass debugger", className="muted")]),
             controls.layout(services),
+            report_download.layout(),
         ]),
         html.Div(id=ids.NAV_MESSAGE, className="messages"),
+        build_progress.layout(),
         html.Div(id=ids.UPLOAD_MESSAGE, className="messages"),
         html.Main(className="main", children=[
             stepper.layout(),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from compiler_core.passes.registry import PRESETS, all_passes
 
+from .builds import BuildStatus
 from .config import AppConfig
 from .sessions import SessionStore
 from .view_state import ViewState
@@ -33,6 +34,15 @@ class Services:
     def workspace(self, state: ViewState, upload_token: str | None) -> Workspace:
         source = self.workbench.source(state.model, upload_token)
         return self.workbench.workspace(source, state.pipeline, state.bindings)
+
+    def workspace_or_build(self, state: ViewState, upload_token: str | None
+                           ) -> Workspace | BuildStatus:
+        """For the navigation reducer: never waits for a build (see `builds`)."""
+        source = self.workbench.source(state.model, upload_token)
+        return self.workbench.workspace_or_build(source, state.pipeline, state.bindings)
+
+    def build_status(self, key: str) -> BuildStatus | None:
+        return self.workbench.builds.status(key)
 
 
 def preset_names() -> list[str]:

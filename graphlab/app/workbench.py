@@ -1,18 +1,18 @@
 """Turns "model + pipeline + bindings" into a Workspace: the pipeline's snapshots plus what the
 views need (the nested layout, scope groups, each node's history).
 
-Workspaces are memoised in-process by content (a file's identity or an upload's sha256, the
-pass list, the bindings): they are caches, not state, so any server process can rebuild one.
-Building one is the heavy step (import + pipeline + layout); it is a single function call so it
-can move to a background callback with progress without touching the views.
+Workspaces are keyed by content (a file's identity or an upload's sha256, the pass list, the
+bindings): they are caches, not state.  Building one is the heavy step (import + pipeline +
+layout); `builds` runs it in a builder process with progress and shares the result with every
+server process (`workspace_or_build`), or runs it right here when a caller must wait
+(`workspace`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -22,13 +22,13 @@ from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 
 from ..commands.common import parse_bindings
 from ..samples import get_sample, list_samples
+from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
 from .nested_layout import NestedLayout, pipeline_layout
 from .scopes import ScopeTree
 from .sessions import SessionStore
 
 UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
-WORKSPACE_CACHE_SIZE = 8
 
 Progress = Callable[[int, int, str], None]
 
@@ -97,6 +97,7 @@ class Workbench:
     def __init__(self, config: AppConfig, sessions: SessionStore):
         self.config = config
         self.sessions = sessions
+        self.builds = Builds(config.cache_dir, config.upload_ttl_seconds)
 
     def model_options(self) -> list[dict]:
         options = [{"label": s.name, "value": s.name} for s in list_samples()]
@@ -121,9 +122,22 @@ class Workbench:
 
     def workspace(self, source: ModelSource, pipeline: str, bindings: str,
                   on_progress: Progress | None = None) -> Workspace:
+        """The workspace, built here and now if nobody has built it yet."""
+        return self.builds.get(self._job(source, pipeline, bindings), on_progress)
+
+    def workspace_or_build(self, source: ModelSource, pipeline: str, bindings: str
+                           ) -> Workspace | BuildStatus:
+        """The workspace if it is built, else the status of the build now under way."""
+        return self.builds.get_or_start(self._job(source, pipeline, bindings))
+
+    def _job(self, source: ModelSource, pipeline: str, bindings: str) -> BuildJob:
+        """Bad pass names and bindings are refused here, before any build starts."""
         passes = tuple(resolve_pipeline(pipeline or None))
         bound = tuple(sorted(parse_bindings(bindings).items()))
-        return _cached_workspace(source, passes, bound, self.config.group_budget, on_progress)
+        budget = self.config.group_budget
+        key = hashlib.sha256(repr((source.digest, passes, bound, budget)).encode()).hexdigest()
+        return BuildJob(key, source.label,
+                        functools.partial(_build_workspace, source, passes, bound, budget))
 
 
 def _file_source(label: str, path: str) -> ModelSource:
@@ -133,26 +147,6 @@ def _file_source(label: str, path: str) -> ModelSource:
         raise GraphLabError(f"cannot read {label}: {err.strerror}") from err
     return ModelSource(label, f"file:{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}",
                        path=path)
-
-
-_workspaces: OrderedDict[tuple, Workspace] = OrderedDict()  # a cache keyed by content
-_workspaces_lock = threading.Lock()
-
-
-def _cached_workspace(source: ModelSource, passes: tuple[str, ...],
-                      bindings: tuple[tuple[str, int], ...], group_budget: int,
-                      on_progress: Progress | None) -> Workspace:
-    key = (source, passes, bindings, group_budget)
-    with _workspaces_lock:
-        if key in _workspaces:
-            _workspaces.move_to_end(key)
-            return _workspaces[key]
-    workspace = _build_workspace(source, passes, bindings, group_budget, on_progress)
-    with _workspaces_lock:
-        _workspaces[key] = workspace
-        while len(_workspaces) > WORKSPACE_CACHE_SIZE:
-            _workspaces.popitem(last=False)
-    return workspace
 
 
 def _build_workspace(source: ModelSource, passes: tuple[str, ...],

@@ -21,9 +21,10 @@ def add_parser(subparsers) -> None:
                              f"(default {DEFAULT_MODEL})")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--workers", type=int, default=1,
-                        help="server processes; more than 1 runs under gunicorn")
+                        help="server processes; more than 1 runs under gunicorn (for a room: "
+                             "the number of cores + 1)")
     parser.add_argument("--cache-dir", default=None,
-                        help="where uploads are kept (shared by the workers)")
+                        help="where uploads and built models are kept (shared by the workers)")
     parser.add_argument("--max-upload-mb", type=int, default=DEFAULT_UPLOAD_LIMIT >> 20,
                         help="largest model a browser may upload")
     parser.set_defaults(run=run)
@@ -49,8 +50,12 @@ def config_from_args(args) -> AppConfig:
 
 def run(args) -> int:
     from ..app import create_app  # dash is imported only by the command that needs it
+    from ..app.services import Services
 
     config = config_from_args(args)
+    services = Services.from_config(config)
+    print(f"preparing {services.default_state.model} ...")
+    services.workspace(services.default_state, None)   # every worker opens the first page at once
     url = f"http://{args.host}:{args.port}/"
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, args=(url,)).start()

@@ -1,7 +1,8 @@
 """The load bar: model (sample or upload), pipeline preset or pass list, target, bindings.
 
-An upload is checked (imported and run through the current pipeline) before it is accepted, so
-anything the importer refuses shows its message here and the current view stays as it was.
+A file that is not ONNX at all is refused here at once.  Importing an accepted upload and
+running the pipeline happen in a builder process with progress (see `builds`); anything the
+importer refuses then shows as the navigation's message and the view stays as it was.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from dash import Input, Output, State, dcc, html, no_update
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import list_targets
+from compiler_core.ir.importer import parse_model_bytes
 from compiler_core.passes.registry import all_passes
 
 from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
-from ..view_state import ViewState
 from ..workbench import UPLOAD_MODEL
 
 
@@ -54,15 +55,14 @@ def register(app, services: Services) -> None:
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"),
-                  State(ids.VIEW, "data"), prevent_initial_call=True)
-    def accept_upload(contents, filename, view):
+                  prevent_initial_call=True)
+    def accept_upload(contents, filename):
         if not contents:
             return no_update, no_update
         try:
             data = decode_upload(contents, filename or "upload", limit)
+            parse_model_bytes(data, filename or "the upload")
             upload = services.workbench.sessions.save_upload(filename or "upload.onnx", data)
-            state = ViewState.from_dict(view or services.default_state.to_dict())
-            services.workspace(state.with_changes(model=UPLOAD_MODEL), upload.token)
         except Exception as err:  # noqa: BLE001 - every failure becomes a message in the page
             return no_update, html.Div(f"Upload refused: {user_message(err)}",
                                        className="message error")

@@ -4,6 +4,10 @@ The URL is the source of truth.  A user action makes a new ViewState, which is c
 model loads, the pipeline runs), pushed to the URL (a new history entry) and written back to
 every control; browser back/forward change the URL, which is parsed and written to the controls
 the same way.  Dash allows this loop only inside a single callback, hence one reducer.
+
+A view whose workspace is not built yet waits in ids.BUILD_PENDING while a builder process
+works (see `builds`) and the poll ticks; each tick re-reads it, and the view appears once built.
+The reducer never waits for a build itself, so every other click is answered at once.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from dash import ALL, Input, Output, State, ctx, html, no_update
 from compiler_core.passes.registry import resolve_pipeline
 
 from .. import ids
+from ..builds import BuildStatus
 from ..messages import user_message
 from ..services import Services, preset_names
 from ..view_state import FOLLOWS_SELECTION, ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
 
 CLICKS = {ids.RUN, ids.PREV, ids.NEXT, ids.PASS_ROW, ids.PATTERN_ITEM}
+UNCHANGED = (no_update,) * 13
 
 
 def register(app, services: Services) -> None:
@@ -30,6 +36,7 @@ def register(app, services: Services) -> None:
         Output(ids.BINDINGS, "value"), Output(ids.TABS, "value"),
         Output(ids.HIDE_UNCHANGED, "value"), Output(ids.SEARCH, "value"),
         Output(ids.NAV_MESSAGE, "children"),
+        Output(ids.BUILD_PENDING, "data"), Output(ids.BUILD_POLL, "disabled"),
         Input(ids.URL, "search"), Input(ids.MODEL, "value"), Input(ids.UPLOAD_TOKEN, "data"),
         Input(ids.PRESET, "value"), Input(ids.RUN, "n_clicks"), Input(ids.PASSES, "value"),
         Input(ids.TARGET, "value"), Input(ids.BINDINGS, "value"),
@@ -39,16 +46,23 @@ def register(app, services: Services) -> None:
         Input(ids.TABS, "value"), Input(ids.HIDE_UNCHANGED, "value"),
         Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
         Input(ids.SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
-        State(ids.VIEW, "data"))
+        Input(ids.BUILD_POLL, "n_intervals"),
+        State(ids.VIEW, "data"), State(ids.BUILD_PENDING, "data"))
     def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
-                 _next, tap_before, tap_after, panel, hide, _items, query, patch, view):
+                 _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick, view,
+                 pending):
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
-            return (no_update,) * 11   # a freshly drawn button, not a click
+            return UNCHANGED   # a freshly drawn button, not a click
         token = (upload or {}).get("token")
         previous = ViewState.from_dict(view) if view else None
-        if trigger is None or trigger == ids.URL or previous is None:
+        from_url = trigger is None or trigger == ids.URL
+        if kind == ids.BUILD_POLL:
+            if not pending:
+                return (*UNCHANGED[:-2], None, True)
+            wanted, from_url = ViewState.from_dict(pending["view"]), pending["from_url"]
+        elif from_url or previous is None:
             wanted = from_query(search, default)
         else:
             inputs = {"model": model, "preset": preset, "passes": passes, "target": target,
@@ -56,20 +70,25 @@ def register(app, services: Services) -> None:
                       "panel": panel, "hide": hide, "query": query, "patch": patch}
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
-                return (no_update,) * 11
+                return UNCHANGED
         backwards = kind == ids.PREV
         try:
-            state, workspace = _checked(services, wanted, token, backwards)
+            checked = _checked(services, wanted, token, backwards)
             message = ""
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = html.Div(user_message(err), className="message error")
-            fallback = previous or default
-            state, workspace = _checked(services, fallback, token, backwards)
-        url = no_update if trigger == ids.URL and not message else to_query(state, default)
+            wanted, from_url = previous or default, False
+            checked = _checked(services, wanted, token, backwards)
+        if isinstance(checked, BuildStatus):
+            waiting = {"view": wanted.to_dict(), "from_url": from_url, "key": checked.key,
+                       "text": checked.text()}
+            return (*UNCHANGED[:-3], message, waiting, False)
+        state, workspace = checked
+        url = no_update if from_url and not message else to_query(state, default)
         return (url, state.to_dict(), state.model, _preset_of(state.pipeline),
                 ",".join(s.pass_name for s in workspace.result.snapshots),
                 state.target, state.bindings, state.panel,
-                ["hide"] if state.hide_unchanged else [], state.search, message)
+                ["hide"] if state.hide_unchanged else [], state.search, message, None, True)
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
@@ -113,9 +132,12 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
 
 
 def _checked(services: Services, state: ViewState, token: str | None, backwards: bool
-             ) -> tuple[ViewState, Workspace]:
-    """Build (or fetch) the workspace; keep the step on a pass that exists (and is shown)."""
-    workspace = services.workspace(state, token)
+             ) -> tuple[ViewState, Workspace] | BuildStatus:
+    """The state on its workspace, with the step on a pass that exists (and is shown); or the
+    status of the build the workspace waits for."""
+    workspace = services.workspace_or_build(state, token)
+    if isinstance(workspace, BuildStatus):
+        return workspace
     step = workspace.clamp_step(state.step)
     if state.hide_unchanged:
         step = _nearest_changed(workspace, step, backwards)
