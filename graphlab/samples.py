@@ -9,9 +9,10 @@ import json
 import os
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 from compiler_core.errors import UnknownSampleError
+
+from .data_dirs import samples_dir
 
 
 @dataclass(frozen=True)
@@ -29,15 +30,6 @@ class Sample:
         return {"name": self.name, "path": self.path, "description": self.description,
                 "exporter": self.exporter, "opset": self.opset, "tags": list(self.tags),
                 "test_data": self.test_data, "size_bytes": os.path.getsize(self.path)}
-
-
-def samples_dir() -> str:
-    """Where the samples live: inside the installed package, or in a source checkout."""
-    try:
-        return str(resources.files("graphlab.sample_models"))
-    except ModuleNotFoundError:  # running from a checkout whose package is not installed
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "sample_models")
 
 
 @lru_cache(maxsize=1)

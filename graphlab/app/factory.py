@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from importlib import resources
-
 import dash
 
+from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
 from .panels import controls, exports, inspector, memory, navigation, overlay, panes, patterns, \
@@ -21,7 +20,7 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     config = config or AppConfig()
     services = Services.from_config(config)
     app = dash.Dash("graphlab", title="GraphLab pass debugger",
-                    assets_folder=str(resources.files("graphlab.assets")),
+                    assets_folder=assets_dir(),
                     suppress_callback_exceptions=True, update_title=None)
     # Room for an upload just over the limit, so the page can say "too large" itself.
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
