@@ -103,8 +103,8 @@ def test_activation_parameters_cover_the_range_and_zero_is_a_code():
     assert params.zero_point == -128 and params.scale == pytest.approx(6 / 255)
     params = activation_params(-1.0, 3.0)
     lowest, highest = (np.array([-128, 127]) - int(params.zero_point)) * params.scale
-    assert lowest == pytest.approx(-1.0, abs=params.scale)
-    assert highest == pytest.approx(3.0, abs=params.scale)
+    assert lowest == pytest.approx(-1.0, abs=float(params.scale))
+    assert highest == pytest.approx(3.0, abs=float(params.scale))
     assert activation_params(2.0, 5.0).zero_point == -128  # the range is widened to hold 0
     assert activation_params(0.0, 0.0).scale == 1.0
 
