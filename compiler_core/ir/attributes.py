@@ -12,6 +12,8 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
+from .tensors import to_readonly_array
+
 A = AttributeProto
 
 
@@ -20,12 +22,6 @@ def _decode(raw: bytes) -> str | bytes:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw
-
-
-def _readonly_tensor(proto: onnx.TensorProto) -> np.ndarray:
-    array = numpy_helper.to_array(proto)
-    array.flags.writeable = False
-    return array
 
 
 def _own(message):
@@ -53,10 +49,10 @@ def _same(item: Any) -> Any:
 
 # attribute type -> (proto field, conversion of one item); lists convert item by item
 _SINGLE = {A.INT: ("i", _same), A.FLOAT: ("f", _same), A.STRING: ("s", _decode),
-           A.TENSOR: ("t", _readonly_tensor), A.GRAPH: ("g", _own),
+           A.TENSOR: ("t", to_readonly_array), A.GRAPH: ("g", _own),
            A.SPARSE_TENSOR: ("sparse_tensor", _own), A.TYPE_PROTO: ("tp", _own)}
 _REPEATED = {A.INTS: ("ints", _same), A.FLOATS: ("floats", _same),
-             A.STRINGS: ("strings", _decode), A.TENSORS: ("tensors", _readonly_tensor),
+             A.STRINGS: ("strings", _decode), A.TENSORS: ("tensors", to_readonly_array),
              A.GRAPHS: ("graphs", _own), A.SPARSE_TENSORS: ("sparse_tensors", _own),
              A.TYPE_PROTOS: ("type_protos", _own)}
 
