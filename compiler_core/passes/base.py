@@ -9,6 +9,7 @@ change the model's results is recorded with a reason — that record is what the
 from __future__ import annotations
 
 import inspect
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -71,7 +72,7 @@ class PassContext:
         return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)))
 
 
-class Pass:
+class Pass(ABC):
     """Base class.  Subclasses set ``name`` and ``family`` and implement ``run``.
 
     The class docstring's first paragraph is the pass's description in `graphlab passes` and in
@@ -92,5 +93,6 @@ class Pass:
         doc = inspect.getdoc(cls) or ""
         return " ".join(doc.split("\n\n", 1)[0].split())
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:  # pragma: no cover - abstract
-        raise NotImplementedError(f"{type(self).__name__} does not implement run()")
+    @abstractmethod
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        """Rewrite ``graph`` in place and say what was done."""

@@ -18,6 +18,7 @@ explain mode only, leaves a Failure on the state saying where and why.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import replace
 from types import EllipsisType
 from typing import Any, Callable, Iterable
@@ -38,7 +39,7 @@ DEFAULT_TOLERANCE = 1e-4
 _UNSET = object()
 
 
-class Pattern:
+class Pattern(ABC):
     """Base of every pattern element: naming, constraints, operators and the match protocol."""
 
     binds: tuple[tuple[str, Callable[[Any], Any] | None], ...] = ()
@@ -121,9 +122,9 @@ class Pattern:
 
     # -- description ----------------------------------------------------------------------------
     @property
+    @abstractmethod
     def label(self) -> str:
         """A few words naming the element, used in paths and 'expected' texts."""
-        raise NotImplementedError
 
     def text(self, seen: set[int]) -> str:
         """The element in functional notation; a repeated element is named, not repeated."""
@@ -151,26 +152,9 @@ class Pattern:
         return ()
 
     # -- matching -------------------------------------------------------------------------------
+    @abstractmethod
     def match_value(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
-        if self.shared:
-            seen = st.memo.get(id(self), _UNSET)
-            if seen is not _UNSET:
-                if seen is value:
-                    return True
-                return st.explain and st.fail(
-                    path, self.label, input_subject(path),
-                    f"the same value as the other use of {self.binding or self.label} "
-                    f"({_name_of(seen)})", _name_of(value), _failed_at(value, path))
-        if not self._match(value, st, path):
-            return False
-        if self.has_extras and not self._finish(value, value, st, path):
-            return False
-        if self.shared:
-            st.remember(st.memo, id(self), value)
-        return True
-
-    def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
-        raise NotImplementedError
+        """Does ``value`` match this element?  Records a failure in ``st`` when explaining."""
 
     def subject(self, path: Path | None, value: Value | None) -> str:
         return input_subject(path)
@@ -408,7 +392,36 @@ def _match_operand(pattern: Pattern, value: Value | None, st: MatchState,
     return False
 
 
-class OutputOf(Pattern):
+class ValuePattern(Pattern):
+    """An element that judges a value (not a node): shared uses, extras and memo handled here,
+    the element's own rule in ``_match``."""
+
+    # -- matching -------------------------------------------------------------------------------
+    def match_value(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
+        if self.shared:
+            seen = st.memo.get(id(self), _UNSET)
+            if seen is not _UNSET:
+                if seen is value:
+                    return True
+                return st.explain and st.fail(
+                    path, self.label, input_subject(path),
+                    f"the same value as the other use of {self.binding or self.label} "
+                    f"({_name_of(seen)})", _name_of(value), _failed_at(value, path))
+        if not self._match(value, st, path):
+            return False
+        if self.has_extras and not self._finish(value, value, st, path):
+            return False
+        if self.shared:
+            st.remember(st.memo, id(self), value)
+        return True
+
+    @abstractmethod
+    def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
+        """Match this element against ``value`` (the subclass's own rule)."""
+
+
+
+class OutputOf(ValuePattern):
     """Output ``index`` of the node an OpPattern matches (the same node wherever it is used)."""
 
     def __init__(self, node_pattern: OpPattern, index: int):
@@ -467,7 +480,7 @@ class Variadic:
 
 
 # ------------------------------------------------------------------------------------ leaves
-class AnyValue(Pattern):
+class AnyValue(ValuePattern):
     """Any value that is present (a wildcard)."""
 
     @property
@@ -481,7 +494,7 @@ class AnyValue(Pattern):
         return True
 
 
-class ConstPattern(Pattern):
+class ConstPattern(ValuePattern):
     """A value known before run time (initializer or Constant output), optionally ≈ ``value``."""
 
     counted = True
@@ -525,7 +538,7 @@ class ConstPattern(Pattern):
                                 rtol=0.0, atol=self.tolerance))
 
 
-class GraphInputPattern(Pattern):
+class GraphInputPattern(ValuePattern):
     """A graph input (a value the model's caller provides)."""
 
     counted = True
@@ -543,7 +556,7 @@ class GraphInputPattern(Pattern):
 
 
 # ----------------------------------------------------------------------------- combinators
-class OptionalPattern(Pattern):
+class OptionalPattern(ValuePattern):
     """An input that may be absent; when present it must match ``inner``."""
 
     def __init__(self, inner: Pattern):
@@ -563,7 +576,7 @@ class OptionalPattern(Pattern):
         return value is None or self.inner.match_value(value, st, path)
 
 
-class OrPattern(Pattern):
+class OrPattern(ValuePattern):
     """The first branch that matches; when none does, every branch's own failure is kept."""
 
     def __init__(self, branches: tuple[Pattern, ...]):
@@ -596,7 +609,7 @@ class OrPattern(Pattern):
         return False
 
 
-class AndPattern(Pattern):
+class AndPattern(ValuePattern):
     """A value that matches every part."""
 
     def __init__(self, parts: tuple[Pattern, ...]):
@@ -616,7 +629,7 @@ class AndPattern(Pattern):
         return all(part.match_value(value, st, path) for part in self.parts)
 
 
-class NotPattern(Pattern):
+class NotPattern(ValuePattern):
     """A value that does not match ``inner`` (binds nothing)."""
 
     def __init__(self, inner: Pattern):
