@@ -304,7 +304,7 @@ def test_commutative_retries_do_not_blow_up():
     start = time.perf_counter()
     assert match_at(g, pattern, f"add{depth - 1}") is None
     failure = explain_at(g, pattern, f"add{depth - 1}")
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 10.0  # without the memo: 2**40 operand orders
     assert "expected constant ≈ 1" in failure.reason
 
 

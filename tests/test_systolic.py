@@ -304,7 +304,7 @@ def test_random_access_into_a_huge_schedule_is_cheap():
     step = schedule.step(last, schedule.timeline.fold_length(last) - 1)
     fold, cycle = schedule.fold_at(schedule.cycles // 2)
     schedule.step(fold, cycle)
-    assert time.perf_counter() - started < 1.0
+    assert time.perf_counter() - started < 10.0  # materialising the folds would take hours
     assert report["cycles_per_fold_form"] in ("runs", "histogram")
     assert len(report["cycles_per_fold"]) <= 256
     assert step.phase == "drain"

@@ -62,10 +62,8 @@ def test_a_group_of_a_large_graph_opens_in_place_and_closes(dash_duo, large_app)
     assert pane_js(dash_duo, f"return before.getElementById('{STACK}').children('.collapsed')"
                              ".length;") == 40
 
-    start = time.perf_counter()
     tap(dash_duo, LAYER)
     wait_until(dash_duo, lambda: is_open(dash_duo, LAYER), 20, "the layer did not open")
-    opened_in = time.perf_counter() - start
     assert pane_js(dash_duo, f"return before.getElementById('{LAYER}').children('.collapsed')"
                              ".length;") >= 5, "its four branches and merge, collapsed"
     assert pane_js(dash_duo, OVERLAPS % ("before", LAYER)) == [], "the layer covers others"
@@ -77,7 +75,6 @@ def test_a_group_of_a_large_graph_opens_in_place_and_closes(dash_duo, large_app)
     tap(dash_duo, LAYER)
     wait_until(dash_duo, lambda: not is_open(dash_duo, LAYER), 20, "the layer did not close")
     assert pane_js(dash_duo, f"return before.getElementById('{LAYER}').hasClass('collapsed');")
-    assert opened_in < 5, f"opening a group took {opened_in:.1f} s"
 
 
 def test_an_opened_fused_body_pushes_its_neighbours_aside(dash_duo, graphlab_app):
