@@ -14,11 +14,13 @@ import traceback
 from compiler_core.errors import GraphLabError
 
 from . import __version__
-from .commands import compile, explain, info, passes, samples, serve, show
-from .commands import memory, report, roofline, schedule, targets
+from .commands import compile as compile_command
+from .commands import (explain, info, memory, passes, report, roofline, samples, schedule, serve,
+                       show, targets)
 
-COMMANDS = [samples, info, show, explain, serve, passes, compile, targets, roofline, schedule, memory,
-            report]
+# In the order `graphlab --help` lists them: look at a model, compile it, analyse it, serve.
+COMMANDS = [samples, info, show, explain, passes, compile_command, targets, roofline, schedule,
+            memory, report, serve]
 
 
 def build_parser() -> argparse.ArgumentParser:
