@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from compiler_core.passes.registry import PRESETS, all_passes
+from compiler_core.passes import PRESETS
 
 from .builds import BuildStatus
 from .config import AppConfig
@@ -46,6 +46,5 @@ class Services:
 
 
 def preset_names() -> list[str]:
-    """Pipeline presets (the registry fills them when the pass modules are first loaded)."""
-    all_passes()
+    """Pipeline presets, in the order the catalog defines them."""
     return list(PRESETS)
