@@ -31,8 +31,11 @@ class Services:
             model = os.path.basename(self.config.extra_model_path)
         return ViewState(model=model)
 
-    def workspace(self, state: ViewState, upload_token: str | None) -> Workspace:
-        source = self.workbench.source(state.model, upload_token)
+    def workspace(self, state: ViewState, upload: dict | str | None) -> Workspace:
+        """The built workspace of a view; ``upload`` is the browser's upload store (or its
+        token) — only the browser that uploaded a model can name it."""
+        token = upload.get("token") if isinstance(upload, dict) else upload
+        source = self.workbench.source(state.model, token)
         return self.workbench.workspace(source, state.pipeline, state.bindings)
 
     def workspace_or_build(self, state: ViewState, upload_token: str | None

@@ -66,7 +66,7 @@ def register(app, services: Services) -> None:
             return no_update, no_update
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             data = to_bytes(workspace.result.snapshots[-1].graph)
         except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps going
             return no_update, html.Span(user_message(err), className="message error")

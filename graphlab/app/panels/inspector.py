@@ -24,7 +24,7 @@ def register(app, services: Services) -> None:
         if state.node is None:
             return html.P(HINT, className="hint")
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             info = describe_node(workspace, state.step, state.node, state.target, state.bindings)
         except Exception as err:  # noqa: BLE001
             return html.Div(user_message(err), className="message error")

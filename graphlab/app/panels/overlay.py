@@ -41,7 +41,7 @@ def register(app, services: Services) -> None:
         if state.overlay != INTENSITY:
             return [], [], True
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
             cost = cost_of(workspace, after, state.target, state.bindings)
         except Exception:  # noqa: BLE001 - the panes already show what is wrong

@@ -79,7 +79,7 @@ def register(app, services: Services) -> None:
             return (no_update,) * 10
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
         except Exception as err:  # noqa: BLE001
             return (*(no_update,) * 8, html.Div(user_message(err), className="message error"),
@@ -109,7 +109,7 @@ def register(app, services: Services) -> None:
             return no_update
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
         except Exception:  # noqa: BLE001 - the panes already show the message
             return no_update
         current = UiState.from_store(ui, workspace.key)

@@ -23,7 +23,7 @@ def register(app, services: Services) -> None:
             return []
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
         except Exception as err:  # noqa: BLE001
             return html.Div(user_message(err), className="message error")
         step = workspace.clamp_step(state.step)

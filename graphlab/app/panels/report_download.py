@@ -39,7 +39,7 @@ def register(app, services: Services) -> None:
             return no_update, no_update
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             document = workspace.derived.get(("report", state.target))
             if document is None:
                 document = render(tell(workspace.result, workspace.label, state.pipeline,

@@ -44,7 +44,7 @@ def register(app, services: Services) -> None:
         state = ViewState.from_dict(view)
         toggle = [COMPARE] if state.compare else []
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             figure, caption = roofline_view(workspace, state)
         except Exception as err:  # noqa: BLE001 - the panel shows it; the page stays usable
             return no_update, html.Div(user_message(err), className="message error"), toggle

@@ -38,7 +38,7 @@ def register(app, services: Services) -> None:
             return []
         state = ViewState.from_dict(view)
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
         except Exception as err:  # noqa: BLE001
             return [html.Li(user_message(err), className="message error")]
         return [pass_row(s, s.index == state.step) for s in workspace.result.snapshots

@@ -143,7 +143,7 @@ def register(app, services: Services) -> None:
         hidden = {"display": "none"}
         workspace = None
         try:
-            workspace = services.workspace(state, (upload or {}).get("token"))
+            workspace = services.workspace(state, upload)
             if not state.gemm and state.node is None:
                 return None, [html.P(HINT, className="hint"), *_picks(workspace, state)], [], \
                     hidden, [], True
