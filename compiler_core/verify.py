@@ -207,6 +207,8 @@ def load_inputs(path: str, graph: Graph) -> dict[str, np.ndarray]:
                                 hint="name each array after a model input")
     for name, value in expected.items():
         array = arrays[name]
+        if array.dtype.kind in "US" and to_numpy(value.elem_type) == object:
+            array = arrays[name] = array.astype(object)  # numpy saves text as fixed-width
         if value.elem_type is not None and array.dtype != to_numpy(value.elem_type):
             raise VerificationError(f"input {name!r} in {path} is {array.dtype}, the model "
                                     f"expects {dtype_name(value.elem_type)}", where=name)
@@ -267,6 +269,8 @@ def _sample(value: Value, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         return rng.random(shape) < 0.5
     if dtype.kind == "f":
         return rng.standard_normal(shape).astype(dtype)
+    if dtype == object:
+        return rng.choice(np.array(string_vocabulary(value), dtype=object), size=shape)
     if dtype.kind not in "iu":
         raise VerificationError(f"cannot generate data of type {dtype} for input "
                                 f"{value.name!r}", where=value.name,
@@ -280,6 +284,24 @@ def _sample(value: Value, shape: tuple, rng: np.random.Generator) -> np.ndarray:
         return np.broadcast_to(np.arange(shape[-1], dtype=dtype), shape).copy()
     high = index_bound(value)
     return rng.integers(0, high if high else 4, size=shape).astype(dtype)
+
+
+def string_vocabulary(value: Value) -> list[str]:
+    """Strings a string input is compared with (constants, label keys), so lookups can hit."""
+    words: set[str] = set()
+    for node, _ in value.uses:
+        for other in node.inputs:
+            constant = other.constant_value() if other is not None else None
+            if constant is not None and constant.dtype == object:
+                words.update(_text(w) for w in constant.reshape(-1)[:64])
+        for attr in node.attrs.values():
+            if isinstance(attr, tuple) and attr and isinstance(attr[0], (str, bytes)):
+                words.update(_text(w) for w in attr[:64])
+    return sorted(words) + ["<other>"]
+
+
+def _text(word: str | bytes) -> str:
+    return word.decode("utf-8", "replace") if isinstance(word, bytes) else word
 
 
 def index_bound(value: Value, depth: int = 4) -> int | None:

@@ -84,6 +84,27 @@ def test_specializing_says_the_signature_changed():
     assert any("beam" in n and "not bound" in n for n in notes)
 
 
+def _scaler_then_matmul():
+    """skl2onnx's shape: an unnamed batch dim, then an ai.onnx.ml op onnx cannot shape."""
+    scaler = helper.make_node("Scaler", ["x"], ["scaled"], domain="ai.onnx.ml",
+                              offset=[0.5] * 4, scale=[2.0] * 4)
+    matmul = helper.make_node("MatMul", ["scaled", "w"], ["y"])
+    g = helper.make_graph([scaler, matmul], "sk", [helper.make_tensor_value_info("x", F, [None, 4])],
+                          [helper.make_tensor_value_info("y", F, None)],
+                          [numpy_helper.from_array(np.ones((4, 3), np.float32), "w")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                helper.make_opsetid("ai.onnx.ml", 3)])
+    return load_model(model.SerializeToString())
+
+
+def test_an_unnamed_input_dim_gets_a_name_that_can_be_bound():
+    graph = _scaler_then_matmul()
+    assert graph.inputs[0].shape == ("x_dim0", 4)
+    assert graph.values["scaled"].shape == ("x_dim0", 4)  # GraphLab's rule for Scaler
+    final = run_checked(graph, "specialize_dims", {"x_dim0": 2}).final
+    # onnx has no shape rule for Scaler: the bound size is written into its output too
+    assert final.values["scaled"].shape == (2, 4) and final.values["y"].shape == (2, 3)
+
 def test_digits_cnn_keeps_its_test_accuracy_exactly():
     sample = get_sample("digits_cnn")
     data = np.load(sample.test_data)
@@ -275,6 +296,19 @@ def test_cse_does_not_merge_float_constants_that_only_compare_equal():
     final = run_checked(graph, "cse").final
     assert {"pz", "nz"} <= set(final.initializers)
 
+
+def test_cse_merges_string_constants_by_their_text():
+    # string tensors are object arrays of references: identity must come from the text
+    labels = {name: np.array(["cat", "dog"], dtype=object) for name in ("l0", "l1")}
+    labels["l2"] = np.array(["cat", "cow"], dtype=object)
+    nodes = [helper.make_node("Equal", ["s", f"l{i}"], [f"e{i}"]) for i in range(3)]
+    nodes += [helper.make_node("And", ["e0", "e1"], ["both"]),
+              helper.make_node("And", ["both", "e2"], ["y"])]
+    graph = build(nodes, [tensor("s", onnx.TensorProto.STRING, [2])],
+                  [tensor("y", onnx.TensorProto.BOOL, None)], labels, opset=20)
+    final = run_checked(graph, "cse").final
+    assert ops(final) == {"Equal": 2, "And": 2}
+    assert len(final.initializers) == 2
 
 def test_o1_preset_runs_cleanup_then_folding():
     assert resolve_pipeline("O1")[:6] == resolve_pipeline("clean")

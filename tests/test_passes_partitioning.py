@@ -152,6 +152,7 @@ def test_dynamic_shapes_stay_on_the_cpu(universal_target):
     conv_reasons = [d.reason for d in step.declined if d.site.endswith("/Conv")]
     assert len(conv_reasons) == 3
     assert all(r.startswith("stays on the CPU: dynamic shape") for r in conv_reasons)
+    assert "(bind batch=...)" in conv_reasons[0]  # names the dim to bind
 
 
 def test_target_files_may_list_supported_ops_and_a_host():

@@ -75,6 +75,30 @@ def test_gather_indices_stay_in_range():
     assert ids.min() >= 0 and ids.max() < 7 and len(set(ids.tolist())) > 1
 
 
+def _label_encoder():
+    node = helper.make_node("LabelEncoder", ["animal"], ["id"], domain="ai.onnx.ml",
+                            keys_strings=["cat", "dog"], values_int64s=[1, 2], default_int64=0)
+    g = helper.make_graph([node], "g",
+                          [helper.make_tensor_value_info("animal", TensorProto.STRING, [40])],
+                          [helper.make_tensor_value_info("id", TensorProto.INT64, [40])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17),
+                                                helper.make_opsetid("ai.onnx.ml", 3)])
+    return load_model(model.SerializeToString())
+
+
+def test_string_inputs_use_the_words_the_model_looks_up():
+    graph = _label_encoder()
+    words = make_inputs(graph)["animal"]
+    assert words.dtype == object and {"cat", "dog", "<other>"} == set(words.tolist())
+    assert verify(graph, graph).ok
+
+
+def test_npz_text_inputs_are_accepted_for_string_inputs(tmp_path):
+    path = tmp_path / "animals.npz"
+    np.savez(path, animal=np.array(["dog"] * 40))
+    loaded = load_inputs(str(path), _label_encoder())["animal"]
+    assert loaded.dtype == object and loaded[0] == "dog"
+
 def test_refuses_inputs_too_large_to_generate():
     graph = _graph(shape=("n", 4))
     with pytest.raises(VerificationError, match="--bind"):

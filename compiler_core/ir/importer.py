@@ -188,6 +188,18 @@ def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
     return Value(name, type_proto=copy)
 
 
+def _name_anonymous_dims(value: Value) -> Value:
+    """Call an input's unnamed dims `<input>_dim<axis>`, so users can bind them like any other.
+
+    Some exporters (skl2onnx, tf2onnx with None dims) leave the batch dim unnamed; a name
+    asserts nothing more (distinct names do not claim equal sizes) but makes `--bind` possible.
+    """
+    if value.shape is not None and None in value.shape:
+        value.shape = tuple(f"{value.name}_dim{axis}" if dim is None else dim
+                            for axis, dim in enumerate(value.shape))
+    return value
+
+
 def _build(model: onnx.ModelProto) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
@@ -212,7 +224,7 @@ def _build(model: onnx.ModelProto) -> Graph:
                                                            for t in g.sparse_initializer}
     for vi in g.input:
         if vi.name not in initializer_names:  # IR<4 lists weights as inputs too: they are weights
-            graph.add_input(value_from_type(vi.name, vi.type))
+            graph.add_input(_name_anonymous_dims(value_from_type(vi.name, vi.type)))
     for tensor in g.initializer:
         value = Value(tensor.name, tensor.data_type, tuple(tensor.dims),
                       const=to_readonly_array(tensor))

@@ -26,6 +26,10 @@ SAME_AS_FIRST_INPUT = {
     "SkipLayerNormalization", "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization",
     "BiasAdd",
 }
+# ai.onnx.ml preprocessing ops: the output keeps the input's shape (onnx types, not shapes,
+# them); the value is the output dtype when it does not follow the input's.
+ML_SAME_SHAPE = {"Scaler": onnx.TensorProto.FLOAT, "Normalizer": onnx.TensorProto.FLOAT,
+                 "Binarizer": None, "Imputer": None, "LabelEncoder": None}
 BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Mean", "Sum", "Mod",
                 "BitShift", "And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual",
                 "GreaterOrEqual", "Where"}
@@ -113,6 +117,9 @@ def fill_gaps(node: Node) -> bool:
             out.shape = None if rank is None else _shape_from_constant(node, rank)
     elif node.op_type in SAME_AS_FIRST_INPUT:
         out.elem_type = out.elem_type or first.elem_type
+        out.shape = out.shape if out.shape is not None else first.shape
+    elif node.domain == "ai.onnx.ml" and node.op_type in ML_SAME_SHAPE:
+        out.elem_type = out.elem_type or ML_SAME_SHAPE[node.op_type] or first.elem_type
         out.shape = out.shape if out.shape is not None else first.shape
     elif node.op_type in BROADCASTING:
         present = [v for v in node.inputs if v is not None]

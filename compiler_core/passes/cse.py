@@ -19,11 +19,17 @@ NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "Random
                     "Multinomial", "Bernoulli", "Dropout"}
 
 
+def _element_bytes(array: np.ndarray) -> bytes | memoryview:
+    """The elements' bytes (without copying); string tensors hold references, so use their text."""
+    if array.dtype == object:
+        return repr(array.reshape(-1).tolist()).encode()
+    return memoryview(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+
+
 def _digest(array: np.ndarray) -> tuple:
     """Exact identity of a constant: dtype, shape and a hash of its bytes (so -0.0 != 0.0)."""
-    data = np.ascontiguousarray(array)
-    return (data.dtype.str, data.shape, hashlib.blake2b(data.view(np.uint8).reshape(-1),
-                                                        digest_size=16).digest())
+    return (array.dtype.str, array.shape,
+            hashlib.blake2b(_element_bytes(array), digest_size=16).digest())
 
 
 def _fingerprint(array: np.ndarray) -> tuple:
@@ -34,7 +40,7 @@ def _fingerprint(array: np.ndarray) -> tuple:
     """
     flat = array.reshape(-1)
     sample = flat[::max(1, flat.size // FINGERPRINT_ELEMENTS)]
-    return array.dtype.str, array.shape, np.ascontiguousarray(sample).tobytes()
+    return array.dtype.str, array.shape, bytes(_element_bytes(sample))
 
 
 def _attr_key(value: Any) -> Hashable:

@@ -39,6 +39,7 @@ class SpecializeDims(Pass):
         if unused:
             result.notes.append(f"no input has the dim(s) {', '.join(unused)}: not bound")
         if bound:
+            _substitute_dims(graph, bound)
             infer_shapes(graph, refresh=True)
             result.rewrites += len(bound)
             result.notes.append("the model's input signature changed: it now accepts only "
@@ -48,3 +49,16 @@ class SpecializeDims(Pass):
                                 "only shapes that are already static are folded")
         fold_shape_queries(graph, result)
         return result
+
+
+def _substitute_dims(graph: Graph, bound: dict[str, int]) -> None:
+    """A dim name stands for one size throughout the model: write the size wherever it appears.
+
+    Shape inference recomputes most shapes from the inputs, but not those of ops it has no
+    rules for (custom and ai.onnx.ml ops); substituting keeps theirs exact as well.
+    """
+    for value in graph.values.values():
+        if value.shape is not None and any(isinstance(d, str) and d in bound
+                                           for d in value.shape):
+            value.shape = tuple(bound.get(d, d) if isinstance(d, str) else d
+                                for d in value.shape)

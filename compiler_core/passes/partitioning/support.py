@@ -10,7 +10,7 @@ compile-time data the compiler converts as it likes, so only run-time tensors ar
 from __future__ import annotations
 
 from ...hardware.targets import Target
-from ...ir import Node
+from ...ir import Node, Value
 from ...ir.dtypes import dtype_name
 
 
@@ -60,5 +60,12 @@ def tensor_reason(node: Node, target: Target) -> str | None:
                     f"{', '.join(sorted(dtypes))}")
         if value.static_shape() is None:
             return (f"dynamic shape: {value.name} is {value.describe_type()}, and accelerator "
-                    f"kernels are built for fixed sizes (bind the dims)")
+                    f"kernels are built for fixed sizes ({_binding_hint(value)})")
     return None
+
+
+def _binding_hint(value: Value) -> str:
+    names = [d for d in value.shape or () if isinstance(d, str) and not d.startswith("unk__")]
+    if not names:
+        return "bind the model's input dims"
+    return "bind " + ",".join(f"{name}=..." for name in dict.fromkeys(names))
