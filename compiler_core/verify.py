@@ -9,6 +9,7 @@ is what "the model computes the same thing" means for float outputs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -71,7 +72,7 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    options.log_severity_level = 3
+    options.log_severity_level = 4  # failures are reported as VerificationError, not logged
     try:
         session = ort.InferenceSession(to_bytes(graph), options,
                                        providers=["CPUExecutionProvider"])
@@ -86,10 +87,26 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
         try:
             results = session.run(names, feed)
         except Exception as err:  # noqa: BLE001
-            raise VerificationError(f"onnxruntime failed to run graph {graph.name!r}: "
-                                    f"{_first_line(err)}", where=graph.name) from None
+            raise VerificationError(
+                f"onnxruntime failed to run graph {graph.name!r} on inputs "
+                f"{describe_inputs(feed)}: {_ort_message(err)}", where=graph.name,
+                hint="a model exported at fixed sizes only runs at those: bind its dims to "
+                     "them (e.g. batch=1,seq=128) or give real inputs in an .npz file") from None
         outputs.append(dict(zip(names, results)))
     return outputs
+
+
+def describe_inputs(inputs: dict) -> str:
+    """`ids int64[2, 8], mask int64[2, 8]`: what a run was fed, for messages."""
+    return ", ".join(f"{name} {array.dtype}{list(array.shape)}" for name, array in inputs.items())
+
+
+def _ort_message(err: Exception) -> str:
+    """onnxruntime's run error without its source locations and C++ signatures."""
+    text = " ".join(str(err).split())
+    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
+    text = re.sub(r"\S*onnxruntime_src\S*:\d+ (\S+\(.*?\) )?", "", text)
+    return text[:500]
 
 
 def _first_line(err: Exception) -> str:

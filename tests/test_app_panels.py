@@ -298,3 +298,37 @@ def test_tapping_a_node_keeps_a_chart_panel_open_but_leaves_patterns():
     patched = _apply(ViewState(model="m"), ids.VIEW_PATCH, ids.VIEW_PATCH,
                      {"patch": {"compare": True}})
     assert patched.compare
+
+
+# ---- numerical check of one pass ------------------------------------------------------------
+
+def test_checking_a_pass_compares_it_with_the_input_model_and_is_kept(cnn):
+    from graphlab.app.numeric_check import cached_check, check_step
+
+    step = step_named(cnn, "fold_batchnorm")
+    assert cached_check(cnn, step, "") is None
+    check = check_step(cnn, step, "")
+    assert check.report.ok and check.report.max_abs_err < 1e-4
+    assert check.headline().startswith(f"✓ after pass {step + 1} (fold_batchnorm)")
+    assert "image float32[2, 3, 32, 32]" in check.detail()   # the generated batch
+    assert cached_check(cnn, step, "") is check
+
+
+def test_a_quantized_pass_is_checked_with_its_looser_tolerance(services):
+    from graphlab.app.numeric_check import check_step
+
+    ws = services.workspace(ViewState(model="digits_cnn", pipeline="O2-int8"), None)
+    step = step_named(ws, "quantize_int8")
+    check = check_step(ws, step, "")
+    assert check.report.rtol == 0.05 and "quantize_int8" in check.detail()
+    assert check_step(ws, step - 1, "").report.rtol == 1e-4
+
+
+def test_a_wrong_graph_is_reported_output_by_output(cnn):
+    from graphlab.app.numeric_check import StepCheck
+    from compiler_core.verify import OutputCheck, VerifyReport
+
+    report = VerifyReport([OutputCheck("logits", 3.5, 1.0, 4.0, False)])
+    check = StepCheck(4, "fold_batchnorm", report, None, "image float32[2, 3, 32, 32]")
+    assert check.headline() == ("✗ after pass 5 (fold_batchnorm) 1 output(s) differ from the "
+                                "input model's: logits: max abs error 3.5")

@@ -93,6 +93,13 @@ class PipelineResult:
         checked = [s.verify for s in self.snapshots if s.verify is not None]
         return checked[-1] if checked else None
 
+    def tolerance_after(self, index: int) -> tuple[float, str | None]:
+        """The tolerance a check of snapshot ``index`` uses, and why it is looser (or None)."""
+        tolerance = _Tolerance()
+        for snapshot in self.snapshots[:index + 1]:
+            tolerance.update(get_pass(snapshot.pass_name), snapshot.changed)
+        return tolerance.rtol, tolerance.note()
+
 
 def _verify_summary(report: VerifyReport | None) -> dict | None:
     return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok,

@@ -9,11 +9,11 @@ from .config import AppConfig
 from .page import page
 from .panels import controls, exports, inspector, memory, navigation, overlay, panes, patterns, \
     roofline, stepper, systolic
-from .panels import build_progress, report_download
+from .panels import build_progress, numerics, report_download
 from .services import Services
 
 PANELS = (navigation, controls, stepper, panes, inspector, patterns, roofline, systolic, memory,
-          overlay, exports, build_progress, report_download)
+          overlay, exports, build_progress, report_download, numerics)
 
 
 def create_app(config: AppConfig | None = None) -> dash.Dash:

@@ -28,6 +28,8 @@ PASS_ROW = "pass-row"        # pattern-matching type, index = pass index
 PREV = "step-prev"
 NEXT = "step-next"
 HIDE_UNCHANGED = "hide-unchanged"
+NUMERIC_CHECK = "numeric-check"
+NUMERIC_RESULT = "numeric-result"
 
 BEFORE = "pane-before"
 AFTER = "pane-after"

@@ -101,6 +101,9 @@ def main() -> None:
         identity = node_id("cnn_bn", "Identity_1")
         step, _ = first_pass("cnn_bn", lambda s: identity in s.diff.removed)
         browser.show(f"?model=cnn_bn&pass={step}&node={identity}")
+        browser.run("document.getElementById('numeric-check').click()")
+        WebDriverWait(browser.driver, 60).until(lambda d: d.execute_script(
+            "return document.getElementById('numeric-result').textContent.includes('after')"))
         browser.save("overview.png")
 
         browser.show("?model=teach_conv_bn&panel=patterns")

@@ -41,6 +41,17 @@ def test_stepping_changes_panes_and_diff_and_back_restores(started):
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
 
 
+def test_checking_a_pass_numerically_says_it_still_computes_the_same(started):
+    dash_duo = started
+    dash_duo.wait_for_contains_text("#numeric-result", "not checked yet", timeout=10)
+    dash_duo.find_element("#step-next").click()
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    dash_duo.find_element("#numeric-check").click()
+    dash_duo.wait_for_contains_text("#numeric-result", "✓ after pass 2", timeout=30)
+    assert "onnxruntime on generated inputs" in dash_duo.find_element("#numeric-result").text
+    dash_duo.find_element("#step-next").click()            # a pass nobody has checked yet
+    dash_duo.wait_for_contains_text("#numeric-result", "not checked yet", timeout=10)
+
 def test_near_miss_shows_reason_and_highlights_blocking_consumer(dash_duo, graphlab_app):
     dash_duo.start_server(graphlab_app)
     dash_duo.driver.get(dash_duo.server_url + "/?model=teach_conv_bn&panel=patterns")

@@ -12,6 +12,7 @@ from .. import ids
 from ..messages import user_message
 from ..services import Services
 from ..view_state import ViewState
+from . import numerics
 
 
 def layout() -> html.Div:
@@ -25,6 +26,7 @@ def layout() -> html.Div:
             dcc.Checklist(id=ids.HIDE_UNCHANGED, className="hide-unchanged",
                           options=[{"label": " hide passes that changed nothing",
                                     "value": "hide"}], value=[]),
+            numerics.layout(),
         ]),
         html.Ol(id=ids.STEPPER, className="pass-list"),
     ])

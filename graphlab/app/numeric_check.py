@@ -1,0 +1,67 @@
+"""The numerical check of one pass in the app: the graph after it against the input model.
+
+The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
+loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
+once per workspace and bindings, and every answer is kept with the workspace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from compiler_core.verify import Verifier, VerifyReport, describe_inputs
+
+from ..commands.common import parse_bindings
+from .workbench import Workspace
+
+
+@dataclass
+class StepCheck:
+    """One pass's check: the report, its tolerance note and the inputs it ran on."""
+
+    step: int
+    pass_name: str
+    report: VerifyReport
+    tolerance_note: str | None
+    inputs: str
+
+    def headline(self) -> str:
+        where = f"after pass {self.step + 1} ({self.pass_name})"
+        if self.report.ok:
+            return (f"✓ {where} the model computes what the input model does: max abs error "
+                    f"{self.report.max_abs_err:.3g}")
+        failing = [o for o in self.report.outputs if not o.ok]
+        return (f"✗ {where} {len(failing)} output(s) differ from the input model's: "
+                + "; ".join(f"{o.name}: {o.note or f'max abs error {o.max_abs_err:.3g}'}"
+                            for o in failing))
+
+    def detail(self) -> str:
+        tolerance = self.tolerance_note or (f"tolerance {self.report.rtol:g} of each output's "
+                                            f"scale")
+        return f"onnxruntime on generated inputs {self.inputs}; {tolerance}"
+
+
+def cached_check(workspace: Workspace, step: int, bindings: str) -> StepCheck | None:
+    """The check of pass ``step`` if somebody already asked for it."""
+    return workspace.derived.get(("numeric-check", step, bindings))
+
+
+def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
+    """Compare the graph after pass ``step`` with the input model (cached per workspace)."""
+    key = ("numeric-check", step, bindings)
+    if key not in workspace.derived:
+        verifier = _verifier(workspace, bindings)
+        result = workspace.result
+        rtol, note = result.tolerance_after(step)
+        report = verifier.check(result.snapshots[step].graph, rtol)
+        workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
+                                           note, describe_inputs(verifier.inputs))
+    return workspace.derived[key]
+
+
+def _verifier(workspace: Workspace, bindings: str) -> Verifier:
+    key = ("numeric-reference", bindings)
+    if key not in workspace.derived:
+        workspace.derived[key] = Verifier(workspace.result.initial,
+                                          bindings=parse_bindings(bindings))
+    return workspace.derived[key]
