@@ -75,6 +75,25 @@ def huge_tensor() -> onnx.ModelProto:
                   [_x()], [_x("y")], [w])
 
 
+def no_op_type() -> onnx.ModelProto:
+    return _model([helper.make_node("", ["x"], ["y"], name="blank")], [_x()], [_x("y")])
+
+
+def wrong_attribute_type() -> onnx.ModelProto:
+    return _model([helper.make_node("Transpose", ["x"], ["y"], name="flip", perm=[0.0])],
+                  [_x()], [_x("y")])
+
+
+def no_outputs() -> onnx.ModelProto:
+    return _model([helper.make_node("Relu", ["x"], ["y"], name="relu")], [_x()], [])
+
+
+def inconsistent_shapes() -> onnx.ModelProto:
+    """Loads (onnx can still type it) but cannot run: a (2) x (4, 5) matrix product."""
+    w = numpy_helper.from_array(np.ones((4, 5), np.float32), "w")
+    return _model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
+                  [_x()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
+
 def custom_op() -> onnx.ModelProto:
     model = _model([helper.make_node("FancyOp", ["x"], ["t"], name="fancy", domain="com.example"),
                     helper.make_node("Relu", ["t"], ["y"], name="relu")],

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+import onnx
 import pytest
 
 import bad_models
@@ -25,6 +26,10 @@ CASES = {
     "escaping_external": (lambda: bad_models.external("../../secret.bin"),
                           ["outside", "../../secret.bin", "refused"]),
     "huge_tensor": (bad_models.huge_tensor, ["'enormous'", "more than"]),
+    "no_op_type": (bad_models.no_op_type, ["'blank'", "no op type"]),
+    "wrong_attribute_type": (bad_models.wrong_attribute_type,
+                             ["'flip'", "'perm'", "FLOATS", "INTS"]),
+    "no_outputs": (bad_models.no_outputs, ["no graph outputs"]),
 }
 
 
@@ -148,3 +153,17 @@ def test_library_errors_carry_where(tmp_path):
 
 def test_environment_is_clean_of_debug_flag():
     assert "GRAPHLAB_DEBUG" not in os.environ
+
+
+def test_inconsistent_shapes_load_with_a_warning_that_names_the_op(tmp_path):
+    graph = load_model(bad_models.inconsistent_shapes().SerializeToString())
+    assert any("inconsistent" in w and "MatMul" in w and "Incompatible dimensions" in w
+               for w in graph.warnings), graph.warnings
+
+
+def test_a_model_without_an_onnx_opset_is_read_with_a_stated_one():
+    model = bad_models.good_bytes()
+    proto = onnx.load_from_string(model)
+    del proto.opset_import[:]
+    graph = load_model(proto.SerializeToString())
+    assert graph.warnings == ["the model imports no ai.onnx opset: its ops are read as opset 18"]

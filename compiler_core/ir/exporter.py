@@ -20,6 +20,7 @@ from .dtypes import from_numpy
 from .graph import Graph
 from .importer import FUSED_DOMAIN
 from .node import Node
+from .schema_checks import ASSUMED_OPSET
 from .value import Value
 
 PREFERRED_IR_VERSION = 10     # onnx 1.23 writes 14 by default, which onnxruntime cannot read
@@ -54,7 +55,7 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
                 if out is not None and out.name not in io and _has_type(out):
                     g.value_info.append(_value_info(out))
     opsets = dict(graph.opset_imports)
-    opsets.setdefault("", 18)
+    opsets.setdefault("", ASSUMED_OPSET)
     if functions.protos:
         opsets.setdefault(FUSED_DOMAIN, 1)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v)
@@ -238,7 +239,7 @@ class _FunctionTable:
                                           value=numpy_helper.from_array(np.asarray(value.const))))
         nodes.extend(_node_proto(n, self) for n in body.nodes)
         opsets = dict(self.graph.opset_imports)
-        opsets.setdefault("", 18)
+        opsets.setdefault("", ASSUMED_OPSET)
         if any(n.domain == FUSED_DOMAIN for n in nodes):
             opsets.setdefault(FUSED_DOMAIN, 1)
         return helper.make_function(

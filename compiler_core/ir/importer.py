@@ -17,6 +17,7 @@ from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
 from .external_data import iter_tensors, load_external_data
 from .graph import Graph
+from .schema_checks import ASSUMED_OPSET, check_schemas, lacks_onnx_opset
 from .subgraphs import free_variables, subgraph_attributes
 from .tensors import (check_tensor, declared_bytes, memory_limit_bytes, sparse_to_dense,
                       to_readonly_array)
@@ -90,7 +91,13 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
         for tensor, what in iter_tensors(model.graph):
             check_tensor(tensor, what, limit)
     _check_structure(model.graph)
+    schema_warnings = check_schemas(model)
+    if owned and lacks_onnx_opset(model):  # shape inference runs on this very proto
+        model.opset_import.append(onnx.helper.make_opsetid("", ASSUMED_OPSET))
     graph = _build(model)
+    graph.warnings.extend(schema_warnings)
+    if lacks_onnx_opset(model):
+        graph.opset_imports[""] = ASSUMED_OPSET
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
         from .shape_inference import infer_shapes as run_inference

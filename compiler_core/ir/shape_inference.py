@@ -62,17 +62,34 @@ def _run_onnx_inference(graph: Graph, refresh: bool, model: onnx.ModelProto | No
 
     light = model or to_model_proto(graph, weights="light", value_info=not refresh)
     try:
-        inferred = onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=False,
-                                                     data_prop=True)
+        inferred = _onnx_inference(graph, light)
     except Exception as err:  # noqa: BLE001 - onnx raises many kinds; inference is best effort
-        message = f"onnx shape inference failed ({err}); using GraphLab's rules"
-        if message not in graph.warnings:
-            graph.warnings.append(message)
+        _warn_once(graph, f"onnx shape inference failed ({err}); using GraphLab's rules")
         return
     for info in list(inferred.graph.value_info) + list(inferred.graph.output):
         value = graph.values.get(info.name)
         if value is not None and value.producer is not None:
             _merge(value, value_from_type(info.name, info.type), refresh)
+
+
+def _onnx_inference(graph: Graph, light: onnx.ModelProto) -> onnx.ModelProto:
+    """Strict inference first, so an inconsistent model is named; then best effort."""
+    def infer(strict: bool) -> onnx.ModelProto:
+        return onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=strict,
+                                                 data_prop=True)
+    try:
+        return infer(strict=True)
+    except onnx.shape_inference.InferenceError as err:
+        problem = " ".join(str(err).split())
+        if problem.count("Inference error(s)") == 1:  # nested: inside onnx's own function body
+            _warn_once(graph, f"the model's shapes are inconsistent ({problem[:300]}); "
+                              f"onnxruntime may refuse it — check how it was exported")
+        return infer(strict=False)
+
+
+def _warn_once(graph: Graph, message: str) -> None:
+    if message not in graph.warnings:
+        graph.warnings.append(message)
 
 
 def _merge(value: Value, found: Value, refresh: bool) -> None:

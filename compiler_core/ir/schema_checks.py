@@ -1,0 +1,67 @@
+"""Checks of a model against the ONNX op schemas, before it is built into the IR.
+
+The structural checks (one producer per value, nothing undefined) live with the importer; these
+look at what each node claims to be: an op type, and attributes of the types its schema gives.
+A model that fails them is one onnxruntime refuses too, so it is refused here, naming the
+node, instead of failing later in a pass or a numerical check.  What a runtime may still
+accept (an opset newer than onnx knows, no ai.onnx opset at all) is a warning.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from ..errors import ModelLoadError
+
+DEFAULT_DOMAINS = ("", "ai.onnx")
+# The ai.onnx opset a model that imports none is read (and written) with.
+ASSUMED_OPSET = 18
+
+
+def check_schemas(model: onnx.ModelProto) -> list[str]:
+    """Raise ModelLoadError for nodes no runtime can run; return warnings for the rest."""
+    opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    warnings = []
+    newest = onnx.defs.onnx_opset_version()
+    if opsets.get("", 0) > newest:
+        warnings.append(f"the model imports ai.onnx opset {opsets['']}, newer than the {newest} "
+                        f"this onnx package knows: ops are checked against opset {newest}")
+    if not model.graph.output:
+        raise ModelLoadError("the model has no graph outputs: it computes nothing",
+                             where=model.graph.name or "graph",
+                             hint="list the values it returns as graph outputs")
+    if lacks_onnx_opset(model):
+        warnings.append(f"the model imports no ai.onnx opset: its ops are read as opset "
+                        f"{ASSUMED_OPSET}")
+        opsets[""] = ASSUMED_OPSET
+    for index, node in enumerate(model.graph.node):
+        _check_node(node, index, opsets, newest)
+    return warnings
+
+
+def lacks_onnx_opset(model: onnx.ModelProto) -> bool:
+    """True if the model uses ai.onnx ops without saying which opset they come from."""
+    imported = {o.domain for o in model.opset_import}
+    return not imported & set(DEFAULT_DOMAINS) and any(
+        n.domain in DEFAULT_DOMAINS for n in model.graph.node)
+
+
+def _check_node(node: onnx.NodeProto, index: int, opsets: dict[str, int], newest: int) -> None:
+    label = f"node {node.name!r}" if node.name else f"node #{index}"
+    if not node.op_type:
+        raise ModelLoadError(f"{label} has no op type", where=node.name or str(index),
+                             hint="the model was edited by hand or is damaged; re-export it")
+    if node.domain not in DEFAULT_DOMAINS:
+        return  # other domains' schemas (contrib, custom) are the runtime's business
+    try:
+        schema = onnx.defs.get_schema(node.op_type, min(opsets[""], newest), "")
+    except onnx.defs.SchemaError:
+        return  # an op unknown to this opset: loaded as opaque, with a warning
+    for attr in node.attribute:
+        expected = schema.attributes.get(attr.name)
+        if expected is not None and attr.type != expected.type and not attr.ref_attr_name:
+            raise ModelLoadError(
+                f"{label} ({node.op_type}): attribute {attr.name!r} is "
+                f"{onnx.AttributeProto.AttributeType.Name(attr.type)}, opset {opsets['']} "
+                f"defines it as {onnx.AttributeProto.AttributeType.Name(int(expected.type))}",
+                where=node.name or node.op_type, hint="re-export the model")
