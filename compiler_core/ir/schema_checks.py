@@ -9,6 +9,8 @@ accept (an opset newer than onnx knows, no ai.onnx opset at all) is a warning.
 
 from __future__ import annotations
 
+import functools
+
 import onnx
 
 from ..errors import ModelLoadError
@@ -51,17 +53,24 @@ def _check_node(node: onnx.NodeProto, index: int, opsets: dict[str, int], newest
     if not node.op_type:
         raise ModelLoadError(f"{label} has no op type", where=node.name or str(index),
                              hint="the model was edited by hand or is damaged; re-export it")
-    if node.domain not in DEFAULT_DOMAINS:
+    if node.domain not in DEFAULT_DOMAINS or not node.attribute:
         return  # other domains' schemas (contrib, custom) are the runtime's business
-    try:
-        schema = onnx.defs.get_schema(node.op_type, min(opsets[""], newest), "")
-    except onnx.defs.SchemaError:
-        return  # an op unknown to this opset: loaded as opaque, with a warning
+    types = _attribute_types(node.op_type, min(opsets[""], newest))
     for attr in node.attribute:
-        expected = schema.attributes.get(attr.name)
-        if expected is not None and attr.type != expected.type and not attr.ref_attr_name:
+        expected = types.get(attr.name)
+        if expected is not None and attr.type != expected and not attr.ref_attr_name:
             raise ModelLoadError(
                 f"{label} ({node.op_type}): attribute {attr.name!r} is "
                 f"{onnx.AttributeProto.AttributeType.Name(attr.type)}, opset {opsets['']} "
-                f"defines it as {onnx.AttributeProto.AttributeType.Name(int(expected.type))}",
+                f"defines it as {onnx.AttributeProto.AttributeType.Name(expected)}",
                 where=node.name or node.op_type, hint="re-export the model")
+
+
+@functools.lru_cache(maxsize=None)
+def _attribute_types(op_type: str, opset: int) -> dict[str, int]:
+    """The schema's attribute types of an ai.onnx op ({} for an op unknown to the opset)."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, "")
+    except onnx.defs.SchemaError:
+        return {}  # loaded as an opaque node, with its own warning
+    return {name: int(attr.type) for name, attr in schema.attributes.items()}
