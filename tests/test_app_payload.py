@@ -11,7 +11,7 @@ from graphlab.app.config import AppConfig
 from graphlab.app.elements import element_id
 from graphlab.app.inspector_data import describe_node
 from graphlab.app.pane_payload import UiState, build_panes, search_hits
-from graphlab.app.panels.controls import decode_upload
+from graphlab.app.uploads import decode_upload, read_upload
 from graphlab.app.pattern_view import resolve_focus, step_reports
 from graphlab.app.scopes import ScopeTree
 from graphlab.app.services import Services
@@ -155,3 +155,49 @@ def test_decode_upload_enforces_the_size_limit():
         decode_upload(content, "m.onnx", 10)
     with pytest.raises(GraphLabError):
         decode_upload("data:;base64,@@@", "m.onnx", 1000)
+
+
+def _data_url(data: bytes) -> str:
+    return "data:application/octet-stream;base64," + base64.b64encode(data).decode()
+
+
+def _model_with_external_data(folder) -> tuple[bytes, bytes]:
+    """(the .onnx bytes, the .onnx.data bytes) as exporters write a big model."""
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    weight = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
+                              [weight])
+    path = folder / "ext.onnx"
+    onnx.save(helper.make_model(graph), str(path), save_as_external_data=True,
+              location="ext.onnx.data", size_threshold=0)
+    return path.read_bytes(), (folder / "ext.onnx.data").read_bytes()
+
+
+def test_a_model_uploads_with_its_external_data_file_in_any_order(tmp_path):
+    from compiler_core.ir import load_model
+
+    model, data = _model_with_external_data(tmp_path)
+    for order in ([0, 1], [1, 0]):
+        files = [("ext.onnx", model), ("ext.onnx.data", data)]
+        files = [files[i] for i in order]
+        name, combined = read_upload([_data_url(d) for _, d in files], [n for n, _ in files],
+                                     1 << 20)
+        assert name == "ext.onnx"
+        graph = load_model(combined)   # self-contained: no file system needed
+        assert float(graph.initializers["w"].const[1, 2]) == 66.0
+
+
+def test_an_upload_missing_its_data_file_is_refused_naming_it(tmp_path):
+    model, data = _model_with_external_data(tmp_path)
+    with pytest.raises(GraphLabError, match="'ext.onnx.data'.*together"):
+        read_upload(_data_url(model), "ext.onnx", 1 << 20)
+    with pytest.raises(GraphLabError, match="cannot tell which"):
+        read_upload([_data_url(model), _data_url(model)], ["a.onnx", "b.onnx"], 1 << 20)
+    with pytest.raises(GraphLabError, match="larger than"):   # the limit counts every file
+        read_upload([_data_url(model), _data_url(data)], ["ext.onnx", "ext.onnx.data"],
+                    len(model) + 100)

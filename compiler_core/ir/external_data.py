@@ -32,14 +32,18 @@ def iter_tensors(graph: onnx.GraphProto) -> Iterator[tuple[TensorProto, str]]:
                     yield from iter_tensors(sub)
 
 
-def load_external_data(graph: onnx.GraphProto, base_dir: str | None) -> None:
-    """Read every external tensor into its proto, refusing unsafe locations."""
+def load_external_data(graph: onnx.GraphProto, base_dir: str | None,
+                       files: dict[str, bytes] | None = None) -> None:
+    """Read every external tensor into its proto, refusing unsafe locations.
+
+    The data comes from files beside the model (``base_dir``) or, for uploads, from ``files``:
+    the companion files' bytes by name (nothing is read from disk then).
+    """
     for tensor, what in iter_tensors(graph):
         if tensor.data_location != TensorProto.EXTERNAL:
             continue
         info = {e.key: e.value for e in tensor.external_data}
         location = info.get("location", "")
-        path = _safe_path(location, base_dir, what)
         offset = int(info.get("offset", 0) or 0)
         expected = declared_bytes(tensor, what)
         length = int(info["length"]) if info.get("length") else expected
@@ -47,19 +51,52 @@ def load_external_data(graph: onnx.GraphProto, base_dir: str | None) -> None:
             raise ModelLoadError(f"{what} declares {expected} bytes but its external data "
                                  f"entry says {length}", where=tensor.name,
                                  hint="the external data file and the model do not match")
-        if not os.path.isfile(path):
-            raise ModelLoadError(f"{what} is stored in {location!r}, which does not exist next "
-                                 f"to the model", where=tensor.name,
-                                 hint="copy the external data file beside the .onnx file")
-        if offset < 0 or offset + length > os.path.getsize(path):
+        if files is not None:
+            data = _uploaded_file(files, location, what)
+            size = len(data)
+        else:
+            path = _existing_path(location, base_dir, what)
+            size = os.path.getsize(path)
+        if offset < 0 or offset + length > size:
             raise ModelLoadError(f"{what} reads bytes {offset}..{offset + length} of "
-                                 f"{location!r}, which has only {os.path.getsize(path)}",
+                                 f"{location!r}, which has only {size}",
                                  where=tensor.name, hint="the external data file is truncated")
-        with open(path, "rb") as handle:
-            handle.seek(offset)
-            tensor.raw_data = handle.read(length)
+        if files is not None:
+            tensor.raw_data = data[offset:offset + length]
+        else:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                tensor.raw_data = handle.read(length)
         tensor.data_location = TensorProto.DEFAULT
         del tensor.external_data[:]
+
+
+def has_external_data(model: onnx.ModelProto) -> bool:
+    return any(t.data_location == TensorProto.EXTERNAL for t, _ in iter_tensors(model.graph))
+
+
+def embed_external_data(model: onnx.ModelProto, files: dict[str, bytes]) -> None:
+    """Move the data of an uploaded model's companion files (e.g. `model.onnx.data`) into it."""
+    load_external_data(model.graph, None, files)
+
+
+def _uploaded_file(files: dict[str, bytes], location: str, what: str) -> bytes:
+    data = files.get(location, files.get(os.path.basename(location.replace("\\", "/"))))
+    if data is None:
+        raise ModelLoadError(f"{what} is stored in {location!r}, which was not uploaded with "
+                             f"the model", where=what,
+                             hint=f"select the .onnx file and {os.path.basename(location)!r} "
+                                  f"together when uploading")
+    return data
+
+
+def _existing_path(location: str, base_dir: str | None, what: str) -> str:
+    path = _safe_path(location, base_dir, what)
+    if not os.path.isfile(path):
+        raise ModelLoadError(f"{what} is stored in {location!r}, which does not exist next "
+                             f"to the model", where=what,
+                             hint="copy the external data file beside the .onnx file")
+    return path
 
 
 def _safe_path(location: str, base_dir: str | None, what: str) -> str:
@@ -68,7 +105,8 @@ def _safe_path(location: str, base_dir: str | None, what: str) -> str:
     if base_dir is None:
         raise ModelLoadError(f"{what} is stored in an external file {location!r}, but the model "
                              f"was given as bytes, not as a path", where=what,
-                             hint="load the model from its file so its directory is known")
+                             hint="load the model from its file so its directory is known, "
+                                  "or upload the data file together with the .onnx file")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or ":" in location[:3]:
         raise ModelLoadError(f"{what} names an absolute external data path {location!r}; "
                              f"refused", where=what,

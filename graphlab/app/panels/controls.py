@@ -1,25 +1,21 @@
 """The load bar: model (sample or upload), pipeline preset or pass list, target, bindings.
 
-A file that is not ONNX at all is refused here at once.  Importing an accepted upload and
+A file that is not ONNX at all is refused here at once (see `uploads`).  Importing an accepted upload and
 running the pipeline happen in a builder process with progress (see `builds`); anything the
 importer refuses then shows as the navigation's message and the view stays as it was.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-
 from dash import Input, Output, State, dcc, html, no_update
 
-from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import list_targets
-from compiler_core.ir.importer import parse_model_bytes
 from compiler_core.passes.registry import all_passes
 
 from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
+from ..uploads import read_upload
 from ..workbench import UPLOAD_MODEL
 
 
@@ -30,8 +26,10 @@ def layout(services: Services) -> html.Div:
     return html.Div(className="load-bar", children=[
         _field("Model", dcc.Dropdown(id=ids.MODEL, options=model_options, clearable=False,
                                      className="dropdown-model")),
-        dcc.Upload(id=ids.UPLOAD, className="upload", multiple=False,
-                   children=html.Span(["Upload .onnx"], className="button")),
+        dcc.Upload(id=ids.UPLOAD, className="upload", multiple=True,
+                   children=html.Span(["Upload .onnx"], className="button",
+                                      title="an .onnx file; a model with external data: "
+                                            "select the .onnx file and its data file together")),
         _field("Pipeline", dcc.Dropdown(id=ids.PRESET, options=presets, clearable=True,
                                         placeholder="custom", className="dropdown-preset")),
         _field("Passes", dcc.Input(id=ids.PASSES, type="text", debounce=True,
@@ -60,25 +58,9 @@ def register(app, services: Services) -> None:
         if not contents:
             return no_update, no_update
         try:
-            data = decode_upload(contents, filename or "upload", limit)
-            parse_model_bytes(data, filename or "the upload")
-            upload = services.workbench.sessions.save_upload(filename or "upload.onnx", data)
+            name, data = read_upload(contents, filename, limit)
+            upload = services.workbench.sessions.save_upload(name, data)
         except Exception as err:  # noqa: BLE001 - every failure becomes a message in the page
             return no_update, html.Div(f"Upload refused: {user_message(err)}",
                                        className="message error")
         return {"token": upload.token, "filename": upload.filename}, ""
-
-
-def decode_upload(contents: str, filename: str, limit: int) -> bytes:
-    """The bytes of a dcc.Upload data URL, with the size limit enforced."""
-    _, _, payload = contents.partition(",")
-    if len(payload) * 3 // 4 > limit + 3:
-        raise GraphLabError(f"{filename} is larger than the {limit >> 20} MB upload limit",
-                            hint="start `graphlab serve --model FILE` to open a bigger model")
-    try:
-        data = base64.b64decode(payload, validate=True)
-    except (binascii.Error, ValueError) as err:
-        raise GraphLabError(f"{filename} did not arrive intact", hint="upload it again") from err
-    if not data:
-        raise GraphLabError(f"{filename} is empty")
-    return data
