@@ -102,6 +102,18 @@ def custom_op() -> onnx.ModelProto:
     return model
 
 
+def saved_with_external_data(folder, name: str = "ext") -> tuple[str, str]:
+    """A MatMul + Relu model saved as exporters save big ones: (`name.onnx`, `name.onnx.data`)."""
+    weight = numpy_helper.from_array(np.arange(256, dtype=np.float32).reshape(16, 16), "w")
+    model = _model([helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+                    helper.make_node("Relu", ["m"], ["y"], name="act")],
+                   [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
+                   [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])], [weight])
+    path = os.path.join(str(folder), f"{name}.onnx")
+    onnx.save(model, path, save_as_external_data=True, location=f"{name}.onnx.data",
+              size_threshold=0)
+    return path, path + ".data"
+
 def write(model_or_bytes, folder: str, name: str) -> str:
     path = os.path.join(folder, name)
     data = model_or_bytes if isinstance(model_or_bytes, bytes) else \

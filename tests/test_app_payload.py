@@ -6,6 +6,8 @@ import base64
 
 import pytest
 
+import bad_models
+
 from compiler_core.errors import GraphLabError
 from graphlab.app.config import AppConfig
 from graphlab.app.elements import element_id
@@ -163,19 +165,9 @@ def _data_url(data: bytes) -> str:
 
 def _model_with_external_data(folder) -> tuple[bytes, bytes]:
     """(the .onnx bytes, the .onnx.data bytes) as exporters write a big model."""
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
-    weight = numpy_helper.from_array(np.arange(4096, dtype=np.float32).reshape(64, 64), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64])],
-                              [weight])
-    path = folder / "ext.onnx"
-    onnx.save(helper.make_model(graph), str(path), save_as_external_data=True,
-              location="ext.onnx.data", size_threshold=0)
-    return path.read_bytes(), (folder / "ext.onnx.data").read_bytes()
+    model, data = bad_models.saved_with_external_data(folder)
+    with open(model, "rb") as m, open(data, "rb") as d:
+        return m.read(), d.read()
 
 
 def test_a_model_uploads_with_its_external_data_file_in_any_order(tmp_path):
@@ -189,7 +181,7 @@ def test_a_model_uploads_with_its_external_data_file_in_any_order(tmp_path):
                                      1 << 20)
         assert name == "ext.onnx"
         graph = load_model(combined)   # self-contained: no file system needed
-        assert float(graph.initializers["w"].const[1, 2]) == 66.0
+        assert float(graph.initializers["w"].const[1, 2]) == 18.0
 
 
 def test_an_upload_missing_its_data_file_is_refused_naming_it(tmp_path):

@@ -9,6 +9,7 @@ from selenium.webdriver.common.keys import Keys
 from compiler_core.ir import load_model
 from graphlab.samples import resolve_model
 
+import bad_models
 from pane_helpers import pane_js, wait_for_nodes, wait_until
 
 pytestmark = pytest.mark.browser
@@ -85,25 +86,14 @@ def test_bad_upload_shows_an_error_and_the_app_keeps_working(started, tmp_path):
 
 
 def test_a_model_and_its_external_data_file_upload_together(started, tmp_path):
-    import numpy as np
-    import onnx
-    from onnx import TensorProto, helper, numpy_helper
-
     dash_duo = started
-    weight = numpy_helper.from_array(np.ones((16, 16), np.float32), "w")
-    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
-                               helper.make_node("Relu", ["m"], ["y"], name="act")], "ext",
-                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 16])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 16])],
-                              [weight])
-    model = tmp_path / "two_files.onnx"
-    onnx.save(helper.make_model(graph), str(model), save_as_external_data=True,
-              location="two_files.onnx.data", size_threshold=0)
+    model, data = bad_models.saved_with_external_data(tmp_path, "two_files")
     dash_duo.driver.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(
-        f"{model}\n{tmp_path / 'two_files.onnx.data'}")
+        f"{model}\n{data}")
     dash_duo.wait_for_contains_text("#pane-before-title", "(2 nodes)", timeout=30)
     assert dash_duo.find_element("#model-select").text == "uploaded model"
     assert dash_duo.find_element("#upload-message").text == ""
+
 
 def test_url_with_state_restores_the_view(dash_duo, graphlab_app):
     conv = node_id("teach_conv_bn", "conv_shared")
