@@ -123,3 +123,21 @@ def round_trip(case: Case) -> str | None:
     if not outputs_match(case.outputs, got, case.rtol, case.atol):
         return "outputs differ from the reference"
     return None
+
+
+def optimized(case: Case, pipeline: str) -> str | None:
+    """None if the model after ``pipeline`` reproduces the reference outputs when onnxruntime
+    runs it as the verifier does (its own optimizations off), else what went wrong."""
+    from compiler_core.passes import PassManager
+    from compiler_core.verify import run
+
+    try:
+        graph = load_model(case.model.SerializeToString())
+        final = PassManager(pipeline, check=True).run(graph).final
+        outputs = run(final, {v.name: a for v, a in zip(graph.inputs, case.inputs)})
+    except Exception as err:  # noqa: BLE001 - reported per case
+        return f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"
+    got = [outputs[v.name] for v in graph.outputs]
+    if not outputs_match(case.outputs, got, max(case.rtol, 1e-4), max(case.atol, 1e-6)):
+        return "outputs differ from the reference"
+    return None
