@@ -69,7 +69,7 @@ def test_compile_json_reports_every_pass(capsys):
 
 
 def test_compile_without_verify_reports_null_checks(capsys):
-    code, report = _json(capsys, ["compile", "cnn_bn", "--pipeline", "eliminate_identity,dce"])
+    code, report = _json(capsys, ["compile", "cnn_bn", "-p", "eliminate_identity,dce"])
     assert code == 0 and report["verify"] is None
     assert [p["verify"] for p in report["passes"]] == [None, None]
     assert "Identity" not in report["op_histogram_after"]

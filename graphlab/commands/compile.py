@@ -25,7 +25,7 @@ def add_parser(subparsers) -> None:
     add_model_argument(parser)
     parser.add_argument("-o", "--output", metavar="OUT.onnx",
                         help="write the optimized model here")
-    parser.add_argument("--pipeline", default="default", metavar="NAME|p1,p2,...",
+    parser.add_argument("-p", "--pipeline", default="default", metavar="NAME|p1,p2,...",
                         help="a preset (clean, O1, O2, O2-int8, O2-partition, ...; default "
                              "O2) or comma-separated pass names (`graphlab passes` lists both)")
     parser.add_argument("--bind", metavar="k=v,...",

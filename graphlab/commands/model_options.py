@@ -23,7 +23,7 @@ def add_target_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pipeline", metavar="P", default=None,
+    parser.add_argument("-p", "--pipeline", metavar="P", default=None,
                         help="run this preset or comma-separated list of passes first and "
                              "analyse the graph it produces")
     parser.add_argument("--bind", metavar="k=v,...", default=None,

@@ -19,7 +19,7 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "report", help="write one self-contained HTML page telling a pipeline run's story")
     add_model_argument(parser)
-    parser.add_argument("--pipeline", default="default", metavar="NAME|p1,p2,...",
+    parser.add_argument("-p", "--pipeline", default="default", metavar="NAME|p1,p2,...",
                         help="a preset (clean, O1, O2; default O2) or comma-separated pass names")
     add_target_option(parser)
     parser.add_argument("--bind", metavar="k=v,...",
