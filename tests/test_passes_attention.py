@@ -24,8 +24,8 @@ def attention_block(*, softmax_axis: int = -1, mask_op: str = "Add", scale_op: s
     """One self-attention block as the eager exporter writes it, with knobs for near misses.
 
     ``mask_op`` "Add" adds the float input ``mask``; "Where" selects with a constant boolean
-    mask (lower-triangular when ``causal``); anything else ("Sub") applies ``mask`` with that
-    op, which attention never does.
+    mask (lower-triangular when ``causal``); None applies no mask; anything else ("Sub")
+    applies ``mask`` with that op, which attention never does.
     """
     rng = np.random.default_rng(0)
     inits = {"split_shape": np.array([1, SEQ, HEADS, HEAD_SIZE], np.int64),
@@ -44,7 +44,9 @@ def attention_block(*, softmax_axis: int = -1, mask_op: str = "Add", scale_op: s
     nodes += [helper.make_node("MatMul", ["q_heads", "k_heads"], ["qk"], name="qk"),
               helper.make_node(scale_op, ["qk", "scale"], ["scores"], name="scale")]
     inputs = [tensor("x", F, [1, SEQ, HIDDEN])]
-    if mask_op == "Where":
+    if mask_op is None:
+        nodes.append(helper.make_node("Identity", ["scores"], ["masked"]))
+    elif mask_op == "Where":
         allowed = np.tril(np.ones((SEQ, SEQ), bool)) if causal else np.ones((SEQ, SEQ), bool)
         inits["allowed"] = allowed.reshape(1, 1, SEQ, SEQ)
         nodes.append(helper.make_node("Where", ["allowed", "scores", "fill"], ["masked"]))
@@ -94,6 +96,15 @@ def test_where_mask_and_div_scale(causal):
     assert node.attrs["scale"] == pytest.approx(HEAD_SIZE ** -0.5)
 
 
+def test_attention_without_a_mask_fuses_too():
+    graph = attention_block(mask_op=None)
+    graph = run_checked(graph, ["eliminate_identity"]).final   # Softmax reads the scores
+    shot = fuse(graph)
+    (node,) = shot.graph.nodes
+    assert (node.op_type, node.attrs["mask"], node.attrs["causal"]) == ("Attention", "none", 0)
+    assert node.attrs["scale"] == pytest.approx(HEAD_SIZE ** -0.5)
+
+
 def test_softmax_over_the_wrong_axis_is_a_near_miss():
     graph = attention_block(softmax_axis=2)
     shot = fuse(graph)
@@ -111,9 +122,10 @@ def test_mask_through_an_unexpected_op_is_a_near_miss():
     shot = fuse(attention_block(mask_op="Sub"))
     assert shot.rewrites == 0
     (miss,) = only_report(shot)["near_misses"]
-    assert miss["reason"] == "Softmax input 0: expected Add, found Sub"
-    assert miss["path"] == ("Reshape ← input 0: Transpose ← input 0: MatMul ← input 0: "
-                            "Softmax ← input 0: Add")
+    # every form of the Softmax's input fails on the Sub: the smallest (no mask) is named first
+    assert miss["reason"] == "Softmax input 0: expected MatMul, found Sub"
+    tried = {a["expected"] for a in miss["alternatives"] if a["found"] == "Sub"}
+    assert tried == {"Add", "Where", "Mul", "Div", "MatMul"}
 
 
 def test_probabilities_read_outside_block_the_fusion():

@@ -137,10 +137,10 @@ def _blocked(match: Match, node: Node, found: str, reason: str,
 def _describe(match: Match, causal_masks: dict[str, bool]) -> dict:
     """Attributes for display: head layout, scale, mask kind, causality, QKV form."""
     attrs: dict = {"scale": _scale(match), "mask": match["mask_kind"], "qkv": match["qkv"]}
-    mask: Value = match["mask"]
-    if mask.name not in causal_masks:
+    mask: Value | None = match["mask"]
+    if mask is not None and mask.name not in causal_masks:
         causal_masks[mask.name] = _is_causal(mask)
-    attrs["causal"] = int(causal_masks[mask.name])
+    attrs["causal"] = int(mask is not None and causal_masks[mask.name])
     num_heads, head_size = _head_layout(match["q_heads"])
     if num_heads is not None:
         attrs["num_heads"] = num_heads

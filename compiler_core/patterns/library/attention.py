@@ -59,12 +59,14 @@ def _scores(query: Pattern, key: Pattern) -> Pattern:
             | op("Div", qk, scalar_const().bind("score_scale", _reciprocal)) | qk)
 
 
-def _masked(scores: Pattern) -> Pattern:
-    """The mask: added (a float mask, 0 where allowed), or selected (Where(allowed, scores,
-    fill value))."""
+def _masked(query: Pattern, key: Pattern) -> Pattern:
+    """The scores with the mask: added (a float mask, 0 where allowed), or selected
+    (Where(allowed, scores, fill value)) — or no mask at all (an encoder without padding)."""
+    scores = _scores(query, key)
     mask = any_value().bind("mask")
     return (op("Add", scores, mask).tag("mask_kind", "additive")
-            | op("Where", mask, scores, const()).tag("mask_kind", "where"))
+            | op("Where", mask, scores, const()).tag("mask_kind", "where")
+            | _scores(query, key).tag("mask_kind", "none"))
 
 
 def _axis_and_rank(value: Value) -> tuple[int, int | None]:
@@ -109,12 +111,12 @@ def attention() -> Pattern:
     Variants (one pattern covers them all): the scale as a Mul or Div of the scores, or as a
     Mul of Q and of Kᵀ by √scale each (SDPA exports), or absent (folded into the Q weights);
     Kᵀ as one Transpose or as a 3-D Reshape/Transpose/Reshape (dynamo); the mask added
-    (Add) or selected (Where); SDPA's NaN guard after the Softmax (Where(IsNaN(p), 0, p));
+    (Add), selected (Where) or absent; SDPA's NaN guard after the Softmax (Where(IsNaN(p), 0, p));
     SDPA's no-op Reshape before the head merge.  Reshape targets may be constants or computed
     at run time: they are not looked at.  Intermediates may also be read outside the match
     (run-time shape arithmetic reads them with Shape); the attention fusion absorbs those
-    readers or declines.  Attention without a mask, and cross-attention (K, V from another
-    input than Q), do not match.
+    readers or declines.  Cross-attention (K, V from another input than Q) and layouts with
+    the sequence first (torch's nn.MultiheadAttention) do not match.
 
     Why: a fused attention kernel keeps the [heads, seq, seq] scores and probabilities on chip
     instead of writing them to memory and reading them back five times (onnxruntime's
@@ -122,7 +124,8 @@ def attention() -> Pattern:
 
     Bindings: ``input`` (the hidden states Q, K, V are computed from), ``qkv`` ("separate" or
     "packed"), ``q_heads`` (the Transpose splitting Q into heads), ``mask`` (the float mask
-    added, or the boolean condition of the Where), ``mask_kind`` ("additive" or "where"),
+    added, or the boolean condition of the Where; None without a mask), ``mask_kind``
+    ("additive", "where" or "none"),
     ``softmax`` (node), ``q_scale``, ``k_scale``, ``score_scale`` (floats, None when absent;
     their product is the attention's scale).  The merged output is the root node's output.
     """
@@ -131,7 +134,7 @@ def attention() -> Pattern:
     query = _heads(_separate(x) | packed).bind("q_heads")
     key = _separate(x) | packed.output(1)
     value = _heads(_separate(x) | packed.output(2))
-    softmax = op("Softmax", _masked(_scores(query, key))).bind("softmax").where(
+    softmax = op("Softmax", _masked(query, key)).bind("softmax").where(
         _along_last_axis, "softmax over the last axis", _axis_found)
     probs = op("Where", op("IsNaN", softmax), const(0.0), softmax) | softmax
     context = op("MatMul", probs, value)
