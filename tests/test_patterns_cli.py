@@ -27,7 +27,8 @@ def test_text_groups_near_misses_by_reason_with_expected_and_found(capsys):
     assert "✗ 1 site: Conv output has another consumer (Relu 'relu_side')" in out
     assert "at bn_shared (score 0.88): BatchNormalization ← input 0: Conv" in out
     assert "found    2 consumers, Relu 'relu_side' outside the match" in out
-    assert out.rstrip().splitlines()[-1].startswith("no match and no near miss: ")
+    last = out.rstrip().splitlines()[-1]
+    assert last.startswith("no match and no near miss: ") and "--all-sites lists them" in last
 
 
 def test_node_option_shows_every_branch(capsys):

@@ -49,7 +49,10 @@ def run(args) -> int:
         if report.name not in quiet:
             print("\n".join(report_lines(report, detailed=args.node is not None)))
     if quiet:
-        print(f"no match and no near miss: {', '.join(quiet)}")
+        hint = "" if args.all_sites or args.node else (
+            " (sites that failed right below the root op are not listed: --all-sites lists "
+            "them, --node NAME explains one node)")
+        print(f"no match and no near miss: {', '.join(quiet)}{hint}")
     return 0
 
 
