@@ -332,3 +332,13 @@ def test_a_wrong_graph_is_reported_output_by_output(cnn):
     check = StepCheck(4, "fold_batchnorm", report, None, "image float32[2, 3, 32, 32]")
     assert check.headline() == ("✗ after pass 5 (fold_batchnorm) 1 output(s) differ from the "
                                 "input model's: logits: max abs error 3.5")
+
+
+def test_the_bindings_box_shows_the_models_own_dims(services, cnn):
+    from graphlab.app.panels.controls import bindings_placeholder
+
+    assert bindings_placeholder(cnn.result.initial) == "batch=2"
+    bert = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    assert bindings_placeholder(bert.result.initial) == "batch=2,seq=8"
+    static = services.workspace(ViewState(model="teach_gelu"), None)
+    assert bindings_placeholder(static.result.initial) == "no symbolic dims"

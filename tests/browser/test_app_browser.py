@@ -93,6 +93,8 @@ def test_a_model_and_its_external_data_file_upload_together(started, tmp_path):
     dash_duo.wait_for_contains_text("#pane-before-title", "(2 nodes)", timeout=30)
     assert dash_duo.find_element("#model-select").text == "uploaded model"
     assert dash_duo.find_element("#upload-message").text == ""
+    wait_until(dash_duo, lambda: dash_duo.find_element("#bindings-input").get_attribute(
+        "placeholder") == "no symbolic dims", message="the bindings box keeps another model's dims")
 
 
 def test_url_with_state_restores_the_view(dash_duo, graphlab_app):

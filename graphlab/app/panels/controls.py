@@ -10,12 +10,15 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 
 from compiler_core.hardware.targets import list_targets
+from compiler_core.ir import Graph
 from compiler_core.passes.registry import all_passes
+from compiler_core.verify import bind_dims
 
 from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
 from ..uploads import read_upload
+from ..view_state import ViewState
 from ..workbench import UPLOAD_MODEL
 
 
@@ -39,7 +42,9 @@ def layout(services: Services) -> html.Div:
         _field("Target", dcc.Dropdown(id=ids.TARGET, clearable=False, className="dropdown-target",
                                       options=[{"label": t, "value": t} for t in list_targets()])),
         _field("Bindings", dcc.Input(id=ids.BINDINGS, type="text", debounce=True,
-                                     placeholder="batch=1,seq=8", className="bindings-input")),
+                                     placeholder="batch=1,seq=8", className="bindings-input"),
+               title="sizes for the model's symbolic input dims; the example shows this "
+                     "model's dims"),
     ])
 
 
@@ -48,8 +53,25 @@ def _field(label: str, control, title: str | None = None) -> html.Label:
                       title=title)
 
 
+def bindings_placeholder(graph: Graph) -> str:
+    """The model's own symbolic input dims as an example binding (sizes a check would use)."""
+    sizes = bind_dims(graph)
+    return ",".join(f"{dim}={size}" for dim, size in sizes.items()) or "no symbolic dims"
+
+
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
+
+    @app.callback(Output(ids.BINDINGS, "placeholder"), Input(ids.VIEW, "data"),
+                  State(ids.UPLOAD_TOKEN, "data"), prevent_initial_call=True)
+    def show_model_dims(view, upload):
+        if not view:
+            return no_update
+        try:
+            workspace = services.workspace(ViewState.from_dict(view), upload)
+        except Exception:  # noqa: BLE001 - the navigation callback reports build problems
+            return no_update
+        return bindings_placeholder(workspace.result.initial)
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"),
