@@ -12,6 +12,7 @@ import math
 
 from ..ir import Value
 from ..ir.dtypes import element_bits
+from ..ir.shape_inference import is_unnamed_dim
 
 
 class SizeResolver:
@@ -62,4 +63,4 @@ class SizeResolver:
 
 
 def _is_anonymous(dim: str) -> bool:
-    return dim == "?" or dim.startswith("unk__")
+    return dim == "?" or is_unnamed_dim(dim)   # '?' stands for a None dim here

@@ -17,7 +17,7 @@ from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
 from .external_data import iter_tensors, load_external_data
 from .graph import Graph
-from .schema_checks import ASSUMED_OPSET, check_schemas, lacks_onnx_opset
+from .schema_checks import check_schemas, opset_versions
 from .subgraphs import free_variables, subgraph_attributes
 from .tensors import (check_tensor, declared_bytes, memory_limit_bytes, sparse_to_dense,
                       to_readonly_array)
@@ -91,25 +91,26 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
         for tensor, what in iter_tensors(model.graph):
             check_tensor(tensor, what, limit)
     _check_structure(model.graph)
-    schema_warnings = check_schemas(model)
-    if owned and lacks_onnx_opset(model):  # shape inference runs on this very proto
-        model.opset_import.append(onnx.helper.make_opsetid("", ASSUMED_OPSET))
-    graph = _build(model)
+    opsets = opset_versions(model)
+    schema_warnings = check_schemas(model, opsets)
+    graph = _build(model, opsets)
     graph.warnings.extend(schema_warnings)
-    if lacks_onnx_opset(model):
-        graph.opset_imports[""] = ASSUMED_OPSET
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
         from .shape_inference import infer_shapes as run_inference
 
-        run_inference(graph, first_model=_strip_big_weights(model) if owned else None)
+        run_inference(graph, first_model=_light_model(model, opsets) if owned else None)
     return graph
 
 
-def _strip_big_weights(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Turn large initializers into typed inputs: shape inference needs only small constants."""
+def _light_model(model: onnx.ModelProto, opsets: dict[str, int]) -> onnx.ModelProto:
+    """The proto ready for shape inference: the opsets the IR uses (an assumed ai.onnx one
+    included), large initializers turned into typed inputs (inference needs only small
+    constants)."""
     from .exporter import LIGHT_WEIGHT_BYTES
 
+    del model.opset_import[:]
+    model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     g = model.graph
     listed = {vi.name for vi in g.input}
     small = []
@@ -207,7 +208,7 @@ def _name_anonymous_dims(value: Value) -> Value:
     return value
 
 
-def _build(model: onnx.ModelProto) -> Graph:
+def _build(model: onnx.ModelProto, opsets: dict[str, int]) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
     graph.doc_string = g.doc_string
@@ -220,8 +221,7 @@ def _build(model: onnx.ModelProto) -> Graph:
     info.doc_string = model.doc_string
     info.metadata_props = {p.key: p.value for p in model.metadata_props}
     graph.metadata = {p.key: p.value for p in g.metadata_props}
-    graph.opset_imports = {(o.domain if o.domain != "ai.onnx" else ""): o.version
-                           for o in model.opset_import}
+    graph.opset_imports = dict(opsets)
     for function in model.functions:
         own = onnx.FunctionProto()
         own.CopyFrom(function)  # a private copy: the parsed model can then be freed

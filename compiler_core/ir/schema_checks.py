@@ -20,32 +20,33 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 ASSUMED_OPSET = 18
 
 
-def check_schemas(model: onnx.ModelProto) -> list[str]:
-    """Raise ModelLoadError for nodes no runtime can run; return warnings for the rest."""
+def opset_versions(model: onnx.ModelProto) -> dict[str, int]:
+    """{domain: version} ('' for ai.onnx); ai.onnx ops without an import read as ASSUMED_OPSET."""
     opsets = {("" if o.domain == "ai.onnx" else o.domain): o.version for o in model.opset_import}
+    if "" not in opsets and any(n.domain in DEFAULT_DOMAINS for n in model.graph.node):
+        opsets[""] = ASSUMED_OPSET
+    return opsets
+
+
+def check_schemas(model: onnx.ModelProto, opsets: dict[str, int]) -> list[str]:
+    """Raise ModelLoadError for nodes no runtime can run; return warnings for the rest.
+
+    ``opsets`` are the model's `opset_versions`."""
     warnings = []
     newest = onnx.defs.onnx_opset_version()
     if opsets.get("", 0) > newest:
         warnings.append(f"the model imports ai.onnx opset {opsets['']}, newer than the {newest} "
                         f"this onnx package knows: ops are checked against opset {newest}")
+    if "" in opsets and not any(o.domain in DEFAULT_DOMAINS for o in model.opset_import):
+        warnings.append(f"the model imports no ai.onnx opset: its ops are read as opset "
+                        f"{ASSUMED_OPSET}")
     if not model.graph.output:
         raise ModelLoadError("the model has no graph outputs: it computes nothing",
                              where=model.graph.name or "graph",
                              hint="list the values it returns as graph outputs")
-    if lacks_onnx_opset(model):
-        warnings.append(f"the model imports no ai.onnx opset: its ops are read as opset "
-                        f"{ASSUMED_OPSET}")
-        opsets[""] = ASSUMED_OPSET
     for index, node in enumerate(model.graph.node):
         _check_node(node, index, opsets, newest)
     return warnings
-
-
-def lacks_onnx_opset(model: onnx.ModelProto) -> bool:
-    """True if the model uses ai.onnx ops without saying which opset they come from."""
-    imported = {o.domain for o in model.opset_import}
-    return not imported & set(DEFAULT_DOMAINS) and any(
-        n.domain in DEFAULT_DOMAINS for n in model.graph.node)
 
 
 def _check_node(node: onnx.NodeProto, index: int, opsets: dict[str, int], newest: int) -> None:

@@ -107,12 +107,17 @@ def _merge(value: Value, found: Value, refresh: bool) -> None:
     value.shape = tuple(_better_dim(mine, theirs) for mine, theirs in zip(value.shape, found.shape))
 
 
+def is_unnamed_dim(dim) -> bool:
+    """A dim nobody named: unknown (None) or a name onnx's inference made up ('unk__7')."""
+    return dim is None or isinstance(dim, str) and dim.startswith("unk__")
+
+
 def _better_dim(mine, theirs):
     if isinstance(mine, int):
         return mine
     if isinstance(theirs, int):
         return theirs
-    if mine is None or (isinstance(mine, str) and mine.startswith("unk__")):
+    if is_unnamed_dim(mine):
         return theirs if theirs is not None else mine
     return mine
 

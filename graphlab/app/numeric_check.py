@@ -43,12 +43,12 @@ class StepCheck:
 
 def cached_check(workspace: Workspace, step: int, bindings: str) -> StepCheck | None:
     """The check of pass ``step`` if somebody already asked for it."""
-    return workspace.derived.get(("numeric-check", step, bindings))
+    return workspace.derived.get(_check_key(step, bindings))
 
 
 def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
     """Compare the graph after pass ``step`` with the input model (cached per workspace)."""
-    key = ("numeric-check", step, bindings)
+    key = _check_key(step, bindings)
     if key not in workspace.derived:
         verifier = _verifier(workspace, bindings)
         result = workspace.result
@@ -57,6 +57,10 @@ def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
                                            note, describe_inputs(verifier.inputs))
     return workspace.derived[key]
+
+
+def _check_key(step: int, bindings: str) -> tuple:
+    return ("numeric-check", step, bindings)
 
 
 def _verifier(workspace: Workspace, bindings: str) -> Verifier:

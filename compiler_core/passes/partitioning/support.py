@@ -12,6 +12,7 @@ from __future__ import annotations
 from ...hardware.targets import Target
 from ...ir import Node, Value
 from ...ir.dtypes import dtype_name
+from ...ir.shape_inference import is_unnamed_dim
 
 
 def computed_dtypes(target: Target) -> frozenset[str]:
@@ -65,7 +66,7 @@ def tensor_reason(node: Node, target: Target) -> str | None:
 
 
 def _binding_hint(value: Value) -> str:
-    names = [d for d in value.shape or () if isinstance(d, str) and not d.startswith("unk__")]
+    names = [d for d in value.shape or () if isinstance(d, str) and not is_unnamed_dim(d)]
     if not names:
         return "bind the model's input dims"
     return "bind " + ",".join(f"{name}=..." for name in dict.fromkeys(names))
