@@ -154,13 +154,6 @@ class Graph:
         self._inputs.append(value)
         return value
 
-    def remove_input(self, value: Value) -> None:
-        if value.uses:
-            raise InvalidGraphError(f"graph input {value.name!r} is still used", where=value.name)
-        self._inputs.remove(value)
-        value.is_graph_input = False
-        self.values.pop(value.name, None)
-
     def set_outputs(self, values: Iterable[Value]) -> None:
         for value in self._outputs:
             value.is_graph_output = False
@@ -260,10 +253,6 @@ class Graph:
             del self._node_names[node.name]
         self._order = None
 
-    def remove_nodes(self, nodes: Iterable[Node]) -> None:
-        for node in nodes:
-            self.remove_node(node)
-
     def can_replace_uses(self, old: Value, new: Value) -> bool:
         """True if every use of ``old`` can read ``new`` without changing the graph's interface."""
         if not old.is_graph_output:
@@ -332,12 +321,6 @@ class Graph:
                                     f"({stuck.op_type})", where=stuck.name,
                                     hint="an ONNX graph must be acyclic")
         return ordered
-
-    def renumber_order(self) -> None:
-        """Make ``order`` keys 0..n-1 in the current execution order (after heavy rewriting)."""
-        for index, node in enumerate(self.nodes):
-            node.order = float(index)
-        self._max_order = float(len(self._nodes))
 
     # ------------------------------------------------------------------ copy and pickle
     def copy(self) -> "Graph":

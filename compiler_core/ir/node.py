@@ -94,10 +94,6 @@ class Node:
         return self.op_type if self.domain in ("", "ai.onnx") else f"{self.domain}.{self.op_type}"
 
     @property
-    def is_fused(self) -> bool:
-        return self.body is not None
-
-    @property
     def scope(self) -> str:
         """Name scope used to group nodes ('/encoder/layer.0/attention'), '' when none."""
         scopes = self.metadata.get("pkg.torch.onnx.name_scopes")
