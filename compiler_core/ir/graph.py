@@ -207,10 +207,7 @@ class Graph:
         node.order = order
         if order > self._max_order:
             self._max_order = order
-        node.inputs = list(inputs)
-        for index, value in enumerate(node.inputs):
-            if value is not None:
-                value.uses.append((node, index))
+        node.attach_inputs(inputs)
         if isinstance(outputs, int):
             specs: Sequence = [f"{node.name}_out{i}" if outputs > 1 else f"{node.name}_out"
                                for i in range(outputs)]
@@ -381,12 +378,9 @@ class Graph:
             node.overload, node.attrs, node.attr_types = overload, attrs, attr_types
             node.body, node.provenance, node.metadata = body, provenance, metadata
             node.doc_string, node.order = doc, order
-            node.inputs = [values[n] if n is not None else None for n in inputs]
+            node.attach_inputs([values[n] if n is not None else None for n in inputs])
             node.implicit_inputs = [values[n] for n in implicit]
             node.outputs = [values[n] if n is not None else None for n in outputs]
-            for index, value in enumerate(node.inputs):
-                if value is not None:
-                    value.uses.append((node, index))
             for k, value in enumerate(node.implicit_inputs):
                 value.uses.append((node, -1 - k))
             for index, value in enumerate(node.outputs):
