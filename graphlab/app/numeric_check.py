@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
 
-from ..commands.common import parse_bindings
+from ..user_input import parse_bindings
 from .workbench import Workspace
 
 

@@ -14,7 +14,8 @@ from compiler_core.ir.summary import op_histogram
 from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.verify import load_inputs
 
-from .common import add_json_flag, add_model_argument, load_graph, parse_bindings, print_json
+from ..user_input import parse_bindings
+from .common import add_json_flag, add_model_argument, load_graph, print_json
 from .model_options import add_target_option
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
