@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import Graph, to_bytes
-from .runtime_check import LEVELS, RuntimeOutcome, run_isolated
+from .passes.manager import PipelineResult
+from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
 
 CHECK_WHEN = ("final", "each", "off")  # which models `compile --runtime-check` runs
@@ -51,7 +52,7 @@ class LevelCheck:
 
 
 def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
-                   level: str = "all") -> LevelCheck:
+                   level: str = DEFAULT_LEVEL) -> LevelCheck:
     """Run ``graph`` at ``level`` in a child on the verifier's inputs; compare with its reference.
 
     Like ``Verifier.check``, the graph runs with inference semantics."""
@@ -129,7 +130,7 @@ class RuntimeVerdict:
         }
 
 
-def check_pipeline(result, verifier: Verifier, *, level: str = "all",
+def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = DEFAULT_LEVEL,
                    each: bool = False) -> RuntimeVerdict:
     """Check a ``PipelineResult``'s final model (or every pass's, with ``each``) at ``level``.
 

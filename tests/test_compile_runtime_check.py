@@ -7,6 +7,7 @@ output fails (or saying that the input model fails already), never a dead comman
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -135,7 +136,7 @@ def cast_fed_fp16_layernorm(tmp_path) -> str:
 
 def test_onnxruntime_misfuses_a_cast_fed_layernorm_from_basic_level_on(tmp_path):
     """Minimal reproduction of onnxruntime's fault; if it is fixed, this test says so."""
-    model = open(cast_fed_fp16_layernorm(tmp_path), "rb").read()
+    model = Path(cast_fed_fp16_layernorm(tmp_path)).read_bytes()
     batch = [{"x": np.linspace(-2, 2, 16, dtype=np.float32).reshape(2, 8)}]
     assert run_isolated(model, batch, level="disabled").ok
     broken = run_isolated(model, batch, level="basic")
