@@ -2,14 +2,20 @@
 
 Fused nodes (nodes with a ``body``) become calls of model-local functions, one function per
 distinct body, so every snapshot of a pipeline — fused or not — runs in onnxruntime.
+
+Nodes are written in canonical form: an optional input or output left out at the end of the
+list is omitted, not written as an empty name.  ONNX allows both spellings, but onnxruntime's
+graph optimizer (its default level) dereferences some trailing empty names and crashes — e.g.
+LayerNormalization(x, scale, "") kills the process at ORT_ENABLE_EXTENDED and above.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import onnx
@@ -61,6 +67,9 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
                                                 for d, v in opsets.items()])
     model.functions.extend(graph.functions.values())
     model.functions.extend(functions.protos)
+    _drop_empty_tails(model.graph.node)
+    for function in model.functions:
+        _drop_empty_tails(function.node)
     model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
     if model.ir_version < 4:  # before IR 4 every initializer must also be listed as an input
         listed = {i.name for i in model.graph.input}
@@ -167,7 +176,34 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
     """One plain (unfused) node as a NodeProto, e.g. to evaluate it on its own."""
     if node.body is not None:
         raise ValueError(f"{node.name!r} is fused: it exports as a call of a function")
-    return _node_proto(node, None)
+    proto = _node_proto(node, None)
+    _drop_empty_tails([proto])
+    return proto
+
+
+def _drop_empty_tails(nodes: Iterable[onnx.NodeProto]) -> None:
+    """Omit trailing empty input and output names, in place, also inside control-flow bodies.
+
+    Outputs are kept down to the count the op's schema requires (at least one)."""
+    for node in nodes:
+        while node.input and not node.input[-1]:
+            del node.input[-1]
+        keep = _required_outputs(node.op_type, node.domain)
+        while len(node.output) > keep and not node.output[-1]:
+            del node.output[-1]
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _drop_empty_tails(body.node)
+
+
+@functools.lru_cache(maxsize=None)
+def _required_outputs(op_type: str, domain: str) -> int:
+    """How many outputs a node must list: its schema's minimum, and never none at all."""
+    try:
+        schema = onnx.defs.get_schema(op_type, domain="" if domain == "ai.onnx" else domain)
+    except onnx.defs.SchemaError:
+        return 1  # a function call or another runtime's op: it defines its own outputs
+    return max(1, schema.min_output)
 
 
 def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:
