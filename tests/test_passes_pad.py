@@ -241,6 +241,17 @@ def test_mobilenet_without_bindings_says_the_pads_are_only_known_at_run_time():
     assert all("computed at run time" in d.reason for d in shot.declined)
 
 
+def test_mobilenet_zeropad_o1_folds_every_pad_and_o2_beats_onnxruntime_extended():
+    """onnxruntime's PadFusion leaves the Pad before the stem's MaxPool (32 nodes at
+    ORT_ENABLE_EXTENDED); its input is a ReLU output, so folding it is exact here."""
+    result = run_checked(load_sample("mobilenet_zeropad"), "O2")
+    shot = snapshot(result, "fold_pad")
+    assert shot.rewrites == 9 and not shot.declined
+    assert "Pad" not in ops(result.final)
+    assert result.final.nodes_of_type("MaxPool")[0].attrs["pads"] == (1, 1, 1, 1)
+    assert len(result.final) == 31
+
+
 # ----------------------------------------------------------------------------- helpers
 def _pool_graph(op: str, attrs: dict):
     nodes = [helper.make_node(op, ["x"], ["y"], **attrs)]
