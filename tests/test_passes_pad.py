@@ -109,6 +109,15 @@ def test_pad_read_by_two_convs_folds_into_both():
     assert [graph.node_by_name(n).attrs["pads"] for n in "ab"] == [(1, 2, 2, 1)] * 2
 
 
+def test_two_stacked_pads_both_fold():
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["once"], name="first"),
+             helper.make_node("Pad", ["once", "pads"], ["twice"], name="second"),
+             helper.make_node("Conv", ["twice", "w"], ["y"], name="reader")]
+    graph = build(nodes, [tensor("x", F, X)], [tensor("y", F, None)],
+                  {"pads": np.array(ZERO_PAD, np.int64), "w": rand(6, 4, 3, 3)})
+    assert reader(folded(graph)).attrs["pads"] == (2, 4, 4, 2)
+
+
 # ----------------------------------------------------------------------------- ConvTranspose
 def test_conv_transpose_crop_absorbs_input_padding():
     """One zero row in front of a stride-2 ConvTranspose's input moves its output by 2 rows,

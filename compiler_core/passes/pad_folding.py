@@ -43,7 +43,8 @@ class FoldPad(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
-        for pad in graph.nodes_of_type("Pad"):
+        # last first: a Pad that feeds another Pad becomes a candidate once that one is folded
+        for pad in reversed(graph.nodes_of_type("Pad")):
             readers = pad.outputs[0].users()
             if not any(r.op_type in READERS and not r.domain for r in readers):
                 continue  # not a candidate: no convolution or pooling op reads it
