@@ -347,6 +347,77 @@ def make_mobilenet_tiny(out: Path) -> dict:
         "Conv2dSame exports. BatchNorm was folded into the convs by the exporter.")
 
 
+def make_mobilenet_zeropad(out: Path) -> dict:
+    """Explicit zero Pads in front of convolutions and pooling, with constant sizes.
+
+    A MobileNetV2-style network written the way ports of TF models write it: every 3x3 conv has
+    padding=0 and an nn.ZeroPad2d in front (asymmetric (0, 1, 0, 1) before stride-2 convs, as TF
+    'SAME' pads), and the stem's max pooling pads its ReLU output with ZeroPad2d too. Exported at
+    a fixed input size, each one is a Pad node with constant sizes right before a Conv or MaxPool,
+    which the Conv's (or MaxPool's, since ReLU output is >= 0) own pads could absorb.
+    """
+    torch = _torch()
+    nn = torch.nn
+
+    def conv_bn(cin, cout, k, stride, groups=1, act=True):
+        pad = [] if k == 1 else [nn.ZeroPad2d((0, 1, 0, 1) if stride == 2 else k // 2)]
+        layers = [*pad, nn.Conv2d(cin, cout, k, stride, 0, groups=groups, bias=False),
+                  nn.BatchNorm2d(cout)]
+        return nn.Sequential(*layers, *([nn.ReLU6()] if act else []))
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin, cout, stride, expand):
+            super().__init__()
+            hidden = cin * expand
+            self.residual = stride == 1 and cin == cout
+            self.body = nn.Sequential(conv_bn(cin, hidden, 1, 1),
+                                      conv_bn(hidden, hidden, 3, stride, groups=hidden),
+                                      conv_bn(hidden, cout, 1, 1, act=False))
+
+        def forward(self, x):
+            return x + self.body(x) if self.residual else self.body(x)
+
+    class MobileNetZeroPad(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Sequential(nn.ZeroPad2d(1), nn.Conv2d(3, 16, 3, 1, 0, bias=False),
+                                      nn.BatchNorm2d(16), nn.ReLU(),
+                                      nn.ZeroPad2d(1), nn.MaxPool2d(3, 2))
+            self.blocks = nn.Sequential(
+                InvertedResidual(16, 16, 1, 1), InvertedResidual(16, 24, 2, 4),
+                InvertedResidual(24, 24, 1, 4), InvertedResidual(24, 32, 2, 4),
+                InvertedResidual(32, 32, 1, 4), InvertedResidual(32, 40, 2, 4),
+                InvertedResidual(40, 40, 1, 4))
+            self.head = conv_bn(40, 80, 1, 1)
+            self.classifier = nn.Linear(80, 10)
+
+        def forward(self, image):
+            x = self.head(self.blocks(self.stem(image)))
+            return self.classifier(torch.flatten(nn.functional.adaptive_avg_pool2d(x, 1), 1))
+
+    _seed(5)
+    model = MobileNetZeroPad()
+    _perturb(model)
+    model.eval()
+    path = out / "mobilenet_zeropad.onnx"
+    _torchscript_export(model, (torch.randn(1, 3, 64, 64),), path, opset_version=13,
+                        input_names=["image"], output_names=["logits"])
+    rng = np.random.default_rng(0)
+    _check_against_torch(path, model, [{"image": rng.standard_normal((1, 3, 64, 64), np.float32)}])
+    pads = sum(n.op_type == "Pad" for n in onnx.load(str(path)).graph.node)
+    return _entry(
+        "mobilenet_zeropad", path,
+        "MobileNetV2-style CNN (inverted residual blocks, ReLU6) with an explicit nn.ZeroPad2d "
+        "before every 3x3 conv and before the stem's max pooling; fixed 1x3x64x64 input.",
+        "torchscript", ["cnn", "depthwise", "pad", "residual"],
+        f"{pads} zero Pad nodes, each read by one Conv (padding=0) or by the stem's MaxPool (after "
+        "ReLU, so its input is >= 0): padding a Conv's or pool's own pads can absorb. Their pads "
+        "come from small all-constant subgraphs (ConstantOfShape/Concat/Slice/Transpose/Reshape/"
+        "Cast, how the TorchScript exporter writes F.pad at opset 13) that constant folding "
+        "reduces. Stride-2 depthwise convs get TF-style asymmetric (0, 1, 0, 1) padding. "
+        "BatchNorm was folded into the convs by the exporter.")
+
+
 def make_digits_cnn(out: Path) -> dict:
     """A model with real weights and a real test set, for INT8 quantization accuracy checks.
 
@@ -827,6 +898,7 @@ SAMPLES = {
     "bert_tiny_dynamo": make_bert_tiny_dynamo,
     "gpt2_tiny": make_gpt2_tiny,
     "mobilenet_tiny": make_mobilenet_tiny,
+    "mobilenet_zeropad": make_mobilenet_zeropad,
     "digits_cnn": make_digits_cnn,
     "teach_conv_bn": make_teach_conv_bn,
     "teach_layernorm": make_teach_layernorm,

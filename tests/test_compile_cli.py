@@ -149,7 +149,7 @@ def test_compile_runs_as_a_real_command(tmp_path):
         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert report["nodes_after"] == 24 and report["verify"]["ok"] and out.exists()
+    assert report["nodes_after"] == 21 and report["verify"]["ok"] and out.exists()
 
 
 def test_passes_json_lists_passes_and_presets(capsys):

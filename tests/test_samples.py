@@ -23,7 +23,7 @@ MANIFEST_PATH = SAMPLES_DIR / "manifest.json"
 
 EXPECTED = [
     "cnn_bn", "mlp_dropout", "bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny",
-    "mobilenet_tiny", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
+    "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
     "teach_matmul_bias",
 ]
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
@@ -364,6 +364,20 @@ def test_mobilenet_has_runtime_padding_and_depthwise_convs():
     for hw in [(32, 32), (33, 17), (64, 71)]:
         logits = run("mobilenet_tiny", {"image": np.ones((1, 3, *hw), np.float32)})["logits"]
         assert logits.shape == (1, 10)
+
+
+def test_mobilenet_zeropad_has_constant_zero_pads_before_convs_and_max_pool():
+    m = model("mobilenet_zeropad")
+    assert all(d.HasField("dim_value") for vi in m.graph.input
+               for d in vi.type.tensor_type.shape.dim)  # exported at a fixed size
+    pads = [n for n in m.graph.node if n.op_type == "Pad"]
+    assert len(pads) == 9 and all(attr(p, "mode") == b"constant" for p in pads)
+    readers = sorted(c.op_type for p in pads for c in consumers(m, p.output[0]))
+    assert readers == ["Conv"] * 8 + ["MaxPool"]
+    pooled = next(p for p in pads if consumers(m, p.output[0])[0].op_type == "MaxPool")
+    assert producer(m, pooled.input[0]).op_type == "Relu"  # zero pads change no maximum
+    assert all(attr(c, "pads") == [0, 0, 0, 0] for c in m.graph.node if c.op_type == "Conv"
+               and attr(c, "kernel_shape") == [3, 3])
 
 
 def test_digits_cnn_reproduces_its_accuracy():

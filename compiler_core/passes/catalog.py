@@ -9,14 +9,16 @@ from __future__ import annotations
 from . import (  # noqa: F401 - importing a family registers its passes
     cleanup, constant_folding, cse, dead_code, fusion_attention, fusion_elementwise,
     fusion_horizontal, fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding,
-    normalization_folding, partitioning, quantization, recognition, reshapes, specialize,
-    transposes)
+    normalization_folding, pad_folding, partitioning, quantization, recognition, reshapes,
+    specialize, transposes)
 from .registry import define_preset
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
          "merge_reshapes", "dce"]
-O1 = CLEAN + ["specialize_dims", "fold_constants", "eliminate_noop", "cancel_transposes",
-              "merge_reshapes", "cse", "dce"]
+# fold_pad right after fold_constants, which turns run-time pad sizes into constants (like
+# onnxruntime's basic-level PadFusion).
+O1 = CLEAN + ["specialize_dims", "fold_constants", "fold_pad", "eliminate_noop",
+              "cancel_transposes", "merge_reshapes", "cse", "dce"]
 FUSIONS = [  # fusion passes, in the order they should run
     "fold_batchnorm", "fold_norm_affine", "recognize_layernorm", "recognize_gelu",
     "fuse_attention", "fuse_skip_layernorm", "fuse_linear_bias_act", "dce"]
@@ -35,7 +37,8 @@ O2_NHWC = O2[:_AT] + ["convert_layout_nhwc"] + O2[_AT:]
 
 define_preset("clean", CLEAN, "cleanup only: Dropout, Identity, no-op and redundant "
                               "Reshape/Transpose elimination, dead code")
-define_preset("O1", O1, "clean + symbolic-dim specialization, constant folding, CSE, DCE")
+define_preset("O1", O1, "clean + symbolic-dim specialization, constant folding, zero-Pad "
+                        "folding into convolutions, CSE, DCE")
 define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recognition and "
                         "operator fusion")
 define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")

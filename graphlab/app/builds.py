@@ -3,7 +3,7 @@ in builder processes so no request ever waits for an import or a pipeline.
 
 Two things live on disk in the app's cache dir, so any gunicorn worker can answer any request:
 - the store: finished workspaces (pickled), keyed by content;
-- the board: one status per build in flight — who builds it, how far it got ("pass 5 of 23:
+- the board: one status per build in flight — who builds it, how far it got ("pass 5 of 24:
   fold_constants"), a heartbeat — or why it failed.
 
 `get_or_start` answers at once: the workspace if it is built (this process's memory, else the
