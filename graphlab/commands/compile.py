@@ -2,7 +2,8 @@
 
 The report is the PassManager's snapshots (``Snapshot.summary()``), printed as a table or as
 JSON; with ``--verify`` every pass is checked against the input model with onnxruntime and the
-command exits with status 1 when a check fails.
+command exits with status 1 when a check fails.  ``--runtime onnxruntime`` writes fused nodes
+as onnxruntime's own operators (``compiler_core.lowering``) and reports what each became.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 
 from compiler_core.ir import save_model
 from compiler_core.ir.summary import op_histogram
+from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.verify import load_inputs
 
@@ -18,6 +20,7 @@ from .common import add_json_flag, add_model_argument, load_graph, parse_binding
 from .model_options import add_target_option
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
+RUNTIMES = ("onnx", "onnxruntime")
 
 
 def add_parser(subparsers) -> None:
@@ -37,6 +40,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--calibrate", metavar="FILE.npz",
                         help="calibration inputs for quantize_int8 (O2-int8), one array per "
                              "model input, samples along the first axis (default: generated)")
+    parser.add_argument("--runtime", choices=RUNTIMES, default="onnx",
+                        help="onnx (default): fused nodes as model-local functions, for any "
+                             "runtime; onnxruntime: as onnxruntime's operators (Attention, "
+                             "SkipLayerNormalization, ...) or inline, which it runs fastest")
     add_target_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -51,13 +58,14 @@ def run(args) -> int:
                           calibration_inputs=[load_inputs(args.calibrate, graph)]
                           if args.calibrate else None)
     result = manager.run(graph)
+    lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     if args.output:
-        save_model(result.final, args.output)
-    report = compile_report(result, args.output)
+        save_model(lowering.graph if lowering else result.final, args.output)
+    report = compile_report(result, args.output, lowering)
     if args.json:
         print_json(report)
     else:
-        _print_text(result, report)
+        _print_text(result, report, lowering)
     failed = [s.pass_name for s in result.snapshots if s.verify is not None and not s.verify.ok]
     if failed:
         print(f"graphlab: verification FAILED: outputs changed beyond tolerance after "
@@ -66,8 +74,10 @@ def run(args) -> int:
     return 0
 
 
-def compile_report(result: PipelineResult, output: str | None) -> dict:
-    """The `--json` record: node counts, the final op histogram, one entry per pass."""
+def compile_report(result: PipelineResult, output: str | None,
+                   lowering: Lowering | None = None) -> dict:
+    """The `--json` record: node counts, the final op histogram, one entry per pass, and for
+    ``--runtime onnxruntime`` what each fused node became (``runtime``)."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
     return {
         "nodes_before": len(result.initial),
@@ -77,10 +87,11 @@ def compile_report(result: PipelineResult, output: str | None) -> dict:
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
                    "ok": all(r.ok for r in checked)} if checked else None,
         "output": output,
+        "runtime": lowering.to_dict() if lowering else {"runtime": "onnx"},
     }
 
 
-def _print_text(result: PipelineResult, report: dict) -> None:
+def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None) -> None:
     width = max(len(s.pass_name) for s in result.snapshots)
     print(f"{'pass':<{width}}  {'nodes':>13}  {'rewrites':>8}  {'seconds':>8}  verify")
     for entry in report["passes"]:
@@ -96,6 +107,12 @@ def _print_text(result: PipelineResult, report: dict) -> None:
                   f"{len(snapshot.declined) - MAX_DECLINES_SHOWN} more (see --json or the app)")
         for note in snapshot.notes:
             print(f"note      {snapshot.pass_name}: {note}")
+    if lowering is not None:
+        made = ", ".join(f"{n} {op}" for op, n in lowering.counts().items())
+        print(f"onnxruntime: fused nodes became {made or 'nothing (none were fused)'}")
+        for record in lowering.nodes:
+            if record.reason:
+                print(f"inline    {record.fused_op} {record.node}: {record.reason}")
     print(f"{report['nodes_before']} -> {report['nodes_after']} nodes in "
           f"{result.seconds:.2f} s" + (f"; wrote {report['output']}" if report["output"] else ""))
 
