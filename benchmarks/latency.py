@@ -129,7 +129,7 @@ def models(args) -> list[tuple[str, str]]:
 
 
 def main() -> int:
-    from graphlab.commands.common import parse_bindings
+    from graphlab.user_input import parse_bindings
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", metavar="MODEL.onnx",

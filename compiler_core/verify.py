@@ -9,7 +9,6 @@ is what "the model computes the same thing" means for float outputs.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -17,6 +16,7 @@ import numpy as np
 from .errors import VerificationError
 from .ir import Graph, Node, Value, to_bytes
 from .ir.dtypes import dtype_name, to_numpy
+from .ort_child import ort_message
 
 DEFAULT_RTOL = 1e-4        # error allowed, relative to the output's scale (fp32 passes)
 DEFAULT_ATOL = 1e-6        # floor for outputs whose scale is ~0
@@ -89,7 +89,7 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
         except Exception as err:  # noqa: BLE001
             raise VerificationError(
                 f"onnxruntime failed to run graph {graph.name!r} on inputs "
-                f"{describe_inputs(feed)}: {_ort_message(err)}", where=graph.name,
+                f"{describe_inputs(feed)}: {ort_message(err)}", where=graph.name,
                 hint="a model exported at fixed sizes only runs at those: bind its dims to "
                      "them (e.g. batch=1,seq=128) or give real inputs in an .npz file") from None
         outputs.append(dict(zip(names, results)))
@@ -99,14 +99,6 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
 def describe_inputs(inputs: dict) -> str:
     """`ids int64[2, 8], mask int64[2, 8]`: what a run was fed, for messages."""
     return ", ".join(f"{name} {array.dtype}{list(array.shape)}" for name, array in inputs.items())
-
-
-def _ort_message(err: Exception) -> str:
-    """onnxruntime's run error without its source locations and C++ signatures."""
-    text = " ".join(str(err).split())
-    text = re.sub(r"^\[ONNXRuntimeError\] : \d+ : \w+ : ", "", text)
-    text = re.sub(r"\S*onnxruntime_src\S*:\d+ (\S+\(.*?\) )?", "", text)
-    return text[:500]
 
 
 def _first_line(err: Exception) -> str:

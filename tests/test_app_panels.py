@@ -10,6 +10,8 @@ from compiler_core.errors import GraphLabError
 from compiler_core.hardware import get_target, graph_cost, plan_memory
 from compiler_core.hardware.systolic import schedule_gemm
 from compiler_core.ir import load_model, to_bytes
+from compiler_core.runtime_check import RuntimeOutcome
+from compiler_core.runtime_verify import LevelCheck
 from graphlab.app import ids
 from graphlab.app.config import AppConfig
 from graphlab.app.graph_analyses import band_classes, cost_of
@@ -315,6 +317,9 @@ def test_checking_a_pass_compares_it_with_the_input_model_and_is_kept(cnn):
     assert check.report.ok and check.report.max_abs_err < 1e-4
     assert check.headline().startswith(f"✓ after pass {step + 1} (fold_batchnorm)")
     assert "image float32[2, 3, 32, 32]" in check.detail()   # the generated batch
+    assert check.runtime.ok and check.runtime.report.max_abs_err < 1e-4
+    assert check.runtime_line().startswith("✓ as users load it: the model loads and runs in "
+                                           "onnxruntime at ORT_ENABLE_ALL; outputs match")
     assert cached_check(cnn, step, "") is check
 
 
@@ -333,9 +338,45 @@ def test_a_wrong_graph_is_reported_output_by_output(cnn):
     from compiler_core.verify import OutputCheck, VerifyReport
 
     report = VerifyReport([OutputCheck("logits", 3.5, 1.0, 4.0, False)])
-    check = StepCheck(4, "fold_batchnorm", report, None, "image float32[2, 3, 32, 32]")
+    check = StepCheck(4, "fold_batchnorm", report, None, "image float32[2, 3, 32, 32]",
+                      LevelCheck(RuntimeOutcome("all", "ran"), report))
     assert check.headline() == ("✗ after pass 5 (fold_batchnorm) 1 output(s) differ from the "
                                 "input model's: logits: max abs error 3.5")
+    assert check.runtime_line() == (
+        "✗ as users load it: the model loads and runs in onnxruntime at ORT_ENABLE_ALL, but 1 "
+        "output(s) differ from the input model's: logits: max abs error 3.5")
+
+
+def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeypatch):
+    """The model of fold_norm_affine, written as the exporter did before canonical export,
+    kills onnxruntime at its default level: the check says so, in a child process."""
+    from types import SimpleNamespace
+
+    import numpy as np
+    from onnx import helper
+
+    from compiler_core.ir import exporter
+    from compiler_core.passes import PassManager
+    from graphlab.app.numeric_check import check_step
+    from graphlab.app.panels.numerics import render
+    from passes_helpers import F, build, tensor
+
+    monkeypatch.setattr(exporter, "_drop_empty_tails", lambda nodes: None)
+    rng = np.random.default_rng(1)
+    graph = build([helper.make_node("LayerNormalization", ["x", "g", "b"], ["ln"], name="ln"),
+                   helper.make_node("MatMul", ["ln", "w"], ["mm"], name="mm"),
+                   helper.make_node("Add", ["mm", "c"], ["y"], name="bias")],
+                  [tensor("x", F, [2, 8])], [tensor("y", F, [2, 6])],
+                  {"g": rng.random(8, dtype=np.float32) + 0.5, "b": np.ones(8, np.float32),
+                   "w": np.ones((8, 6), np.float32), "c": np.zeros(6, np.float32)})
+    workspace = SimpleNamespace(result=PassManager("fold_norm_affine").run(graph), derived={})
+    check = check_step(workspace, 0, "")
+    assert check.report.ok  # onnxruntime with its optimizer off runs it fine
+    assert check.runtime.outcome.stage == "crash"
+    assert check.runtime_line().startswith("✗ as users load it: the model crashes onnxruntime "
+                                           "at ORT_ENABLE_ALL: the process was killed by "
+                                           "SIGSEGV")
+    assert check.runtime_line() in str(render(check))
 
 
 def test_the_bindings_box_shows_the_models_own_dims(services, cnn):

@@ -52,7 +52,8 @@ def test_compile_json_reports_every_pass(capsys):
     code, report = _json(capsys, ["compile", "mlp_dropout", "--pipeline", "clean", "--verify"])
     assert code == 0
     assert set(report) == {"nodes_before", "nodes_after", "op_histogram_after", "passes",
-                           "verify", "output", "runtime"}
+                           "verify", "runtime_check", "output", "export"}
+    assert report["runtime_check"]["ok"] and report["runtime_check"]["level"] == "ORT_ENABLE_ALL"
     assert (report["nodes_before"], report["nodes_after"]) == (11, 5)
     assert report["op_histogram_after"] == {"Gemm": 3, "Relu": 2}
     assert [p["name"] for p in report["passes"]] == [
@@ -109,6 +110,10 @@ def test_failed_verification_exits_1_and_says_so(capsys, breaking_pass):
     assert report["verify"]["ok"] is False
     assert "verification FAILED" in captured.err
     assert "test_only_negate_first_output" in captured.err
+    # the model onnxruntime optimizes computes the same wrong answer, and the same pass is named
+    runtime = report["runtime_check"]
+    assert (runtime["ok"], runtime["stage"]) == (False, "ran")
+    assert runtime["first_failing_pass"] == breaking_pass and "differ" in runtime["error"]
 
 
 @pytest.mark.parametrize("argv", [

@@ -135,7 +135,7 @@ def test_compile_json_reports_what_each_fused_node_became(capsys, tmp_path):
     code = main(["compile", get_sample("gpt2_tiny").path, "--runtime", "onnxruntime",
                  "-o", str(out), "--json"])
     assert code == 0
-    report = json.loads(capsys.readouterr().out)["runtime"]
+    report = json.loads(capsys.readouterr().out)["export"]
     assert report["runtime"] == "onnxruntime"
     assert report["lowered"][MS + "Attention"] == 2
     assert {r["result"] for r in report["nodes"] if r["fused_op"] == "Gelu"} == {MS + "FastGelu"}
@@ -145,4 +145,4 @@ def test_compile_json_reports_what_each_fused_node_became(capsys, tmp_path):
 
 def test_default_runtime_keeps_the_function_form(capsys):
     assert main(["compile", get_sample("teach_gelu").path, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["runtime"] == {"runtime": "onnx"}
+    assert json.loads(capsys.readouterr().out)["export"] == {"runtime": "onnx"}

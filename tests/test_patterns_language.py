@@ -39,6 +39,17 @@ def test_op_matches_op_type_and_inputs_and_binds_nodes_and_values():
     assert match_at(g, op("Sigmoid", op("Tanh", x)), "sig") is None
 
 
+def test_modifiers_return_new_patterns_so_a_matched_pattern_never_goes_stale():
+    g = unary_chain()
+    sigmoid = op("Sigmoid", op("Relu", graph_input()))
+    assert "r" not in match_at(g, sigmoid, "sig").bindings  # compiled and matched once
+    bound = sigmoid.bind("r")
+    assert match_at(g, bound, "sig")["r"].name == "sig"    # the new binding takes effect
+    assert "r" not in match_at(g, sigmoid, "sig").bindings  # the original is unchanged
+    typed = sigmoid.has_dtype("float64")
+    assert match_at(g, typed, "sig") is None and match_at(g, sigmoid, "sig") is not None
+
+
 def test_op_type_alternatives_and_attribute_defaults():
     g = unary_chain()
     assert match_at(g, op(("Elu", "LeakyRelu"), any_value(), alpha=0.01), "leaky")

@@ -2,14 +2,20 @@
 
 Fused nodes (nodes with a ``body``) become calls of model-local functions, one function per
 distinct body, so every snapshot of a pipeline — fused or not — runs in onnxruntime.
+
+Nodes are written in canonical form: an optional input or output left out at the end of the
+list is omitted, not written as an empty name.  ONNX allows both spellings, but onnxruntime's
+graph optimizer (its default level) dereferences some trailing empty names and crashes — e.g.
+LayerNormalization(x, scale, "") kills the process at ORT_ENABLE_EXTENDED and above.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sys
-from typing import Callable
+from typing import Callable, Iterable
 
 import numpy as np
 import onnx
@@ -18,14 +24,13 @@ from onnx import helper, numpy_helper
 from . import attributes
 from .dtypes import from_numpy
 from .graph import Graph
-from .importer import FUSED_DOMAIN
 from .node import Node
+from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
 from .schema_checks import ASSUMED_OPSET
 from .value import Value
 
 PREFERRED_IR_VERSION = 10     # onnx 1.23 writes 14 by default, which onnxruntime cannot read
 FUNCTION_MIN_IR_VERSION = 8   # model-local functions need IR >= 8
-LIGHT_WEIGHT_BYTES = 1024     # "light" export keeps constants up to this size (shape inference)
 
 
 def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = True,
@@ -40,20 +45,20 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     g = onnx.GraphProto(name=graph.name, doc_string=graph.doc_string)
     for key, value in graph.metadata.items():
         g.metadata_props.add(key=key, value=value)
-    g.input.extend(_value_info(v) for v in graph.inputs)
+    g.input.extend(to_value_info(v) for v in graph.inputs)
     for value in graph.initializers.values():
         if weights == "light" and value.const.nbytes > LIGHT_WEIGHT_BYTES:
-            g.input.append(_value_info(value))
+            g.input.append(to_value_info(value))
         elif weights != "none":
             g.initializer.append(_tensor(value))
     g.node.extend(_node_proto(node, functions) for node in graph.nodes)
-    g.output.extend(_value_info(v) for v in graph.outputs)
+    g.output.extend(to_value_info(v) for v in graph.outputs)
     if value_info:
         io = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
         for node in graph.nodes:
             for out in node.outputs:
                 if out is not None and out.name not in io and _has_type(out):
-                    g.value_info.append(_value_info(out))
+                    g.value_info.append(to_value_info(out))
     opsets = dict(graph.opset_imports)
     opsets.setdefault("", ASSUMED_OPSET)
     if functions.protos:
@@ -62,10 +67,13 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
                                                 for d, v in opsets.items()])
     model.functions.extend(graph.functions.values())
     model.functions.extend(functions.protos)
+    _drop_empty_tails(model.graph.node)
+    for function in model.functions:
+        _drop_empty_tails(function.node)
     model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
     if model.ir_version < 4:  # before IR 4 every initializer must also be listed as an input
         listed = {i.name for i in model.graph.input}
-        model.graph.input.extend(_value_info(v) for v in graph.initializers.values()
+        model.graph.input.extend(to_value_info(v) for v in graph.initializers.values()
                                  if v.name not in listed)
     info = graph.model_info
     model.producer_name = info.producer_name or "graphlab"
@@ -155,28 +163,6 @@ def _has_type(value: Value) -> bool:
     return value.type_proto is not None or value.elem_type is not None
 
 
-def _value_info(value: Value) -> onnx.ValueInfoProto:
-    if value.type_proto is not None:
-        info = onnx.ValueInfoProto(name=value.name)
-        info.type.CopyFrom(value.type_proto)
-        return info
-    info = onnx.ValueInfoProto(name=value.name)
-    if value.elem_type is None:
-        return info
-    tensor_type = info.type.tensor_type
-    tensor_type.elem_type = value.elem_type
-    if value.shape is not None:
-        shape = tensor_type.shape
-        shape.SetInParent()
-        for dim in value.shape:
-            entry = shape.dim.add()
-            if isinstance(dim, int):
-                entry.dim_value = dim
-            elif dim is not None:
-                entry.dim_param = dim
-    return info
-
-
 def _tensor(value: Value) -> onnx.TensorProto:
     tensor = numpy_helper.from_array(np.asarray(value.const), value.name)
     if value.elem_type is not None and tensor.data_type != value.elem_type:
@@ -190,7 +176,34 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
     """One plain (unfused) node as a NodeProto, e.g. to evaluate it on its own."""
     if node.body is not None:
         raise ValueError(f"{node.name!r} is fused: it exports as a call of a function")
-    return _node_proto(node, None)
+    proto = _node_proto(node, None)
+    _drop_empty_tails([proto])
+    return proto
+
+
+def _drop_empty_tails(nodes: Iterable[onnx.NodeProto]) -> None:
+    """Omit trailing empty input and output names, in place, also inside control-flow bodies.
+
+    Outputs are kept down to the count the op's schema requires (at least one)."""
+    for node in nodes:
+        while node.input and not node.input[-1]:
+            del node.input[-1]
+        keep = _required_outputs(node.op_type, node.domain)
+        while len(node.output) > keep and not node.output[-1]:
+            del node.output[-1]
+        for attr in node.attribute:
+            for body in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
+                _drop_empty_tails(body.node)
+
+
+@functools.lru_cache(maxsize=None)
+def _required_outputs(op_type: str, domain: str) -> int:
+    """How many outputs a node must list: its schema's minimum, and never none at all."""
+    try:
+        schema = onnx.defs.get_schema(op_type, domain="" if domain == "ai.onnx" else domain)
+    except onnx.defs.SchemaError:
+        return 1  # a function call or another runtime's op: it defines its own outputs
+    return max(1, schema.min_output)
 
 
 def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:

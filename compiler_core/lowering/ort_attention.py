@@ -69,8 +69,7 @@ def _probe(node: Node) -> tuple[Graph, dict[str, Value]]:
             outer_of[inner.name] = outer
             continue
         constant = probe.add_initializer(f"{inner.name}_constant", data)
-        probe.replace_all_uses(inner, constant)
-        probe.remove_input(inner)
+        probe.replace_all_uses(inner, constant)  # the input stays, unread
         outer_of[constant.name] = outer
     return probe, outer_of
 

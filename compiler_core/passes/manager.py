@@ -80,6 +80,7 @@ class PipelineResult:
     initial: Graph
     snapshots: list[Snapshot]
     seconds: float
+    verifier: Verifier | None = None  # its inputs and reference outputs serve later checks
 
     @property
     def final(self) -> Graph:
@@ -163,7 +164,7 @@ class PassManager:
                     snapshot.notes.append(tolerance.note())
             snapshots.append(snapshot)
             current = snapshot.graph
-        return PipelineResult(graph, snapshots, time.perf_counter() - start)
+        return PipelineResult(graph, snapshots, time.perf_counter() - start, verifier)
 
     def _run_one(self, index: int, the_pass: Pass, before: Graph) -> Snapshot:
         name = the_pass.name

@@ -46,7 +46,7 @@ def pattern_from_nodes(nodes: Iterable[Node], root: Node | None = None) -> Patte
                 isinstance(v, tuple) and not any(isinstance(x, onnx.GraphProto) for x in v))}
             pattern = op(node.op_type, *inputs, domain=node.domain, **attrs).bind(node.name)
             if node is not root and _read_outside(node, members):
-                pattern.allow_external_uses()
+                pattern = pattern.allow_external_uses()
             ops[node.id] = pattern
         return ops[node.id]
 

@@ -9,8 +9,10 @@ Elements: ``op`` (op type(s), inputs, domain, attribute constraints), ``any_valu
 ``optional`` (an absent input), ``variadic`` (any number of further inputs), ``|`` (OR, every
 branch's failure is kept), ``&`` (AND), ``~`` (NOT).  Any element can be bound to a name,
 tagged, or constrained (dtype, rank, shape, "same size as" another binding, a custom test).
-Modifiers configure the element in place and return it, so one object used twice in a pattern
-means "the same node/value in both places" (the layer norm's Sub feeding both Pow and Div).
+Patterns are immutable: a modifier returns a new element and leaves the one it was called on
+as it was, so a pattern that has matched once can never be changed under its compiled form.
+One object used twice in a pattern means "the same node/value in both places" (the layer
+norm's Sub feeding both Pow and Div): bind first, then use the bound element everywhere.
 
 Each element matches itself against a value (``match_value``); a failure returns False and, in
 explain mode only, leaves a Failure on the state saying where and why.
@@ -18,6 +20,7 @@ explain mode only, leaves a Failure on the state saying where and why.
 
 from __future__ import annotations
 
+import copy
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from types import EllipsisType
@@ -37,6 +40,9 @@ COMMUTATIVE_OPS = frozenset({"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "
                              "Equal", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
 DEFAULT_TOLERANCE = 1e-4
 _UNSET = object()
+# What compile_pattern writes on elements (matching reads them on the hot path); a modified
+# copy is a new element and gets its own.
+_COMPILE_MARKS = ("_compiled", "shared", "size", "memo_ok")
 
 
 class Pattern(ABC):
@@ -53,14 +59,20 @@ class Pattern(ABC):
     size = 0                 # set by compile: counted elements below (an OR: its least branch)
     memo_ok = False          # set by compile: its result depends only on the value it sees
 
-    # -- modifiers (configure in place, return self) --------------------------------------------
+    # -- modifiers (each returns a new element; the original is left as it was) ----------------
+    def _with(self, **changes: Any) -> "Pattern":
+        """A shallow copy with ``changes``: children are shared, compile-time marks are not."""
+        new = copy.copy(self)
+        for mark in _COMPILE_MARKS:
+            new.__dict__.pop(mark, None)
+        new.__dict__.update(changes)
+        return new
+
     def bind(self, name: str, extract: Callable[[Any], Any] | None = None) -> "Pattern":
         """Return what this element matched under ``name`` (a Node for ops, else a Value),
         or ``extract(it)`` when given (e.g. a constant's float).  May be called again to
         bind more names (a LayerNormalization node and its epsilon)."""
-        self.binds = self.binds + ((name, extract),)
-        self.has_extras = True
-        return self
+        return self._with(binds=self.binds + ((name, extract),), has_extras=True)
 
     @property
     def binding(self) -> str | None:
@@ -69,14 +81,10 @@ class Pattern(ABC):
 
     def tag(self, name: str, value: Any) -> "Pattern":
         """Bind a fixed value when this element matches (which OR branch won: form="erf")."""
-        self.tags = self.tags + ((name, value),)
-        self.has_extras = True
-        return self
+        return self._with(tags=self.tags + ((name, value),), has_extras=True)
 
     def _add_check(self, check: Check) -> "Pattern":
-        self.checks = self.checks + (check,)
-        self.has_extras = True
-        return self
+        return self._with(checks=self.checks + (check,), has_extras=True)
 
     def has_dtype(self, *names: str) -> "Pattern":
         return self._add_check(dtype_check(names))
@@ -100,12 +108,10 @@ class Pattern(ABC):
         return self._add_check(custom_check(test, expected, found, deferred=needs_bindings))
 
     def described_as(self, text: str) -> "Pattern":
-        self.description = text
-        return self
+        return self._with(description=text)
 
     def named(self, title: str) -> "Pattern":
-        self.title = title
-        return self
+        return self._with(title=title)
 
     def optionally_then(self, op_type: str | tuple[str, ...], **attrs: Any) -> "Pattern":
         """This element, or this element followed by ``op_type`` (a trailing activation)."""
@@ -242,8 +248,7 @@ class OpPattern(Pattern):
 
     def allow_external_uses(self) -> "OpPattern":
         """Let this intermediate's outputs be read outside the match too (the pass keeps them)."""
-        self.allow_external = True
-        return self
+        return self._with(allow_external=True)
 
     def output(self, index: int) -> "Pattern":
         """Output ``index`` of this very node (for multi-output ops such as Split)."""
@@ -457,9 +462,10 @@ class Variadic:
         self.binding: str | None = None
 
     def bind(self, name: str) -> "Variadic":
-        """Bind the list of values the group matched."""
-        self.binding = name
-        return self
+        """Bind the list of values the group matched (a new group; this one is unchanged)."""
+        new = copy.copy(self)
+        new.binding = name
+        return new
 
     def text(self, seen: set[int]) -> str:
         return f"{self.min_count}+ × {self.element.text(seen)}"

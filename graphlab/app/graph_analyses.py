@@ -11,7 +11,7 @@ from compiler_core.hardware.cost import GraphCost, graph_cost
 from compiler_core.hardware.memory import MemoryPlan, plan_memory
 from compiler_core.ir import Graph
 
-from ..commands.common import parse_bindings
+from ..user_input import parse_bindings
 from .intensity_bands import node_bands
 from .workbench import Workspace
 

@@ -30,6 +30,7 @@ NEXT = "step-next"
 HIDE_UNCHANGED = "hide-unchanged"
 NUMERIC_CHECK = "numeric-check"
 NUMERIC_RESULT = "numeric-result"
+NUMERIC_RUNTIME = "numeric-runtime"
 
 BEFORE = "pane-before"
 AFTER = "pane-after"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.printer import format_attr
 
-from ..commands.common import parse_bindings
+from ..user_input import parse_bindings
 from .node_metrics import node_metrics
 from .workbench import Workspace
 

@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from compiler_core.hardware.memory import MemoryPlan
 from compiler_core.ir import Graph
 
-from ..commands.units import format_bytes
+from ..units import format_bytes
 
 PALETTE = ("#74c0fc", "#ffd43b", "#b2f2bb", "#eebefa", "#ffc078", "#99e9f2", "#d0bfff",
            "#ffa8a8", "#c0eb75", "#e9ecef")

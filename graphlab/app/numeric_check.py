@@ -2,28 +2,34 @@
 
 The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
 loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
-once per workspace and bindings, and every answer is kept with the workspace.
+once per workspace and bindings, and every answer is kept with the workspace.  The check also
+loads and runs the pass's model at onnxruntime's default level (what a user's session does) in
+a child process, so a model that crashes onnxruntime is an answer on the page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler_core.runtime_check import DEFAULT_LEVEL
+from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
 
-from ..commands.common import parse_bindings
+from ..user_input import parse_bindings
 from .workbench import Workspace
 
 
 @dataclass
 class StepCheck:
-    """One pass's check: the report, its tolerance note and the inputs it ran on."""
+    """One pass's check: the report, its tolerance note, the inputs it ran on, and the same
+    model at onnxruntime's default level."""
 
     step: int
     pass_name: str
     report: VerifyReport
     tolerance_note: str | None
     inputs: str
+    runtime: LevelCheck
 
     def headline(self) -> str:
         where = f"after pass {self.step + 1} ({self.pass_name})"
@@ -40,6 +46,10 @@ class StepCheck:
                                             f"scale")
         return f"onnxruntime on generated inputs {self.inputs}; {tolerance}"
 
+    def runtime_line(self) -> str:
+        mark = "✓" if self.runtime.ok else "✗"
+        return f"{mark} as users load it: the model {self.runtime.describe()}"
+
 
 def cached_check(workspace: Workspace, step: int, bindings: str) -> StepCheck | None:
     """The check of pass ``step`` if somebody already asked for it."""
@@ -53,9 +63,11 @@ def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
         verifier = _verifier(workspace, bindings)
         result = workspace.result
         rtol, note = result.tolerance_after(step)
-        report = verifier.check(result.snapshots[step].graph, rtol)
+        graph = result.snapshots[step].graph
+        report = verifier.check(graph, rtol)
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
-                                           note, describe_inputs(verifier.inputs))
+                                           note, describe_inputs(verifier.inputs),
+                                           check_at_level(verifier, graph, rtol, DEFAULT_LEVEL))
     return workspace.derived[key]
 
 

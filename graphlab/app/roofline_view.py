@@ -23,7 +23,7 @@ from compiler_core.hardware.cost import GraphCost, OpCost
 from compiler_core.hardware.targets import Target
 from compiler_core.ir import Graph, Node
 
-from ..commands.units import format_seconds, format_si
+from ..units import format_seconds, format_si
 from .intensity_bands import COMPUTE_COLOUR as COMPUTE_BOUND, MEMORY_COLOUR as MEMORY_BOUND
 
 ROOF = "#323f4b"

@@ -22,8 +22,8 @@ from compiler_core.hardware.systolic import ACTIVE, IDLE, PADDING, PRELOAD, TIMI
 from compiler_core.hardware.systolic.mapping import OPERAND_DIMS
 from compiler_core.hardware.targets import get_target
 
-from ..commands.schedule import parse_array, parse_integers
-from ..commands.units import format_seconds
+from ..user_input import parse_array, parse_integers
+from ..units import format_seconds
 
 MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
 TIMELINE_FOLDS = 10     # folds the timeline shows around the current one

@@ -20,7 +20,7 @@ from compiler_core.errors import GraphLabError
 from compiler_core.ir import Graph, load_model
 from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 
-from ..commands.common import parse_bindings
+from ..user_input import parse_bindings
 from ..samples import get_sample, list_samples
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig

@@ -8,7 +8,6 @@ import sys
 
 import numpy as np
 
-from compiler_core.errors import GraphLabError
 from compiler_core.ir import Graph, load_model
 
 from ..samples import resolve_model
@@ -29,18 +28,6 @@ def load_graph(model: str) -> Graph:
     for warning in graph.warnings:
         print(f"graphlab: warning: {warning}", file=sys.stderr)
     return graph
-
-
-def parse_bindings(text: str | None) -> dict[str, int]:
-    """'batch=1,seq=128' -> {'batch': 1, 'seq': 128}, with a clear error for anything else."""
-    bindings: dict[str, int] = {}
-    for item in filter(None, (text or "").split(",")):
-        name, sep, size = item.partition("=")
-        if not sep or not name.strip() or not size.strip().isdigit() or int(size) <= 0:
-            raise GraphLabError(f"cannot read binding {item!r}",
-                                hint="write symbolic dims as name=size, e.g. batch=1,seq=128")
-        bindings[name.strip()] = int(size)
-    return bindings
 
 
 def _default(obj):

@@ -1,9 +1,11 @@
 """`graphlab compile MODEL`: run a pipeline of passes, report each pass, write the result.
 
 The report is the PassManager's snapshots (``Snapshot.summary()``), printed as a table or as
-JSON; with ``--verify`` every pass is checked against the input model with onnxruntime and the
-command exits with status 1 when a check fails.  ``--runtime onnxruntime`` writes fused nodes
-as onnxruntime's own operators (``compiler_core.lowering``) and reports what each became.
+JSON; with ``--verify`` every pass is checked against the input model with onnxruntime, the
+final model (or, with ``--runtime-check each``, every pass's) is also run at onnxruntime's
+default optimization level in a child process, and the command exits with status 1 when a
+check fails.  ``--runtime onnxruntime`` writes fused nodes as onnxruntime's own operators
+(``compiler_core.lowering``) and reports what each became.
 """
 
 from __future__ import annotations
@@ -14,10 +16,15 @@ from compiler_core.ir import save_model
 from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.runtime_check import LEVELS
+from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
 
-from .common import add_json_flag, add_model_argument, load_graph, parse_bindings, print_json
+from ..user_input import parse_bindings
+from .common import add_json_flag, add_model_argument, load_graph, print_json
 from .model_options import add_target_option
+from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
+                              wants_verify)
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
 RUNTIMES = ("onnx", "onnxruntime")
@@ -44,6 +51,7 @@ def add_parser(subparsers) -> None:
                         help="onnx (default): fused nodes as model-local functions, for any "
                              "runtime; onnxruntime: as onnxruntime's operators (Attention, "
                              "SkipLayerNormalization, ...) or inline, which it runs fastest")
+    add_runtime_check_options(parser)
     add_target_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -51,7 +59,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     graph = load_graph(args.model)
-    verify = args.verify or args.inputs is not None
+    verify = args.verify or args.inputs is not None or wants_verify(args)
     manager = PassManager(args.pipeline, bindings=parse_bindings(args.bind), verify=verify,
                           verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
                           target=args.target,
@@ -61,7 +69,8 @@ def run(args) -> int:
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     if args.output:
         save_model(lowering.graph if lowering else result.final, args.output)
-    report = compile_report(result, args.output, lowering)
+    runtime = run_runtime_check(args, result)
+    report = compile_report(result, args.output, runtime, lowering)
     if args.json:
         print_json(report)
     else:
@@ -70,34 +79,46 @@ def run(args) -> int:
     if failed:
         print(f"graphlab: verification FAILED: outputs changed beyond tolerance after "
               f"{', '.join(failed)}", file=sys.stderr)
-        return 1
-    return 0
+    if runtime is not None and not runtime.ok:
+        print(f"graphlab: verification FAILED at {LEVELS[runtime.level]}: "
+              f"{runtime.headline()}", file=sys.stderr)
+    return 1 if failed or (runtime is not None and not runtime.ok) else 0
 
 
 def compile_report(result: PipelineResult, output: str | None,
+                   runtime: RuntimeVerdict | None = None,
                    lowering: Lowering | None = None) -> dict:
-    """The `--json` record: node counts, the final op histogram, one entry per pass, and for
-    ``--runtime onnxruntime`` what each fused node became (``runtime``)."""
+    """The `--json` record: node counts, the final op histogram, one entry per pass, the
+    runtime check (None when it did not run), and the export: for ``--runtime onnxruntime``
+    what each fused node became."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
+    passes = [s.summary() for s in result.snapshots]
+    for entry, check in zip(passes, runtime.per_pass if runtime else []):
+        entry["runtime"] = check.to_dict()
     return {
         "nodes_before": len(result.initial),
         "nodes_after": len(result.final),
         "op_histogram_after": op_histogram(result.final),
-        "passes": [s.summary() for s in result.snapshots],
+        "passes": passes,
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
                    "ok": all(r.ok for r in checked)} if checked else None,
+        "runtime_check": runtime.to_dict() if runtime else None,
         "output": output,
-        "runtime": lowering.to_dict() if lowering else {"runtime": "onnx"},
+        "export": lowering.to_dict() if lowering else {"runtime": "onnx"},
     }
 
 
 def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None) -> None:
     width = max(len(s.pass_name) for s in result.snapshots)
-    print(f"{'pass':<{width}}  {'nodes':>13}  {'rewrites':>8}  {'seconds':>8}  verify")
+    runtime = report["runtime_check"]
+    each = runtime is not None and runtime["checked"] == "each"
+    print(f"{'pass':<{width}}  {'nodes':>13}  {'rewrites':>8}  {'seconds':>8}  "
+          + (f"{runtime['level']:<16}  " if each else "") + "verify")
     for entry in report["passes"]:
         nodes = f"{entry['nodes_before']} -> {entry['nodes_after']}"
         print(f"{entry['name']:<{width}}  {nodes:>13}  {entry['rewrites']:>8}  "
-              f"{entry['seconds']:>8.3f}  {_verify_text(entry['verify'])}")
+              f"{entry['seconds']:>8.3f}  " + (f"{runtime_cell(entry):<16}  " if each else "")
+              + _verify_text(entry["verify"]))
     for snapshot in result.snapshots:
         for decline in snapshot.declined[:MAX_DECLINES_SHOWN]:
             print(f"declined  {snapshot.pass_name}: {decline.rule} at {decline.site}: "
@@ -107,6 +128,9 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None)
                   f"{len(snapshot.declined) - MAX_DECLINES_SHOWN} more (see --json or the app)")
         for note in snapshot.notes:
             print(f"note      {snapshot.pass_name}: {note}")
+    if runtime is not None:
+        print(f"runtime   {runtime['level']}: {'ok' if runtime['ok'] else 'FAILED'}: "
+              f"{runtime['summary']}")
     if lowering is not None:
         made = ", ".join(f"{n} {op}" for op, n in lowering.counts().items())
         print(f"onnxruntime: fused nodes became {made or 'nothing (none were fused)'}")

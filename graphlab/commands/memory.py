@@ -7,7 +7,7 @@ from compiler_core.hardware.memory import DEFAULT_ALIGNMENT, plan_memory
 
 from .common import add_json_flag, add_model_argument, print_json
 from .model_options import add_pipeline_options, analysed_graphs
-from .units import format_bytes
+from ..units import format_bytes
 
 LARGEST_SHOWN = 10
 

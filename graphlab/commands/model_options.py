@@ -13,7 +13,8 @@ from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
 
-from .common import load_graph, parse_bindings
+from ..user_input import parse_bindings
+from .common import load_graph
 
 
 def add_target_option(parser: argparse.ArgumentParser) -> None:

@@ -10,9 +10,10 @@ from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import get_target
 
 from ..report import render, run_verified, tell
-from .common import add_model_argument, load_graph, parse_bindings
+from ..user_input import parse_bindings
+from .common import add_model_argument, load_graph
 from .model_options import add_target_option
-from .units import format_bytes
+from ..units import format_bytes
 
 
 def add_parser(subparsers) -> None:

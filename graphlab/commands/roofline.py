@@ -11,7 +11,7 @@ from compiler_core.hardware.targets import get_target
 
 from .common import add_json_flag, add_model_argument, print_json
 from .model_options import add_pipeline_options, add_target_option, analysed_graphs
-from .units import format_bytes, format_seconds, format_si
+from ..units import format_bytes, format_seconds, format_si
 
 DEFAULT_TOP = 15
 

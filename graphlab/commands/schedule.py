@@ -11,9 +11,10 @@ from compiler_core.errors import GraphLabError
 from compiler_core.hardware.node_schedule import schedule_node
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
 
+from ..user_input import parse_array, parse_integers
 from .common import add_json_flag, print_json
 from .model_options import add_pipeline_options, add_target_option, analysed_graphs
-from .units import format_seconds
+from ..units import format_seconds
 
 _DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
                    "is": "input-stationary"}
@@ -42,25 +43,6 @@ def add_parser(subparsers) -> None:
     add_pipeline_options(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
-
-
-def parse_integers(text: str, names: str) -> list[int]:
-    parts = [p.strip() for p in text.split(",")]
-    expected = names.split(",")
-    if len(parts) != len(expected) or not all(p.isdigit() for p in parts):
-        raise GraphLabError(f"cannot read {text!r} as {names}",
-                            hint=f"give {len(expected)} whole numbers separated by commas")
-    return [int(p) for p in parts]
-
-
-def parse_array(text: str | None) -> tuple[int | None, int | None]:
-    if text is None:
-        return None, None
-    rows, sep, cols = text.lower().partition("x")
-    if not sep or not rows.strip().isdigit() or not cols.strip().isdigit():
-        raise GraphLabError(f"cannot read array {text!r}", hint="write rows x columns, "
-                                                                "e.g. 32x32")
-    return int(rows), int(cols)
 
 
 def schedule_record(args) -> dict:

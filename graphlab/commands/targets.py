@@ -5,7 +5,7 @@ from __future__ import annotations
 from compiler_core.hardware.targets import Target, get_target, list_targets
 
 from .common import add_json_flag, print_json
-from .units import format_bytes, format_si
+from ..units import format_bytes, format_si
 
 
 def add_parser(subparsers) -> None:

@@ -8,7 +8,7 @@ import math
 
 from compiler_core.hardware import GraphCost, MemoryPlan
 
-from ..commands.units import format_bytes, format_seconds, format_si
+from ..units import format_bytes, format_seconds, format_si
 from .charts import Box, Point, Series, memory_chart, roofline_chart
 from .markup import Markup, tag
 from .story import Story

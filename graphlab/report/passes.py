@@ -8,7 +8,7 @@ from collections import Counter
 
 from compiler_core.passes import Snapshot
 
-from ..commands.units import format_seconds
+from ..units import format_seconds
 from .markup import Markup, tag
 from .patterns import pattern_tables
 from .story import Story

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from compiler_core.ir.summary import op_histogram, summarize
 
-from ..commands.units import format_bytes, format_seconds
+from ..units import format_bytes, format_seconds
 from .markup import Markup, tag
 from .story import Story
 

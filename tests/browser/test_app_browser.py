@@ -50,6 +50,8 @@ def test_checking_a_pass_numerically_says_it_still_computes_the_same(started):
     dash_duo.find_element("#numeric-check").click()
     dash_duo.wait_for_contains_text("#numeric-result", "✓ after pass 2", timeout=30)
     assert "onnxruntime on generated inputs" in dash_duo.find_element("#numeric-result").text
+    assert dash_duo.find_element("#numeric-runtime").text.startswith(
+        "✓ as users load it: the model loads and runs in onnxruntime at ORT_ENABLE_ALL")
     dash_duo.find_element("#step-next").click()            # a pass nobody has checked yet
     dash_duo.wait_for_contains_text("#numeric-result", "not checked yet", timeout=10)
 

@@ -11,10 +11,17 @@ HEAD_SPLIT = (0, 2, 1, 3)   # [batch, seq, heads, head_size] <-> [batch, heads, 
 KEY_SPLIT = (0, 2, 3, 1)    # [batch, seq, heads, head_size] -> [batch, heads, head_size, seq]
 
 
+def _op(op_type: str, *inputs, **attrs) -> OpPattern:
+    """An op of the block whose output may also be read outside the match: without bindings,
+    run-time shape arithmetic reads the intermediates (Shape of Q's heads, of the context) to
+    compute Reshape targets; the attention fusion absorbs those readers or declines."""
+    return op(op_type, *inputs, **attrs).allow_external_uses()
+
+
 def _linear(x: Pattern) -> Pattern:
     """x·W (+ b) with constant weights: one of the Q, K, V projections."""
-    matmul = op("MatMul", x, const())
-    return op("Add", matmul, const()) | matmul
+    matmul = _op("MatMul", x, const())
+    return _op("Add", matmul, const()) | matmul
 
 
 def _separate(x: Pattern) -> Pattern:
@@ -24,28 +31,28 @@ def _separate(x: Pattern) -> Pattern:
 def _packed_qkv(x: Pattern) -> Pattern:
     """One projection computing Q, K and V side by side, split in three along the features
     (GPT-2's c_attn): a Gemm on the input flattened to 2-D, or a MatMul (+ bias)."""
-    flat_gemm = op("Reshape", op("Gemm", op("Reshape", x, any_value()), const(),
+    flat_gemm = _op("Reshape", _op("Gemm", _op("Reshape", x, any_value()), const(),
                                  optional(const())), any_value())
-    return op("Split", flat_gemm | _linear(x), optional(const())).tag("qkv", "packed").where(
+    return _op("Split", flat_gemm | _linear(x), optional(const())).tag("qkv", "packed").where(
         _along_last_axis, "a split along the last axis", _axis_found)
 
 
 def _heads(projection: Pattern, perm: tuple[int, ...] = HEAD_SPLIT) -> Pattern:
     """[batch, seq, hidden] reshaped to [batch, seq, heads, head_size], heads moved forward."""
-    return op("Transpose", op("Reshape", projection, any_value()), perm=perm)
+    return _op("Transpose", _op("Reshape", projection, any_value()), perm=perm)
 
 
 def _keys_transposed(key: Pattern) -> Pattern:
     """Kᵀ per head: one Transpose straight from the head split, or (dynamo) the heads' last two
     dims swapped through a 3-D Reshape → Transpose → Reshape."""
-    through_3d = op("Reshape", op("Transpose", op("Reshape", _heads(key), any_value()),
+    through_3d = _op("Reshape", _op("Transpose", _op("Reshape", _heads(key), any_value()),
                                   perm=(0, 2, 1)), any_value())
     return _heads(key, KEY_SPLIT) | through_3d
 
 
 def _scaled(x: Pattern, name: str) -> Pattern:
     """x, or x times a scalar constant (SDPA exports multiply Q and Kᵀ by √scale each)."""
-    return op("Mul", x, scalar_const().bind(name, as_float)) | x
+    return _op("Mul", x, scalar_const().bind(name, as_float)) | x
 
 
 def _reciprocal(value: Value) -> float:
@@ -54,9 +61,9 @@ def _reciprocal(value: Value) -> float:
 
 def _scores(query: Pattern, key: Pattern) -> Pattern:
     """Q·Kᵀ, with the scale on either factor or on the product (Mul, or Div by √head_size)."""
-    qk = op("MatMul", _scaled(query, "q_scale"), _scaled(_keys_transposed(key), "k_scale"))
-    return (op("Mul", qk, scalar_const().bind("score_scale", as_float))
-            | op("Div", qk, scalar_const().bind("score_scale", _reciprocal)) | qk)
+    qk = _op("MatMul", _scaled(query, "q_scale"), _scaled(_keys_transposed(key), "k_scale"))
+    return (_op("Mul", qk, scalar_const().bind("score_scale", as_float))
+            | _op("Div", qk, scalar_const().bind("score_scale", _reciprocal)) | qk)
 
 
 def _masked(query: Pattern, key: Pattern) -> Pattern:
@@ -64,8 +71,8 @@ def _masked(query: Pattern, key: Pattern) -> Pattern:
     (Where(allowed, scores, fill value)) — or no mask at all (an encoder without padding)."""
     scores = _scores(query, key)
     mask = any_value().bind("mask")
-    return (op("Add", scores, mask).tag("mask_kind", "additive")
-            | op("Where", mask, scores, const()).tag("mask_kind", "where")
+    return (_op("Add", scores, mask).tag("mask_kind", "additive")
+            | _op("Where", mask, scores, const()).tag("mask_kind", "where")
             | _scores(query, key).tag("mask_kind", "none"))
 
 
@@ -84,21 +91,6 @@ def _along_last_axis(value: Value, _: dict) -> bool:
 def _axis_found(value: Value, _: dict) -> str:
     axis, rank = _axis_and_rank(value)
     return f"axis {axis} (rank {rank})"
-
-
-def _readable_outside(root: Pattern) -> Pattern:
-    """Let every intermediate be read outside the match too: without bindings, run-time shape
-    arithmetic reads them (Shape of Q's heads, of the context) to compute Reshape targets."""
-    stack, seen = [root], set()
-    while stack:
-        element = stack.pop()
-        if id(element) in seen:
-            continue
-        seen.add(id(element))
-        if isinstance(element, OpPattern):
-            element.allow_external_uses()
-        stack.extend(element.children())
-    return root
 
 
 @register("attention")
@@ -134,11 +126,11 @@ def attention() -> Pattern:
     query = _heads(_separate(x) | packed).bind("q_heads")
     key = _separate(x) | packed.output(1)
     value = _heads(_separate(x) | packed.output(2))
-    softmax = op("Softmax", _masked(query, key)).bind("softmax").where(
+    softmax = _op("Softmax", _masked(query, key)).bind("softmax").where(
         _along_last_axis, "softmax over the last axis", _axis_found)
-    probs = op("Where", op("IsNaN", softmax), const(0.0), softmax) | softmax
-    context = op("MatMul", probs, value)
-    merged = op("Transpose", op("Reshape", context, any_value()) | context, perm=HEAD_SPLIT)
-    return _readable_outside(op("Reshape", merged, any_value())).described_as(
+    probs = _op("Where", _op("IsNaN", softmax), const(0.0), softmax) | softmax
+    context = _op("MatMul", probs, value)
+    merged = _op("Transpose", _op("Reshape", context, any_value()) | context, perm=HEAD_SPLIT)
+    return _op("Reshape", merged, any_value()).described_as(
         "Multi-head self-attention: Q/K/V projections, head split, Q·Kᵀ, scale, mask, Softmax "
         "over the last axis, ·V and head merge, as eager, SDPA and dynamo exports write it.")

@@ -13,7 +13,7 @@ def batch_norm(producer: Pattern, weight_axis: int | None = None) -> Pattern:
     with ``weight_axis`` the BN has one channel per slice of the weight along that axis."""
     scale = const().bind("scale")
     if weight_axis is not None:
-        scale.same_size_as("weight", axis=weight_axis)
+        scale = scale.same_size_as("weight", axis=weight_axis)
     return op("BatchNormalization", producer, scale, const().bind("b"), const().bind("mean"),
               const().bind("var"), training_mode=0).bind("bn")
 

@@ -1,5 +1,6 @@
 """"Check this pass": run the graph after the selected pass and the input model in
-onnxruntime on the same inputs and say whether the outputs still agree."""
+onnxruntime on the same inputs and say whether the outputs still agree — and whether the
+model loads and runs at onnxruntime's default level, as users load it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def layout() -> html.Div:
     return html.Div(className="numeric-check", children=[
         html.Button("Check this pass numerically", id=ids.NUMERIC_CHECK, className="button",
                     title="run the graph after this pass and the input model in onnxruntime "
-                          "on the same inputs and compare their outputs"),
+                          "on the same inputs and compare their outputs; also load and run "
+                          "it at onnxruntime's default level (ORT_ENABLE_ALL)"),
         html.Div(id=ids.NUMERIC_RESULT, className="numeric-result"),
     ])
 
@@ -42,5 +44,7 @@ def register(app, services: Services) -> None:
 def render(check: StepCheck) -> html.Div:
     return html.Div([
         html.Div(check.headline(), className="check-ok" if check.report.ok else "check-bad"),
+        html.Div(check.runtime_line(), id=ids.NUMERIC_RUNTIME,
+                 className="check-ok" if check.runtime.ok else "check-bad"),
         html.Div(check.detail(), className="muted check-detail"),
     ])

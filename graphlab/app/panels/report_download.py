@@ -9,7 +9,7 @@ from dash import Input, Output, State, dcc, html, no_update
 
 from compiler_core.hardware.targets import get_target
 
-from ...commands.common import parse_bindings
+from ...user_input import parse_bindings
 from ...report import render, tell
 from .. import ids
 from ..messages import user_message

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 
 from .. import ids
-from ...commands.units import format_seconds
+from ...units import format_seconds
 from ..graph_analyses import cost_of
 from ..messages import user_message
 from ..roofline_view import left_out_caption, op_points, pass_change, roofline_figure

@@ -17,7 +17,7 @@ from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
 
 from .. import ids
-from ...commands.common import parse_bindings
+from ...user_input import parse_bindings
 from ..messages import log, user_message
 from ..services import Services
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \

@@ -1,0 +1,121 @@
+"""Run a model the way its users run it: onnxruntime at a chosen optimization level, in a child.
+
+GraphLab's own numerical check runs onnxruntime with its optimizer off, to test *our* graph.
+Users run onnxruntime at its default level (ORT_ENABLE_ALL), where onnxruntime rewrites the
+graph again — and a malformed-but-accepted node can make that rewrite crash the whole process
+(a segmentation fault, not an exception).  So this check loads and runs the model in a child
+process: a crash there is a failed check with the signal named, never a dead CLI, builder or
+server.  The child imports only onnxruntime and numpy (``compiler_core.ort_child``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+# onnxruntime's levels, by the names users pass on the command line.
+LEVELS = {
+    "disabled": "ORT_DISABLE_ALL",
+    "basic": "ORT_ENABLE_BASIC",
+    "extended": "ORT_ENABLE_EXTENDED",
+    "all": "ORT_ENABLE_ALL",
+}
+DEFAULT_LEVEL = "all"          # onnxruntime's own default: what a user's InferenceSession does
+DEFAULT_TIMEOUT_SECONDS = 300  # a load that takes longer is reported as stuck, not waited on
+
+
+@dataclass
+class RuntimeOutcome:
+    """What happened when onnxruntime loaded (and ran) a model at one level.
+
+    ``stage`` is where it ended: "ran" (outputs available), "load" (the session could not be
+    created), "run" (the session failed on the inputs), "crash" (the process died: a signal,
+    with onnxruntime's own last words in ``error``) or "timeout".
+    """
+
+    level: str
+    stage: str
+    error: str = ""
+    outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.stage == "ran"
+
+    def describe(self) -> str:
+        """One line for a report: `loads and runs at ORT_ENABLE_ALL` or what went wrong."""
+        level = LEVELS[self.level]
+        if self.ok:
+            return f"loads and runs in onnxruntime at {level}"
+        verb = {"load": "fails to load", "run": "fails to run", "crash": "crashes onnxruntime",
+                "timeout": "does not finish loading and running"}[self.stage]
+        return f"{verb} at {level}: {self.error}" if self.error else f"{verb} at {level}"
+
+    def to_dict(self) -> dict:
+        return {"level": LEVELS[self.level], "ok": self.ok, "stage": self.stage,
+                "error": self.error}
+
+
+def check_level(level: str) -> str:
+    """The level's short name, or a ValueError listing the names there are."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown onnxruntime level {level!r}: choose one of "
+                         f"{', '.join(LEVELS)}")
+    return level
+
+
+def run_isolated(model: bytes, batches: list[dict] | None = None, *, level: str = DEFAULT_LEVEL,
+                 threads: int = 1, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> RuntimeOutcome:
+    """Load ``model`` (serialized ONNX) in a child onnxruntime at ``level`` and run each batch.
+
+    With no batches the child only creates the session (does the model load at all?).
+    """
+    check_level(level)
+    with tempfile.TemporaryDirectory(prefix="graphlab-ort-") as scratch:
+        folder = Path(scratch)
+        (folder / "model.onnx").write_bytes(model)
+        with open(folder / "inputs.pkl", "wb") as handle:
+            pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
+        command = [sys.executable, "-m", "compiler_core.ort_child", str(folder), LEVELS[level],
+                   str(threads)]
+        try:
+            child = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                   env=_child_environment())
+        except subprocess.TimeoutExpired:
+            return RuntimeOutcome(level, "timeout", f"gave up after {timeout:g} s")
+        answer = folder / "answer.pkl"
+        if child.returncode == 0 and answer.exists():
+            with open(answer, "rb") as handle:
+                stage, error, outputs = pickle.load(handle)
+            return RuntimeOutcome(level, stage, error, outputs)
+        return RuntimeOutcome(level, "crash", _death(child.returncode, child.stderr))
+
+
+def _child_environment() -> dict[str, str]:
+    """The parent's environment, with this package importable from wherever it was loaded."""
+    env = dict(os.environ)
+    package_parent = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH"))
+                                        if p)
+    return env
+
+
+def _death(returncode: int, stderr: str) -> str:
+    """Why the child died: the signal's name (SIGSEGV, ...) and onnxruntime's last line."""
+    if returncode < 0:
+        try:
+            cause = f"the process was killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            cause = f"the process was killed by signal {-returncode}"
+    else:
+        cause = f"the process exited with status {returncode}"
+    last = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    return f"{cause} ({last[-1][:300]})" if last else cause

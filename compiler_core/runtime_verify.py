@@ -1,0 +1,177 @@
+"""Verification that sees what users see: a pipeline's models at onnxruntime's default level.
+
+The numerical check (``verify.Verifier``) runs onnxruntime with its optimizer off, to test
+GraphLab's graph and nothing else.  A user's ``InferenceSession`` optimizes at ORT_ENABLE_ALL,
+where a node onnxruntime accepts can still crash its optimizer.  So each model is also loaded
+and run at that level in a child process (``runtime_check.run_isolated``) on the verifier's
+inputs, and its outputs are compared with the reference at the tolerance the numerical check
+uses.  When a model fails, the snapshots are bisected for the pass that broke it — after
+checking the input model, which may fail already (then no pass is to blame).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .ir import Graph, to_bytes
+from .passes.manager import PipelineResult
+from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
+from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
+
+CHECK_WHEN = ("final", "each", "off")  # which models `compile --runtime-check` runs
+
+
+@dataclass
+class LevelCheck:
+    """One model loaded and run at one onnxruntime level, and its outputs compared."""
+
+    outcome: RuntimeOutcome
+    report: VerifyReport | None = None  # None when the model did not run
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome.ok and self.report is not None and self.report.ok
+
+    def describe(self) -> str:
+        """`loads and runs in onnxruntime at ORT_ENABLE_ALL; outputs match (...)` or why not."""
+        if self.report is None:
+            return self.outcome.describe()
+        if self.report.ok:
+            return (f"{self.outcome.describe()}; outputs match the input model's (max abs "
+                    f"error {self.report.max_abs_err:.3g})")
+        failing = [o for o in self.report.outputs if not o.ok]
+        return (f"{self.outcome.describe()}, but {len(failing)} output(s) differ from the input "
+                f"model's: " + "; ".join(
+                    f"{o.name}: {o.note or f'max abs error {o.max_abs_err:.3g}'}"
+                    for o in failing))
+
+    def to_dict(self) -> dict:
+        return {**self.outcome.to_dict(), "ok": self.ok,
+                "max_abs_err": None if self.report is None else self.report.max_abs_err,
+                "rtol": None if self.report is None else self.report.rtol}
+
+
+def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
+                   level: str = DEFAULT_LEVEL) -> LevelCheck:
+    """Run ``graph`` at ``level`` in a child on the verifier's inputs; compare with its reference.
+
+    Like ``Verifier.check``, the graph runs with inference semantics."""
+    outcome = run_isolated(to_bytes(with_inference_semantics(graph)), [verifier.inputs],
+                           level=level)
+    if not outcome.ok:
+        return LevelCheck(outcome)
+    return LevelCheck(outcome, compare_outputs(verifier.reference_outputs,
+                                               outcome.outputs[0], rtol))
+
+
+@dataclass
+class RuntimeVerdict:
+    """What `compile --verify` says about the pipeline at one onnxruntime level.
+
+    ``final`` checks the pipeline's output; with ``when == "each"``, ``per_pass`` checks every
+    pass's output (an unchanged pass shares its predecessor's answer).  On a failure,
+    ``input_check`` says whether the input model fails already (then no pass is to blame);
+    otherwise ``culprit`` is the index of the first pass whose output fails while its input
+    passes, and ``culprit_check`` that output's check.
+    """
+
+    level: str
+    when: str
+    final: LevelCheck
+    pass_names: list[str]
+    per_pass: list[LevelCheck] = field(default_factory=list)
+    input_check: LevelCheck | None = None
+    culprit: int | None = None
+    culprit_check: LevelCheck | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.final.ok and all(check.ok for check in self.per_pass)
+
+    @property
+    def input_fails(self) -> bool:
+        return self.input_check is not None and not self.input_check.ok
+
+    @property
+    def culprit_name(self) -> str | None:
+        return None if self.culprit is None else self.pass_names[self.culprit]
+
+    def failing_check(self) -> LevelCheck | None:
+        """The check that explains a failure: the input's, or the first failing pass's."""
+        if self.ok:
+            return None
+        return self.input_check if self.input_fails else self.culprit_check
+
+    def headline(self) -> str:
+        """One line for a report."""
+        if self.ok:
+            what = "every pass's output" if self.when == "each" else "final model"
+            return f"{what}: {self.final.describe()}"
+        if self.input_fails:
+            return (f"the input model already {self.input_check.describe()} — no pass is to "
+                    f"blame; the final model {self.final.describe()}")
+        return (f"pass {self.culprit + 1} ({self.culprit_name}) is the first whose output "
+                f"{self.culprit_check.describe()}")
+
+    def to_dict(self) -> dict:
+        """The `runtime_check` record of `graphlab compile --json`."""
+        shown = self.failing_check() or self.final
+        return {
+            "level": LEVELS[self.level],
+            "checked": self.when,
+            "ok": self.ok,
+            "stage": shown.outcome.stage,
+            "error": "" if self.ok else shown.describe(),
+            "input_fails": self.input_fails,
+            "first_failing_pass": self.culprit_name,
+            "first_failing_index": self.culprit,
+            "final": self.final.to_dict(),
+            "summary": self.headline(),
+        }
+
+
+def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = DEFAULT_LEVEL,
+                   each: bool = False) -> RuntimeVerdict:
+    """Check a ``PipelineResult``'s final model (or every pass's, with ``each``) at ``level``.
+
+    On a failure the input model is checked, then the first failing pass found: by a scan
+    when every pass was checked, else by bisecting the snapshots."""
+    snapshots = result.snapshots
+    cache: dict[int, LevelCheck] = {}
+
+    def check(index: int) -> LevelCheck:
+        """Pass ``index``'s output (-1: the input model); an unchanged pass reuses the answer."""
+        while index >= 0 and not snapshots[index].changed:
+            index -= 1
+        if index not in cache:
+            graph = result.initial if index < 0 else snapshots[index].graph
+            rtol = result.tolerance_after(index)[0] if index >= 0 else verifier.rtol
+            cache[index] = check_at_level(verifier, graph, rtol, level)
+        return cache[index]
+
+    last = len(snapshots) - 1
+    per_pass = [check(i) for i in range(len(snapshots))] if each else []
+    verdict = RuntimeVerdict(level, "each" if each else "final", check(last),
+                             [s.pass_name for s in snapshots], per_pass)
+    if verdict.ok:
+        return verdict
+    verdict.input_check = check(-1)
+    if not verdict.input_fails:
+        verdict.culprit = (next(i for i, c in enumerate(per_pass) if not c.ok) if each
+                           else _first_failing(check, last))
+        verdict.culprit_check = check(verdict.culprit)
+    return verdict
+
+
+def _first_failing(check, last: int) -> int:
+    """Bisect: the first pass whose output fails, given that the input passes and ``last``
+    fails.  It assumes a failure, once a pass introduces it, persists; the pass it names always
+    has a passing input and a failing output."""
+    good, bad = -1, last
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if check(middle).ok:
+            good = middle
+        else:
+            bad = middle
+    return bad
