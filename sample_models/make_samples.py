@@ -5,6 +5,7 @@ Run from the repository root:
     python sample_models/make_samples.py                 # every sample + manifest.json
     python sample_models/make_samples.py --only cnn_bn,teach_gelu
     python sample_models/make_samples.py --large sample_models/large   # bert_base.onnx, not committed
+    python sample_models/make_samples.py --bert-eager sample_models/large  # 3-layer eager BERT
 
 This is the only file in GraphLab that needs torch / transformers / scikit-learn. Everything it
 writes (small .onnx files, one .npz test set, manifest.json) is committed, so the app and the tests
@@ -886,6 +887,23 @@ def make_bert_base(out_dir: Path) -> Path:
     return path
 
 
+def make_bert_eager(out_dir: Path, layers: int = 3) -> Path:
+    """A small BERT (hidden 256, 4 heads, FFN 1024, vocab 1000) with eager attention, TorchScript
+    exporter at opset 13, dynamic batch/seq, random weights; not committed.  Eager attention at
+    opset 13 is the form onnxruntime's own fusions know best, so benchmarks/latency.py uses it
+    to check that GraphLab's onnxruntime export does not lose speed against them."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"bert_{layers}layer_eager_op13.onnx"
+    model = _bert(dict(vocab_size=VOCAB, hidden_size=256, num_hidden_layers=layers,
+                       num_attention_heads=4, intermediate_size=1024,
+                       max_position_embeddings=MAX_POS), seed=11)("eager")
+    _torchscript_export(model, _example_tokens(BERT_INPUTS), path, opset_version=13,
+                        input_names=BERT_INPUTS, output_names=BERT_OUTPUTS, dynamic_axes=BERT_AXES)
+    _fix_ir_version(path)
+    _check_against_torch(path, model, _token_feeds(BERT_INPUTS, [(1, 16), (2, 7)]), atol=1e-3)
+    return path
+
+
 # --------------------------------------------------------------------------------------------
 # driver
 # --------------------------------------------------------------------------------------------
@@ -914,11 +932,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=HERE, help="output directory (default: next to this script)")
     parser.add_argument("--large", type=Path, metavar="OUT_DIR",
                         help="only write bert_base.onnx (~440 MB, not committed) into OUT_DIR")
+    parser.add_argument("--bert-eager", type=Path, metavar="OUT_DIR",
+                        help="only write a small BERT with eager attention at opset 13 (not "
+                             "committed) into OUT_DIR, with --layers layers")
+    parser.add_argument("--layers", type=int, default=3, help="layers of --bert-eager's BERT")
     args = parser.parse_args(argv)
 
     if args.large is not None:
         path = make_bert_base(args.large)
         print(summarize(path))
+        return
+    if args.bert_eager is not None:
+        print(summarize(make_bert_eager(args.bert_eager, args.layers)))
         return
 
     names = list(SAMPLES) if not args.only else [n.strip() for n in args.only.split(",") if n.strip()]

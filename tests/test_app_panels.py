@@ -19,7 +19,7 @@ from graphlab.app.intensity_bands import BANDS, NO_ARITHMETIC, node_bands
 from graphlab.app.memory_view import PlanSummary, memory_figure, summary_rows
 from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.panels.chart_panel import picked_node
-from graphlab.app.panels.exports import image_name
+from graphlab.app.panels.exports import image_name, model_file
 from graphlab.app.panels.navigation import _apply
 from graphlab.app.panels.systolic import chosen_problem
 from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
@@ -266,6 +266,10 @@ def test_the_optimized_model_download_is_the_last_snapshot(cnn):
     data = to_bytes(final)
     assert [n.name for n in load_model(data).nodes] == [n.name for n in final.nodes]
     assert onnx.load_from_string(data).functions   # the fused bodies, as model-local functions
+    data, name = model_file(final, "my model.onnx", "onnxruntime")
+    model = onnx.load_from_string(data)
+    assert name == "my_model.onnxruntime.onnx" and not model.functions
+    assert {(n.domain, n.op_type) for n in model.graph.node} >= {("com.microsoft", "FusedConv")}
     assert image_name(ViewState(model="my model.onnx", step=2), "after") == \
         "my_model-pass3-after"
 

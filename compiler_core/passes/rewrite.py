@@ -1,5 +1,5 @@
 """Rewrite primitives shared by the passes: bypass a node, insert one after a value, fuse a set
-of nodes into one, replace a set of nodes by one standard op.
+of nodes into one (and open it again), replace a set of nodes by one standard op.
 
 Fused nodes keep their original subgraph as a ``body`` (like an XLA fusion computation) whose
 nodes keep their ids, so the app can open a fused node and show what it was made of, and the
@@ -164,6 +164,36 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=FUSED_DOMAIN,
                           name=fused_name(op_type, members), provenance=provenance,
                           body=body, order=order)
+
+
+def open_fused_node(graph: Graph, ctx: PassContext, node: Node,
+                    rule: str = "open_fused_node") -> list[Node]:
+    """Replace the fused ``node`` by its body's nodes (the reverse of ``fuse_nodes``); the
+    copies keep the body nodes' ids and provenance."""
+    body = node.body
+    mapping: dict[str, Value] = {inner.name: outer for inner, outer
+                                 in zip(body.inputs, node.inputs)}
+    for name, constant in body.initializers.items():
+        mapping[name] = graph.add_initializer(name, constant.const)
+    results = {inner.name: outer for inner, outer in zip(body.outputs, node.outputs)}
+    start, step = node.order - 1.0, 1.0 / (len(body) + 1)
+    graph.remove_node(node)
+    opened = []
+    for k, inner in enumerate(body.nodes):
+        outputs = [None if v is None else results.get(v.name) or
+                   graph.new_value(v.name, v.elem_type, v.shape) for v in inner.outputs]
+        copy = graph.add_node(
+            inner.op_type, [None if v is None else mapping[v.name] for v in inner.inputs],
+            outputs, attrs=inner.attrs, domain=inner.domain, name=inner.name, body=inner.body,
+            provenance=inner.provenance or ctx.provenance(rule, [inner]),
+            order=start + (k + 1) * step,
+            node_id=None if graph.node_by_id(inner.id) is not None else inner.id)
+        copy.attr_types = inner.attr_types
+        for old, new in zip(inner.outputs, outputs):
+            if old is not None:
+                mapping[old.name] = new
+        opened.append(copy)
+    return opened
 
 
 def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str,

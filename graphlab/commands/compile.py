@@ -4,7 +4,8 @@ The report is the PassManager's snapshots (``Snapshot.summary()``), printed as a
 JSON; with ``--verify`` every pass is checked against the input model with onnxruntime, the
 final model (or, with ``--runtime-check each``, every pass's) is also run at onnxruntime's
 default optimization level in a child process, and the command exits with status 1 when a
-check fails.
+check fails.  ``--runtime onnxruntime`` writes fused nodes as onnxruntime's own operators
+(``compiler_core.lowering``) and reports what each became.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import sys
 
 from compiler_core.ir import save_model
 from compiler_core.ir.summary import op_histogram
+from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
@@ -25,6 +27,7 @@ from .runtime_options import (add_runtime_check_options, run_runtime_check, runt
                               wants_verify)
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
+RUNTIMES = ("onnx", "onnxruntime")
 
 
 def add_parser(subparsers) -> None:
@@ -44,6 +47,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--calibrate", metavar="FILE.npz",
                         help="calibration inputs for quantize_int8 (O2-int8), one array per "
                              "model input, samples along the first axis (default: generated)")
+    parser.add_argument("--runtime", choices=RUNTIMES, default="onnx",
+                        help="onnx (default): fused nodes as model-local functions, for any "
+                             "runtime; onnxruntime: as onnxruntime's operators (Attention, "
+                             "SkipLayerNormalization, ...) or inline, which it runs fastest")
     add_runtime_check_options(parser)
     add_target_option(parser)
     add_json_flag(parser)
@@ -59,14 +66,15 @@ def run(args) -> int:
                           calibration_inputs=[load_inputs(args.calibrate, graph)]
                           if args.calibrate else None)
     result = manager.run(graph)
+    lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     if args.output:
-        save_model(result.final, args.output)
+        save_model(lowering.graph if lowering else result.final, args.output)
     runtime = run_runtime_check(args, result)
-    report = compile_report(result, args.output, runtime)
+    report = compile_report(result, args.output, runtime, lowering)
     if args.json:
         print_json(report)
     else:
-        _print_text(result, report)
+        _print_text(result, report, lowering)
     failed = [s.pass_name for s in result.snapshots if s.verify is not None and not s.verify.ok]
     if failed:
         print(f"graphlab: verification FAILED: outputs changed beyond tolerance after "
@@ -78,9 +86,11 @@ def run(args) -> int:
 
 
 def compile_report(result: PipelineResult, output: str | None,
-                   runtime: RuntimeVerdict | None = None) -> dict:
-    """The `--json` record: node counts, the final op histogram, one entry per pass, and the
-    runtime check (None when it did not run)."""
+                   runtime: RuntimeVerdict | None = None,
+                   lowering: Lowering | None = None) -> dict:
+    """The `--json` record: node counts, the final op histogram, one entry per pass, the
+    runtime check (None when it did not run), and the export: for ``--runtime onnxruntime``
+    what each fused node became."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
     passes = [s.summary() for s in result.snapshots]
     for entry, check in zip(passes, runtime.per_pass if runtime else []):
@@ -94,10 +104,11 @@ def compile_report(result: PipelineResult, output: str | None,
                    "ok": all(r.ok for r in checked)} if checked else None,
         "runtime_check": runtime.to_dict() if runtime else None,
         "output": output,
+        "export": lowering.to_dict() if lowering else {"runtime": "onnx"},
     }
 
 
-def _print_text(result: PipelineResult, report: dict) -> None:
+def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None) -> None:
     width = max(len(s.pass_name) for s in result.snapshots)
     runtime = report["runtime_check"]
     each = runtime is not None and runtime["checked"] == "each"
@@ -120,6 +131,12 @@ def _print_text(result: PipelineResult, report: dict) -> None:
     if runtime is not None:
         print(f"runtime   {runtime['level']}: {'ok' if runtime['ok'] else 'FAILED'}: "
               f"{runtime['summary']}")
+    if lowering is not None:
+        made = ", ".join(f"{n} {op}" for op, n in lowering.counts().items())
+        print(f"onnxruntime: fused nodes became {made or 'nothing (none were fused)'}")
+        for record in lowering.nodes:
+            if record.reason:
+                print(f"inline    {record.fused_op} {record.node}: {record.reason}")
     print(f"{report['nodes_before']} -> {report['nodes_after']} nodes in "
           f"{result.seconds:.2f} s" + (f"; wrote {report['output']}" if report["output"] else ""))
 

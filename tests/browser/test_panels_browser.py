@@ -139,5 +139,11 @@ def test_a_pane_downloads_as_a_valid_svg(started):
 def test_the_optimized_model_downloads_as_onnx(started):
     dash_duo = started
     dash_duo.find_element("#export-model").click()
-    graph = load_model(downloaded(dash_duo, ".onnx"))
+    graph = load_model(downloaded(dash_duo, ".optimized.onnx"))
     assert len(graph.nodes) == len(final_graph("cnn_bn").nodes)
+    dash_duo.find_element("#export-model-onnxruntime").click()
+    path = downloaded(dash_duo, ".onnxruntime.onnx")
+    assert os.path.basename(path) == "cnn_bn.onnxruntime.onnx"
+    lowered = load_model(path)
+    assert [(n.domain, n.op_type) for n in lowered.nodes if "Conv" in n.op_type] == \
+        [("com.microsoft", "FusedConv")] * 3

@@ -10,11 +10,11 @@ from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Graph, Node
 from ..base import Decline, Pass, PassContext, PassResult
 from ..registry import register
-from ..rewrite import fuse_nodes
+from ..rewrite import fuse_nodes, open_fused_node
 from .benefit import OffloadEstimate, estimate_offload, transfer_bytes
 from .regions import grow_regions
 from .support import unsupported_reason
-from .unfuse import open_fused_node, worth_opening
+from .unfuse import worth_opening
 
 PARTITION_OP = "AcceleratorPartition"
 RULE = "partition"

@@ -1,6 +1,7 @@
 """Downloads: either graph pane as SVG or PNG (drawn by cytoscape in the browser, the whole
 graph as shown: open groups, marks, overlay), and the optimized model — the pipeline's last
-snapshot — as ONNX."""
+snapshot — as portable ONNX (fused nodes as model-local functions) or as ONNX for onnxruntime
+(fused nodes as its own operators, see ``compiler_core.lowering``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import re
 import dash_cytoscape as cyto
 from dash import Input, Output, State, ctx, dcc, html, no_update
 
-from compiler_core.ir import to_bytes
+from compiler_core.ir import Graph, to_bytes
+from compiler_core.lowering import lower_for_onnxruntime
 
 from .. import ids
 from ..messages import user_message
@@ -17,6 +19,7 @@ from ..services import Services
 from ..view_state import ViewState
 
 MODEL_BUTTON = "export-model"
+ORT_MODEL_BUTTON = "export-model-onnxruntime"
 MODEL_DOWNLOAD = "export-model-download"
 MESSAGE = "export-message"
 IMAGE = "export-image"        # pattern-matching type, index = 'before:svg', 'after:png', ...
@@ -37,8 +40,19 @@ def pane_buttons(pane_id: str) -> html.Span:
 def model_button() -> html.Span:
     return html.Span([
         html.Button("⤓ optimized .onnx", id=MODEL_BUTTON, className="button",
-                    title="download the model after the last pass of the pipeline"),
+                    title="download the model after the last pass of the pipeline, fused "
+                          "nodes as model-local functions (runs in any ONNX runtime)"),
+        html.Button("⤓ ONNX for onnxruntime", id=ORT_MODEL_BUTTON, className="button",
+                    title="the same model with fused nodes as onnxruntime's own operators "
+                          "(Attention, SkipLayerNormalization, ...), which it runs fastest"),
         dcc.Download(id=MODEL_DOWNLOAD), html.Span(id=MESSAGE)])
+
+
+def model_file(graph: Graph, label: str, runtime: str) -> tuple[bytes, str]:
+    """The model's bytes and file name for the ``onnx`` or the ``onnxruntime`` download."""
+    if runtime == "onnxruntime":
+        return to_bytes(lower_for_onnxruntime(graph).graph), f"{_stem(label)}.onnxruntime.onnx"
+    return to_bytes(graph), f"{_stem(label)}.optimized.onnx"
 
 
 def register(app, services: Services) -> None:
@@ -59,18 +73,21 @@ def register(app, services: Services) -> None:
         return (request, no_update) if side == "before" else (no_update, request)
 
     @app.callback(Output(MODEL_DOWNLOAD, "data"), Output(MESSAGE, "children"),
-                  Input(MODEL_BUTTON, "n_clicks"), State(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"), prevent_initial_call=True)
-    def model(clicks, view, upload):
-        if not clicks or not view:
+                  Input(MODEL_BUTTON, "n_clicks"), Input(ORT_MODEL_BUTTON, "n_clicks"),
+                  State(ids.VIEW, "data"), State(ids.UPLOAD_TOKEN, "data"),
+                  prevent_initial_call=True)
+    def model(_portable, _ort, view, upload):
+        if not ctx.triggered[0]["value"] or not view:
             return no_update, no_update
+        runtime = "onnxruntime" if ctx.triggered_id == ORT_MODEL_BUTTON else "onnx"
         state = ViewState.from_dict(view)
         try:
             workspace = services.workspace(state, upload)
-            data = to_bytes(workspace.result.snapshots[-1].graph)
+            data, name = model_file(workspace.result.snapshots[-1].graph, workspace.label,
+                                    runtime)
         except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps going
             return no_update, html.Span(user_message(err), className="message error")
-        return dcc.send_bytes(data, f"{_stem(workspace.label)}.optimized.onnx"), ""
+        return dcc.send_bytes(data, name), ""
 
 
 def image_name(state: ViewState, side: str) -> str:

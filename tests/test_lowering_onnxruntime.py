@@ -1,0 +1,148 @@
+"""The onnxruntime export: which fused nodes become which onnxruntime op, that the result
+computes what the portable (function) export computes, and that onnxruntime loads and runs it
+with all its own optimizations on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_model_proto
+from compiler_core.lowering import INLINE, lower_for_onnxruntime
+from compiler_core.passes import PassManager
+from compiler_core.verify import compare_outputs, make_inputs, run
+from graphlab.cli import main
+from graphlab.samples import get_sample
+
+MS = "com.microsoft:"
+# Per sample: how many fused nodes must become each op (ops not listed may appear too).
+EXPECTED = {
+    "bert_tiny_op13": {MS + "Attention": 2, MS + "BiasGelu": 2, MS + "FusedGemm": 1,
+                       MS + "SkipLayerNormalization": 2, "ai.onnx:LayerNormalization": 3},
+    "bert_tiny_op20": {MS + "Attention": 2, MS + "BiasGelu": 2, MS + "FusedGemm": 1,
+                       MS + "SkipLayerNormalization": 4},
+    "bert_tiny_dynamo": {MS + "Attention": 2, MS + "BiasGelu": 2, MS + "FusedGemm": 1,
+                         MS + "SkipLayerNormalization": 5},
+    "gpt2_tiny": {MS + "Attention": 2, MS + "FastGelu": 2, MS + "SkipLayerNormalization": 1,
+                  "ai.onnx:LayerNormalization": 4},
+    "cnn_bn": {MS + "FusedConv": 3},
+    "mobilenet_tiny": {MS + "FusedConv": 9},
+    "mlp_dropout": {MS + "FusedGemm": 2},
+    "teach_conv_bn": {MS + "FusedConv": 1},
+    "teach_matmul_bias": {MS + "FusedGemm": 1},
+    "teach_gelu": {MS + "Gelu": 1, INLINE: 1},
+    "teach_layernorm": {"ai.onnx:LayerNormalization": 1, INLINE: 1},
+}
+
+
+@lru_cache(maxsize=None)
+def _compiled(name: str):
+    final = PassManager("O2").run(load_model(get_sample(name).path)).final
+    return final, lower_for_onnxruntime(final)
+
+
+def _run_fully_optimized(tmp_path, graph, inputs: dict) -> dict:
+    """Outputs of ``graph`` in onnxruntime at ORT_ENABLE_ALL, in a child process (onnxruntime
+    can crash on a malformed model instead of raising)."""
+    model, feeds, results = tmp_path / "m.onnx", tmp_path / "in.npz", tmp_path / "out.npz"
+    model.write_bytes(to_model_proto(graph).SerializeToString())
+    np.savez(feeds, **inputs)
+    code = (
+        "import sys, numpy as np, onnxruntime as ort\n"
+        "o = ort.SessionOptions()\n"
+        "o.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL\n"
+        "s = ort.InferenceSession(sys.argv[1], o, providers=['CPUExecutionProvider'])\n"
+        "feeds = dict(np.load(sys.argv[2]))\n"
+        "names = [o.name for o in s.get_outputs()]\n"
+        "np.savez(sys.argv[3], **dict(zip(names, s.run(names, feeds))))\n")
+    done = subprocess.run([sys.executable, "-c", code, str(model), str(feeds), str(results)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(np.load(results))
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fused_nodes_lower_to_onnxruntime_ops(name):
+    _, lowering = _compiled(name)
+    counts = lowering.counts()
+    assert {op: counts.get(op, 0) for op in EXPECTED[name]} == EXPECTED[name]
+    lowering.graph.check()
+    assert not any(n.body is not None or n.domain == FUSED_DOMAIN for n in lowering.graph.nodes)
+    model = to_model_proto(lowering.graph)
+    assert not model.functions
+    assert all(r.reason for r in lowering.nodes if r.result == INLINE)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_lowered_model_matches_the_function_form_at_every_level(name, tmp_path):
+    final, lowering = _compiled(name)
+    inputs = make_inputs(final)
+    reference = run(final, inputs)  # the function form, onnxruntime's optimizations off
+    assert compare_outputs(reference, run(lowering.graph, inputs)).ok
+    assert compare_outputs(reference, _run_fully_optimized(tmp_path, lowering.graph, inputs)).ok
+
+
+def test_attention_reads_packed_weights_and_the_shared_mask_once():
+    _, lowering = _compiled("bert_tiny_op20")
+    attention = [n for n in lowering.graph.nodes if n.op_type == "Attention"]
+    assert {n.domain for n in attention} == {"com.microsoft"}
+    assert all(n.attrs["num_heads"] == 2 for n in attention)
+    assert all(n.inputs[1].shape == (64, 192) and n.inputs[2].shape == (192,)
+               for n in attention)
+    biases = {n.inputs[5].name for n in attention}
+    assert len(biases) == 1  # one Expand of the mask serves both layers
+    assert lowering.graph.values[biases.pop()].producer.op_type == "Expand"
+
+
+def _skip_layernorm_model(x_shape, skip_shape):
+    nodes = [helper.make_node("Add", ["x", "skip"], ["sum"]),
+             helper.make_node("LayerNormalization", ["sum", "g", "b"], ["y"], epsilon=1e-5)]
+    graph = helper.make_graph(
+        nodes, "sln", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape),
+                       helper.make_tensor_value_info("skip", TensorProto.FLOAT, skip_shape)],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("g", TensorProto.FLOAT, [8], np.linspace(0.5, 1.5, 8)),
+         helper.make_tensor("b", TensorProto.FLOAT, [8], np.linspace(-1, 1, 8))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 10
+    return from_proto(model)
+
+
+@pytest.mark.parametrize("x_shape, skip_shape, lowered", [
+    (["b", "s", 8], ["b", "s", 8], True),
+    ([2, 5, 8], [1, 5, 8], True),
+    ([1, 5, 8], [2, 5, 8], True),       # the full-size operand becomes the op's input
+    (["b", "s", 8], ["b2", "s", 8], False),  # cannot prove the batch sizes agree
+])
+def test_skip_layernorm_lowers_only_when_the_shapes_are_proven(x_shape, skip_shape, lowered):
+    final = PassManager("O2").run(_skip_layernorm_model(x_shape, skip_shape)).final
+    record, = lower_for_onnxruntime(final).nodes
+    assert record.fused_op == "SkipLayerNormalization"
+    if lowered:
+        assert record.result == MS + "SkipLayerNormalization"
+    else:
+        assert record.result == INLINE and "cannot be proven" in record.reason
+
+
+def test_compile_json_reports_what_each_fused_node_became(capsys, tmp_path):
+    out = tmp_path / "gpt2.onnx"
+    code = main(["compile", get_sample("gpt2_tiny").path, "--runtime", "onnxruntime",
+                 "-o", str(out), "--json"])
+    assert code == 0
+    report = json.loads(capsys.readouterr().out)["export"]
+    assert report["runtime"] == "onnxruntime"
+    assert report["lowered"][MS + "Attention"] == 2
+    assert {r["result"] for r in report["nodes"] if r["fused_op"] == "Gelu"} == {MS + "FastGelu"}
+    loaded = out.read_bytes()
+    assert b"com.microsoft" in loaded and FUSED_DOMAIN.encode() not in loaded
+
+
+def test_default_runtime_keeps_the_function_form(capsys):
+    assert main(["compile", get_sample("teach_gelu").path, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["export"] == {"runtime": "onnx"}
