@@ -1,0 +1,134 @@
+"""The differential property behind the fuzz test and benchmark: every preset, on every model,
+must give a model onnxruntime loads and runs — optimizer off and at its default ENABLE_ALL —
+with the original's outputs on the same inputs, or refuse cleanly with a GraphLabError.
+
+Models are compiled in this process; all runs (the original and every preset's output, at each
+level) go through ``runtime_check.run_isolated_many``, so onnxruntime starts once per level for
+a whole batch of cases and a segfault is one case's verdict, not the fuzzer's death.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+
+from compiler_core.errors import GraphLabError
+from compiler_core.ir import load_model, to_bytes
+from compiler_core.passes import PassManager
+from compiler_core.runtime_check import RuntimeOutcome, run_isolated_many
+from compiler_core.verify import compare_outputs, make_inputs
+from random_graphs import Case
+
+PRESETS = ("clean", "O1", "O2", "O2-nhwc", "O2-int8", "O2-partition")
+OK = "ok"
+REFUSED = "clean refusal"        # a GraphLabError with a message: acceptable
+CRASH = "crash"                  # a non-GraphLabError exception, or onnxruntime (optimizer off)
+                                 # cannot load, run or survive our output
+MISCOMPILE = "miscompile"        # outputs differ beyond the pipeline's tolerance
+LOAD_FAILURE = "load failure at ENABLE_ALL"  # the original runs there, our output does not
+ORIGINAL_FAILS = "original fails at ENABLE_ALL"  # onnxruntime's own problem, not ours
+INVALID = "invalid case"         # the generated model itself fails: a generator bug
+OUTCOMES = (OK, REFUSED, CRASH, MISCOMPILE, LOAD_FAILURE, ORIGINAL_FAILS, INVALID)
+FAILURES = (CRASH, MISCOMPILE, LOAD_FAILURE, INVALID)
+# Quantized outputs are checked against this bound of each output's scale, looser than the
+# pass's own tolerance: random weights and inputs are the int8 worst case (no real
+# distribution to calibrate on), and what must hold is that the model still computes
+# roughly the same function, with the right shapes, at every onnxruntime level.
+QUANTIZED_BOUND = 0.5
+
+
+@dataclass
+class Verdict:
+    outcome: str
+    detail: str = ""
+
+
+@dataclass
+class _Compiled:
+    """One case through the presets: the models to run, or why there is none."""
+
+    case: Case
+    inputs: dict = field(default_factory=dict)
+    models: dict[str, bytes] = field(default_factory=dict)   # preset -> exported output
+    tolerance: dict[str, float] = field(default_factory=dict)
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # decided without running
+
+
+def check_cases(cases: list[Case], presets=PRESETS) -> list[dict[str, Verdict]]:
+    """For each case, each preset's verdict."""
+    compiled = [_compile(case, presets) for case in cases]
+    jobs, slots = [], []
+    for number, item in enumerate(compiled):
+        if not item.inputs:
+            continue
+        for name, model in [("original", item.case.model.SerializeToString()),
+                            *item.models.items()]:
+            jobs.append((model, [item.inputs]))
+            slots.append((number, name))
+    ran: dict[tuple, dict[str, RuntimeOutcome]] = {slot: {} for slot in slots}
+    for level in ("disabled", "all"):
+        for slot, outcome in zip(slots, run_isolated_many(jobs, level=level)):
+            ran[slot][level] = outcome
+    return [{preset: item.verdicts.get(preset) or _judge(item, preset, ran, number)
+             for preset in presets} for number, item in enumerate(compiled)]
+
+
+def _compile(case: Case, presets) -> _Compiled:
+    item = _Compiled(case)
+    try:
+        graph = load_model(case.model.SerializeToString())
+        item.inputs = make_inputs(graph, case.bindings)
+    except Exception as err:  # noqa: BLE001 - every failure is a verdict
+        verdict = _exception_verdict(err)
+        item.verdicts = {preset: verdict for preset in presets}
+        return item
+    for preset in presets:
+        try:
+            result = PassManager(preset, bindings=case.bindings if case.specialize else None,
+                                 check=True).run(graph)
+            item.models[preset] = to_bytes(result.final)
+            item.tolerance[preset] = result.tolerance_after(len(result.snapshots) - 1)[0]
+        except Exception as err:  # noqa: BLE001
+            item.verdicts[preset] = _exception_verdict(err)
+    return item
+
+
+def _exception_verdict(err: Exception) -> Verdict:
+    if isinstance(err, GraphLabError) and str(err).strip():
+        return Verdict(REFUSED, f"{type(err).__name__}: {err}")
+    frame = traceback.extract_tb(err.__traceback__)[-1]
+    return Verdict(CRASH, f"{type(err).__name__}: {' '.join(str(err).split())[:300]} "
+                          f"(at {frame.filename.rsplit('/', 2)[-1]}:{frame.lineno})")
+
+
+def _judge(item: _Compiled, preset: str, ran: dict, number: int) -> Verdict:
+    original = ran[(number, "original")]
+    if not original["disabled"].ok:
+        return Verdict(INVALID, f"the generated model {original['disabled'].describe()}")
+    reference = original["disabled"].outputs[0]
+    tolerance = item.tolerance[preset]
+    bound = QUANTIZED_BOUND if "int8" in preset else tolerance
+    ours = ran[(number, preset)]
+    if not ours["disabled"].ok:
+        return Verdict(CRASH, f"our output {ours['disabled'].describe()}")
+    report = compare_outputs(reference, ours["disabled"].outputs[0], bound)
+    if not report.ok:
+        return Verdict(MISCOMPILE, f"optimizer off: {_worst(report)}")
+    if not original["all"].ok:
+        return Verdict(ORIGINAL_FAILS, original["all"].describe())
+    if not ours["all"].ok:
+        return Verdict(LOAD_FAILURE, f"our output {ours['all'].describe()}")
+    report = compare_outputs(reference, ours["all"].outputs[0], bound)
+    if not report.ok:
+        theirs = compare_outputs(reference, original["all"].outputs[0], bound)
+        if not theirs.ok:
+            return Verdict(ORIGINAL_FAILS, f"the original differs too: {_worst(theirs)}")
+        return Verdict(MISCOMPILE, f"at ENABLE_ALL: {_worst(report)}")
+    return Verdict(OK)
+
+
+def _worst(report) -> str:
+    bad = [o for o in report.outputs if not o.ok]
+    worst = max(bad, key=lambda o: o.max_abs_err / max(o.scale, 1e-12))
+    return (f"output {worst.name!r} off by {worst.max_abs_err:.3g} (scale {worst.scale:.3g}, "
+            f"tolerance {report.rtol:g}){' ' + worst.note if worst.note else ''}")
