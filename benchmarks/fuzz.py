@@ -22,27 +22,10 @@ from collections import Counter
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-
 from differential import FAILURES, OUTCOMES, PRESETS, check_cases  # noqa: E402
-from random_graphs import cases  # noqa: E402
+from random_graphs import generate  # noqa: E402
 
 CHUNK = 100  # cases compiled, then run in onnxruntime together
-
-
-def generate(count: int, start_seed: int) -> list:
-    """``count`` cases, reproducible from the seed (hypothesis draws, no shrinking)."""
-    found = []
-
-    @seed(start_seed)
-    @settings(max_examples=count, deadline=None, database=None, derandomize=False,
-              suppress_health_check=list(HealthCheck), phases=["generate"])
-    @given(cases())
-    def collect(case):
-        found.append(case)
-
-    collect()
-    return found
 
 
 def main(argv: list[str] | None = None) -> int:
