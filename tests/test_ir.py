@@ -59,9 +59,23 @@ def test_copy_shares_weights_and_keeps_ids():
 def test_check_catches_a_stale_use():
     graph = load_model(_mlp_bytes())
     add = graph.nodes[1]
-    add.inputs[1] = graph.values["w"]  # bypassing the API leaves the uses inconsistent
+    add._inputs = (add.inputs[0], graph.values["w"])  # bypassing the API: uses inconsistent
     with pytest.raises(InvalidGraphError, match="stale use by '/layer/Add'"):
         graph.check()
+
+
+def test_node_inputs_are_read_only_and_rewiring_keeps_uses():
+    graph = load_model(_mlp_bytes())
+    add = graph.nodes[1]
+    with pytest.raises(TypeError):
+        add.inputs[1] = graph.values["w"]
+    with pytest.raises(AttributeError):
+        add.inputs = []
+    bias = add.inputs[1]
+    add.replace_input(1, graph.values["w"])
+    assert (add, 1) in graph.values["w"].uses and (add, 1) not in bias.uses
+    with pytest.raises(ValueError, match="already wired"):
+        add.attach_inputs([bias])
 
 
 def test_replace_all_uses_keeps_the_output_name():

@@ -10,7 +10,7 @@ per-GEMM reports are kept under ``parts``.
 from __future__ import annotations
 
 from ..errors import GraphLabError
-from ..ir import Graph, Node
+from ..ir import Graph
 from .cost import compute_dtype
 from .gemm_shapes import GemmProblem, gemm_problems, has_gemm
 from .systolic import Schedule, ScheduleError, schedule_conv, schedule_gemm

@@ -2,8 +2,9 @@
 
 from .exporter import save_model, to_bytes, to_model_proto
 from .graph import Graph, ModelInfo
-from .importer import FUSED_DOMAIN, from_proto, load_model
+from .importer import from_proto, load_model
 from .node import Node, Provenance
+from .proto_types import FUSED_DOMAIN
 from .printer import format_graph, format_node
 from .shape_inference import infer_shapes
 from .value import Value

@@ -51,9 +51,3 @@ def element_bits(elem_type: int | None) -> int:
 def is_float(elem_type: int | None) -> bool:
     return elem_type in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16,
                          TensorProto.BFLOAT16)
-
-
-def is_integer(elem_type: int | None) -> bool:
-    return elem_type in (TensorProto.INT8, TensorProto.UINT8, TensorProto.INT16,
-                         TensorProto.UINT16, TensorProto.INT32, TensorProto.UINT32,
-                         TensorProto.INT64, TensorProto.UINT64)

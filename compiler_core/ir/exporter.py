@@ -18,14 +18,13 @@ from onnx import helper, numpy_helper
 from . import attributes
 from .dtypes import from_numpy
 from .graph import Graph
-from .importer import FUSED_DOMAIN
 from .node import Node
+from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
 from .schema_checks import ASSUMED_OPSET
 from .value import Value
 
 PREFERRED_IR_VERSION = 10     # onnx 1.23 writes 14 by default, which onnxruntime cannot read
 FUNCTION_MIN_IR_VERSION = 8   # model-local functions need IR >= 8
-LIGHT_WEIGHT_BYTES = 1024     # "light" export keeps constants up to this size (shape inference)
 
 
 def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = True,
@@ -40,20 +39,20 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     g = onnx.GraphProto(name=graph.name, doc_string=graph.doc_string)
     for key, value in graph.metadata.items():
         g.metadata_props.add(key=key, value=value)
-    g.input.extend(_value_info(v) for v in graph.inputs)
+    g.input.extend(to_value_info(v) for v in graph.inputs)
     for value in graph.initializers.values():
         if weights == "light" and value.const.nbytes > LIGHT_WEIGHT_BYTES:
-            g.input.append(_value_info(value))
+            g.input.append(to_value_info(value))
         elif weights != "none":
             g.initializer.append(_tensor(value))
     g.node.extend(_node_proto(node, functions) for node in graph.nodes)
-    g.output.extend(_value_info(v) for v in graph.outputs)
+    g.output.extend(to_value_info(v) for v in graph.outputs)
     if value_info:
         io = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
         for node in graph.nodes:
             for out in node.outputs:
                 if out is not None and out.name not in io and _has_type(out):
-                    g.value_info.append(_value_info(out))
+                    g.value_info.append(to_value_info(out))
     opsets = dict(graph.opset_imports)
     opsets.setdefault("", ASSUMED_OPSET)
     if functions.protos:
@@ -65,7 +64,7 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
     if model.ir_version < 4:  # before IR 4 every initializer must also be listed as an input
         listed = {i.name for i in model.graph.input}
-        model.graph.input.extend(_value_info(v) for v in graph.initializers.values()
+        model.graph.input.extend(to_value_info(v) for v in graph.initializers.values()
                                  if v.name not in listed)
     info = graph.model_info
     model.producer_name = info.producer_name or "graphlab"
@@ -153,28 +152,6 @@ def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> in
 
 def _has_type(value: Value) -> bool:
     return value.type_proto is not None or value.elem_type is not None
-
-
-def _value_info(value: Value) -> onnx.ValueInfoProto:
-    if value.type_proto is not None:
-        info = onnx.ValueInfoProto(name=value.name)
-        info.type.CopyFrom(value.type_proto)
-        return info
-    info = onnx.ValueInfoProto(name=value.name)
-    if value.elem_type is None:
-        return info
-    tensor_type = info.type.tensor_type
-    tensor_type.elem_type = value.elem_type
-    if value.shape is not None:
-        shape = tensor_type.shape
-        shape.SetInParent()
-        for dim in value.shape:
-            entry = shape.dim.add()
-            if isinstance(dim, int):
-                entry.dim_value = dim
-            elif dim is not None:
-                entry.dim_param = dim
-    return info
 
 
 def _tensor(value: Value) -> onnx.TensorProto:

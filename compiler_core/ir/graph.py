@@ -154,13 +154,6 @@ class Graph:
         self._inputs.append(value)
         return value
 
-    def remove_input(self, value: Value) -> None:
-        if value.uses:
-            raise InvalidGraphError(f"graph input {value.name!r} is still used", where=value.name)
-        self._inputs.remove(value)
-        value.is_graph_input = False
-        self.values.pop(value.name, None)
-
     def set_outputs(self, values: Iterable[Value]) -> None:
         for value in self._outputs:
             value.is_graph_output = False
@@ -214,10 +207,7 @@ class Graph:
         node.order = order
         if order > self._max_order:
             self._max_order = order
-        node.inputs = list(inputs)
-        for index, value in enumerate(node.inputs):
-            if value is not None:
-                value.uses.append((node, index))
+        node.attach_inputs(inputs)
         if isinstance(outputs, int):
             specs: Sequence = [f"{node.name}_out{i}" if outputs > 1 else f"{node.name}_out"
                                for i in range(outputs)]
@@ -259,10 +249,6 @@ class Graph:
         if self._node_names.get(node.name) is node:
             del self._node_names[node.name]
         self._order = None
-
-    def remove_nodes(self, nodes: Iterable[Node]) -> None:
-        for node in nodes:
-            self.remove_node(node)
 
     def can_replace_uses(self, old: Value, new: Value) -> bool:
         """True if every use of ``old`` can read ``new`` without changing the graph's interface."""
@@ -333,12 +319,6 @@ class Graph:
                                     hint="an ONNX graph must be acyclic")
         return ordered
 
-    def renumber_order(self) -> None:
-        """Make ``order`` keys 0..n-1 in the current execution order (after heavy rewriting)."""
-        for index, node in enumerate(self.nodes):
-            node.order = float(index)
-        self._max_order = float(len(self._nodes))
-
     # ------------------------------------------------------------------ copy and pickle
     def copy(self) -> "Graph":
         """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays."""
@@ -398,12 +378,9 @@ class Graph:
             node.overload, node.attrs, node.attr_types = overload, attrs, attr_types
             node.body, node.provenance, node.metadata = body, provenance, metadata
             node.doc_string, node.order = doc, order
-            node.inputs = [values[n] if n is not None else None for n in inputs]
+            node.attach_inputs([values[n] if n is not None else None for n in inputs])
             node.implicit_inputs = [values[n] for n in implicit]
             node.outputs = [values[n] if n is not None else None for n in outputs]
-            for index, value in enumerate(node.inputs):
-                if value is not None:
-                    value.uses.append((node, index))
             for k, value in enumerate(node.implicit_inputs):
                 value.uses.append((node, -1 - k))
             for index, value in enumerate(node.outputs):

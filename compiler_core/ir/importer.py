@@ -17,13 +17,13 @@ from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
 from .external_data import iter_tensors, load_external_data
 from .graph import Graph
+from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, value_from_type
 from .schema_checks import check_schemas, opset_versions
+from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
 from .tensors import (check_tensor, declared_bytes, memory_limit_bytes, sparse_to_dense,
                       to_readonly_array)
 from .value import Value
-
-FUSED_DOMAIN = "graphlab"
 
 
 def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) -> Graph:
@@ -97,8 +97,6 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
     graph.warnings.extend(schema_warnings)
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
-        from .shape_inference import infer_shapes as run_inference
-
         run_inference(graph, first_model=_light_model(model, opsets) if owned else None)
     return graph
 
@@ -107,8 +105,6 @@ def _light_model(model: onnx.ModelProto, opsets: dict[str, int]) -> onnx.ModelPr
     """The proto ready for shape inference: the opsets the IR uses (an assumed ai.onnx one
     included), large initializers turned into typed inputs (inference needs only small
     constants)."""
-    from .exporter import LIGHT_WEIGHT_BYTES
-
     del model.opset_import[:]
     model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     g = model.graph
@@ -178,22 +174,6 @@ def _node_graphs(node: onnx.NodeProto):
 
 def _node_label(node: onnx.NodeProto, index: int) -> str:
     return f"node {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
-
-
-def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
-    """A Value carrying what a ValueInfo says about type and shape."""
-    if type_proto.HasField("tensor_type"):
-        tensor_type = type_proto.tensor_type
-        shape = None
-        if tensor_type.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                          for d in tensor_type.shape.dim)
-        return Value(name, tensor_type.elem_type or None, shape)
-    if type_proto.WhichOneof("value") is None:
-        return Value(name)
-    copy = onnx.TypeProto()
-    copy.CopyFrom(type_proto)
-    return Value(name, type_proto=copy)
 
 
 def _name_anonymous_dims(value: Value) -> Value:

@@ -8,7 +8,7 @@ change?" is a set difference of ids.  A node a pass creates records where it cam
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
@@ -41,9 +41,11 @@ class Node:
     (graphs, sparse tensors, type protos) that GraphLab carries through untouched.
     ``body`` is the subgraph of a fused node (exported as a model-local function).
     ``implicit_inputs`` are outer values read by If/Loop/Scan bodies; they count as uses.
+    ``inputs`` is read-only: rewiring goes through ``replace_input`` (or the graph's
+    methods), which keep every value's list of uses true.
     """
 
-    __slots__ = ("id", "op_type", "domain", "overload", "name", "attrs", "attr_types", "inputs",
+    __slots__ = ("id", "op_type", "domain", "overload", "name", "attrs", "attr_types", "_inputs",
                  "outputs", "implicit_inputs", "body", "provenance", "metadata", "doc_string",
                  "order")
 
@@ -55,7 +57,7 @@ class Node:
         self.name = name
         self.attrs: dict[str, Any] = {}
         self.attr_types: dict[str, int] = {}  # ONNX attribute types, kept for exact round-trip
-        self.inputs: list[Value | None] = []
+        self._inputs: tuple[Value | None, ...] = ()
         self.outputs: list[Value | None] = []
         self.implicit_inputs: list[Value] = []
         self.body: Graph | None = None
@@ -65,13 +67,26 @@ class Node:
         self.order = 0.0
 
     # -- wiring (keeps Value.uses consistent) ----------------------------------------------------
+    @property
+    def inputs(self) -> "tuple[Value | None, ...]":
+        return self._inputs
+
+    def attach_inputs(self, inputs: "Sequence[Value | None]") -> None:
+        """Wire a new node's inputs, registering it as a user of each value."""
+        if self._inputs:
+            raise ValueError(f"node {self.name!r} is already wired; use replace_input")
+        self._inputs = tuple(inputs)
+        for index, value in enumerate(self._inputs):
+            if value is not None:
+                value.uses.append((self, index))
+
     def replace_input(self, index: int, new: "Value | None") -> None:
         """Point input ``index`` (negative: implicit input ``-1 - index``) at another value."""
         old = self.inputs[index] if index >= 0 else self.implicit_inputs[-1 - index]
         if old is not None:
             old.uses.remove((self, index))
         if index >= 0:
-            self.inputs[index] = new
+            self._inputs = self._inputs[:index] + (new,) + self._inputs[index + 1:]
         else:
             if new is None:
                 raise ValueError("an implicit input cannot be removed, only renamed")
@@ -92,10 +107,6 @@ class Node:
     def qualified_op(self) -> str:
         """'Conv' for the default domain, 'com.microsoft.Attention' otherwise."""
         return self.op_type if self.domain in ("", "ai.onnx") else f"{self.domain}.{self.op_type}"
-
-    @property
-    def is_fused(self) -> bool:
-        return self.body is not None
 
     @property
     def scope(self) -> str:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import onnx
 
 from .graph import Graph
-from .importer import value_from_type
+from .exporter import to_model_proto
 from .node import Node
+from .proto_types import value_from_type
 from .value import Value
 
 # Ops whose first output has the type and shape of their first input.
@@ -58,8 +59,6 @@ def infer_shapes(graph: Graph, refresh: bool = False,
 
 
 def _run_onnx_inference(graph: Graph, refresh: bool, model: onnx.ModelProto | None) -> None:
-    from .exporter import to_model_proto
-
     light = model or to_model_proto(graph, weights="light", value_info=not refresh)
     try:
         inferred = _onnx_inference(graph, light)

@@ -6,7 +6,7 @@ intermediate used only once?", "who else reads it?", "is it a graph output?".
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -87,9 +87,6 @@ class Value:
         for node, _ in self.uses:
             seen.setdefault(node.id, node)
         return list(seen.values())
-
-    def iter_uses(self) -> Iterator[tuple["Node", int]]:
-        return iter(list(self.uses))
 
     def describe_type(self) -> str:
         """'float32[batch,128]' style text used by printers and explanations."""

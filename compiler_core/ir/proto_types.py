@@ -1,0 +1,52 @@
+"""Conversions between ONNX type protos and IR values, shared by import, export and inference.
+
+They live apart from the importer and exporter so that shape inference (which exports a light
+model and reads types back) depends on neither direction's module as a whole.
+"""
+
+from __future__ import annotations
+
+import onnx
+
+from .value import Value
+
+FUSED_DOMAIN = "graphlab"     # the domain of fused nodes and of the functions they call
+LIGHT_WEIGHT_BYTES = 1024     # a "light" model keeps constants up to this size (shape inference)
+
+
+def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
+    """A Value carrying what a ValueInfo says about type and shape."""
+    if type_proto.HasField("tensor_type"):
+        tensor_type = type_proto.tensor_type
+        shape = None
+        if tensor_type.HasField("shape"):
+            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                          for d in tensor_type.shape.dim)
+        return Value(name, tensor_type.elem_type or None, shape)
+    if type_proto.WhichOneof("value") is None:
+        return Value(name)
+    copy = onnx.TypeProto()
+    copy.CopyFrom(type_proto)
+    return Value(name, type_proto=copy)
+
+
+def to_value_info(value: Value) -> onnx.ValueInfoProto:
+    if value.type_proto is not None:
+        info = onnx.ValueInfoProto(name=value.name)
+        info.type.CopyFrom(value.type_proto)
+        return info
+    info = onnx.ValueInfoProto(name=value.name)
+    if value.elem_type is None:
+        return info
+    tensor_type = info.type.tensor_type
+    tensor_type.elem_type = value.elem_type
+    if value.shape is not None:
+        shape = tensor_type.shape
+        shape.SetInParent()
+        for dim in value.shape:
+            entry = shape.dim.add()
+            if isinstance(dim, int):
+                entry.dim_value = dim
+            elif dim is not None:
+                entry.dim_param = dim
+    return info
