@@ -1,10 +1,11 @@
-"""The child process of ``runtime_check.run_isolated``: load one model, run it, write the answer.
+"""The child process of ``runtime_check``: load models one after another, run each, write answers.
 
-Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS``.  FOLDER holds model.onnx
-and inputs.pkl (a list of {input name: array} batches); the answer goes to answer.pkl as
-(stage, error, outputs).  If onnxruntime kills this process, no answer is written and the
-parent reports the signal.  Only onnxruntime and numpy are imported here, so a child starts
-fast.
+Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT``.  FOLDER holds, for
+each job number i, ``i.onnx`` and ``i.inputs.pkl`` (a list of {input name: array} batches); job
+i's answer goes to ``i.answer.pkl`` as (stage, error, outputs) as soon as it is known, so when
+onnxruntime kills this process the parent knows which model did it and which ones are done.
+Only onnxruntime and numpy are imported here, so a child starts fast; one child serves many
+models, so onnxruntime is imported once for all of them.
 """
 
 from __future__ import annotations
@@ -15,36 +16,39 @@ import sys
 from pathlib import Path
 
 
-def main(folder: str, level: str, threads: str) -> None:
+def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
     import onnxruntime as ort
 
     where = Path(folder)
-    with open(where / "inputs.pkl", "rb") as handle:
-        batches = pickle.load(handle)
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, level)
     options.intra_op_num_threads = int(threads)
     options.log_severity_level = 3  # errors only: their last line explains a crash
-    answer: tuple = ("ran", "", [])
+    for job in range(int(start), int(count)):
+        with open(where / f"{job}.inputs.pkl", "rb") as handle:
+            batches = pickle.load(handle)
+        answer = run_one(ort, str(where / f"{job}.onnx"), options, batches)
+        partial = where / f"{job}.answer.part"
+        with open(partial, "wb") as handle:
+            pickle.dump(answer, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.rename(where / f"{job}.answer.pkl")  # whole answers only: the parent may look now
+
+
+def run_one(ort, model_path: str, options, batches: list[dict]) -> tuple:
+    """(stage, error, outputs) for one model: "load", "run" or "ran"."""
     try:
-        session = ort.InferenceSession(str(where / "model.onnx"), options,
-                                       providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
-        answer = ("load", ort_message(err), [])
-    else:
-        names = [o.name for o in session.get_outputs()]
-        outputs = []
-        for batch in batches:
-            feed = {i.name: batch[i.name] for i in session.get_inputs() if i.name in batch}
-            try:
-                outputs.append(dict(zip(names, session.run(names, feed))))
-            except Exception as err:  # noqa: BLE001
-                answer = ("run", ort_message(err), [])
-                break
-        else:
-            answer = ("ran", "", outputs)
-    with open(where / "answer.pkl", "wb") as handle:
-        pickle.dump(answer, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        return ("load", ort_message(err), [])
+    names = [o.name for o in session.get_outputs()]
+    outputs = []
+    for batch in batches:
+        feed = {i.name: batch[i.name] for i in session.get_inputs() if i.name in batch}
+        try:
+            outputs.append(dict(zip(names, session.run(names, feed))))
+        except Exception as err:  # noqa: BLE001
+            return ("run", ort_message(err), [])
+    return ("ran", "", outputs)
 
 
 def ort_message(err: Exception) -> str:
@@ -56,4 +60,4 @@ def ort_message(err: Exception) -> str:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:6])

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +31,7 @@ LEVELS = {
 }
 DEFAULT_LEVEL = "all"          # onnxruntime's own default: what a user's InferenceSession does
 DEFAULT_TIMEOUT_SECONDS = 300  # a load that takes longer is reported as stuck, not waited on
+POLL_SECONDS = 0.005           # how often the parent looks for a child's answers
 
 
 @dataclass
@@ -78,25 +80,69 @@ def run_isolated(model: bytes, batches: list[dict] | None = None, *, level: str 
 
     With no batches the child only creates the session (does the model load at all?).
     """
+    return run_isolated_many([(model, batches)], level=level, threads=threads,
+                             timeout=timeout)[0]
+
+
+def run_isolated_many(jobs: list[tuple[bytes, list[dict] | None]], *,
+                      level: str = DEFAULT_LEVEL, threads: int = 1,
+                      timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[RuntimeOutcome]:
+    """``run_isolated`` for many (model, batches) jobs, one outcome per job, in order.
+
+    One child serves the jobs in turn (starting onnxruntime costs more than checking a small
+    model).  When a model kills the child, or runs longer than ``timeout``, that model's
+    outcome says so and a fresh child takes up the jobs after it.
+    """
     check_level(level)
+    outcomes: list[RuntimeOutcome] = []
     with tempfile.TemporaryDirectory(prefix="graphlab-ort-") as scratch:
         folder = Path(scratch)
-        (folder / "model.onnx").write_bytes(model)
-        with open(folder / "inputs.pkl", "wb") as handle:
-            pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
-        command = [sys.executable, "-m", "compiler_core.ort_child", str(folder), LEVELS[level],
-                   str(threads)]
-        try:
-            child = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                   env=_child_environment())
-        except subprocess.TimeoutExpired:
-            return RuntimeOutcome(level, "timeout", f"gave up after {timeout:g} s")
-        answer = folder / "answer.pkl"
-        if child.returncode == 0 and answer.exists():
-            with open(answer, "rb") as handle:
-                stage, error, outputs = pickle.load(handle)
-            return RuntimeOutcome(level, stage, error, outputs)
-        return RuntimeOutcome(level, "crash", _death(child.returncode, child.stderr))
+        for number, (model, batches) in enumerate(jobs):
+            (folder / f"{number}.onnx").write_bytes(model)
+            with open(folder / f"{number}.inputs.pkl", "wb") as handle:
+                pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
+        while len(outcomes) < len(jobs):
+            outcomes += _serve(folder, len(outcomes), len(jobs), level, threads, timeout)
+    return outcomes
+
+
+def _serve(folder: Path, start: int, count: int, level: str, threads: int,
+           timeout: float) -> list[RuntimeOutcome]:
+    """Run jobs ``start``.. in one child; the outcomes up to and including the one that ended
+    it early (a crash or a timeout), or all of them."""
+    command = [sys.executable, "-m", "compiler_core.ort_child", str(folder), LEVELS[level],
+               str(threads), str(start), str(count)]
+    log = folder / f"{start}.stderr"
+    with open(log, "w") as stderr:
+        child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,
+                                 env=_child_environment())
+    outcomes: list[RuntimeOutcome] = []
+    last_progress = time.monotonic()
+    while True:
+        returncode = child.poll()
+        while start + len(outcomes) < count and (answer := _answer(folder,
+                                                                   start + len(outcomes))):
+            outcomes.append(RuntimeOutcome(level, *answer))
+            last_progress = time.monotonic()
+        if start + len(outcomes) == count:
+            child.wait()
+            return outcomes
+        if returncode is not None:
+            death = _death(returncode, log.read_text(errors="replace"))
+            return outcomes + [RuntimeOutcome(level, "crash", death)]
+        if time.monotonic() - last_progress > timeout:
+            child.kill()
+            child.wait()
+            return outcomes + [RuntimeOutcome(level, "timeout", f"gave up after {timeout:g} s")]
+        time.sleep(POLL_SECONDS)
+
+
+def _answer(folder: Path, job: int) -> tuple | None:
+    path = folder / f"{job}.answer.pkl"
+    if not path.exists():
+        return None
+    with open(path, "rb") as handle:
+        return pickle.load(handle)
 
 
 def _child_environment() -> dict[str, str]:

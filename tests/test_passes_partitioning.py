@@ -197,3 +197,22 @@ def test_compile_partitions_for_the_target_it_is_given(capsys):
     assert qualified not in json.loads(capsys.readouterr().out)["op_histogram_after"]
     assert main(argv) == 0  # the default target, asic32
     assert json.loads(capsys.readouterr().out)["op_histogram_after"] == {qualified: 1}
+
+
+def test_a_region_holding_a_horizontally_fused_matmul_keeps_its_dependency_order(
+        universal_target):
+    """Horizontal fusion gives the fused MatMul and the Split of its result the same order key;
+    the partition's body used to be built by order key and read the Split first (KeyError)."""
+    nodes = [helper.make_node("MatMul", ["x", "wa"], ["a"]),
+             helper.make_node("Add", ["a", "ba"], ["a_b"]),
+             helper.make_node("MatMul", ["x", "wb"], ["b"]),
+             helper.make_node("Add", ["b", "bb"], ["b_b"]),
+             helper.make_node("Add", ["a_b", "b_b"], ["y"])]
+    weights = {name: np.full(shape, 0.1 * i, np.float32) for i, (name, shape) in enumerate(
+        [("wa", (8, 8)), ("ba", (8,)), ("wb", (8, 8)), ("bb", (8,))])}
+    graph = build(nodes, [tensor("x", shape=["batch", 8])], [tensor("y", shape=None)], weights)
+    result = PassManager("O2-partition", bindings={"batch": 2}, verify=True, check=True,
+                         target=universal_target).run(graph)
+    assert result.snapshots[-1].verify.ok
+    (partition,) = partitions(result.final)
+    assert body_ops(partition)[1:] == ["Split", "Add"]

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler_core.runtime_check import LEVELS, run_isolated
+from compiler_core.runtime_check import LEVELS, run_isolated, run_isolated_many
 
 
 def _layernorm_model(inputs: list[str]) -> bytes:
@@ -60,3 +60,13 @@ def test_load_and_run_failures_are_reported_with_onnxruntime_message():
 def test_unknown_level_is_refused_with_the_names():
     with pytest.raises(ValueError, match="disabled, basic, extended, all"):
         run_isolated(b"", level="fast")
+
+
+def test_many_models_share_a_child_and_a_crash_ends_only_its_own_job():
+    good, crashing = _layernorm_model(["x", "scale"]), _layernorm_model(["x", "scale", ""])
+    outcomes = run_isolated_many([(good, [BATCH]), (crashing, [BATCH]), (good, [BATCH]),
+                                  (good, None)], level="all")
+    assert [o.stage for o in outcomes] == ["ran", "crash", "ran", "ran"]
+    assert "SIGSEGV" in outcomes[1].error
+    np.testing.assert_array_equal(outcomes[0].outputs[0]["y"], outcomes[2].outputs[0]["y"])
+    assert outcomes[3].outputs == []

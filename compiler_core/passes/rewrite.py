@@ -111,8 +111,8 @@ def _reached_by_all(exit_node: Node, members: set[int]) -> bool:
 
 def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
                  outputs: Sequence[Value], constants: Sequence[Value] = ()) -> Graph:
-    """A standalone copy of ``nodes`` (same ids and names) reading ``inputs``; the values in
-    ``constants`` are copied into the body as its own initializers."""
+    """A standalone copy of ``nodes`` (in execution order; same ids and names) reading
+    ``inputs``; the values in ``constants`` are copied into the body as its own initializers."""
     body = Graph("body")
     mapping: dict[str, Value] = {}
     for value in inputs:
@@ -120,7 +120,7 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
                                                    type_proto=value.type_proto))
     for value in constants:
         mapping[value.name] = body.add_initializer(value.name, value.constant_value())
-    for node in sorted(nodes, key=lambda n: (n.order, n.id)):
+    for node in nodes:
         copy = body.add_node(
             node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
             [Value(v.name, v.elem_type, v.shape) if v is not None else None
@@ -148,7 +148,7 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     the other constants the set reads (epsilon, 0.5, Clip bounds) move into the body.
     Returns None when the set cannot be fused (fusing it would create a cycle).
     """
-    members = sorted(set(nodes), key=lambda n: (n.order, n.id))
+    members = in_execution_order(graph, nodes)
     if creates_cycle(graph, members):
         return None
     inputs, outputs = boundary(members)
@@ -206,7 +206,7 @@ def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type
     in the order.  It is named ``name`` or after the set's scope, and its provenance names
     every replaced node.
     """
-    members = sorted(set(nodes), key=lambda n: (n.order, n.id))
+    members = in_execution_order(graph, nodes)
     _, outputs = boundary(members)
     if len(outputs) != 1:
         raise ValueError(f"{len(outputs)} results of the replaced nodes are read elsewhere; "
@@ -236,6 +236,14 @@ def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],
             raise ValueError(f"{value.name!r} is read by the fused nodes but is neither an "
                              f"operand nor a constant")
     return kept, constants
+
+
+def in_execution_order(graph: Graph, nodes: Iterable[Node]) -> list[Node]:
+    """``nodes`` as the graph runs them.  Not by ``order`` keys: those only break ties, and a
+    rewrite may give a node and its reader the same key (horizontal fusion puts the fused
+    MatMul and the Split of its result both at the first sibling's place)."""
+    wanted = {node.id for node in nodes}
+    return [node for node in graph.nodes if node.id in wanted]
 
 
 def fused_name(op_type: str, members: Sequence[Node]) -> str:
