@@ -80,13 +80,20 @@ class RuntimeVerdict:
     final: LevelCheck
     pass_names: list[str]
     per_pass: list[LevelCheck] = field(default_factory=list)
+    export: LevelCheck | None = None  # the file written for a runtime (compile --runtime ...)
     input_check: LevelCheck | None = None
     culprit: int | None = None
     culprit_check: LevelCheck | None = None
 
     @property
     def ok(self) -> bool:
-        return self.final.ok and all(check.ok for check in self.per_pass)
+        return (self.final.ok and all(check.ok for check in self.per_pass)
+                and (self.export is None or self.export.ok))
+
+    @property
+    def only_export_fails(self) -> bool:
+        """Every pass's output is fine; what breaks is their translation for the runtime."""
+        return self.final.ok and self.export is not None and not self.export.ok
 
     @property
     def input_fails(self) -> bool:
@@ -100,13 +107,19 @@ class RuntimeVerdict:
         """The check that explains a failure: the input's, or the first failing pass's."""
         if self.ok:
             return None
+        if self.only_export_fails:
+            return self.export
         return self.input_check if self.input_fails else self.culprit_check
 
     def headline(self) -> str:
         """One line for a report."""
         if self.ok:
             what = "every pass's output" if self.when == "each" else "final model"
-            return f"{what}: {self.final.describe()}"
+            written = "" if self.export is None else "; the file written for onnxruntime too"
+            return f"{what}: {self.final.describe()}{written}"
+        if self.only_export_fails:
+            return (f"the final model passes, but the file written for onnxruntime (fused "
+                    f"nodes as its operators) {self.export.describe()}")
         if self.input_fails:
             return (f"the input model already {self.input_check.describe()} — no pass is to "
                     f"blame; the final model {self.final.describe()}")
@@ -126,13 +139,15 @@ class RuntimeVerdict:
             "first_failing_pass": self.culprit_name,
             "first_failing_index": self.culprit,
             "final": self.final.to_dict(),
+            "export": None if self.export is None else self.export.to_dict(),
             "summary": self.headline(),
         }
 
 
 def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = DEFAULT_LEVEL,
-                   each: bool = False) -> RuntimeVerdict:
-    """Check a ``PipelineResult``'s final model (or every pass's, with ``each``) at ``level``.
+                   each: bool = False, exported: Graph | None = None) -> RuntimeVerdict:
+    """Check a ``PipelineResult``'s final model (or every pass's, with ``each``) at ``level``,
+    and ``exported`` — the final model as written for a runtime — when one was made.
 
     On a failure the input model is checked, then the first failing pass found: by a scan
     when every pass was checked, else by bisecting the snapshots."""
@@ -153,7 +168,10 @@ def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = D
     per_pass = [check(i) for i in range(len(snapshots))] if each else []
     verdict = RuntimeVerdict(level, "each" if each else "final", check(last),
                              [s.pass_name for s in snapshots], per_pass)
-    if verdict.ok:
+    if exported is not None:
+        verdict.export = check_at_level(verifier, exported, result.tolerance_after(last)[0],
+                                        level)
+    if verdict.ok or verdict.only_export_fails:
         return verdict
     verdict.input_check = check(-1)
     if not verdict.input_fails:

@@ -182,3 +182,29 @@ def test_bisect_finds_the_pass_where_a_lasting_failure_starts(outcomes, first):
         return Check(index < 0 or outcomes[index])
     assert _first_failing(check, len(outcomes) - 1) == first
     assert len(asked) <= max(1, len(outcomes).bit_length())
+
+
+def test_the_file_written_for_onnxruntime_is_the_one_checked(capsys, norm_then_linear,
+                                                              monkeypatch):
+    code, report, _ = _compile(capsys, [norm_then_linear, "-p", "O2", "--verify",
+                                        "--runtime", "onnxruntime"])
+    assert code == 0
+    assert report["runtime_check"]["export"]["ok"]
+    assert "the file written for onnxruntime too" in report["runtime_check"]["summary"]
+
+    from graphlab.commands import compile as compile_command
+    real = compile_command.lower_for_onnxruntime
+
+    def broken_lowering(graph):
+        lowering = real(graph)
+        lowering.graph.nodes[0].op_type = "NoSuchOp"  # a translation bug, not a pass's
+        return lowering
+
+    monkeypatch.setattr(compile_command, "lower_for_onnxruntime", broken_lowering)
+    code, report, err = _compile(capsys, [norm_then_linear, "-p", "O2", "--verify",
+                                          "--runtime", "onnxruntime"])
+    runtime = report["runtime_check"]
+    assert code == 1 and not runtime["ok"] and runtime["final"]["ok"]
+    assert runtime["export"]["stage"] == "load" and runtime["first_failing_pass"] is None
+    assert "the final model passes, but the file written for onnxruntime" in err
+    assert "NoSuchOp" in runtime["error"]

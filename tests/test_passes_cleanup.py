@@ -122,6 +122,8 @@ def _noop_case(op_nodes, inits=None, shape=(2, 3, 4)):
 
 @pytest.mark.parametrize("op_nodes, inits", [
     ([helper.make_node("Cast", ["a"], ["b"], to=TensorProto.FLOAT)], None),
+    ([helper.make_node("Cast", ["a"], ["d"], to=TensorProto.DOUBLE),
+      helper.make_node("Cast", ["d"], ["b"], to=TensorProto.FLOAT)], None),
     ([helper.make_node("Expand", ["a", "s"], ["b"])], {"s": np.array([1, 3, 1], np.int64)}),
     ([helper.make_node("Reshape", ["a", "s"], ["b"])], {"s": np.array([0, 3, -1], np.int64)}),
     ([helper.make_node("Reshape", ["a", "s"], ["b"])], {"s": np.array([2, 3, 4], np.int64)}),
@@ -133,7 +135,7 @@ def _noop_case(op_nodes, inits=None, shape=(2, 3, 4)):
     ([helper.make_node("Unsqueeze", ["a", "ax"], ["u"]),
       helper.make_node("Squeeze", ["u", "ax2"], ["b"])],
      {"ax": np.array([1], np.int64), "ax2": np.array([-3], np.int64)}),
-], ids=["cast", "expand", "reshape_0_-1", "reshape_static", "slice_all", "concat_one",
+], ids=["cast", "cast_double_round_trip", "expand", "reshape_0_-1", "reshape_static", "slice_all", "concat_one",
         "unsqueeze_squeeze", "unsqueeze_squeeze_negative_axis"])
 def test_noop_is_removed(op_nodes, inits):
     final = run_checked(_noop_case(op_nodes, inits), "eliminate_noop").final
@@ -149,7 +151,9 @@ def test_squeeze_then_unsqueeze_on_the_same_axis_cancels():
 
 
 @pytest.mark.parametrize("op_nodes, inits, shape", [
-    ([helper.make_node("Cast", ["a"], ["d"], to=TensorProto.DOUBLE),
+    ([helper.make_node("Cast", ["a"], ["d"], to=TensorProto.FLOAT16),
+      helper.make_node("Cast", ["d"], ["b"], to=TensorProto.FLOAT)], None, (2, 3, 4)),
+    ([helper.make_node("Cast", ["a"], ["d"], to=TensorProto.INT32),
       helper.make_node("Cast", ["d"], ["b"], to=TensorProto.FLOAT)], None, (2, 3, 4)),
     ([helper.make_node("Expand", ["a", "s"], ["b"])], {"s": np.array([2, 2, 3, 4], np.int64)},
      (2, 3, 4)),
@@ -160,7 +164,7 @@ def test_squeeze_then_unsqueeze_on_the_same_axis_cancels():
     ([helper.make_node("Unsqueeze", ["a", "ax"], ["u"]),
       helper.make_node("Squeeze", ["u", "ax2"], ["b"])],
      {"ax": np.array([0], np.int64), "ax2": np.array([2], np.int64)}, (2, 1, 4)),
-], ids=["cast_double", "expand_grows", "reshape_changes", "slice_skips_first",
+], ids=["cast_half_rounds", "cast_int_truncates", "expand_grows", "reshape_changes", "slice_skips_first",
         "different_axes"])
 def test_real_work_is_not_mistaken_for_a_noop(op_nodes, inits, shape):
     graph = _noop_case(op_nodes, inits, shape)
@@ -177,6 +181,82 @@ def test_slice_of_a_symbolic_dim_only_counts_as_whole_when_it_runs_to_the_end():
                       "ax": np.array([0], np.int64)})
     assert ops(run_checked(graph(INT64_MAX), "eliminate_noop").final) == {"Neg": 1}
     assert ops(run_checked(graph(1000), "eliminate_noop").final)["Slice"] == 1
+
+
+# ------------------------------------------------- onnxruntime faults our output avoids
+def _load_outcome(graph) -> str:
+    from compiler_core.ir import to_bytes
+    from compiler_core.runtime_check import run_isolated
+    from compiler_core.verify import make_inputs
+
+    return run_isolated(to_bytes(graph), [make_inputs(graph)], level="all").stage
+
+
+def test_a_float64_round_trip_before_a_layernorm_no_longer_trips_onnxruntime():
+    """Minimal reproduction: onnxruntime's LayerNormFusion looks through Cast(double) ->
+    Cast(float) and builds a LayerNormalization with mismatched types that fails to load at
+    its default level.  The original model fails; clean's output (round trip gone) loads."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+             helper.make_node("Cast", ["d"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("ReduceMean", ["f"], ["m"], axes=[-1]),
+             helper.make_node("Sub", ["f", "m"], ["c"]),
+             helper.make_node("Pow", ["c", "two"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq"], ["v"], axes=[-1]),
+             helper.make_node("Add", ["v", "eps"], ["ve"]),
+             helper.make_node("Sqrt", ["ve"], ["sd"]),
+             helper.make_node("Div", ["c", "sd"], ["n"]),
+             helper.make_node("Mul", ["n", "gamma"], ["g"]),
+             helper.make_node("Add", ["g", "beta"], ["y"])]
+    graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])],
+                  {"two": np.float32(2), "eps": np.float32(1e-5),
+                   "gamma": rng.random(8, dtype=np.float32),
+                   "beta": rng.random(8, dtype=np.float32)}, opset=16)
+    assert _load_outcome(graph) == "load"  # onnxruntime's own fault, kept visible here
+    final = run_checked(graph, "clean").final
+    assert "Cast" not in ops(final) and _load_outcome(final) == "ran"
+
+
+def test_relu_under_a_float64_clip_is_absorbed_so_onnxruntime_loads_the_model():
+    """Minimal reproduction: onnxruntime's FuseReluClip fails on a float64 Clip at its default
+    level.  Clip(Relu(x), lo, hi) = Clip(x, max(lo, 0), hi), so the Relu goes."""
+    nodes = [helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+             helper.make_node("Relu", ["d"], ["r"]),
+             helper.make_node("Clip", ["r", "lo", "hi"], ["c"]),
+             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)]
+    graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])],
+                  {"lo": np.float64(-1.0), "hi": np.float64(0.5)})
+    assert _load_outcome(graph) == "load"
+    final = run_checked(graph, "eliminate_noop").final
+    assert ops(final) == {"Cast": 2, "Clip": 1} and _load_outcome(final) == "ran"
+    clip = next(n for n in final.nodes if n.op_type == "Clip")
+    assert float(clip.inputs[1].constant_value()) == 0.0  # max(-1, 0)
+
+
+@pytest.mark.parametrize("clip, inits, opset", [
+    (helper.make_node("Clip", ["r"], ["b"]), None, 13),                       # no bounds
+    (helper.make_node("Clip", ["r", "", "hi"], ["b"]), {"hi": np.float32(-0.5)}, 13),
+    (helper.make_node("Clip", ["r", "lo"], ["b"]), {"lo": np.float32(0.25)}, 13),
+    (helper.make_node("Clip", ["r"], ["b"], min=-2.0, max=6.0), None, 6),     # attributes
+], ids=["no_bounds", "max_only_negative", "positive_min", "attribute_form"])
+def test_relu_into_clip_is_exact_for_every_bound(clip, inits, opset):
+    nodes = [helper.make_node("Neg", ["x"], ["n"]), helper.make_node("Relu", ["n"], ["r"]),
+             clip, helper.make_node("Neg", ["b"], ["y"])]
+    graph = build(nodes, [tensor("x", F, [2, 3, 4])], [tensor("y", F, None)], inits, opset)
+    final = run_checked(graph, "eliminate_noop").final  # compared with onnxruntime
+    assert ops(final) == {"Neg": 2, "Clip": 1}
+
+
+def test_relu_also_read_elsewhere_stays_for_that_reader():
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Clip", ["r", "lo", "hi"], ["y"]),
+             helper.make_node("Neg", ["r"], ["z"])]
+    graph = build(nodes, [tensor("x", F, [2, 3])], [tensor("y", F, None), tensor("z", F, None)],
+                  {"lo": np.float32(0.0), "hi": np.float32(6.0)})
+    final = run_checked(graph, "eliminate_noop").final
+    assert ops(final) == {"Relu": 1, "Clip": 1, "Neg": 1}
+    clip = next(n for n in final.nodes if n.op_type == "Clip")
+    assert clip.inputs[0].name == "x"
 
 
 # ----------------------------------------------------------------------------- transposes

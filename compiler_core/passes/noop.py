@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from ..ir import Graph, Node, Value
+from ..ir.dtypes import to_numpy
 from .base import Pass, PassContext, PassResult
 from .constants import INT64_MAX, constant_ints, ints_input_or_attr
-from .node_edits import bypass_or_decline, standard_nodes
+from .node_edits import bypass_or_decline, replace_node, standard_nodes
 from .registry import register
 from .reshapes import reshape_is_noop
 
@@ -99,14 +102,72 @@ def _squeeze_pair_source(node: Node) -> Value | None:
     return source
 
 
+def _cast_round_trip_source(node: Node) -> Value | None:
+    """x when ``node`` casts back a lossless widening of it: Cast(Cast(x: T -> W), to=T) with
+    every T value exactly representable in W (float32 -> float64 -> float32).
+
+    Besides saving two nodes, this keeps onnxruntime (1.32) from misfusing the pair into a
+    LayerNorm behind it: from its basic level on it builds a LayerNormalization whose input
+    and scale types differ, and the model no longer loads."""
+    inner = node.inputs[0].producer
+    if inner is None or inner.domain or inner.op_type != "Cast":
+        return None
+    source = inner.inputs[0]
+    if source.elem_type is None or node.attr("to") != source.elem_type:
+        return None
+    try:
+        widened = np.can_cast(to_numpy(source.elem_type), to_numpy(inner.attr("to")), "safe")
+    except (KeyError, TypeError, ValueError):
+        return None  # a type numpy does not know (bfloat16, float8): say nothing
+    return source if widened else None
+
+
+def _absorb_relu_into_clip(graph: Graph, ctx: PassContext, clip: Node,
+                           result: PassResult) -> None:
+    """Clip(Relu(x), lo, hi) -> Clip(x, max(lo, 0), hi): max is associative, so this is exact
+    for every lo and hi (no lo: 0).  It also keeps onnxruntime's own Relu+Clip fusion away
+    from the pair: in float64 models that fusion fails to load (onnxruntime 1.32)."""
+    relu = clip.inputs[0].producer
+    if relu is None or relu.domain or relu.op_type != "Relu" or relu.outputs[0].is_graph_output:
+        return
+    bounds_as_inputs = "min" not in clip.attrs and "max" not in clip.attrs and \
+        graph.opset_imports.get("", 11) >= 11
+    lower = _clip_lower_bound(clip, bounds_as_inputs, relu.inputs[0])
+    if lower is None:
+        return  # a bound computed at run time: its sign is unknown
+    raised = np.maximum(lower, 0).astype(lower.dtype)
+    if bounds_as_inputs:
+        bound = graph.add_initializer(graph.unique_name(f"{clip.name}_min"), raised)
+        inputs, attrs = [relu.inputs[0], bound, clip.input(2)], {}
+    else:
+        inputs, attrs = [relu.inputs[0]], {**clip.attrs, "min": float(raised)}
+    replace_node(graph, ctx, "relu_into_clip", clip, "Clip", inputs, attrs, absorbed=[relu])
+    result.rewrites += 1
+
+
+def _clip_lower_bound(clip: Node, bounds_as_inputs: bool, x: Value) -> np.ndarray | None:
+    """Clip's lower bound as a scalar array of x's type (absent: minus infinity), or None."""
+    if not bounds_as_inputs:
+        return np.asarray(clip.attr("min", -np.inf), dtype=np.float32)
+    if clip.input(1) is None:
+        if x.elem_type is None:
+            return None
+        return np.asarray(-np.inf if to_numpy(x.elem_type).kind == "f"
+                          else np.iinfo(to_numpy(x.elem_type)).min, to_numpy(x.elem_type))
+    value = clip.input(1).constant_value()
+    return None if value is None else np.asarray(value).reshape(())
+
+
 @register
 class EliminateNoop(Pass):
     """Remove operations that provably return their input unchanged.
 
     Exporters emit many: a Cast to the type the tensor already has, an Expand or Reshape to the
     shape it already has, a Slice from the first element to the last, a Concat of one tensor,
-    an Unsqueeze undone by the Squeeze right after it.  Each is recognised from the input's
-    known type and shape and the op's constant parameters, then bypassed.
+    an Unsqueeze undone by the Squeeze right after it, a Cast back from a lossless widening
+    (float32 -> float64 -> float32).  Each is recognised from the input's known type and shape
+    and the op's constant parameters, then bypassed.  A Relu under a Clip is absorbed into the
+    Clip's lower bound (Clip(Relu(x), lo, hi) = Clip(x, max(lo, 0), hi)).
     """
 
     name = "eliminate_noop"
@@ -124,4 +185,10 @@ class EliminateNoop(Pass):
                 source = _squeeze_pair_source(node)
                 if source is not None:
                     bypass_or_decline(graph, node, source, "squeeze_pair_cancels", result)
+            elif node.op_type == "Cast":
+                source = _cast_round_trip_source(node)
+                if source is not None:
+                    bypass_or_decline(graph, node, source, "cast_round_trip", result)
+            elif node.op_type == "Clip":
+                _absorb_relu_into_clip(graph, ctx, node, result)
         return result

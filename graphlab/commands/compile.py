@@ -69,7 +69,7 @@ def run(args) -> int:
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     if args.output:
         save_model(lowering.graph if lowering else result.final, args.output)
-    runtime = run_runtime_check(args, result)
+    runtime = run_runtime_check(args, result, lowering.graph if lowering else None)
     report = compile_report(result, args.output, runtime, lowering)
     if args.json:
         print_json(report)

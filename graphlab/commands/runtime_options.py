@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 
+from compiler_core.ir import Graph
 from compiler_core.passes import PipelineResult
 from compiler_core.runtime_check import DEFAULT_LEVEL, LEVELS
 from compiler_core.runtime_verify import CHECK_WHEN, RuntimeVerdict, check_pipeline
@@ -29,12 +30,14 @@ def wants_verify(args) -> bool:
     return args.runtime_check in ("final", "each")
 
 
-def run_runtime_check(args, result: PipelineResult) -> RuntimeVerdict | None:
-    """The verdict, when the pipeline was verified and the check is not turned off."""
+def run_runtime_check(args, result: PipelineResult,
+                      exported: Graph | None = None) -> RuntimeVerdict | None:
+    """The verdict, when the pipeline was verified and the check is not turned off;
+    ``exported`` is the model as written for a runtime, checked too."""
     if result.verifier is None or args.runtime_check == "off":
         return None
     return check_pipeline(result, result.verifier, level=args.runtime_level,
-                          each=args.runtime_check == "each")
+                          each=args.runtime_check == "each", exported=exported)
 
 
 def runtime_cell(entry: dict) -> str:
