@@ -92,7 +92,7 @@ def test_selecting_a_node_styles_it_in_both_panes(services):
 def test_near_miss_resolves_to_failed_node_and_blocking_consumer(services):
     ws = workspace(services, "teach_conv_bn")
     reports = step_reports(ws, 0).reports
-    index = next(i for i, r in enumerate(reports) if r["name"] == "conv_bn")
+    index = next(i for i, r in enumerate(reports) if r.name == "conv_bn")
     focus = resolve_focus(ws, 0, f"miss:{index}:0")
     graph = ws.result.initial
     assert graph.node_by_id(focus.failed).name == "conv_shared"

@@ -12,6 +12,7 @@ import pytest
 from onnx import helper
 
 from compiler_core.passes import PRESETS, PassContext, get_pass
+from compiler_core.patterns import PatternRecord
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
 
@@ -69,9 +70,9 @@ def fuse(graph, bindings=None):
     return snapshot(run_checked(graph, ["fuse_attention"], bindings), "fuse_attention")
 
 
-def only_report(shot) -> dict:
+def only_report(shot) -> PatternRecord:
     (report,) = shot.pattern_reports
-    assert report["name"] == "attention"
+    assert report.name == "attention"
     return report
 
 
@@ -85,7 +86,7 @@ def test_block_becomes_one_attention_node_that_describes_itself():
     assert node.attrs == {"scale": pytest.approx(HEAD_SIZE ** -0.5), "mask": "additive",
                           "qkv": "separate", "causal": 0, "num_heads": HEADS,
                           "head_size": HEAD_SIZE}
-    assert [m["root"] for m in only_report(shot)["matches"]] == ["merge"]
+    assert [m.root.name for m in only_report(shot).matches] == ["merge"]
 
 
 @pytest.mark.parametrize("causal", [False, True], ids=["padding", "causal"])
@@ -110,21 +111,21 @@ def test_softmax_over_the_wrong_axis_is_a_near_miss():
     shot = fuse(graph)
     assert shot.rewrites == 0 and len(shot.graph) == len(graph)
     report = only_report(shot)
-    assert report["matches"] == []
-    (miss,) = report["near_misses"]
-    assert miss["site"] == "merge" and miss["failed_node"] == "softmax"
-    assert miss["reason"] == ("Softmax: expected softmax over the last axis, "
+    assert report.matches == ()
+    (miss,) = report.near_misses
+    assert miss.site.name == "merge" and miss.failed_node.name == "softmax"
+    assert miss.reason == ("Softmax: expected softmax over the last axis, "
                               "found axis 2 (rank 4)")
-    assert miss["score"] > 0.9  # everything else matched
+    assert miss.score > 0.9  # everything else matched
 
 
 def test_mask_through_an_unexpected_op_is_a_near_miss():
     shot = fuse(attention_block(mask_op="Sub"))
     assert shot.rewrites == 0
-    (miss,) = only_report(shot)["near_misses"]
+    (miss,) = only_report(shot).near_misses
     # every form of the Softmax's input fails on the Sub: the smallest (no mask) is named first
-    assert miss["reason"] == "Softmax input 0: expected MatMul, found Sub"
-    tried = {a["expected"] for a in miss["alternatives"] if a["found"] == "Sub"}
+    assert miss.reason == "Softmax input 0: expected MatMul, found Sub"
+    tried = {a["expected"] for a in miss.alternatives if a["found"] == "Sub"}
     assert tried == {"Add", "Where", "Mul", "Div", "MatMul"}
 
 
@@ -132,10 +133,10 @@ def test_probabilities_read_outside_block_the_fusion():
     shot = fuse(attention_block(probs_is_output=True))
     assert shot.rewrites == 0 and "Attention" not in ops(shot.graph)
     report = only_report(shot)
-    assert report["matches"] == []
-    (miss,) = report["near_misses"]
-    assert miss["reason"] == "Softmax output is a graph output"
-    assert miss["failed_node"] == "softmax" and miss["score"] == 0.99
+    assert report.matches == ()
+    (miss,) = report.near_misses
+    assert miss.reason == "Softmax output is a graph output"
+    assert miss.failed_node.name == "softmax" and miss.score == 0.99
     (decline,) = shot.declined
     assert (decline.site, decline.reason) == ("merge", "Softmax output is a graph output")
 
@@ -144,7 +145,7 @@ def test_without_explanations_the_report_still_lists_the_matches():
     graph = attention_block()
     result = get_pass("fuse_attention").run(graph, PassContext(explain=False))
     (report,) = result.pattern_reports
-    assert [m["root"] for m in report["matches"]] == ["merge"] and report["near_misses"] == []
+    assert [m.root.name for m in report.matches] == ["merge"] and report.near_misses == ()
     assert result.rewrites == 1 and dict(ops(graph)) == {"Attention": 1}
 
 
@@ -172,7 +173,7 @@ def test_every_layer_of_every_sample_fuses(name, bound):
         assert node.attrs["causal"] == (name == "gpt2_tiny")
     assert "Softmax" not in ops(shot.graph)
     report = only_report(shot)
-    assert len(report["matches"]) == LAYERS and report["near_misses"] == []
+    assert len(report.matches) == LAYERS and report.near_misses == ()
 
 
 def test_sdpa_shape_arithmetic_moves_inside_when_only_attention_reads_it():

@@ -34,8 +34,8 @@ def test_teach_matmul_bias_fuses_the_constant_bias_and_explains_the_input_bias()
     (declined,) = shot.declined
     assert declined.site == "add_inputbias" and declined.rule == "matmul_add"
     assert declined.reason == "Add input 1: expected constant, found graph input 'bias'"
-    reports = {r["name"]: r for r in shot.pattern_reports}
-    assert [m["site"] for m in reports["matmul_add"]["near_misses"]] == ["add_inputbias"]
+    reports = {r.name: r for r in shot.pattern_reports}
+    assert [m.site.name for m in reports["matmul_add"].near_misses] == ["add_inputbias"]
 
 
 def test_two_d_matmul_with_constant_bias_becomes_a_standard_gemm():

@@ -48,10 +48,10 @@ def test_teach_conv_bn_folds_the_good_site_and_names_the_blocking_consumer():
     (declined,) = shot.declined
     assert declined.site == "bn_shared" and declined.rule == "conv_bn"
     assert declined.reason == "Conv output has another consumer (Relu 'relu_side')"
-    (report,) = [r for r in shot.pattern_reports if r["name"] == "conv_bn"]
-    assert [m["root"] for m in report["matches"]] == ["bn_good"]
-    (miss,) = report["near_misses"]
-    assert miss["site"] == "bn_shared" and miss["blocking_node"] == "relu_side"
+    (report,) = [r for r in shot.pattern_reports if r.name == "conv_bn"]
+    assert [m.root.name for m in report.matches] == ["bn_good"]
+    (miss,) = report.near_misses
+    assert miss.site.name == "bn_shared" and miss.blocking_node.name == "relu_side"
 
 
 def test_digits_cnn_keeps_its_test_accuracy_exactly_after_o2():

@@ -59,7 +59,7 @@ def test_teach_layernorm_rewrites_the_good_site_and_explains_the_wrong_axis():
     assert declined.site == "ln_wrongaxis_shift"
     assert "expected mean over the last axis" in declined.reason
     assert "found axes [1]" in declined.reason
-    names = [r["name"] for r in shot.pattern_reports]
+    names = [r.name for r in shot.pattern_reports]
     assert names == ["layernorm", "layernorm_unscaled"]
 
 
@@ -72,7 +72,7 @@ def test_teach_gelu_rewrites_the_good_site_and_names_the_wrong_constant():
     assert "expected constant ≈ 1.41421" in declined.reason
     assert "found constant 1.5" in declined.reason
     (report,) = shot.pattern_reports
-    assert report["near_misses"][0]["failed_node"] == "gelu_wrongconst_div"
+    assert report.near_misses[0].failed_node.name == "gelu_wrongconst_div"
 
 
 @pytest.mark.parametrize("opset, domain", [(13, FUSED_DOMAIN), (17, "")])

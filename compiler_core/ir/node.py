@@ -19,14 +19,19 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Why a node exists: the pass and rule that created it, from which original node ids."""
+    """Why a node exists: the pass and rule that created it, from which original node ids, and
+    where the rule is written (``source``, "compiler_core/passes/x.py:42"; empty when unknown)."""
 
     pass_name: str
     rule: str
     sources: tuple[int, ...] = ()
+    source: str = ""
 
     def to_dict(self) -> dict:
-        return {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources)}
+        record = {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources)}
+        if self.source:
+            record["source"] = self.source
+        return record
 
 
 _CONSTANT_SCALAR_ATTRS = {"value_float": np.float32, "value_int": np.int64}

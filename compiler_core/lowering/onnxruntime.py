@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from ..ir import FUSED_DOMAIN, Graph, Node
 from ..passes.base import PassContext
 from ..passes.dead_code import EliminateDeadCode
+from ..passes.fusion_attention import FUSED_OP as ATTENTION
 from ..passes.rewrite import open_fused_node
 from .ort_attention import lower_attention
 from .ort_ops import MS_DOMAIN, LOWERINGS
@@ -82,7 +83,7 @@ def lower_for_onnxruntime(graph: Graph) -> Lowering:
 
 def _lower(graph: Graph, node: Node) -> tuple[str | None, str | None]:
     """Replace ``node`` by onnxruntime ops: (``domain:op`` made, None), or (None, the reason)."""
-    if node.op_type == "Attention":
+    if node.op_type == ATTENTION:
         outcome = lower_attention(graph, node)
     elif node.op_type in LOWERINGS:
         outcome = LOWERINGS[node.op_type](graph, node)

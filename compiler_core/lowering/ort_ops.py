@@ -13,6 +13,8 @@ import numpy as np
 import onnx
 
 from ..ir import Graph, Node, Value
+from ..passes.fusion_linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
+from ..passes.fusion_skip_layernorm import FUSED_OP as SKIP_LAYERNORM
 
 MS_DOMAIN = "com.microsoft"
 _FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})
@@ -187,10 +189,10 @@ def _activation_params(node: Node, act: Node) -> list[float] | str:
 
 
 LOWERINGS: dict[str, Callable[[Graph, Node], Node | str]] = {
-    "SkipLayerNormalization": lower_skip_layernorm,
+    SKIP_LAYERNORM: lower_skip_layernorm,
     "LayerNormalization": lower_layernorm,
     "Gelu": lower_gelu,
-    "FusedConv": lower_conv_activation,
-    "FusedGemm": lower_gemm_activation,
-    "FusedMatMulBias": lower_matmul_bias_activation,
+    FUSED_CONV: lower_conv_activation,
+    FUSED_GEMM: lower_gemm_activation,
+    FUSED_MATMUL_BIAS: lower_matmul_bias_activation,
 }

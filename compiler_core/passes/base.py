@@ -14,21 +14,24 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from ..ir import Graph, Node, Provenance
+from ..patterns.records import PatternRecord
 
 if TYPE_CHECKING:
     from ..hardware.roofline import TargetLike
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decline:
     """A rewrite the pass could have made but refused, and why."""
 
-    site: str    # node name where the rewrite would have applied
+    site: str    # name of the node where the rewrite would have applied (or of the graph)
     rule: str
     reason: str
+    node_id: int | None = None   # that node's id; None when the site is the whole graph
 
     def to_dict(self) -> dict:
-        return {"site": self.site, "rule": self.rule, "reason": self.reason}
+        return {"site": self.site, "rule": self.rule, "reason": self.reason,
+                "node_id": self.node_id}
 
 
 @dataclass
@@ -36,14 +39,24 @@ class PassResult:
     rewrites: int = 0
     notes: list[str] = field(default_factory=list)
     declined: list[Decline] = field(default_factory=list)
-    pattern_reports: list[dict] = field(default_factory=list)
+    pattern_reports: list[PatternRecord] = field(default_factory=list)
+
+    def decline(self, site: Node | str, rule: str, reason: str) -> None:
+        """Record a declined rewrite once (a site can be refused for several reasons by one
+        rule, e.g. two inner ops of a fused node; the same refusal is recorded once)."""
+        name, node_id = (site.name, site.id) if isinstance(site, Node) else (site, None)
+        self._add(Decline(name, rule, reason, node_id))
+
+    def _add(self, decline: Decline) -> None:
+        if decline not in self.declined:
+            self.declined.append(decline)
 
     def merge(self, other: "PassResult") -> None:
         """Accumulate the result of another iteration of the same pass."""
         self.rewrites += other.rewrites
         self.notes += [n for n in other.notes if n not in self.notes]
-        known = {(d.site, d.rule) for d in self.declined}
-        self.declined += [d for d in other.declined if (d.site, d.rule) not in known]
+        for decline in other.declined:
+            self._add(decline)
         if other.pattern_reports:
             self.pattern_reports = other.pattern_reports
 
@@ -61,15 +74,17 @@ class PassContext:
     # a list of {input name: array} batches; None lets the pass generate valid random ones.
     calibration_inputs: list[dict] | None = None
 
-    def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...]) -> Provenance:
-        """Provenance for a node this pass creates from ``sources`` (original ids kept)."""
+    def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...],
+                   source: str = "") -> Provenance:
+        """Provenance for a node this pass creates from ``sources`` (original ids kept);
+        ``source`` is where the rule is written, when a Rule object made the node."""
         ids: list[int] = []
         for node in sources:
             if node.provenance is not None and node.provenance.sources:
                 ids.extend(node.provenance.sources)  # a rewrite of a rewrite: keep the originals
             else:
                 ids.append(node.id)
-        return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)))
+        return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)), source)
 
 
 class Pass(ABC):

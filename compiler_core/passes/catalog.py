@@ -1,17 +1,21 @@
 """Every pass family, imported so its passes register, and the pipeline presets.
 
+Every module of this package is imported, so a new pass (a new fusion: one module with its
+rules) registers by existing; adding its name to a preset below puts it in a pipeline.
 Presets follow the levels users know from onnxruntime: `clean` (cleanup only), `O1` (clean +
 folding + DCE/CSE), `O2` (O1 + normalization folding, recognition and fusions).
 """
 
 from __future__ import annotations
 
-from . import (  # noqa: F401 - importing a family registers its passes
-    cleanup, constant_folding, cse, dead_code, fusion_attention, fusion_elementwise,
-    fusion_horizontal, fusion_linear, fusion_skip_layernorm, layout, noop, norm_affine_folding,
-    normalization_folding, pad_folding, partitioning, quantization, recognition, reshapes,
-    specialize, transposes)
+import importlib
+import pkgutil
+
 from .registry import define_preset
+
+_PACKAGE = importlib.import_module(__package__)
+for _module in pkgutil.walk_packages(_PACKAGE.__path__, prefix=f"{__package__}."):
+    importlib.import_module(_module.name)  # importing a family registers its passes
 
 CLEAN = ["eliminate_dropout", "eliminate_identity", "eliminate_noop", "cancel_transposes",
          "merge_reshapes", "dce"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .node_edits import bypass_or_decline
 from .registry import register
 
@@ -29,8 +29,8 @@ class EliminateDropout(Pass):
         for node in graph.nodes_of_type("Dropout"):
             source, mask = node.inputs[0], node.outputs[1] if len(node.outputs) > 1 else None
             if mask is not None and mask.is_graph_output:
-                result.declined.append(Decline(node.name, "dropout_is_identity",
-                                               f"its mask {mask.name!r} is a graph output"))
+                result.decline(node, "dropout_is_identity",
+                               f"its mask {mask.name!r} is a graph output")
                 continue
             if mask is not None and mask.uses and graph.can_replace_uses(node.outputs[0], source):
                 _replace_mask(graph, ctx, node)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..ir import Graph, Node, infer_shapes
 from ..ir.subgraphs import subgraph_attributes
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .constants import make_initializer, produces_graph_output, replace_with_constants
 from .evaluate import EvaluationError, evaluate, predicted_bytes
 from .node_edits import standard_nodes
@@ -51,8 +51,8 @@ def _constant_to_initializer(graph: Graph, node: Node, result: PassResult) -> No
     if array is None or not output.uses:
         return
     if output.is_graph_output:
-        result.declined.append(Decline(node.name, "constant_to_initializer", (
-            f"{output.name!r} is a graph output; an initializer cannot take its name")))
+        result.decline(node, "constant_to_initializer", (
+            f"{output.name!r} is a graph output; an initializer cannot take its name"))
         return
     graph.remove_node(node)
     make_initializer(graph, output, array)
@@ -78,8 +78,8 @@ def _fold(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> Non
     if not _foldable(node):
         return
     if produces_graph_output(node):
-        result.declined.append(Decline(node.name, "fold", (
-            "its output is a graph output; an initializer cannot take its name")))
+        result.decline(node, "fold", (
+            "its output is a graph output; an initializer cannot take its name"))
         return
     arrays = [v.constant_value() if v is not None else None for v in node.inputs]
     size = predicted_bytes(graph, node, arrays)
@@ -87,12 +87,12 @@ def _fold(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> Non
         reason = ("the size of its result cannot be known before computing it" if size is None
                   else f"its result would take {size:,} bytes, more than the folding limit "
                        f"of {ctx.fold_size_limit:,}")
-        result.declined.append(Decline(node.name, "fold", reason))
+        result.decline(node, "fold", reason)
         return
     try:
         outputs = evaluate(graph, node, arrays)
     except EvaluationError as err:
-        result.declined.append(Decline(node.name, "fold", str(err)))
+        result.decline(node, "fold", str(err))
         return
     replace_with_constants(graph, node, outputs)
     result.rewrites += 1

@@ -2,26 +2,41 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import onnx
 
 from ..ir import Graph, Node, Value
-from ..patterns import Failure, Match, NearMiss, PatternReport, explain, get_pattern, match_all
-from .base import Decline, Pass, PassContext, PassResult
+from ..patterns import Failure, Match, Pattern, get_pattern
+from .base import PassContext
 from .registry import register
-from .rewrite import fuse_nodes
+from .rules import RewritePass, Rule
 
-RULE = "fuse_attention"
-PATTERN = "attention"
 FUSED_OP = "Attention"
 _INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
 _COMPARISONS = frozenset({"Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
 
 
+class AttentionRule(Rule):
+    """Library pattern ``attention`` plus the shape arithmetic only it reads -> one Attention
+    node; refused, as a near miss naming the consumer, when an intermediate is read outside.
+    Its ordinary near misses are not declines: most are other code that starts like it."""
+
+    name = "fuse_attention"
+    declines = False
+
+    def pattern(self) -> Pattern:
+        return get_pattern("attention")
+
+    def check(self, match: Match) -> Failure | None:
+        return _outside_reader(_with_private_shape_arithmetic(match.nodes), match)
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        return self.fuse(graph, ctx, _with_private_shape_arithmetic(match.nodes), FUSED_OP,
+                         _describe(match))
+
+
 @register
-class FuseAttention(Pass):
+class FuseAttention(RewritePass):
     """Fuse each multi-head self-attention block — Q/K/V projections, head split, Q·Kᵀ, scale,
     mask, Softmax, ·V and head merge — into one Attention node.
 
@@ -39,41 +54,10 @@ class FuseAttention(Pass):
 
     name = "fuse_attention"
     family = "fusion"
+    rules = (AttentionRule(),)
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        report = _find_sites(graph, ctx)
-        fused: list[Match] = []
-        blocked: list[NearMiss] = []
-        causal_masks: dict[str, bool] = {}
-        for match in report.matches:
-            members = _with_private_shape_arithmetic(match.nodes)
-            blocker = _outside_reader(members, match)
-            if blocker is not None:
-                blocked.append(NearMiss(match.root, blocker))
-                result.declined.append(Decline(match.root.name, RULE, blocker.reason))
-                continue
-            attrs = _describe(match, causal_masks)
-            if fuse_nodes(graph, ctx, members, FUSED_OP, RULE, attrs) is None:
-                result.declined.append(Decline(match.root.name, RULE, (
-                    "fusing would create a cycle: a value leaves the attention and comes back")))
-                continue
-            fused.append(match)
-            result.rewrites += 1
-        misses = sorted(blocked + report.near_misses, key=lambda m: -m.score)
-        result.pattern_reports.append(
-            replace(report, matches=fused, near_misses=misses).to_dict())
-        if fused:
-            result.notes.append(f"fused {len(fused)} attention blocks into {FUSED_OP} nodes")
-        return result
-
-
-def _find_sites(graph: Graph, ctx: PassContext) -> PatternReport:
-    """The attention pattern's matches, with its near misses when the context asks for them."""
-    pattern = get_pattern(PATTERN)
-    if ctx.explain:
-        return explain(graph, [pattern])[0]
-    return PatternReport(PATTERN, pattern.describe(), match_all(graph, pattern))
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        return f"fused {len(made)} attention blocks into {FUSED_OP} nodes"
 
 
 # ------------------------------------------------------------------------------- the node set
@@ -134,13 +118,11 @@ def _blocked(match: Match, node: Node, found: str, reason: str,
 
 
 # ------------------------------------------------------------------------ describing the node
-def _describe(match: Match, causal_masks: dict[str, bool]) -> dict:
+def _describe(match: Match) -> dict:
     """Attributes for display: head layout, scale, mask kind, causality, QKV form."""
     attrs: dict = {"scale": _scale(match), "mask": match["mask_kind"], "qkv": match["qkv"]}
     mask: Value | None = match["mask"]
-    if mask is not None and mask.name not in causal_masks:
-        causal_masks[mask.name] = _is_causal(mask)
-    attrs["causal"] = int(mask is not None and causal_masks[mask.name])
+    attrs["causal"] = int(mask is not None and _is_causal(mask))
     num_heads, head_size = _head_layout(match["q_heads"])
     if num_heads is not None:
         attrs["num_heads"] = num_heads

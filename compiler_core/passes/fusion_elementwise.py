@@ -5,7 +5,7 @@ from __future__ import annotations
 import onnx
 
 from ..ir import Graph, Node
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .op_kinds import is_elementwise
 from .registry import register
 from .rewrite import fuse_nodes
@@ -39,7 +39,7 @@ class FuseElementwise(Pass):
         result = PassResult()
         claimed: set[int] = set()
         chains: list[list[Node]] = []
-        blocked: dict[int, Decline] = {}
+        blocked: dict[int, tuple[Node, str]] = {}
         for node in reversed(graph.nodes):  # grow each chain upwards from its last node
             if node.id in claimed or not _fusible(node):
                 continue
@@ -48,9 +48,9 @@ class FuseElementwise(Pass):
             if len(chain) > 1:
                 chains.append(chain)
             for producer in _candidate_producers(chain, claimed):
-                blocked.setdefault(producer.id, Decline(producer.name, RULE,
-                                                        _outside_reader(producer, chain)))
-        result.declined += blocked.values()
+                blocked.setdefault(producer.id, (producer, _outside_reader(producer, chain)))
+        for producer, reason in blocked.values():
+            result.decline(producer, RULE, reason)
         fused_ops = 0
         for chain in chains:
             if fuse_nodes(graph, ctx, chain, FUSED_OP, RULE) is not None:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Node, Provenance, Value
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .registry import register
 
 RULE = "fuse_sibling_matmuls"
@@ -54,8 +54,8 @@ class FuseSiblingMatMuls(Pass):
         fused_nodes = 0
         sibling_sets = _sibling_sets(graph)
         for siblings in sibling_sets:
-            members = _classify(siblings, result.declined)
-            for group in _compatible_groups(members, result.declined):
+            members = _classify(siblings, result)
+            for group in _compatible_groups(members, result):
                 _fuse(graph, ctx, group)
                 result.rewrites += 1
                 fused_nodes += len(group)
@@ -76,13 +76,13 @@ def _sibling_sets(graph: Graph) -> list[list[Node]]:
     return [nodes for nodes in groups.values() if len(nodes) > 1]
 
 
-def _classify(siblings: list[Node], declined: list[Decline]) -> list[_Member]:
+def _classify(siblings: list[Node], result: PassResult) -> list[_Member]:
     """The siblings that can be merged with someone; the others are recorded as declined."""
     members = []
     for node in siblings:
         member_or_reason = _member(node)
         if isinstance(member_or_reason, str):
-            declined.append(Decline(node.name, RULE, member_or_reason))
+            result.decline(node, RULE, member_or_reason)
         else:
             members.append(member_or_reason)
     return members
@@ -134,7 +134,7 @@ def _bias_after(matmul: Node, weight: np.ndarray) -> tuple[Node | None, np.ndarr
     return add, bias.reshape(columns)
 
 
-def _compatible_groups(members: list[_Member], declined: list[Decline]) -> list[list[_Member]]:
+def _compatible_groups(members: list[_Member], result: PassResult) -> list[list[_Member]]:
     """Split members into groups that can share one weight matrix; record the odd ones out."""
     classes: dict[tuple, list[_Member]] = {}
     for member in members:
@@ -147,7 +147,7 @@ def _compatible_groups(members: list[_Member], declined: list[Decline]) -> list[
         other = next((g[0] for g in ranked if g[0] is not loner), None)
         reason = (_mismatch(loner, other) if other is not None
                   else "none of its siblings has a constant weight")
-        declined.append(Decline(loner.node.name, RULE, reason))
+        result.decline(loner.node, RULE, reason)
     return [group for group in ranked if len(group) > 1]
 
 

@@ -2,30 +2,113 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import ClassVar
+
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import is_float
-from ..patterns import Match, Pattern, any_value, const, get_pattern, match_all, op
+from ..patterns import Match, Pattern, any_value, const, get_pattern, op
 from ..patterns.library.convolution import activation_after
-from .base import Pass, PassContext, PassResult
-from .pattern_pass import decline, find_matches
+from .base import PassContext
 from .registry import register
-from .rewrite import fuse_nodes, replace_by_op
+from .rules import RewritePass, Rule
 
-# (library pattern, binding of the layer node, fused op, bindings of the fused op's inputs)
-_LAYER_ACTIVATIONS = (("gemm_act", "gemm", "FusedGemm", ("a", "b", "c")),
-                      ("conv_act", "conv", "FusedConv", ("x", "weight", "bias")))
-_CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
+FUSED_GEMM = "FusedGemm"
+FUSED_CONV = "FusedConv"
+FUSED_MATMUL_BIAS = "FusedMatMulBias"
 
 
-def matmul_bias_act() -> Pattern:
-    """The library's ``matmul_add`` followed by a fusable activation (bindings of both)."""
-    return activation_after(get_pattern("matmul_add")).named("matmul_bias_act").described_as(
-        "MatMul plus a constant bias, followed by a fusable activation (Relu, LeakyRelu, "
-        "Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, or Clip with constant bounds).")
+class MatMulAddRule(Rule):
+    """Library pattern ``matmul_add`` -> a standard Gemm when 2-D (exactly what Gemm
+    computes), else FusedMatMulBias, which keeps the batch dimensions."""
+
+    name = "matmul_add"
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        if _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
+            return self.gemm(graph, ctx, match)
+        return self.fuse(graph, ctx, [match["matmul"], match["add"]], FUSED_MATMUL_BIAS,
+                         operands=_linear_operands(match))
+
+    def gemm(self, graph: Graph, ctx: PassContext, match: Match) -> Node:
+        """The matched MatMul and bias Add as one Gemm named after the MatMul."""
+        return self.replace(graph, ctx, [match["matmul"], match["add"]], "Gemm",
+                            _linear_operands(match), name=match["matmul"].name)
+
+
+MATMUL_ADD = MatMulAddRule()
+
+
+class MatMulBiasActRule(Rule):
+    """``matmul_add`` followed by a fusable activation -> FusedGemm around the Gemm the
+    MatMul + bias becomes when 2-D, else FusedMatMulBias with the activation."""
+
+    name = "matmul_bias_act"
+
+    def pattern(self) -> Pattern:
+        return activation_after(get_pattern("matmul_add")).named(self.name).described_as(
+            "MatMul plus a constant bias, followed by a fusable activation (Relu, LeakyRelu, "
+            "Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, or Clip with constant bounds).")
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        act = match["act"]
+        attrs = {"activation": act.op_type}
+        if _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
+            gemm = MATMUL_ADD.gemm(graph, ctx, match)
+            return self.fuse(graph, ctx, [gemm, act], FUSED_GEMM, attrs,
+                             operands=_linear_operands(match))
+        return self.fuse(graph, ctx, [match["matmul"], match["add"], act], FUSED_MATMUL_BIAS,
+                         attrs, operands=_linear_operands(match))
+
+
+class _LayerActivationRule(Rule):
+    """A layer and the activation after it -> one fused node reading the layer's inputs."""
+
+    layer: ClassVar[str]               # binding of the layer node
+    fused_op: ClassVar[str]
+    operands: ClassVar[tuple[str, ...]]  # bindings of the fused op's inputs, in order
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        act = match["act"]
+        return self.fuse(graph, ctx, [match[self.layer], act], self.fused_op,
+                         {"activation": act.op_type},
+                         operands=[match[k] for k in self.operands])
+
+
+class GemmActRule(_LayerActivationRule):
+    """Library pattern ``gemm_act`` -> FusedGemm(A, B, C) with the activation."""
+
+    name, layer, fused_op, operands = "gemm_act", "gemm", FUSED_GEMM, ("a", "b", "c")
+
+
+class ConvActRule(_LayerActivationRule):
+    """Library pattern ``conv_act`` -> FusedConv(X, W, B) with the activation."""
+
+    name, layer, fused_op, operands = "conv_act", "conv", FUSED_CONV, ("x", "weight", "bias")
+
+
+class RuntimeBiasMatMulRule(Rule):
+    """A 2-D MatMul + an Add of a bias that is *not* a constant -> a standard Gemm (its C may
+    be computed at run time); nothing more fuses into it.  Its near misses are matmul_add's,
+    so it reports nothing itself."""
+
+    name = "matmul_runtime_bias"
+    declines = False
+    reported = False
+
+    def pattern(self) -> Pattern:
+        return op("Add", op("MatMul", any_value().bind("x"), any_value().bind("weight"))
+                  .bind("matmul"), (~const()).bind("bias")).bind("add")
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | None:
+        if not _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
+            return None
+        return self.replace(graph, ctx, [match["matmul"], match["add"]], "Gemm",
+                            _linear_operands(match), name=match["matmul"].name)
 
 
 @register
-class FuseLinearBiasAct(Pass):
+class FuseLinearBiasAct(RewritePass):
     """Fuse a Conv, Gemm or MatMul with its constant bias and the activation after it into one
     node (FusedConv, FusedGemm, FusedMatMulBias) whose body is the original ops.
 
@@ -43,66 +126,16 @@ class FuseLinearBiasAct(Pass):
 
     name = "fuse_linear_bias_act"
     family = "fusion"
+    rules = (MatMulBiasActRule(), MATMUL_ADD, GemmActRule(), ConvActRule(),
+             RuntimeBiasMatMulRule())
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        counts: dict[str, int] = {}
-        for pattern in (matmul_bias_act(), "matmul_add"):
-            for match in find_matches(graph, pattern, ctx, result):
-                _count(counts, _fuse_matmul(graph, ctx, match, result))
-        for pattern, layer, op_type, operands in _LAYER_ACTIVATIONS:
-            for match in find_matches(graph, pattern, ctx, result):
-                _count(counts, _fuse_activation(graph, ctx, match, [match[layer]], op_type,
-                                                [match[k] for k in operands], result))
-        for match in match_all(graph, _runtime_bias_matmul()):
-            if _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
-                _count(counts, replace_by_op(
-                    graph, ctx, [match["matmul"], match["add"]], "Gemm", "matmul_runtime_bias",
-                    [match["x"], match["weight"], match["bias"]], name=match["matmul"].name))
-        result.rewrites = sum(counts.values())
-        if counts:
-            result.notes.append("made " + ", ".join(f"{n} {op}" for op, n in counts.items()))
-        return result
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        counts = Counter(node.op_type for node in made)
+        return "made " + ", ".join(f"{n} {op_type}" for op_type, n in counts.items())
 
 
-def _count(counts: dict[str, int], made: Node | None) -> None:
-    if made is not None:
-        counts[made.op_type] = counts.get(made.op_type, 0) + 1
-
-
-def _fuse_matmul(graph: Graph, ctx: PassContext, match: Match,
-                 result: PassResult) -> Node | None:
-    """MatMul + bias (+ activation): a Gemm (+ FusedGemm) when 2-D, else FusedMatMulBias."""
-    matmul, add, act = match["matmul"], match["add"], match.bindings.get("act")
-    x, weight, bias = match["x"], match["weight"], match["bias"]
-    if _is_gemm_shaped(x, weight, bias):
-        gemm = replace_by_op(graph, ctx, [matmul, add], "Gemm", "matmul_add", [x, weight, bias],
-                             name=matmul.name)
-        if act is None:
-            return gemm
-        return _fuse_activation(graph, ctx, match, [gemm], "FusedGemm", [x, weight, bias],
-                                result)
-    return _fuse_activation(graph, ctx, match, [matmul, add], "FusedMatMulBias",
-                            [x, weight, bias], result)
-
-
-def _fuse_activation(graph: Graph, ctx: PassContext, match: Match, layer: list[Node],
-                     op_type: str, operands: list[Value | None],
-                     result: PassResult) -> Node | None:
-    """``layer`` and the match's activation (if any) -> one fused node reading ``operands``."""
-    act = match.bindings.get("act")
-    attrs = {"activation": act.op_type} if act is not None else None
-    fused = fuse_nodes(graph, ctx, layer + ([act] if act is not None else []), op_type,
-                       match.pattern_name, attrs, operands=operands)
-    if fused is None:
-        decline(result, match.root.name, match.pattern_name, _CYCLE)
-    return fused
-
-
-def _runtime_bias_matmul() -> Pattern:
-    """MatMul + Add of a bias that is *not* a constant (the constant case fuses further)."""
-    return op("Add", op("MatMul", any_value().bind("x"), any_value().bind("weight"))
-              .bind("matmul"), (~const()).bind("bias")).bind("add")
+def _linear_operands(match: Match) -> list[Value]:
+    return [match["x"], match["weight"], match["bias"]]
 
 
 def _is_gemm_shaped(x: Value, weight: Value, bias: Value) -> bool:

@@ -2,17 +2,39 @@
 
 from __future__ import annotations
 
-from ..ir import Graph
-from .base import Pass, PassContext, PassResult
-from .pattern_pass import decline, find_matches
+from ..ir import Graph, Node
+from ..patterns import Match
+from .base import PassContext
 from .registry import register
-from .rewrite import fuse_nodes
+from .rules import RewritePass, Rule
 
 FUSED_OP = "SkipLayerNormalization"
 
 
+class SkipLayerNormRule(Rule):
+    """Library pattern ``skip_layernorm`` -> SkipLayerNormalization(input, skip, gamma, beta),
+    whose body is the Add and the normalization; it needs four distinct inputs."""
+
+    name = "skip_layernorm"
+
+    def check(self, match: Match) -> str | None:
+        present = [v for v in self._operands(match) if v is not None]
+        if len({v.name for v in present}) < len(present):
+            return ("one value is read twice (as the residual and the normalized input, or "
+                    "as scale and bias); the fused op needs distinct inputs")
+        return None
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        return self.fuse(graph, ctx, match.nodes, FUSED_OP,
+                         {"epsilon": float(match["epsilon"])}, operands=self._operands(match))
+
+    @staticmethod
+    def _operands(match: Match) -> list:
+        return [match["input"], match["skip"], match["scale"], match["shift"]]
+
+
 @register
-class FuseSkipLayerNorm(Pass):
+class FuseSkipLayerNorm(RewritePass):
     """Fuse a residual Add and the layer normalization that reads it into one
     SkipLayerNormalization node whose body is the Add and the normalization.
 
@@ -27,25 +49,7 @@ class FuseSkipLayerNorm(Pass):
 
     name = "fuse_skip_layernorm"
     family = "fusion"
+    rules = (SkipLayerNormRule(),)
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        for match in find_matches(graph, "skip_layernorm", ctx, result):
-            operands = [match["input"], match["skip"], match["scale"], match["shift"]]
-            present = [v for v in operands if v is not None]
-            if len({v.name for v in present}) < len(present):
-                decline(result, match.root.name, "skip_layernorm",
-                        "one value is read twice (as the residual and the normalized input, or "
-                        "as scale and bias); the fused op needs distinct inputs")
-                continue
-            fused = fuse_nodes(graph, ctx, match.nodes, FUSED_OP, "skip_layernorm",
-                               {"epsilon": float(match["epsilon"])}, operands=operands)
-            if fused is None:
-                decline(result, match.root.name, "skip_layernorm",
-                        "fusing would create a cycle: a value leaves the matched ops and "
-                        "comes back")
-                continue
-            result.rewrites += 1
-        if result.rewrites:
-            result.notes.append(f"fused {result.rewrites} residual Add + LayerNorm pair(s)")
-        return result
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        return f"fused {len(made)} residual Add + LayerNorm pair(s)"

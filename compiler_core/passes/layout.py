@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .layout_rules import (TO_NCHW, TO_NHWC, adapt, is_kernel, layout_inputs, permute,
                            read_shape_in_nchw_order, reads_shape_only, why_not)
 from .registry import register
@@ -39,7 +39,7 @@ class ConvertLayoutNHWC(Pass):
         result = PassResult()
         opset = graph.opset_imports.get("", 1)
         converter = _Converter(graph, ctx)
-        for number, region in enumerate(_find_regions(graph, opset, result.declined), 1):
+        for number, region in enumerate(_find_regions(graph, opset, result), 1):
             entries, exits = converter.convert(region)
             kernels = sum(is_kernel(n) for n in region)
             result.rewrites += len(region)
@@ -53,7 +53,7 @@ class ConvertLayoutNHWC(Pass):
 
 
 # ---------------------------------------------------------------------------------- regions
-def _find_regions(graph: Graph, opset: int, declined: list[Decline]) -> list[list[Node]]:
+def _find_regions(graph: Graph, opset: int, result: PassResult) -> list[list[Node]]:
     """Maximal connected sets of convertible ops around NCHW kernels, trimmed of fringe ops that
     would only move a transpose; each list is in execution order."""
     regions: list[list[Node]] = []
@@ -63,15 +63,15 @@ def _find_regions(graph: Graph, opset: int, declined: list[Decline]) -> list[lis
             continue
         reason = why_not(node, opset)
         if reason is not None:
-            _decline(declined, node, reason)
+            result.decline(node, RULE, reason)
             continue
-        members = _trim(_grow(node, opset, declined))
+        members = _trim(_grow(node, opset, result))
         assigned.update(members)
         regions.append([n for n in graph.nodes if n.id in members])
     return regions
 
 
-def _grow(seed: Node, opset: int, declined: list[Decline]) -> dict[int, Node]:
+def _grow(seed: Node, opset: int, result: PassResult) -> dict[int, Node]:
     members = {seed.id: seed}
     queue = [seed]
     while queue:
@@ -83,13 +83,8 @@ def _grow(seed: Node, opset: int, declined: list[Decline]) -> dict[int, Node]:
                 members[neighbour.id] = neighbour
                 queue.append(neighbour)
             elif reason:  # "" means no layout rule: an ordinary region boundary, not a miss
-                _decline(declined, neighbour, reason)
+                result.decline(neighbour, RULE, reason)
     return members
-
-
-def _decline(declined: list[Decline], node: Node, reason: str) -> None:
-    if not any(d.site == node.name for d in declined):
-        declined.append(Decline(node.name, RULE, reason))
 
 
 def _layout_neighbours(node: Node) -> list[Node]:

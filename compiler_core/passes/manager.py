@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..ir import Graph
+from ..patterns.records import PatternRecord
 from ..verify import DEFAULT_RTOL, Verifier, VerifyReport
 from .base import Decline, Pass, PassContext, PassResult
 from .diff import GraphDiff, diff_graphs
@@ -33,7 +34,7 @@ class Snapshot:
     seconds: float
     notes: list[str] = field(default_factory=list)
     declined: list[Decline] = field(default_factory=list)
-    pattern_reports: list[dict] = field(default_factory=list)
+    pattern_reports: list[PatternRecord] = field(default_factory=list)
     verify: VerifyReport | None = None
 
     @property
@@ -71,7 +72,7 @@ class Snapshot:
                            if graph.node_by_id(i).provenance is not None},
             "notes": self.notes,
             "declined": [d.to_dict() for d in self.declined],
-            "patterns": self.pattern_reports,
+            "patterns": [r.to_dict() for r in self.pattern_reports],
         }
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from ..ir import Graph, Node, Value
-from .base import Decline, PassContext, PassResult
+from .base import PassContext, PassResult
 from .constants import remove_dead
 from .rewrite import bypass_node
 
@@ -31,10 +31,10 @@ def bypass_or_decline(graph: Graph, node: Node, replacement: Value, rule: str,
     output = node.outputs[0]
     producers = [v.producer for v in node.inputs if v is not None and v.producer is not None]
     if not bypass_node(graph, node, replacement):
-        result.declined.append(Decline(node.name, rule, (
+        result.decline(node, rule, (
             f"{output.name!r} is a graph output and {replacement.name!r} is a graph "
             f"{_interface_role(replacement)}: removing {node.op_type} would rename the "
-            f"model's output")))
+            f"model's output"))
         return False
     remove_dead(graph, producers)
     result.rewrites += 1

@@ -10,7 +10,7 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from .affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from .base import Pass, PassContext, PassResult
-from .pattern_pass import decline, find_matches
+from .pattern_pass import find_matches
 from .registry import register
 from .rewrite import bypass_node, replace_by_op
 
@@ -70,7 +70,7 @@ class FoldNormAffine(Pass):
             reason = affine.blocker or (linear if isinstance(linear, str)
                                         else _no_bias_home(linear, affine))
             if reason is not None:
-                decline(result, affine.site.name, RULE, reason)
+                result.decline(affine.site, RULE, reason)
                 continue
             _fold(graph, ctx, affine, linear)
             result.rewrites += 1
@@ -83,7 +83,7 @@ class FoldNormAffine(Pass):
 # --------------------------------------------------------------------------- where affines end
 def _decomposed_layernorms(graph: Graph, ctx: PassContext, result: PassResult) -> list[_Affine]:
     affines = []
-    for match in find_matches(graph, "layernorm", ctx, result, declines=False):
+    for match in find_matches(graph, "layernorm", ctx, result):
         scale, shift = match["scale"].constant_value(), match["shift"].constant_value()
         if scale is None or shift is None:
             continue

@@ -7,14 +7,82 @@ import numpy as np
 from ..ir import Graph, Node
 from ..patterns import Match
 from .affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
-from .base import Pass, PassContext, PassResult
-from .pattern_pass import decline, find_matches
+from .base import PassContext
 from .registry import register
-from .rewrite import replace_by_op
+from .rules import RewritePass, Rule
+
+
+class _BatchNormFold(Rule):
+    """A linear layer + inference BatchNormalization -> the layer with the BN's per-channel
+    affine baked into its weight and bias."""
+
+    def site(self, match: Match) -> Node:
+        return match["bn"]
+
+    def check(self, match: Match) -> str | None:
+        """Old opsets let BatchNormalization output its running statistics; folded, they
+        would be gone."""
+        bn = match["bn"]
+        extra = [v.name for v in bn.outputs[1:]
+                 if v is not None and (v.uses or v.is_graph_output)]
+        return f"its statistics output(s) {', '.join(extra)} are read" if extra else None
+
+
+class ConvBatchNormRule(_BatchNormFold):
+    """Library pattern ``conv_bn`` -> Conv with per-output-channel (axis 0) scaled weights
+    and a new bias."""
+
+    name = "conv_bn"
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node:
+        conv, weight, bias = match["conv"], match["weight"], match["bias"]
+        s, t = batchnorm_affine(match["bn"])
+        old_bias = bias.constant_value().astype(np.float64) if bias is not None else 0.0
+        inputs = [match["x"],
+                  new_weight(graph, weight, scale_axis(weight.constant_value(), s, 0)),
+                  new_weight(graph, bias or weight, old_bias * s + t)]
+        folded = self.replace(graph, ctx, [conv, match["bn"]], "Conv", inputs,
+                              attrs=conv.attrs, name=conv.name)
+        folded.attr_types = conv.attr_types
+        return folded
+
+
+class LinearBatchNormRule(_BatchNormFold):
+    """Library pattern ``linear_bn`` -> one Gemm whose weight's output channels are scaled;
+    declined when the BN's channel axis is not the layer's output-channel axis."""
+
+    name = "linear_bn"
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        linear, weight, bias, bn = match["linear"], match["weight"], match["bias"], match["bn"]
+        normalized = bn.inputs[0]
+        if normalized.rank != 2:
+            rank = "unknown rank" if normalized.rank is None else f"rank {normalized.rank}"
+            return (f"BatchNormalization normalizes axis 1 of the {linear.op_type} output "
+                    f"({rank}), but folding can only scale the weight's output channels, which "
+                    f"are axis 1 of a rank-2 output only")
+        array = weight.constant_value()
+        if array.ndim != 2:
+            return f"the {linear.op_type} weight {weight.name!r} is not a matrix"
+        out_axis = gemm_weight_axes(linear)[1] if linear.op_type == "Gemm" else 1
+        s, t = batchnorm_affine(bn)
+        if s.size != array.shape[out_axis]:
+            return (f"BatchNormalization has {s.size} channels but the {linear.op_type} has "
+                    f"{array.shape[out_axis]} outputs")
+        old_bias = 0.0
+        if bias is not None:
+            old_bias = (bias.constant_value().astype(np.float64)
+                        * float(linear.attrs.get("beta", 1.0)))
+        attrs = {**linear.attrs, "beta": 1.0} if linear.op_type == "Gemm" else None
+        inputs = [match["x"], new_weight(graph, weight, scale_axis(array, s, out_axis)),
+                  new_weight(graph, bias or weight, old_bias * s + t)]
+        absorbed = [n for n in (linear, match["add"], bn) if n is not None]
+        return self.replace(graph, ctx, absorbed, "Gemm", inputs, attrs=attrs,
+                            name=linear.name)
 
 
 @register
-class FoldBatchNorm(Pass):
+class FoldBatchNorm(RewritePass):
     """Fold each inference-mode BatchNormalization into the Conv, Gemm or MatMul right before
     it, so the normalization costs nothing at run time.
 
@@ -30,64 +98,8 @@ class FoldBatchNorm(Pass):
 
     name = "fold_batchnorm"
     family = "folding"
+    rules = (ConvBatchNormRule(), LinearBatchNormRule())
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        for pattern, fold in (("conv_bn", _fold_into_conv), ("linear_bn", _fold_into_linear)):
-            for match in find_matches(graph, pattern, ctx, result):
-                reason = _statistics_read(match["bn"]) or fold(graph, ctx, match)
-                if reason is None:
-                    result.rewrites += 1
-                else:
-                    decline(result, match["bn"].name, pattern, reason)
-        if result.rewrites:
-            result.notes.append(f"folded {result.rewrites} BatchNormalization node(s) into "
-                                f"the weights of the layer before them")
-        return result
-
-
-def _statistics_read(bn: Node) -> str | None:
-    """Old opsets let BatchNormalization output its running statistics; folded, they are gone."""
-    extra = [v.name for v in bn.outputs[1:] if v is not None and (v.uses or v.is_graph_output)]
-    return f"its statistics output(s) {', '.join(extra)} are read" if extra else None
-
-
-def _fold_into_conv(graph: Graph, ctx: PassContext, match: Match) -> None:
-    """Conv + BN -> Conv with per-output-channel (axis 0) scaled weights and a new bias."""
-    conv, weight, bias = match["conv"], match["weight"], match["bias"]
-    s, t = batchnorm_affine(match["bn"])
-    old_bias = bias.constant_value().astype(np.float64) if bias is not None else 0.0
-    inputs = [match["x"], new_weight(graph, weight, scale_axis(weight.constant_value(), s, 0)),
-              new_weight(graph, bias or weight, old_bias * s + t)]
-    folded = replace_by_op(graph, ctx, [conv, match["bn"]], "Conv", "conv_bn", inputs,
-                           attrs=conv.attrs, name=conv.name)
-    folded.attr_types = conv.attr_types
-
-
-def _fold_into_linear(graph: Graph, ctx: PassContext, match: Match) -> str | None:
-    """MatMul/Gemm (+ bias) + BN -> one Gemm; or the reason the fold would be wrong."""
-    linear, weight, bias, bn = match["linear"], match["weight"], match["bias"], match["bn"]
-    normalized = bn.inputs[0]
-    if normalized.rank != 2:
-        rank = "unknown rank" if normalized.rank is None else f"rank {normalized.rank}"
-        return (f"BatchNormalization normalizes axis 1 of the {linear.op_type} output "
-                f"({rank}), but folding can only scale the weight's output channels, which are "
-                f"axis 1 of a rank-2 output only")
-    array = weight.constant_value()
-    if array.ndim != 2:
-        return f"the {linear.op_type} weight {weight.name!r} is not a matrix"
-    out_axis = gemm_weight_axes(linear)[1] if linear.op_type == "Gemm" else 1
-    s, t = batchnorm_affine(bn)
-    if s.size != array.shape[out_axis]:
-        return (f"BatchNormalization has {s.size} channels but the {linear.op_type} has "
-                f"{array.shape[out_axis]} outputs")
-    old_bias = 0.0
-    if bias is not None:
-        old_bias = bias.constant_value().astype(np.float64) * float(linear.attrs.get("beta", 1.0))
-    attrs = {**linear.attrs, "beta": 1.0} if linear.op_type == "Gemm" else None
-    inputs = [match["x"], new_weight(graph, weight, scale_axis(array, s, out_axis)),
-              new_weight(graph, bias or weight, old_bias * s + t)]
-    absorbed = [n for n in (linear, match["add"], bn) if n is not None]
-    replace_by_op(graph, ctx, absorbed, "Gemm", "linear_bn", inputs, attrs=attrs,
-                  name=linear.name)
-    return None
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        return (f"folded {len(made)} BatchNormalization node(s) into the weights of the layer "
+                f"before them")

@@ -11,7 +11,6 @@ from ..ir import Graph, Node, Value
 from .base import Pass, PassContext, PassResult
 from .constants import constant_ints, ints_input_or_attr
 from .node_edits import replace_node
-from .pattern_pass import decline
 from .registry import register
 
 RULE = "fold_pad"
@@ -50,7 +49,7 @@ class FoldPad(Pass):
                 continue  # not a candidate: no convolution or pooling op reads it
             plans = _plan(pad, readers)
             if isinstance(plans, str):
-                decline(result, pad.name, RULE, plans)
+                result.decline(pad, RULE, plans)
                 continue
             for reader, attrs in plans:
                 node = replace_node(graph, ctx, RULE, reader, reader.op_type,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Value
+from ..ir import Graph, Node, Value
 from ..ir.dtypes import is_float, to_numpy
 from ..patterns import Match
-from .base import Pass, PassContext, PassResult
-from .pattern_pass import decline, find_matches
+from .base import PassContext
 from .registry import register
-from .rewrite import fuse_nodes, replace_by_op
+from .rules import RewritePass, Rule
 
 LAYERNORM_OPSET = 17  # LayerNormalization is a standard op from this default-domain opset on
 GELU_OPSET = 20       # Gelu likewise
@@ -20,8 +19,51 @@ def default_opset(graph: Graph) -> int:
     return graph.opset_imports.get("", graph.opset_imports.get("ai.onnx", 0))
 
 
+class LayerNormRule(Rule):
+    """Library pattern ``layernorm`` -> LayerNormalization(X, Scale, B) over the last axis: the
+    standard op from opset 17, else a fused node whose body is the original ops."""
+
+    name = "layernorm"
+
+    def site(self, match: Match) -> Node:
+        return match["layernorm"]
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        x, scale, shift = match["input"], match.bindings.get("scale"), match.bindings.get("shift")
+        if not is_float(x.elem_type):
+            return f"the input {x.name!r} is not a floating-point tensor"
+        standard = default_opset(graph) >= LAYERNORM_OPSET
+        attrs = {"axis": -1, "epsilon": float(match["epsilon"])}
+        width = x.shape[-1] if x.shape else None
+        # Either way the node reads (X, Scale[, B]) like the op, so later passes see one
+        # signature.
+        if scale is None:
+            scale = _ones(graph, x, width)
+        elif standard:
+            scale = _as_vector(graph, scale, x, width)
+        if standard and shift is not None:
+            shift = _as_vector(graph, shift, x, width)
+        reason = next((v for v in (scale, shift) if isinstance(v, str)), None)
+        if reason is not None:
+            return reason
+        if standard:
+            return self.replace(graph, ctx, match.nodes, "LayerNormalization", [x, scale, shift],
+                                attrs)
+        return self.fuse(graph, ctx, match.nodes, "LayerNormalization", attrs,
+                         operands=[x, scale, shift])
+
+
+class UnscaledLayerNormRule(LayerNormRule):
+    """Library pattern ``layernorm_unscaled`` (no scale and shift, or folded away) ->
+    LayerNormalization with a unit scale.  Its near misses are the full pattern's, so they
+    are not declined twice."""
+
+    name = "layernorm_unscaled"
+    declines = False
+
+
 @register
-class RecognizeLayerNorm(Pass):
+class RecognizeLayerNorm(RewritePass):
     """Replace a LayerNorm written out in primitive ops (ReduceMean, Sub, Pow, ReduceMean,
     Add ε, Sqrt, Div, then a scale Mul and a shift Add) by one LayerNormalization node.
 
@@ -36,26 +78,28 @@ class RecognizeLayerNorm(Pass):
 
     name = "recognize_layernorm"
     family = "recognition"
+    # The full form first: the unscaled pattern also matches the core of a full LayerNorm.
+    rules = (LayerNormRule(), UnscaledLayerNormRule())
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        standard = default_opset(graph) >= LAYERNORM_OPSET
-        # The full form first: the unscaled pattern also matches the core of a full LayerNorm.
-        for pattern, declines in (("layernorm", True), ("layernorm_unscaled", False)):
-            for match in find_matches(graph, pattern, ctx, result, declines=declines):
-                reason = _recognize_layernorm(graph, ctx, match, standard)
-                if reason is None:
-                    result.rewrites += 1
-                else:
-                    decline(result, match["layernorm"].name, pattern, reason)
-        if result.rewrites:
-            result.notes.append(_opset_note(graph, result.rewrites, "LayerNormalization",
-                                            LAYERNORM_OPSET, standard))
-        return result
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        return _opset_note(graph, len(made), "LayerNormalization", LAYERNORM_OPSET)
+
+
+class GeluRule(Rule):
+    """Library pattern ``gelu`` (erf or tanh form) -> Gelu(X): the standard op from opset 20,
+    else a fused node whose body is the original ops."""
+
+    name = "gelu"
+
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
+        attrs = {"approximate": "tanh" if match["form"] == "tanh" else "none"}
+        if default_opset(graph) >= GELU_OPSET:
+            return self.replace(graph, ctx, match.nodes, "Gelu", [match["input"]], attrs)
+        return self.fuse(graph, ctx, match.nodes, "Gelu", attrs, operands=[match["input"]])
 
 
 @register
-class RecognizeGelu(Pass):
+class RecognizeGelu(RewritePass):
     """Replace a GELU written out in primitive ops — x·½·(1 + erf(x/√2)), or the tanh
     approximation ½x·(1 + tanh(√(2/π)(x + 0.044715x³))) — by one Gelu node.
 
@@ -68,53 +112,10 @@ class RecognizeGelu(Pass):
 
     name = "recognize_gelu"
     family = "recognition"
+    rules = (GeluRule(),)
 
-    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        standard = default_opset(graph) >= GELU_OPSET
-        for match in find_matches(graph, "gelu", ctx, result):
-            attrs = {"approximate": "tanh" if match["form"] == "tanh" else "none"}
-            if standard:
-                replace_by_op(graph, ctx, match.nodes, "Gelu", "gelu", [match["input"]], attrs)
-            elif fuse_nodes(graph, ctx, match.nodes, "Gelu", "gelu", attrs,
-                            operands=[match["input"]]) is None:
-                decline(result, match.root.name, "gelu", _CYCLE)
-                continue
-            result.rewrites += 1
-        if result.rewrites:
-            result.notes.append(_opset_note(graph, result.rewrites, "Gelu", GELU_OPSET,
-                                            standard))
-        return result
-
-
-_CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
-
-
-def _recognize_layernorm(graph: Graph, ctx: PassContext, match: Match,
-                         standard: bool) -> str | None:
-    """Rewrite one matched LayerNorm; or the reason it cannot be."""
-    x, scale, shift = match["input"], match.bindings.get("scale"), match.bindings.get("shift")
-    if not is_float(x.elem_type):
-        return f"the input {x.name!r} is not a floating-point tensor"
-    attrs = {"axis": -1, "epsilon": float(match["epsilon"])}
-    width = x.shape[-1] if x.shape else None
-    # Either way the node reads (X, Scale[, B]) like the op, so later passes see one signature.
-    if scale is None:
-        scale = _ones(graph, x, width)
-    elif standard:
-        scale = _as_vector(graph, scale, x, width)
-    if standard and shift is not None:
-        shift = _as_vector(graph, shift, x, width)
-    reason = next((v for v in (scale, shift) if isinstance(v, str)), None)
-    if reason is not None:
-        return reason
-    if standard:
-        replace_by_op(graph, ctx, match.nodes, "LayerNormalization", "layernorm",
-                      [x, scale, shift], attrs)
-        return None
-    fused = fuse_nodes(graph, ctx, match.nodes, "LayerNormalization", "layernorm", attrs,
-                       operands=[x, scale, shift])
-    return _CYCLE if fused is None else None
+    def note(self, graph: Graph, made: list[Node]) -> str:
+        return _opset_note(graph, len(made), "Gelu", GELU_OPSET)
 
 
 def _as_vector(graph: Graph, value: Value, x: Value, width) -> Value | str:
@@ -136,9 +137,9 @@ def _ones(graph: Graph, x: Value, width) -> Value | str:
                                  np.ones(width, dtype=to_numpy(x.elem_type)))
 
 
-def _opset_note(graph: Graph, count: int, op_type: str, since: int, standard: bool) -> str:
+def _opset_note(graph: Graph, count: int, op_type: str, since: int) -> str:
     opset = default_opset(graph)
-    if standard:
+    if opset >= since:
         return (f"made {count} {op_type} node(s) (a standard op since opset {since}; "
                 f"the model's: {opset})")
     return (f"made {count} fused {op_type} node(s) in GraphLab's domain, bodies = the original "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from .base import Decline, Pass, PassContext, PassResult
+from .base import Pass, PassContext, PassResult
 from .constants import constant_ints
 from .node_edits import replace_node
 from .registry import register
@@ -59,9 +59,9 @@ class MergeReshapes(Pass):
                 continue
             merged = _merged_target(node, inner, target)
             if merged is None:
-                result.declined.append(Decline(node.name, "reshape_chain", (
+                result.decline(node, "reshape_chain", (
                     f"its target {list(target)} copies (0) a dim of {inner.name}'s output "
-                    f"whose size is not known at compile time")))
+                    f"whose size is not known at compile time"))
                 continue
             shape = node.inputs[1] if merged == target else graph.add_initializer(
                 f"{node.name}_shape", np.array(merged, dtype=np.int64))

@@ -137,8 +137,8 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
 
 
 def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str, rule: str,
-               attrs: dict | None = None,
-               operands: Sequence[Value | None] | None = None) -> Node | None:
+               attrs: dict | None = None, operands: Sequence[Value | None] | None = None,
+               source: str = "") -> Node | None:
     """Replace ``nodes`` by one fused node whose body is their subgraph.
 
     The fused node reads the set's external inputs (weights included) and produces the values
@@ -146,7 +146,8 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     With ``operands`` the fused node reads exactly those, in that order (the signature of the
     op it stands for, e.g. LayerNormalization's X, Scale, B; trailing Nones are dropped), and
     the other constants the set reads (epsilon, 0.5, Clip bounds) move into the body.
-    Returns None when the set cannot be fused (fusing it would create a cycle).
+    Returns None when the set cannot be fused (fusing it would create a cycle).  ``source``
+    is where the rule is written (kept in the provenance).
     """
     members = in_execution_order(graph, nodes)
     if creates_cycle(graph, members):
@@ -158,7 +159,7 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     body = extract_body(members, inputs, outputs, constants)
     body.opset_imports = dict(graph.opset_imports)
     order = max(n.order for n in members)
-    provenance = ctx.provenance(rule, members)
+    provenance = ctx.provenance(rule, members, source)
     for node in reversed(members):
         graph.remove_node(node)
     return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=FUSED_DOMAIN,
@@ -198,7 +199,7 @@ def open_fused_node(graph: Graph, ctx: PassContext, node: Node,
 
 def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str,
                   rule: str, inputs: Sequence[Value | None], attrs: dict | None = None,
-                  name: str | None = None) -> Node:
+                  name: str | None = None, source: str = "") -> Node:
     """Replace ``nodes`` by one standard ``op_type`` node computing their result from ``inputs``.
 
     The set must have exactly one result read outside it (a matched pattern's root output);
@@ -212,7 +213,7 @@ def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type
         raise ValueError(f"{len(outputs)} results of the replaced nodes are read elsewhere; "
                          f"one op can stand for one")
     order = max(n.order for n in members)
-    provenance = ctx.provenance(rule, members)
+    provenance = ctx.provenance(rule, members, source)
     name = name or fused_name(op_type, members)
     for node in reversed(members):
         graph.remove_node(node)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import Graph, Node
-from .base import Decline, PassResult
+from .base import PassResult
 from .constants import constant_ints, produces_graph_output, replace_with_constants
 
 
@@ -81,9 +81,9 @@ def fold_shape_query(graph: Graph, node: Node, result: PassResult) -> bool:
     if answer is None:
         return False
     if produces_graph_output(node):
-        result.declined.append(Decline(node.name, "shape_is_known", (
+        result.decline(node, "shape_is_known", (
             f"its output {node.outputs[0].name!r} is a graph output; a constant there "
-            f"would change the model's interface")))
+            f"would change the model's interface"))
         return False
     replace_with_constants(graph, node, [answer])
     result.rewrites += 1

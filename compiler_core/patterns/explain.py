@@ -16,6 +16,7 @@ from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
 from .matcher import Match, NodeIndex, attempt, compile_pattern, match_all
+from .records import NearMissRecord, NodeRef, PatternRecord
 
 
 ROOT_ONLY = 1  # pattern elements matched when only the root's op type matched
@@ -43,14 +44,16 @@ class NearMiss:
         distinct = {(f.path_text, f.reason): f for f in reversed(list(self.failure.leaves()))}
         return sorted(reversed(distinct.values()), key=lambda f: -f.score)
 
-    def to_dict(self) -> dict:
+    def record(self) -> NearMissRecord:
         f = self.failure
-        return {"site": self.site.name, "score": f.score, "path": f.path_text,
-                "expected": f.expected, "found": f.found, "reason": f.reason,
-                "blocking_node": f.blocking_node.name if f.blocking_node else None,
-                "matched_nodes": [n.name for n in f.matched_nodes],
-                "failed_node": f.failed_node.name if f.failed_node else None,
-                "alternatives": [a.summary() for a in self.alternatives()]}
+        return NearMissRecord(NodeRef.of(self.site), f.score, f.path_text, f.expected, f.found,
+                              f.reason, NodeRef.of(f.blocking_node),
+                              tuple(NodeRef.of(n) for n in f.matched_nodes),
+                              NodeRef.of(f.failed_node),
+                              tuple(a.summary() for a in self.alternatives()))
+
+    def to_dict(self) -> dict:
+        return self.record().to_dict()
 
 
 @dataclass
@@ -74,11 +77,14 @@ class PatternReport:
             groups.setdefault(miss.reason, []).append(miss)
         return sorted(groups.items(), key=lambda item: (-len(item[1]), -item[1][0].score))
 
+    def record(self) -> PatternRecord:
+        """The report without live nodes: what snapshots keep and the app reads."""
+        return PatternRecord(self.name, self.description,
+                             tuple(m.record() for m in self.matches),
+                             tuple(m.record() for m in self.near_misses))
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "matches": [m.to_dict() for m in self.matches],
-                "near_misses": [m.to_dict() for m in self.near_misses],
-                "reasons": self.reasons}
+        return self.record().to_dict()
 
 
 def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,

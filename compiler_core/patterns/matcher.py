@@ -16,6 +16,7 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from .failure import Failure
 from .language import OpPattern, OrPattern, AndPattern, OutputOf, Pattern
+from .records import MatchRecord, NodeRef
 from .state import MatchState
 
 
@@ -31,10 +32,12 @@ class Match:
     def __getitem__(self, name: str) -> Any:
         return self.bindings[name]
 
+    def record(self) -> MatchRecord:
+        return MatchRecord(NodeRef.of(self.root), tuple(NodeRef.of(n) for n in self.nodes),
+                           {k: binding_ref(v) for k, v in self.bindings.items()})
+
     def to_dict(self) -> dict:
-        return {"nodes": [n.name for n in self.nodes],
-                "bindings": {k: binding_ref(v) for k, v in self.bindings.items()},
-                "root": self.root.name}
+        return self.record().to_dict()
 
 
 def binding_ref(obj: Any) -> Any:

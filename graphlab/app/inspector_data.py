@@ -85,9 +85,11 @@ def _history(ws: Workspace, node: Node) -> list[str]:
     names = history.names
     passes = [s.pass_name for s in ws.result.snapshots]
     lines: list[str] = []
-    if node.provenance is not None:
-        sources = [names.get(s, f"#{s}") for s in node.provenance.sources]
-        lines.append(f"made by rule {node.provenance.rule} in pass {node.provenance.pass_name} "
+    made = node.provenance
+    if made is not None:
+        sources = [names.get(s, f"#{s}") for s in made.sources]
+        where = f" ({made.source})" if made.source else ""
+        lines.append(f"made by rule {made.rule}{where} in pass {made.pass_name} "
                      f"from {_name_list(sources, node.scope)}")
     removed = history.removed_in.get(node.id)
     if removed is not None:

@@ -3,8 +3,7 @@
 A pass that matches patterns reports them in its snapshot.  For a pass that reports none, the
 panel shows what every pattern of the library finds in the graph the pass was given
 (``compiler_core.patterns.explain``), so "why did this not fuse?" always has an answer.
-Reports name nodes; the panes speak node ids, so names are resolved in the graph before the
-pass first (and in the graph after it for nodes the pass kept).
+Reports are records whose nodes carry their ids, which is what the panes speak.
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from compiler_core.ir import Graph
-from compiler_core.patterns import explain
+from compiler_core.patterns import MatchRecord, NearMissRecord, NodeRef, PatternRecord, explain
 
 from .workbench import Workspace
 
@@ -24,7 +23,7 @@ class PatternFocus:
 
     kind: str                       # 'match' or 'miss'
     pattern: str
-    item: dict
+    item: MatchRecord | NearMissRecord
     matched: list[int] = field(default_factory=list)
     failed: int | None = None
     blocking: int | None = None
@@ -43,7 +42,7 @@ def parse_highlight(text: str) -> tuple[str, int, int] | None:
 
 @dataclass
 class StepReports:
-    reports: list[dict]
+    reports: list[PatternRecord]
     from_pass: bool     # False: the library's view of the graph before the pass
 
 
@@ -54,10 +53,10 @@ def step_reports(ws: Workspace, step: int) -> StepReports:
     return StepReports(_library_reports(ws, step, ws.result.graph_before(step)), False)
 
 
-def _library_reports(ws: Workspace, key: int, graph: Graph) -> list[dict]:
+def _library_reports(ws: Workspace, key: int, graph: Graph) -> list[PatternRecord]:
     cached = ws.derived.get(("patterns", key))
     if cached is None:
-        cached = [r.to_dict() for r in explain(graph)]
+        cached = [r.record() for r in explain(graph)]
         ws.derived[("patterns", key)] = cached
     return cached
 
@@ -71,16 +70,18 @@ def resolve_focus(ws: Workspace, step: int, highlight: str) -> PatternFocus | No
     if report_index >= len(reports):
         return None
     report = reports[report_index]
-    items = report.get("matches" if kind == "match" else "near_misses", [])
+    items = report.matches if kind == "match" else report.near_misses
     if item_index >= len(items):
         return None
     item = items[item_index]
-    lookup = _NameLookup(*ws.graphs_of_step(step))
     if kind == "match":
-        return PatternFocus(kind, report.get("name", ""), item, lookup.ids(item.get("nodes", [])))
-    return PatternFocus(kind, report.get("name", ""), item,
-                        lookup.ids(item.get("matched_nodes", [])),
-                        lookup.id(item.get("failed_node")), lookup.id(item.get("blocking_node")))
+        return PatternFocus(kind, report.name, item, [n.id for n in item.nodes])
+    return PatternFocus(kind, report.name, item, [n.id for n in item.matched_nodes],
+                        _id(item.failed_node), _id(item.blocking_node))
+
+
+def _id(ref: NodeRef | None) -> int | None:
+    return None if ref is None else ref.id
 
 
 def reasons_across_model(ws: Workspace) -> list[tuple[str, int, list[str]]]:
@@ -91,24 +92,8 @@ def reasons_across_model(ws: Workspace) -> list[tuple[str, int, list[str]]]:
     counts: Counter[str] = Counter()
     patterns: dict[str, set[str]] = {}
     for report in reports:
-        for reason, count in report.get("reasons", {}).items():
+        for reason, count in report.reasons.items():
             counts[reason] += count
-            patterns.setdefault(reason, set()).add(report.get("name", ""))
+            patterns.setdefault(reason, set()).add(report.name)
     return [(reason, count, sorted(patterns[reason])) for reason, count in counts.most_common()]
 
-
-class _NameLookup:
-    def __init__(self, *graphs: Graph):
-        self.graphs = graphs
-
-    def id(self, name: str | None) -> int | None:
-        if not name:
-            return None
-        for graph in self.graphs:
-            node = graph.node_by_name(name)
-            if node is not None:
-                return node.id
-        return None
-
-    def ids(self, names: list[str]) -> list[int]:
-        return [i for i in (self.id(n) for n in names) if i is not None]

@@ -22,7 +22,7 @@ def anchor(snapshot: Snapshot) -> str:
 
 def has_details(snapshot: Snapshot) -> bool:
     return bool(snapshot.changed or snapshot.declined or snapshot.notes or any(
-        r.get("matches") or r.get("near_misses") for r in snapshot.pattern_reports))
+        r.matches or r.near_misses for r in snapshot.pattern_reports))
 
 
 def verify_text(snapshot: Snapshot) -> str:
@@ -67,7 +67,7 @@ def _pass_section(story: Story, s: Snapshot) -> Markup:
             "thead", tag("tr", tag("th", "rule"), tag("th", "site"), tag("th", "reason"))),
             tag("tbody", [tag("tr", tag("td", d.rule), tag("td", d.site), tag("td", d.reason))
                           for d in s.declined]), class_="declined")]
-    parts += pattern_tables(s.pattern_reports)
+    parts += pattern_tables([r.to_dict() for r in s.pattern_reports])
     return tag("section", parts, id=anchor(s), class_="pass")
 
 

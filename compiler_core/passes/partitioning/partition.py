@@ -8,7 +8,7 @@ from collections import Counter
 from ...hardware.targets import Target, get_target
 from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Graph, Node
-from ..base import Decline, Pass, PassContext, PassResult
+from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from ..rewrite import fuse_nodes, open_fused_node
 from .benefit import OffloadEstimate, estimate_offload, transfer_bytes
@@ -100,7 +100,7 @@ def _place_nodes(graph: Graph, ctx: PassContext, target: Target, result: PassRes
         if reason is None:
             supported.add(node.id)
         else:
-            result.declined.append(Decline(node.name, RULE, f"stays on the CPU: {reason}"))
+            result.decline(node, RULE, f"stays on the CPU: {reason}")
     if opened:
         result.notes.append("opened fused nodes the accelerator can run only in part, so "
                             "their Conv/Gemm/MatMul can go to it: " +
@@ -109,4 +109,5 @@ def _place_nodes(graph: Graph, ctx: PassContext, target: Target, result: PassRes
 
 
 def _decline_region(result: PassResult, region: list[Node], reason: str) -> None:
-    result.declined += [Decline(node.name, RULE, reason) for node in region]
+    for node in region:
+        result.decline(node, RULE, reason)

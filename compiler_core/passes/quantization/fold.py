@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
-from ..base import Decline, Pass, PassContext, PassResult
+from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .layers import Layer, find_layers
 from .quantize import QuantizeInt8
@@ -47,7 +47,7 @@ class FoldQdq(Pass):
                 if reason is None:
                     result.rewrites += 1
                 elif reason:
-                    result.declined.append(Decline(node.name, RULE, reason))
+                    result.decline(node, RULE, reason)
         if result.rewrites:
             made = [n.op_type for n in graph.nodes if n.provenance is not None
                     and n.provenance.pass_name == ctx.pass_name]

@@ -6,7 +6,7 @@ from collections import Counter
 
 from ...hardware.op_flops import DATA_MOVEMENT, METADATA_ONLY
 from ...ir import Graph, Node, Value
-from ..base import Decline, Pass, PassContext, PassResult
+from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .calibration import calibrate
 from .int8 import activation_params
@@ -43,9 +43,9 @@ class QuantizeInt8(Pass):
         result = PassResult()
         opset = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx", 0))
         if opset < MIN_OPSET:
-            result.declined.append(Decline(graph.name, "opset", (
+            result.decline(graph.name, "opset", (
                 f"the model imports opset {opset}; per-channel DequantizeLinear needs opset "
-                f"{MIN_OPSET}")))
+                f"{MIN_OPSET}"))
             return result
         layers, refusals = _find_all_layers(graph)
         _record_refusals(refusals, result)
@@ -87,10 +87,10 @@ def _record_float_ops(graph: Graph, layers: list[Layer], sites: list[ActivationS
     for node in graph.nodes:
         if node.id not in int8_nodes and _does_arithmetic(node) and not any(
                 d.site == node.name for d in result.declined):
-            result.declined.append(Decline(node.name, "int8_op", (
+            result.decline(node, "int8_op", (
                 f"{node.op_type} stays float32: op not supported for int8 (int8 kernels are "
                 f"given to Conv, Gemm and MatMul; ops like softmax, normalization and GELU "
-                f"need more range than 8 bits)")))
+                f"need more range than 8 bits)"))
 
 
 def _does_arithmetic(node: Node) -> bool:
@@ -105,17 +105,17 @@ def _drop_unknown_ranges(sites: list[ActivationSite], layers: list[Layer],
     blocked = {(node.id, index) for s in unknown for node, index in s.uses}
     for site in unknown:
         for node, _ in site.uses:
-            result.declined.append(Decline(node.name, "calibration", (
+            result.decline(node, "calibration", (
                 f"tensor range unknown: calibration saw no finite value of {site.top.name}, "
-                f"so no scale can be chosen; the layer stays float32")))
+                f"so no scale can be chosen; the layer stays float32"))
     return ([s for s in sites if s.top.name in ranges],
             [layer for layer in layers if (layer.node.id, layer.activation) not in blocked])
 
 
 def _record_refusals(refusals: list[Refusal], result: PassResult) -> None:
     for refusal in refusals:
-        result.declined.append(Decline(refusal.node.name, "int8_layer", (
-            f"{refusal.inner.name} ({refusal.inner.op_type}) stays float32: {refusal.reason}")))
+        result.decline(refusal.node, "int8_layer", (
+            f"{refusal.inner.name} ({refusal.inner.op_type}) stays float32: {refusal.reason}"))
 
 
 def _record_float_biases(layers: list[Layer], result: PassResult) -> None:
@@ -131,9 +131,9 @@ def _record_float_biases(layers: list[Layer], result: PassResult) -> None:
         for value in node.inputs:
             if value is not None and value.is_initializer and value.const.dtype.kind == "f" \
                     and value.const.ndim == 1 and value.const.size in channels[node_id]:
-                result.declined.append(Decline(node.name, "bias", (
+                result.decline(node, "bias", (
                     f"bias add kept float: {value.name} is added to the 32-bit accumulator, "
-                    f"where 8 bits would lose the small terms")))
+                    f"where 8 bits would lose the small terms"))
 
 
 def _notes(layers: list[Layer], sites: list[ActivationSite], weight_bytes: list,

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from dash import Input, Output, State, html
 
+from compiler_core.patterns import NodeRef, PatternRecord
+
 from .. import ids
 from ..messages import user_message
-from ..pattern_view import reasons_across_model, resolve_focus, step_reports
+from ..pattern_view import PatternFocus, reasons_across_model, resolve_focus, step_reports
 from ..services import Services
 from ..view_state import ViewState
 
@@ -37,25 +39,23 @@ def register(app, services: Services) -> None:
         if focus is not None:
             parts.append(focus_view(focus))
         parts += [report_view(i, r, state.highlight) for i, r in enumerate(found.reports)
-                  if r.get("matches") or r.get("near_misses")] or \
+                  if r.matches or r.near_misses] or \
             [html.P(NO_PATTERNS, className="hint")]
         parts.append(reasons_view(reasons_across_model(workspace)))
         return parts
 
 
-def report_view(report_index: int, report: dict, highlight: str) -> html.Details:
-    matches = report.get("matches", [])
-    misses = report.get("near_misses", [])
-    items = [_item(f"match:{report_index}:{i}", "match", " + ".join(m.get("nodes", [])),
+def report_view(report_index: int, report: PatternRecord, highlight: str) -> html.Details:
+    matches, misses = report.matches, report.near_misses
+    items = [_item(f"match:{report_index}:{i}", "match", " + ".join(n.name for n in m.nodes),
                    highlight) for i, m in enumerate(matches)]
-    items += [_item(f"miss:{report_index}:{i}", "miss",
-                    f"{m.get('site', '?')}: {m.get('reason', '')}", highlight)
+    items += [_item(f"miss:{report_index}:{i}", "miss", f"{m.site.name}: {m.reason}", highlight)
               for i, m in enumerate(misses)]
-    summary = html.Summary([html.B(report.get("name", "?")),
+    summary = html.Summary([html.B(report.name),
                             html.Span(f"  {len(matches)} match{'es' if len(matches) != 1 else ''}"
                                       f", {len(misses)} near miss{'es' if len(misses) != 1 else ''}",
                                       className="muted")])
-    return html.Details([summary, html.Div(report.get("description", ""), className="muted"),
+    return html.Details([summary, html.Div(report.description, className="muted"),
                          html.Ul(items, className="pattern-items")],
                         open=bool(matches or misses), className="pattern")
 
@@ -66,18 +66,18 @@ def _item(index: str, kind: str, text: str, highlight: str) -> html.Li:
                                className=classes))
 
 
-def focus_view(focus) -> html.Div:
+def focus_view(focus: PatternFocus) -> html.Div:
     item = focus.item
     if focus.kind == "match":
         return html.Div([html.B(f"{focus.pattern}: match"),
-                         html.Div("nodes: " + ", ".join(item.get("nodes", [])))],
+                         html.Div("nodes: " + ", ".join(n.name for n in item.nodes))],
                         className="focus match")
-    rows = [("reason", item.get("reason")), ("failed at", item.get("failed_node")),
-            ("expected", item.get("expected")), ("found", item.get("found")),
-            ("path", item.get("path")), ("blocking consumer", item.get("blocking_node")),
-            ("matched so far", ", ".join(item.get("matched_nodes", [])))]
-    alternatives = item.get("alternatives") or []
-    parts = [html.B(f"{focus.pattern}: near miss at {item.get('site', '?')}"),
+    rows = [("reason", item.reason), ("failed at", _name(item.failed_node)),
+            ("expected", item.expected), ("found", item.found),
+            ("path", item.path), ("blocking consumer", _name(item.blocking_node)),
+            ("matched so far", ", ".join(n.name for n in item.matched_nodes))]
+    alternatives = item.alternatives
+    parts = [html.B(f"{focus.pattern}: near miss at {item.site.name}"),
              html.Table([html.Tr([html.Td(k, className="key"), html.Td(str(v))])
                          for k, v in rows if v], className="kv")]
     if alternatives:
@@ -85,6 +85,10 @@ def focus_view(focus) -> html.Div:
                   html.Ul([html.Li(str(a.get("reason", a)) if isinstance(a, dict) else str(a))
                            for a in alternatives])]
     return html.Div(parts, className="focus miss")
+
+
+def _name(ref: NodeRef | None) -> str | None:
+    return None if ref is None else ref.name
 
 
 def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:

@@ -1,0 +1,148 @@
+"""Rules: a pattern, its extra checks and its rewrite in one object; one pass runs any set.
+
+A fusion used to be spread over a pattern module, a pass module and the name strings joining
+them.  A ``Rule`` keeps what to find, what else must hold and what to make together (like
+onnxscript's RewriteRule), and knows where it is written, so a node it makes can say which
+line of code made it (like tinygrad's viewer).  ``RewritePass`` does everything the rules share:
+matching, the pattern report, declines with reasons (once per site), refusing a fusion that
+would create a cycle.  A new fusion is one module with a Rule and a RewritePass subclass.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+from ..ir import Graph, Node, Value
+from ..patterns import (Failure, Match, NearMiss, Pattern, PatternReport, get_pattern,
+                        match_all)
+from .base import Pass, PassContext, PassResult
+from .pattern_pass import pattern_report
+from .rewrite import fuse_nodes, replace_by_op
+
+CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
+DECLINE_SCORE = 0.5  # share of the pattern a near miss matched to count as a declined rewrite
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the directory holding compiler_core
+
+Outcome = Node | str | Failure | None
+
+
+class Rule(ABC):
+    """One rewrite: ``pattern`` says what to find, ``check`` what else must hold, ``rewrite``
+    what to make.  The class docstring says what the rule does and why.
+
+    ``name`` is recorded in the provenance of the nodes the rule makes and in its declines;
+    ``pattern()`` defaults to the library pattern of that name.  ``check`` and ``rewrite``
+    return the node made, a reason (str) to decline, a ``Failure`` to decline in the matcher's
+    words (it also becomes a near miss of the pattern's report), or None when the match is not
+    for this rule after all (nothing is recorded).
+    """
+
+    name: ClassVar[str] = ""
+    declines: ClassVar[bool] = True   # near misses that got half-way are declined rewrites
+    reported: ClassVar[bool] = True   # False: match quietly (a fallback another rule explains)
+
+    def pattern(self) -> Pattern:
+        return get_pattern(self.name)
+
+    def check(self, match: Match) -> str | Failure | None:
+        """Why this match must not be rewritten, beyond what the pattern says (None: go on)."""
+        return None
+
+    def site(self, match: Match) -> Node:
+        """The node a decline of this match is recorded at."""
+        return match.root
+
+    @abstractmethod
+    def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Outcome:
+        """Rewrite one match in place."""
+
+    def fuse(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,
+             attrs: dict | None = None,
+             operands: Sequence[Value | None] | None = None) -> Node | str:
+        """``nodes`` as one fused node made by this rule, or why not (a cycle)."""
+        fused = fuse_nodes(graph, ctx, nodes, op_type, self.name, attrs, operands,
+                           self.source())
+        return CYCLE if fused is None else fused
+
+    def replace(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,
+                inputs: Sequence[Value | None], attrs: dict | None = None,
+                name: str | None = None) -> Node:
+        """``nodes`` replaced by one standard ``op_type`` node made by this rule."""
+        return replace_by_op(graph, ctx, nodes, op_type, self.name, inputs, attrs, name,
+                             self.source())
+
+    @classmethod
+    def source(cls) -> str:
+        """Where the rule is written, "compiler_core/passes/x.py:42"."""
+        return _source_of(cls)
+
+
+@functools.cache
+def _source_of(cls: type) -> str:
+    path = Path(inspect.getsourcefile(cls)).resolve()
+    line = inspect.getsourcelines(cls)[1]
+    shown = path.relative_to(_PACKAGE_ROOT) if path.is_relative_to(_PACKAGE_ROOT) else path.name
+    return f"{shown.as_posix() if isinstance(shown, Path) else shown}:{line}"
+
+
+class RewritePass(Pass):
+    """A pass made of rules, run in order, each on the graph the previous ones left.
+
+    Subclasses set ``name``, ``family``, ``rules`` (Rule instances) and a docstring, and may
+    override ``note`` to summarize what was made.
+    """
+
+    rules: ClassVar[tuple[Rule, ...]] = ()
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        made: list[Node] = []
+        for rule in self.rules:
+            made += _apply(rule, graph, ctx, result)
+        result.rewrites = len(made)
+        note = self.note(graph, made) if made else None
+        if note:
+            result.notes.append(note)
+        return result
+
+    def note(self, graph: Graph, made: list[Node]) -> str | None:
+        """A sentence about the nodes this run made (only asked when it made some)."""
+        return None
+
+
+def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> list[Node]:
+    """Rewrite every match of ``rule``; record its report and its declines in ``result``."""
+    pattern = rule.pattern()
+    if rule.reported:
+        report = pattern_report(graph, pattern, ctx)
+    else:
+        report = PatternReport(rule.name, "", match_all(graph, pattern))
+    if rule.declines:
+        for miss in report.near_misses:
+            if miss.score >= DECLINE_SCORE:
+                result.decline(miss.site, report.name, miss.reason)
+    made: list[Node] = []
+    refused: dict[int, NearMiss] = {}
+    for index, match in enumerate(report.matches):
+        outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
+        if isinstance(outcome, Node):
+            made.append(outcome)
+        elif outcome is not None:
+            if isinstance(outcome, Failure):
+                refused[index] = NearMiss(match.root, outcome)
+            result.decline(rule.site(match), rule.name, getattr(outcome, "reason", outcome))
+    if rule.reported:
+        if refused:  # a match refused in the matcher's words is a near miss, not a match
+            report = replace(
+                report, matches=[m for i, m in enumerate(report.matches) if i not in refused],
+                near_misses=sorted([*refused.values(), *report.near_misses],
+                                   key=lambda m: -m.score))
+        result.pattern_reports.append(report.record())
+    return made
+

@@ -1,0 +1,86 @@
+"""Pattern reports as plain records: what a snapshot keeps, the app reads and `--json` prints.
+
+A ``PatternReport`` holds live ``Match``/``NearMiss`` objects that point into the graph the
+pattern ran on; a snapshot must not keep that graph alive, and the app's builder processes
+pickle their results.  A record keeps each node as a ``NodeRef`` (stable id for the panes, name
+for people) and the bindings already in JSON form, so it is small, immutable and picklable, and
+nothing downstream has to map names back to ids.  ``to_dict`` is the JSON edge.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir import Node
+
+
+@dataclass(frozen=True)
+class NodeRef:
+    """A node as records name it: its stable id and its name at the time."""
+
+    id: int
+    name: str
+
+    @classmethod
+    def of(cls, node: Node | None) -> "NodeRef | None":
+        return None if node is None else cls(node.id, node.name)
+
+
+def _name(ref: NodeRef | None) -> str | None:
+    return None if ref is None else ref.name
+
+
+@dataclass(frozen=True)
+class MatchRecord:
+    root: NodeRef
+    nodes: tuple[NodeRef, ...]
+    bindings: dict[str, Any] = field(default_factory=dict)  # JSON-ready (names, numbers)
+
+    def to_dict(self) -> dict:
+        return {"nodes": [n.name for n in self.nodes], "bindings": dict(self.bindings),
+                "root": self.root.name}
+
+
+@dataclass(frozen=True)
+class NearMissRecord:
+    site: NodeRef
+    score: float
+    path: str
+    expected: str
+    found: str
+    reason: str
+    blocking_node: NodeRef | None = None
+    matched_nodes: tuple[NodeRef, ...] = ()
+    failed_node: NodeRef | None = None
+    alternatives: tuple[dict, ...] = ()  # each OR branch: path, expected, found, reason
+
+    def to_dict(self) -> dict:
+        return {"site": self.site.name, "score": self.score, "path": self.path,
+                "expected": self.expected, "found": self.found, "reason": self.reason,
+                "blocking_node": _name(self.blocking_node),
+                "matched_nodes": [n.name for n in self.matched_nodes],
+                "failed_node": _name(self.failed_node),
+                "alternatives": [dict(a) for a in self.alternatives]}
+
+
+@dataclass(frozen=True)
+class PatternRecord:
+    """One pattern over one graph: matches and near misses (best first)."""
+
+    name: str
+    description: str
+    matches: tuple[MatchRecord, ...] = ()
+    near_misses: tuple[NearMissRecord, ...] = ()
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        """Near misses per reason, most frequent first."""
+        return dict(Counter(m.reason for m in self.near_misses).most_common())
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "description": self.description,
+                "matches": [m.to_dict() for m in self.matches],
+                "near_misses": [m.to_dict() for m in self.near_misses],
+                "reasons": self.reasons}
