@@ -119,6 +119,8 @@ class RewritePass(Pass):
 def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> list[Node]:
     """Rewrite every match of ``rule``; record its report and its declines in ``result``."""
     pattern = rule.pattern()
+    if not pattern.title:
+        pattern = pattern.named(rule.name)  # reports and near-miss declines name the rule
     if rule.reported:
         report = pattern_report(graph, pattern, ctx)
     else:
