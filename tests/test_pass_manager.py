@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -367,16 +365,6 @@ def test_entry_points_in_the_graphlab_plugins_group_are_discovered(tmp_path, mon
     assert "entry-point:sigmoids" in plugins.load_plugins()
     assert get_pass("plugin_from_entry_point").family == "plugin"
     assert "entry-point:sigmoids" in plugins.loaded_sources()
-
-
-def test_another_process_loads_the_same_plugins(tmp_path):
-    path = plugin_file(tmp_path, "plugin_in_child")
-    code = ("import sys; from compiler_core.plugins import load_sources; "
-            "from compiler_core.passes import get_pass; load_sources(sys.argv[1:]); "
-            "print(get_pass('plugin_in_child').family)")
-    done = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True,
-                          check=True)
-    assert done.stdout.strip() == "plugin"
 
 
 def describe_pass(name: str, on_progress=None) -> str:
