@@ -92,7 +92,8 @@ def test_instruments_nest_around_each_pass_and_see_the_snapshot():
         ("A", "pipeline", ("eliminate_identity", "dce")),
         ("B", "pipeline", ("eliminate_identity", "dce")),
         ("A", "before", "eliminate_identity", True), ("B", "before", "eliminate_identity", True),
-        ("B", "after", "eliminate_identity", 3, True), ("A", "after", "eliminate_identity", 3, True),
+        ("B", "after", "eliminate_identity", 3, True),
+        ("A", "after", "eliminate_identity", 3, True),
         ("A", "before", "dce", True), ("B", "before", "dce", True),
         ("B", "after", "dce", 3, True), ("A", "after", "dce", 3, True)]
 
@@ -379,3 +380,21 @@ def test_app_builders_load_the_plugins_the_server_loaded(tmp_path):
     job = BuildJob("plugin-job", "plugin", functools.partial(describe_pass, "plugin_in_builder"))
     found = board.get_or_start(job, grace=60)
     assert found == "Replace every Relu by a Sigmoid (a visible change for the test)."
+
+
+def test_explain_shows_a_pattern_a_plugin_registered(tmp_path, capsys):
+    path = tmp_path / "relu_pattern_plugin.py"
+    path.write_text(textwrap.dedent('''
+        from compiler_core.patterns import any_value, op
+        from compiler_core.patterns.library.registry import register
+
+
+        @register("plugin_double_relu")
+        def double_relu():
+            """Two Relus in a row (the second one does nothing)."""
+            return op("Relu", op("Relu", any_value()))
+    '''))
+    assert main(["explain", "cnn_bn", "--plugins", str(path), "--pattern",
+                 "plugin_double_relu", "--json"]) == 0
+    (report,) = json.loads(capsys.readouterr().out)["patterns"]
+    assert report["name"] == "plugin_double_relu" and report["matches"] == []
