@@ -5,7 +5,10 @@ JSON; with ``--verify`` every pass is checked against the input model with onnxr
 final model (or, with ``--runtime-check each``, every pass's) is also run at onnxruntime's
 default optimization level in a child process, and the command exits with status 1 when a
 check fails.  ``--runtime onnxruntime`` writes fused nodes as onnxruntime's own operators
-(``compiler_core.lowering``) and reports what each became.
+(``compiler_core.lowering``) and reports what each became.  ``--print-ir-after`` prints the IR
+(as `graphlab show` does) after the named pass, after every pass that changed the graph, or
+after all of them, as the passes run: on stdout before the report, or on stderr with
+``--json`` so that stdout stays one JSON document.
 """
 
 from __future__ import annotations
@@ -16,12 +19,14 @@ from compiler_core.ir import SavedModel, save_model
 from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
 
 from ..user_input import parse_bindings
-from .common import add_json_flag, add_model_argument, load_graph, print_json
+from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
+                     print_json)
 from .model_options import add_target_option
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
@@ -55,8 +60,12 @@ def add_parser(subparsers) -> None:
                         help="onnx (default): fused nodes as model-local functions, for any "
                              "runtime; onnxruntime: as onnxruntime's operators (Attention, "
                              "SkipLayerNormalization, ...) or inline, which it runs fastest")
+    parser.add_argument("--print-ir-after", metavar=f"PASS|{PRINT_CHANGED}|{PRINT_ALL}",
+                        help="print the IR after this pass (each time it runs), after every "
+                             "pass that changed the graph, or after all; on stderr with --json")
     add_runtime_check_options(parser)
     add_target_option(parser)
+    add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -68,7 +77,10 @@ def run(args) -> int:
                           verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
                           target=args.target,
                           calibration_inputs=[load_inputs(args.calibrate, graph)]
-                          if args.calibrate else None)
+                          if args.calibrate else None,
+                          instruments=[IRPrinter(args.print_ir_after,
+                                                 sys.stderr if args.json else sys.stdout)]
+                          if args.print_ir_after else [])
     result = manager.run(graph)
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     saved = None
