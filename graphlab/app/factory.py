@@ -7,16 +7,13 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import controls, exports, inspector, memory, navigation, overlay, panes, patterns, \
-    roofline, stepper, systolic
-from .panels import build_progress, numerics, report_download
+from .panels import navigation
+from .panels.panel import Panel
+from .panels.registry import PANELS
 from .services import Services
 
-PANELS = (navigation, controls, stepper, panes, inspector, patterns, roofline, systolic, memory,
-          overlay, exports, build_progress, report_download, numerics)
 
-
-def create_app(config: AppConfig | None = None) -> dash.Dash:
+def create_app(config: AppConfig | None = None, panels: tuple[Panel, ...] = PANELS) -> dash.Dash:
     config = config or AppConfig()
     services = Services.from_config(config)
     app = dash.Dash("graphlab", title="GraphLab pass debugger",
@@ -24,7 +21,8 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
                     suppress_callback_exceptions=True, update_title=None)
     # Room for an upload just over the limit, so the page can say "too large" itself.
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
-    app.layout = page(services)
-    for panel in PANELS:
+    app.layout = page(services, panels)
+    navigation.register(app, services)
+    for panel in panels:
         panel.register(app, services)
     return app

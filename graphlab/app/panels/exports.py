@@ -12,9 +12,10 @@ from dash import Input, Output, State, ctx, dcc, html, no_update
 from compiler_core.ir import to_bytes
 
 from .. import ids
-from ..messages import user_message
 from ..services import Services
 from ..view_state import ViewState
+from .on_view import on_view
+from .panel import INSIDE, Panel
 
 MODEL_BUTTON = "export-model"
 MODEL_DOWNLOAD = "export-model-download"
@@ -26,7 +27,7 @@ IMAGE_OPTIONS = {"svg": {"full": True, "bg": "#ffffff"},
 
 
 def pane_buttons(pane_id: str) -> html.Span:
-    """'SVG' and 'PNG' buttons for the head of one pane."""
+    """'SVG' and 'PNG' buttons for the head of one pane (drawn by the panes)."""
     side = "before" if pane_id == ids.BEFORE else "after"
     return html.Span(className="pane-exports", children=[
         html.Button(kind.upper(), id={"type": IMAGE, "index": f"{side}:{kind}"},
@@ -35,6 +36,7 @@ def pane_buttons(pane_id: str) -> html.Span:
 
 
 def model_button() -> html.Span:
+    """Drawn in the pane tools."""
     return html.Span([
         html.Button("⤓ optimized .onnx", id=MODEL_BUTTON, className="button",
                     title="download the model after the last pass of the pipeline"),
@@ -58,19 +60,16 @@ def register(app, services: Services) -> None:
                    "filename": image_name(ViewState.from_dict(view), side)}
         return (request, no_update) if side == "before" else (no_update, request)
 
-    @app.callback(Output(MODEL_DOWNLOAD, "data"), Output(MESSAGE, "children"),
-                  Input(MODEL_BUTTON, "n_clicks"), State(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"), prevent_initial_call=True)
-    def model(clicks, view, upload):
-        if not clicks or not view:
-            return no_update, no_update
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-            data = to_bytes(workspace.result.snapshots[-1].graph)
-        except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps going
-            return no_update, html.Span(user_message(err), className="message error")
-        return dcc.send_bytes(data, f"{_stem(workspace.label)}.optimized.onnx"), ""
+    @on_view(app, services, {"file": Output(MODEL_DOWNLOAD, "data"),
+                             "message": Output(MESSAGE, "children")},
+             inputs={"clicks": Input(MODEL_BUTTON, "n_clicks")}, view_triggers=False,
+             message="message", prevent_initial_call=True)
+    def model(_state, workspace, clicks):
+        if not clicks:
+            return {}
+        data = to_bytes(workspace.result.snapshots[-1].graph)
+        return {"file": dcc.send_bytes(data, f"{_stem(workspace.label)}.optimized.onnx"),
+                "message": ""}
 
 
 def image_name(state: ViewState, side: str) -> str:
@@ -81,3 +80,6 @@ def image_name(state: ViewState, side: str) -> str:
 def _stem(name: str) -> str:
     stem = re.sub(r"\.onnx$", "", name)
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "model"
+
+
+PANEL = Panel("exports", INSIDE, register)   # its buttons: in the panes' layout
