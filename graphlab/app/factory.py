@@ -7,13 +7,11 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import navigation
-from .panels.panel import Panel
-from .panels.registry import PANELS
+from .panels import navigation, registry
 from .services import Services
 
 
-def create_app(config: AppConfig | None = None, panels: tuple[Panel, ...] = PANELS) -> dash.Dash:
+def create_app(config: AppConfig | None = None) -> dash.Dash:
     config = config or AppConfig()
     services = Services.from_config(config)
     app = dash.Dash("graphlab", title="GraphLab pass debugger",
@@ -21,8 +19,8 @@ def create_app(config: AppConfig | None = None, panels: tuple[Panel, ...] = PANE
                     suppress_callback_exceptions=True, update_title=None)
     # Room for an upload just over the limit, so the page can say "too large" itself.
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
-    app.layout = page(services, panels)
+    app.layout = page(services)
     navigation.register(app, services)
-    for panel in panels:
+    for panel in registry.PANELS:
         panel.register(app, services)
     return app

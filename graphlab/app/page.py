@@ -7,16 +7,16 @@ from __future__ import annotations
 from dash import dcc, html
 
 from . import ids
-from .panels.panel import MAIN, STATUS, TAB, TOP, Panel
-from .panels.registry import PANELS, placed
+from .panels.panel import MAIN, STATUS, TAB, TOP
+from .panels.registry import placed
 from .services import Services
 
 
-def page(services: Services, panels: tuple[Panel, ...] = PANELS) -> html.Div:
+def page(services: Services) -> html.Div:
     def layouts(place: str) -> list:
-        return [panel.layout(services) for panel in placed(place, panels)]
+        return [panel.layout(services) for panel in placed(place)]
 
-    tabs = placed(TAB, panels)
+    tabs = placed(TAB)
     return html.Div(className="app", children=[
         dcc.Location(id=ids.URL, refresh=False),
         dcc.Store(id=ids.VIEW, storage_type="memory"),

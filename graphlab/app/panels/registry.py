@@ -27,8 +27,8 @@ PANELS: tuple[Panel, ...] = (
 )
 
 
-def placed(place: str, panels: tuple[Panel, ...] = PANELS) -> list[Panel]:
-    return [panel for panel in panels if panel.place == place]
+def placed(place: str) -> list[Panel]:
+    return [panel for panel in PANELS if panel.place == place]
 
 
 def tab_names() -> tuple[str, ...]:
