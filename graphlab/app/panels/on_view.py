@@ -29,7 +29,8 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     """Registers the decorated ``draw`` as a callback of the view and the ``inputs``.
 
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
-    tab: draw only while this tab is open.  idle: the outputs without a view.
+    tab: draw only while this tab is open.  idle: the outputs without a view (or while the
+    tab is closed).
     message: the output that shows an error; without one, errors change nothing (another
     part of the page says what is wrong).  failed(state): further outputs set on an error.
     """
