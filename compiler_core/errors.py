@@ -41,3 +41,16 @@ class VerificationError(GraphLabError):
 
 class UnknownSampleError(GraphLabError):
     """A model name is neither a file nor a bundled sample."""
+
+
+class PassFailedError(GraphLabError):
+    """A pass raised: a bug in the pass (or a model it does not expect), named with the node it
+    was working on so the user can report it or leave the pass out."""
+
+
+class PropertyViolationError(GraphLabError):
+    """A pass ran where a property it requires does not hold, or left one it ensures broken."""
+
+
+class PluginError(GraphLabError):
+    """A plugin (a file or an installed entry point) could not be loaded."""

@@ -12,6 +12,7 @@ import sys
 import traceback
 
 from compiler_core.errors import GraphLabError
+from compiler_core.plugins import load_plugins
 
 from . import __version__
 from .commands import compile as compile_command
@@ -38,6 +39,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if hasattr(args, "plugins"):   # the commands with --plugins (common.add_plugins_option)
+            load_plugins(args.plugins)
         return int(args.run(args) or 0)
     except GraphLabError as err:
         print(f"graphlab: error: {err}", file=sys.stderr)

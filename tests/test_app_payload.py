@@ -115,7 +115,7 @@ def test_inspector_describes_op_types_history_and_cost(services):
     assert info["status"].startswith("removed by this pass")
     assert any("removed by pass" in line for line in info["history"])
     conv = next(n for n in ws.result.initial.nodes if n.op_type == "Conv")
-    info = describe_node(ws, 0, conv.id, "asic32", "batch=1")
+    info = describe_node(ws, 0, conv.id, "asic32", {"batch": 1})
     assert info["inputs"][1]["link"] == "weight"
     assert set(info["metrics"]) >= {"FLOPs", "bytes moved", "intensity (FLOP/byte)"}
 

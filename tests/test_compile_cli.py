@@ -52,7 +52,7 @@ def test_compile_json_reports_every_pass(capsys):
     code, report = _json(capsys, ["compile", "mlp_dropout", "--pipeline", "clean", "--verify"])
     assert code == 0
     assert set(report) == {"nodes_before", "nodes_after", "op_histogram_after", "passes",
-                           "verify", "runtime_check", "output", "export"}
+                           "verify", "runtime_check", "output", "output_files", "export"}
     assert report["runtime_check"]["ok"] and report["runtime_check"]["level"] == "ORT_ENABLE_ALL"
     assert (report["nodes_before"], report["nodes_after"]) == (11, 5)
     assert report["op_histogram_after"] == {"Gemm": 3, "Relu": 2}
@@ -66,7 +66,17 @@ def test_compile_json_reports_every_pass(capsys):
     assert first["verify"]["rtol"] == 1e-4
     assert report["passes"][1]["changed"] is False
     assert report["verify"] == {"max_abs_err": 0.0, "ok": True}
-    assert report["output"] is None
+    assert report["output"] is None and report["output_files"] is None
+
+
+def test_compile_json_names_the_files_written(capsys, tmp_path):
+    out = tmp_path / "m.onnx"
+    code, report = _json(capsys, ["compile", "mobilenet_zeropad", "-o", str(out),
+                                  "--external-data"])
+    assert code == 0 and report["output"] == str(out)
+    files = report["output_files"]
+    assert files["data_path"] == f"{out}.data" and files["data_bytes"] > 200_000
+    assert files["bytes"] == out.stat().st_size
 
 
 def test_compile_without_verify_reports_null_checks(capsys):

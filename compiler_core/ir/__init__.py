@@ -1,8 +1,9 @@
 """GraphLab's IR: SSA values, nodes with stable ids, graphs; ONNX import/export; printing."""
 
-from .exporter import save_model, to_bytes, to_model_proto
+from .exporter import to_bytes, to_model_proto
 from .graph import Graph, ModelInfo
 from .importer import from_proto, load_model
+from .model_file import SavedModel, save_model
 from .node import Node, Provenance
 from .proto_types import FUSED_DOMAIN
 from .printer import format_graph, format_node
@@ -10,7 +11,7 @@ from .shape_inference import infer_shapes
 from .value import Value
 
 __all__ = [
-    "FUSED_DOMAIN", "Graph", "ModelInfo", "Node", "Provenance", "Value", "format_graph",
+    "FUSED_DOMAIN", "Graph", "ModelInfo", "Node", "Provenance", "SavedModel", "Value", "format_graph",
     "format_node", "from_proto", "infer_shapes", "load_model", "save_model", "to_bytes",
     "to_model_proto",
 ]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 import sys
 from typing import Callable, Iterable
 
@@ -25,6 +24,7 @@ from . import attributes
 from .dtypes import from_numpy
 from .graph import Graph
 from .node import Node
+from .model_limits import check_fits_in_one_message
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
 from .schema_checks import ASSUMED_OPSET
 from .value import Value
@@ -86,21 +86,44 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     return model
 
 
-def write_model(graph: Graph, write: Callable[[bytes | memoryview], object]) -> None:
+def write_model(graph: Graph, write: Callable[[bytes | memoryview], object],
+                external: "ExternalData | None" = None) -> None:
     """Serialise the model piece by piece: the structure, then one initializer at a time.
 
     Protobuf merges repeated occurrences of an embedded message field, so each initializer can
     travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  A
     plain numeric tensor's bytes are written straight from its numpy buffer (its raw_data field
-    is encoded by hand), so saving copies no weight at all.
+    is encoded by hand), so saving copies no weight at all.  With ``external``, tensors of at
+    least ``external.min_bytes`` go to its data file instead and the model only points at them.
     """
     write(to_model_proto(graph, weights="none").SerializeToString())
     for value in graph.initializers.values():
-        for piece in _initializer_pieces(value):
+        for piece in _initializer_pieces(value, external):
             write(piece)
 
 
-def _initializer_pieces(value: Value) -> list[bytes | memoryview]:
+class ExternalData:
+    """The one data file beside a model that holds its large tensors (ONNX "external data").
+
+    Each tensor starts on an ``alignment`` boundary, so a reader can memory-map it."""
+
+    def __init__(self, handle, location: str, min_bytes: int = 1024, alignment: int = 4096):
+        self.handle, self.location = handle, location
+        self.min_bytes, self.alignment = min_bytes, alignment
+        self.size = 0
+
+    def append(self, data: memoryview) -> tuple[int, int]:
+        """Write ``data`` at the next aligned offset; its (offset, length)."""
+        offset = -(-self.size // self.alignment) * self.alignment
+        if offset > self.size:
+            self.handle.write(bytes(offset - self.size))
+        self.handle.write(data)
+        self.size = offset + data.nbytes
+        return offset, data.nbytes
+
+
+def _initializer_pieces(value: Value, external: ExternalData | None = None,
+                        ) -> list[bytes | memoryview]:
     array = np.asarray(value.const)
     direct = (array.dtype.kind in "biuf" and array.dtype.byteorder in "=<|"
               and value.elem_type == from_numpy(array.dtype) and sys.byteorder == "little")
@@ -108,7 +131,16 @@ def _initializer_pieces(value: Value) -> list[bytes | memoryview]:
         header = onnx.TensorProto(name=value.name, data_type=value.elem_type,
                                   dims=array.shape, doc_string=value.doc_string)
         data = memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
-        tensor_head = header.SerializeToString() + _RAW_DATA_TAG + _varint(data.nbytes)
+        if external is not None and data.nbytes >= external.min_bytes:
+            offset, length = external.append(data)
+            header.data_location = onnx.TensorProto.EXTERNAL
+            for key, text in (("location", external.location), ("offset", str(offset)),
+                              ("length", str(length))):
+                header.external_data.add(key=key, value=text)
+            data = memoryview(b"")
+            tensor_head = header.SerializeToString()
+        else:
+            tensor_head = header.SerializeToString() + _RAW_DATA_TAG + _varint(data.nbytes)
         tensor_length = len(tensor_head) + data.nbytes
     else:
         tensor_head = _tensor(value).SerializeToString()
@@ -138,14 +170,12 @@ def _varint(number: int) -> bytes:
 
 
 def to_bytes(graph: Graph) -> bytes:
+    """The whole model as one protobuf message; refused past protobuf's 2 GiB limit, which
+    no reader could parse (save it to a file with external data instead)."""
+    check_fits_in_one_message(graph)
     chunks: list[bytes | memoryview] = []
     write_model(graph, chunks.append)
     return b"".join(chunks)
-
-
-def save_model(graph: Graph, path: str | os.PathLike) -> None:
-    with open(path, "wb", buffering=1 << 20) as handle:
-        write_model(graph, handle.write)
 
 
 def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> int:

@@ -17,6 +17,7 @@ from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
 from .external_data import iter_tensors, load_external_data
 from .graph import Graph
+from .model_limits import PROTOBUF_LIMIT, format_size
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, value_from_type
 from .schema_checks import check_schemas, opset_versions
 from .shape_inference import infer_shapes as run_inference
@@ -52,6 +53,13 @@ def parse_model_bytes(data: bytes, label: str) -> onnx.ModelProto:
     try:
         model.ParseFromString(data)
     except (DecodeError, ValueError, RuntimeError) as err:
+        if len(data) > PROTOBUF_LIMIT:
+            raise ModelLoadError(
+                f"{label} is {format_size(len(data))}, over protobuf's 2 GiB limit for one "
+                f"message, so no ONNX reader can parse it: it was most likely written without "
+                f"external data (protobuf says: {err})", where=label,
+                hint="re-export it with its weights in an external data file, e.g. "
+                     "onnx.save(model, path, save_as_external_data=True)") from None
         if _looks_like_onnx(data):
             raise ModelLoadError(f"{label} is a truncated or corrupt ONNX file (protobuf "
                                  f"decoding failed: {err})", where=label,

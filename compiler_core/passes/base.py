@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import inspect
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Iterator
 
 from ..ir import Graph, Node, Provenance
 from ..patterns.records import PatternRecord
@@ -73,6 +74,20 @@ class PassContext:
     # Inputs a pass may run the model on to observe real values (quantization calibration):
     # a list of {input name: array} batches; None lets the pass generate valid random ones.
     calibration_inputs: list[dict] | None = None
+    # The node the pass is rewriting right now, kept by the rewrite primitives (``working_on``)
+    # so a pass that raises can be reported with the node it failed at; None: not known.
+    current_node: Node | None = None
+
+    @contextmanager
+    def working_on(self, node: Node) -> Iterator[Node]:
+        """Mark ``node`` as the pass's current site for the duration of the block.
+
+        On an exception the mark stays (the PassManager reads it to name the node); on a normal
+        exit the previous mark comes back, so a later failure elsewhere is not pinned on it.
+        """
+        previous, self.current_node = self.current_node, node
+        yield node
+        self.current_node = previous
 
     def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...],
                    source: str = "") -> Provenance:
@@ -102,6 +117,10 @@ class Pass(ABC):
     # with the loosest tolerance seen so far.  None: the pass must keep results (1e-4).
     tolerance: ClassVar[float | None] = None
     tolerance_reason: ClassVar[str] = ""
+    # Graph properties (names in ``properties.PROPERTIES``) that must hold before the pass runs
+    # and that hold after it.  The PassManager's check mode asserts both.
+    requires: ClassVar[tuple[str, ...]] = ()
+    ensures: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def description(cls) -> str:

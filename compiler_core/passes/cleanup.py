@@ -77,6 +77,7 @@ class EliminateIdentity(Pass):
 
     name = "eliminate_identity"
     family = "cleanup"
+    ensures = ("no_removable_identity",)
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()

@@ -18,6 +18,7 @@ class EliminateDeadCode(Pass):
 
     name = "dce"
     family = "cleanup"
+    ensures = ("no_dead_nodes",)
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         removed = 0

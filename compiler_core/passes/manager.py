@@ -1,188 +1,106 @@
-"""The PassManager runs a pipeline and records one Snapshot per pass.
+"""The PassManager runs a pipeline of passes; instruments around each pass do the rest.
 
-A snapshot is everything the app and `graphlab compile --json` show about a pass: the graph
-after it (structure copied, weights shared), the node ids it removed/added/modified, the
-pattern matches and near misses it saw, the rewrites it declined and why, its wall time, and —
-when asked — a numerical check against the input model with onnxruntime.
+A pipeline mixes pass and preset names, Pass instances and pass sources (``as_pass()``, e.g. a
+rule set); see ``registry.resolve_passes``.  Each pass gets a fresh structural copy of the
+previous graph, so every snapshot stays intact.  Snapshots, timing, progress, the numerical
+check and the graph checks are instruments (``instruments.py``) built from the constructor's
+flags; callers add their own with ``instruments=[...]``.  A pass that raises is reported as a
+PassFailedError naming the pass and the node it was working on (``PassContext.current_node``).
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
+from ..errors import GraphLabError, PassFailedError
 from ..ir import Graph
-from ..patterns.records import PatternRecord
-from ..verify import DEFAULT_RTOL, Verifier, VerifyReport
-from .base import Decline, Pass, PassContext, PassResult
-from .diff import GraphDiff, diff_graphs
-from .registry import get_pass, resolve_pipeline
+from .base import Pass, PassContext, PassResult
+from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
+                          PropertyChecker, SnapshotRecorder, Timer)
+from .registry import PipelineEntry, resolve_passes
+from .snapshots import PipelineResult, Snapshot
+
+__all__ = ["MAX_FIXED_POINT_ITERATIONS", "PassManager", "PipelineResult", "Snapshot"]
 
 MAX_FIXED_POINT_ITERATIONS = 8
 
 
-@dataclass
-class Snapshot:
-    index: int
-    pass_name: str
-    description: str
-    graph: Graph
-    nodes_before: int
-    diff: GraphDiff
-    rewrites: int
-    seconds: float
-    notes: list[str] = field(default_factory=list)
-    declined: list[Decline] = field(default_factory=list)
-    pattern_reports: list[PatternRecord] = field(default_factory=list)
-    verify: VerifyReport | None = None
-
-    @property
-    def nodes_after(self) -> int:
-        return len(self.graph)
-
-    @property
-    def changed(self) -> bool:
-        return self.diff.changed
-
-    def summary(self) -> dict:
-        """The per-pass record of `graphlab compile --json`."""
-        return {
-            "name": self.pass_name,
-            "nodes_before": self.nodes_before,
-            "nodes_after": self.nodes_after,
-            "changed": self.changed,
-            "rewrites": self.rewrites,
-            "seconds": round(self.seconds, 6),
-            "verify": _verify_summary(self.verify),
-        }
-
-    def to_dict(self) -> dict:
-        """Everything about the pass (the app's record), without the graph itself."""
-        graph = self.graph
-        return {
-            **self.summary(),
-            "index": self.index,
-            "description": self.description,
-            "removed": self.diff.removed,
-            "added": self.diff.added,
-            "modified": self.diff.modified,
-            "provenance": {str(i): graph.node_by_id(i).provenance.to_dict()
-                           for i in self.diff.added
-                           if graph.node_by_id(i).provenance is not None},
-            "notes": self.notes,
-            "declined": [d.to_dict() for d in self.declined],
-            "patterns": [r.to_dict() for r in self.pattern_reports],
-        }
-
-
-@dataclass
-class PipelineResult:
-    initial: Graph
-    snapshots: list[Snapshot]
-    seconds: float
-    verifier: Verifier | None = None  # its inputs and reference outputs serve later checks
-
-    @property
-    def final(self) -> Graph:
-        return self.snapshots[-1].graph if self.snapshots else self.initial
-
-    def graph_before(self, index: int) -> Graph:
-        return self.snapshots[index - 1].graph if index > 0 else self.initial
-
-    @property
-    def verify(self) -> VerifyReport | None:
-        checked = [s.verify for s in self.snapshots if s.verify is not None]
-        return checked[-1] if checked else None
-
-    def tolerance_after(self, index: int) -> tuple[float, str | None]:
-        """The tolerance a check of snapshot ``index`` uses, and why it is looser (or None)."""
-        tolerance = _Tolerance()
-        for snapshot in self.snapshots[:index + 1]:
-            tolerance.update(get_pass(snapshot.pass_name), snapshot.changed)
-        return tolerance.rtol, tolerance.note()
-
-
-def _verify_summary(report: VerifyReport | None) -> dict | None:
-    return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok,
-                                        "rtol": report.rtol}
-
-
-class _Tolerance:
-    """The verifier's tolerance along a pipeline: the loosest any changing pass asked for."""
-
-    def __init__(self) -> None:
-        self.rtol = DEFAULT_RTOL
-        self.set_by: Pass | None = None
-
-    def update(self, the_pass: Pass, changed: bool) -> None:
-        if changed and the_pass.tolerance is not None and the_pass.tolerance > self.rtol:
-            self.rtol, self.set_by = the_pass.tolerance, the_pass
-
-    def note(self) -> str | None:
-        """What the check of a snapshot from here on compares with, and why (None while exact)."""
-        if self.set_by is None:
-            return None
-        return (f"{self.set_by.tolerance_reason} by {self.set_by.name}: compared with "
-                f"tolerance {self.rtol:g} of each output's scale (exact passes: "
-                f"{DEFAULT_RTOL:g})")
-
-
 class PassManager:
-    """Runs passes by name, snapshotting after each one."""
+    """Runs passes, snapshotting after each one."""
 
-    def __init__(self, pipeline: str | list[str] | None = None, *,
+    def __init__(self, pipeline: str | Sequence[PipelineEntry] | None = None, *,
                  bindings: dict[str, int] | None = None, verify: bool = False,
                  verify_inputs: dict | None = None, check: bool = False,
-                 target=None, calibration_inputs: list[dict] | None = None):
-        self.pass_names = resolve_pipeline(pipeline)
+                 target=None, calibration_inputs: list[dict] | None = None,
+                 instruments: Sequence[Instrument] = ()):
+        self.passes = resolve_passes(pipeline)
         self.bindings = dict(bindings or {})
         self.verify = verify
         self.verify_inputs = verify_inputs
-        self.check = check  # run Graph.check() after every pass (tests turn it on)
+        # run Graph.check() and the passes' requires/ensures checks around every pass (tests)
+        self.check = check
         self.target = target  # PassContext.target: a target name, file or Target
         self.calibration_inputs = calibration_inputs
+        self.instruments = list(instruments)
 
     def run(self, graph: Graph,
             on_progress: Callable[[int, int, str], None] | None = None) -> PipelineResult:
         """Run the pipeline on a copy of ``graph`` (the input is never changed)."""
         start = time.perf_counter()
-        verifier = None
-        if self.verify:
-            verifier = Verifier(graph, inputs=self.verify_inputs, bindings=self.bindings)
-        snapshots: list[Snapshot] = []
+        recorder = SnapshotRecorder()
+        verifier = NumericVerifier(self.verify_inputs, self.bindings) if self.verify else None
+        instruments = self._instruments(recorder, verifier, on_progress)
+        for instrument in instruments:
+            instrument.before_pipeline(graph, self.passes)
         current = graph
-        tolerance = _Tolerance()
-        for index, name in enumerate(self.pass_names):
-            if on_progress:
-                on_progress(index, len(self.pass_names), name)
-            the_pass = get_pass(name)
-            snapshot = self._run_one(index, the_pass, current)
-            tolerance.update(the_pass, snapshot.changed)
-            if verifier is not None:
-                snapshot.verify = verifier.check(snapshot.graph, tolerance.rtol)
-                if tolerance.note():
-                    snapshot.notes.append(tolerance.note())
-            snapshots.append(snapshot)
-            current = snapshot.graph
-        return PipelineResult(graph, snapshots, time.perf_counter() - start, verifier)
+        for index, the_pass in enumerate(self.passes):
+            ctx = PassContext(bindings=self.bindings, pass_name=the_pass.name,
+                              target=self.target, calibration_inputs=self.calibration_inputs)
+            step = PassStep(index, len(self.passes), the_pass, current, current.copy(), ctx)
+            for instrument in instruments:
+                instrument.before_pass(step)
+            step.result = _run_pass(the_pass, step.graph, ctx)
+            for instrument in reversed(instruments):
+                instrument.after_pass(step)
+            current = step.graph
+        return PipelineResult(graph, recorder.snapshots, time.perf_counter() - start,
+                              verifier.verifier if verifier else None)
 
-    def _run_one(self, index: int, the_pass: Pass, before: Graph) -> Snapshot:
-        name = the_pass.name
-        ctx = PassContext(bindings=self.bindings, pass_name=name, target=self.target,
-                          calibration_inputs=self.calibration_inputs)
-        graph = before.copy()
-        started = time.perf_counter()
-        result = PassResult()
-        iterations = MAX_FIXED_POINT_ITERATIONS if the_pass.fixed_point else 1
+    def _instruments(self, recorder: SnapshotRecorder, verifier: NumericVerifier | None,
+                     on_progress) -> list[Instrument]:
+        """Progress first; the caller's; the checks; the verifier before the recorder whose
+        snapshot it fills in; the timer last, so it times the pass alone."""
+        return [*([ProgressReporter(on_progress)] if on_progress else []),
+                *self.instruments,
+                *([GraphChecker(), PropertyChecker()] if self.check else []),
+                *([verifier] if verifier else []),
+                recorder, Timer()]
+
+
+def _run_pass(the_pass: Pass, graph: Graph, ctx: PassContext) -> PassResult:
+    """Run the pass (to a fixed point if it asks); an exception becomes a PassFailedError."""
+    result = PassResult()
+    iterations = MAX_FIXED_POINT_ITERATIONS if the_pass.fixed_point else 1
+    try:
         for _ in range(iterations):
             step = the_pass.run(graph, ctx)
             result.merge(step)
             if step.rewrites == 0:
                 break
-        seconds = time.perf_counter() - started
-        if self.check:
-            graph.check()
-        return Snapshot(index, name, the_pass.description(), graph, len(before),
-                        diff_graphs(before, graph), result.rewrites, seconds, result.notes,
-                        result.declined, result.pattern_reports)
+    except GraphLabError:
+        raise   # already a message for the user (an unknown target, a bad calibration file)
+    except Exception as err:  # noqa: BLE001 - any bug in a pass is reported with its name
+        raise _failure(the_pass, ctx, err) from err
+    return result
+
+
+def _failure(the_pass: Pass, ctx: PassContext, err: Exception) -> PassFailedError:
+    node = ctx.current_node
+    where = f"at node {node.name!r} ({node.op_type})" if node is not None else \
+        "at a node it did not name"
+    return PassFailedError(
+        f"pass {the_pass.name} failed {where}: {type(err).__name__}: {err}",
+        where=node.name if node is not None else the_pass.name,
+        hint=f"a bug in the pass: please report it with the model, or leave "
+             f"{the_pass.name} out of the pipeline")

@@ -58,11 +58,12 @@ def replace_node(graph: Graph, ctx: PassContext, rule: str, root: Node, op_type:
     unchanged) and its place in the order; ``absorbed`` nodes (folded into the new one) are
     removed once nobody reads them.  Provenance names root and the absorbed nodes.
     """
-    provenance = ctx.provenance(rule, [*absorbed, root])
-    outputs = list(root.outputs)
-    name, order = root.name, root.order
-    graph.remove_node(root)
-    node = graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
-                          provenance=provenance, order=order)
-    remove_dead(graph, absorbed)
-    return node
+    with ctx.working_on(root):
+        provenance = ctx.provenance(rule, [*absorbed, root])
+        outputs = list(root.outputs)
+        name, order = root.name, root.order
+        graph.remove_node(root)
+        node = graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
+                              provenance=provenance, order=order)
+        remove_dead(graph, absorbed)
+        return node

@@ -150,6 +150,13 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     is where the rule is written (kept in the provenance).
     """
     members = in_execution_order(graph, nodes)
+    with ctx.working_on(members[-1]):
+        return _fuse(graph, ctx, members, op_type, rule, attrs, operands, source)
+
+
+def _fuse(graph: Graph, ctx: PassContext, members: list[Node], op_type: str, rule: str,
+          attrs: dict | None, operands: Sequence[Value | None] | None,
+          source: str) -> Node | None:
     if creates_cycle(graph, members):
         return None
     inputs, outputs = boundary(members)
@@ -208,17 +215,18 @@ def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type
     every replaced node.
     """
     members = in_execution_order(graph, nodes)
-    _, outputs = boundary(members)
-    if len(outputs) != 1:
-        raise ValueError(f"{len(outputs)} results of the replaced nodes are read elsewhere; "
-                         f"one op can stand for one")
-    order = max(n.order for n in members)
-    provenance = ctx.provenance(rule, members, source)
-    name = name or fused_name(op_type, members)
-    for node in reversed(members):
-        graph.remove_node(node)
-    return graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
-                          provenance=provenance, order=order)
+    with ctx.working_on(members[-1]):
+        _, outputs = boundary(members)
+        if len(outputs) != 1:
+            raise ValueError(f"{len(outputs)} results of the replaced nodes are read elsewhere; "
+                             f"one op can stand for one")
+        order = max(n.order for n in members)
+        provenance = ctx.provenance(rule, members, source)
+        name = name or fused_name(op_type, members)
+        for node in reversed(members):
+            graph.remove_node(node)
+        return graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
+                              provenance=provenance, order=order)
 
 
 def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],

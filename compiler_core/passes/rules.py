@@ -139,7 +139,8 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
     made: list[Node] = []
     refused: dict[int, NearMiss] = {}
     for index, match in enumerate(report.matches):
-        outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
+        with ctx.working_on(match.root):  # a rule that raises is reported at its site
+            outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
         if isinstance(outcome, Node):
             made.append(outcome)
         elif outcome is not None:

@@ -21,6 +21,7 @@ class SpecializeDims(Pass):
 
     name = "specialize_dims"
     family = "folding"
+    ensures = ("dims_bound",)
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()

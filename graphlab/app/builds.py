@@ -11,7 +11,9 @@ store), or the build's status after starting it unless someone already is.  A wh
 opening the same sample therefore builds it once.  Builders are fresh processes forked from a
 clean single-threaded server process (multiprocessing's "forkserver"), never from a threaded web
 server; a builder that dies is noticed by the process that started it (exit code) or, from any
-other process, by its heartbeat going stale, and the next request builds again.
+other process, by its heartbeat going stale, and the next request builds again.  A builder
+first loads the plugins this server process loaded (`serve --plugins`, entry points), so a
+pipeline naming a plugin's pass builds there too.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from typing import Callable, Iterator
 import diskcache
 
 from compiler_core.errors import GraphLabError
+from compiler_core.plugins import load_sources, loaded_sources
 
 from .messages import user_message
 
@@ -228,7 +231,8 @@ def _start_builder(builds: Builds, job: BuildJob) -> None:
 
 def _run_builder(builds: Builds, job: BuildJob) -> None:
     """Run the builder; if it dies without saying so (killed, out of memory), say it."""
-    process = _context().Process(target=_build_in_child, args=(builds.directory, builds.ttl, job),
+    process = _context().Process(target=_build_in_child,
+                                 args=(builds.directory, builds.ttl, job, loaded_sources()),
                                  name=f"graphlab-build-{job.key}")
     try:
         process.start()
@@ -246,8 +250,9 @@ def _run_builder(builds: Builds, job: BuildJob) -> None:
     process.close()
 
 
-def _build_in_child(directory: str, ttl: int, job: BuildJob) -> None:
-    """A builder process: heartbeat, progress and the result (or the failure) on disk."""
+def _build_in_child(directory: str, ttl: int, job: BuildJob, plugins: list[str]) -> None:
+    """A builder process: the server's plugins, heartbeat, progress and the result (or the
+    failure) on disk."""
     builds = Builds(directory, ttl)
     status = BuildStatus(job.key, job.label, "running", stage="importing the model")
     lock = threading.Lock()
@@ -268,6 +273,7 @@ def _build_in_child(directory: str, ttl: int, job: BuildJob) -> None:
     publish()
     threading.Thread(target=heartbeat, daemon=True).start()
     try:
+        load_sources(plugins)
         workspace = job.build(progress)
         publish(stage="saving")
         builds.store.set(job.key, workspace, expire=ttl)

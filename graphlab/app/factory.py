@@ -7,13 +7,8 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import controls, exports, inspector, memory, navigation, overlay, panes, patterns, \
-    roofline, stepper, systolic
-from .panels import build_progress, numerics, report_download
+from .panels import navigation, registry
 from .services import Services
-
-PANELS = (navigation, controls, stepper, panes, inspector, patterns, roofline, systolic, memory,
-          overlay, exports, build_progress, report_download, numerics)
 
 
 def create_app(config: AppConfig | None = None) -> dash.Dash:
@@ -25,6 +20,7 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     # Room for an upload just over the limit, so the page can say "too large" itself.
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
     app.layout = page(services)
-    for panel in PANELS:
+    navigation.register(app, services)
+    for panel in registry.PANELS:
         panel.register(app, services)
     return app

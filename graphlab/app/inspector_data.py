@@ -10,13 +10,12 @@ from __future__ import annotations
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.printer import format_attr
 
-from ..user_input import parse_bindings
 from .node_metrics import node_metrics
 from .workbench import Workspace
 
 
 def describe_node(ws: Workspace, step: int, node_id: int, target: str,
-                  bindings: str = "") -> dict | None:
+                  sizes: dict[str, int] | None = None) -> dict | None:
     step = ws.clamp_step(step)
     before, after = ws.graphs_of_step(step)
     snapshot = ws.result.snapshots[step]
@@ -24,7 +23,7 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
     node = graph.node_by_id(node_id) or _body_member(node_id, before, after)
     if node is None:
         return None
-    metrics, metrics_note = node_metrics(node, target, parse_bindings(bindings))
+    metrics, metrics_note = node_metrics(node, target, sizes or {})
     return {
         "title": node.qualified_op,
         "name": node.name,

@@ -2,7 +2,7 @@
 
 The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
 loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
-once per workspace and bindings, and every answer is kept with the workspace.  The check also
+once per workspace and bound sizes, and every answer is kept with the workspace.  The check also
 loads and runs the pass's model at onnxruntime's default level (what a user's session does) in
 a child process, so a model that crashes onnxruntime is an answer on the page.
 """
@@ -15,7 +15,7 @@ from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
 
-from ..user_input import parse_bindings
+from .graph_analyses import sizes_key
 from .workbench import Workspace
 
 
@@ -51,16 +51,16 @@ class StepCheck:
         return f"{mark} as users load it: the model {self.runtime.describe()}"
 
 
-def cached_check(workspace: Workspace, step: int, bindings: str) -> StepCheck | None:
+def cached_check(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck | None:
     """The check of pass ``step`` if somebody already asked for it."""
-    return workspace.derived.get(_check_key(step, bindings))
+    return workspace.derived.get(_check_key(step, sizes))
 
 
-def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
+def check_step(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck:
     """Compare the graph after pass ``step`` with the input model (cached per workspace)."""
-    key = _check_key(step, bindings)
+    key = _check_key(step, sizes)
     if key not in workspace.derived:
-        verifier = _verifier(workspace, bindings)
+        verifier = _verifier(workspace, sizes)
         result = workspace.result
         rtol, note = result.tolerance_after(step)
         graph = result.snapshots[step].graph
@@ -71,13 +71,12 @@ def check_step(workspace: Workspace, step: int, bindings: str) -> StepCheck:
     return workspace.derived[key]
 
 
-def _check_key(step: int, bindings: str) -> tuple:
-    return ("numeric-check", step, bindings)
+def _check_key(step: int, sizes: dict[str, int]) -> tuple:
+    return ("numeric-check", step, sizes_key(sizes))
 
 
-def _verifier(workspace: Workspace, bindings: str) -> Verifier:
-    key = ("numeric-reference", bindings)
+def _verifier(workspace: Workspace, sizes: dict[str, int]) -> Verifier:
+    key = ("numeric-reference", sizes_key(sizes))
     if key not in workspace.derived:
-        workspace.derived[key] = Verifier(workspace.result.initial,
-                                          bindings=parse_bindings(bindings))
+        workspace.derived[key] = Verifier(workspace.result.initial, bindings=sizes)
     return workspace.derived[key]

@@ -36,13 +36,14 @@ class Services:
         token) — only the browser that uploaded a model can name it."""
         token = upload.get("token") if isinstance(upload, dict) else upload
         source = self.workbench.source(state.model, token)
-        return self.workbench.workspace(source, state.pipeline, state.bindings)
+        return self.workbench.workspace(source, state.pipeline, state.bound.checked())
 
     def workspace_or_build(self, state: ViewState, upload_token: str | None
                            ) -> Workspace | BuildStatus:
-        """For the navigation reducer: never waits for a build (see `builds`)."""
+        """For the navigation reducer: never waits for a build (see `builds`).  Unreadable
+        bindings are refused here, before any build starts."""
         source = self.workbench.source(state.model, upload_token)
-        return self.workbench.workspace_or_build(source, state.pipeline, state.bindings)
+        return self.workbench.workspace_or_build(source, state.pipeline, state.bound.checked())
 
     def build_status(self, key: str) -> BuildStatus | None:
         return self.workbench.builds.status(key)

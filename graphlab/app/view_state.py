@@ -8,16 +8,38 @@ unreadable falls back to a default, and the page says so rather than breaking.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
+from compiler_core.errors import GraphLabError
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
 
-PANELS = ("inspector", "patterns", "roofline", "systolic", "memory")
-FOLLOWS_SELECTION = ("roofline", "systolic", "memory")  # a tap in the panes keeps them open
+from ..user_input import parse_bindings
+
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """The bindings box read once per view: the sizes, or why they cannot be read."""
+    sizes: dict[str, int] = field(default_factory=dict)
+    error: GraphLabError | None = None
+
+    @classmethod
+    def read(cls, text: str) -> "Bindings":
+        try:
+            return cls(parse_bindings(text))
+        except GraphLabError as err:
+            return cls(error=err)
+
+    def checked(self) -> dict[str, int]:
+        """The sizes; a box that could not be read raises its error (a panel shows it)."""
+        if self.error is not None:
+            raise self.error
+        return self.sizes
 
 
 @dataclass(frozen=True)
@@ -39,6 +61,11 @@ class ViewState:
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
 
+    @cached_property
+    def bound(self) -> Bindings:
+        """``bindings`` read (the URL keeps the text as typed)."""
+        return Bindings.read(self.bindings)
+
     def with_changes(self, **changes) -> "ViewState":
         return replace(self, **changes)
 
@@ -59,7 +86,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
 _CHECKS = {
     "node": lambda text, fallback: _int(text, None, minimum=0),
-    "panel": lambda text, fallback: text if text in PANELS else fallback,
+    "panel": lambda text, fallback: text if text in _tab_names() else fallback,
     "overlay": lambda text, fallback: text if text in OVERLAYS else fallback,
     "compare": lambda text, fallback: text in ("1", "true", "yes"),
     "array": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
@@ -103,6 +130,13 @@ def with_patch(state: ViewState, patch: dict | None) -> ViewState:
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
                for name, value in (patch or {}).items() if name in _CHECKS}
     return state.with_changes(**changes)
+
+
+def _tab_names() -> tuple[str, ...]:
+    """The panels a view may show.  Asked when a URL or patch is read, not at import: the
+    registry imports every panel, and panels import this module."""
+    from .panels.registry import tab_names
+    return tab_names()
 
 
 def _format(value) -> str:

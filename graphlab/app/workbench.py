@@ -20,7 +20,6 @@ from compiler_core.errors import GraphLabError
 from compiler_core.ir import Graph, load_model
 from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 
-from ..user_input import parse_bindings
 from ..samples import get_sample, list_samples
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
@@ -120,20 +119,20 @@ class Workbench:
                                 hint="pick a sample from the list or upload an .onnx file")
         return _file_source(sample.name, sample.path)
 
-    def workspace(self, source: ModelSource, pipeline: str, bindings: str,
+    def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
                   on_progress: Progress | None = None) -> Workspace:
         """The workspace, built here and now if nobody has built it yet."""
-        return self.builds.get(self._job(source, pipeline, bindings), on_progress)
+        return self.builds.get(self._job(source, pipeline, sizes), on_progress)
 
-    def workspace_or_build(self, source: ModelSource, pipeline: str, bindings: str
+    def workspace_or_build(self, source: ModelSource, pipeline: str, sizes: dict[str, int]
                            ) -> Workspace | BuildStatus:
         """The workspace if it is built, else the status of the build now under way."""
-        return self.builds.get_or_start(self._job(source, pipeline, bindings))
+        return self.builds.get_or_start(self._job(source, pipeline, sizes))
 
-    def _job(self, source: ModelSource, pipeline: str, bindings: str) -> BuildJob:
-        """Bad pass names and bindings are refused here, before any build starts."""
+    def _job(self, source: ModelSource, pipeline: str, sizes: dict[str, int]) -> BuildJob:
+        """Bad pass names are refused here, before any build starts."""
         passes = tuple(resolve_pipeline(pipeline or None))
-        bound = tuple(sorted(parse_bindings(bindings).items()))
+        bound = tuple(sorted(sizes.items()))
         budget = self.config.group_budget
         key = hashlib.sha256(repr((source.digest, passes, bound, budget)).encode()).hexdigest()
         return BuildJob(key, source.label,

@@ -22,6 +22,14 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
+def add_plugins_option(parser: argparse.ArgumentParser) -> None:
+    """``--plugins FILE.py`` (repeatable): user passes, rule sets or patterns to register.  The
+    CLI loads them, and the installed ``graphlab.plugins`` entry points, before the command."""
+    parser.add_argument("--plugins", action="append", default=[], metavar="FILE.py",
+                        help="a Python file that registers passes, rule sets or patterns "
+                             "(repeatable; it runs as code: give only files you trust)")
+
+
 def load_graph(model: str) -> Graph:
     """Load a model by path or sample name; import warnings go to stderr."""
     graph = load_model(resolve_model(model))

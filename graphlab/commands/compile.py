@@ -5,23 +5,28 @@ JSON; with ``--verify`` every pass is checked against the input model with onnxr
 final model (or, with ``--runtime-check each``, every pass's) is also run at onnxruntime's
 default optimization level in a child process, and the command exits with status 1 when a
 check fails.  ``--runtime onnxruntime`` writes fused nodes as onnxruntime's own operators
-(``compiler_core.lowering``) and reports what each became.
+(``compiler_core.lowering``) and reports what each became.  ``--print-ir-after`` prints the IR
+(as `graphlab show` does) after the named pass, after every pass that changed the graph, or
+after all of them, as the passes run: on stdout before the report, or on stderr with
+``--json`` so that stdout stays one JSON document.
 """
 
 from __future__ import annotations
 
 import sys
 
-from compiler_core.ir import save_model
+from compiler_core.ir import SavedModel, save_model
 from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
 
 from ..user_input import parse_bindings
-from .common import add_json_flag, add_model_argument, load_graph, print_json
+from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
+                     print_json)
 from .model_options import add_target_option
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
@@ -47,12 +52,20 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--calibrate", metavar="FILE.npz",
                         help="calibration inputs for quantize_int8 (O2-int8), one array per "
                              "model input, samples along the first axis (default: generated)")
+    parser.add_argument("--external-data", action="store_true",
+                        help="write the weights to OUT.onnx.data beside the model (done by "
+                             "itself when they would take one file past protobuf's 2 GiB "
+                             "limit)")
     parser.add_argument("--runtime", choices=RUNTIMES, default="onnx",
                         help="onnx (default): fused nodes as model-local functions, for any "
                              "runtime; onnxruntime: as onnxruntime's operators (Attention, "
                              "SkipLayerNormalization, ...) or inline, which it runs fastest")
+    parser.add_argument("--print-ir-after", metavar=f"PASS|{PRINT_CHANGED}|{PRINT_ALL}",
+                        help="print the IR after this pass (each time it runs), after every "
+                             "pass that changed the graph, or after all; on stderr with --json")
     add_runtime_check_options(parser)
     add_target_option(parser)
+    add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -64,17 +77,22 @@ def run(args) -> int:
                           verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
                           target=args.target,
                           calibration_inputs=[load_inputs(args.calibrate, graph)]
-                          if args.calibrate else None)
+                          if args.calibrate else None,
+                          instruments=[IRPrinter(args.print_ir_after,
+                                                 sys.stderr if args.json else sys.stdout)]
+                          if args.print_ir_after else [])
     result = manager.run(graph)
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
+    saved = None
     if args.output:
-        save_model(lowering.graph if lowering else result.final, args.output)
+        saved = save_model(lowering.graph if lowering else result.final, args.output,
+                           external_data=True if args.external_data else None)
     runtime = run_runtime_check(args, result, lowering.graph if lowering else None)
-    report = compile_report(result, args.output, runtime, lowering)
+    report = compile_report(result, saved, runtime, lowering)
     if args.json:
         print_json(report)
     else:
-        _print_text(result, report, lowering)
+        _print_text(result, report, lowering, saved)
     failed = [s.pass_name for s in result.snapshots if s.verify is not None and not s.verify.ok]
     if failed:
         print(f"graphlab: verification FAILED: outputs changed beyond tolerance after "
@@ -85,12 +103,12 @@ def run(args) -> int:
     return 1 if failed or (runtime is not None and not runtime.ok) else 0
 
 
-def compile_report(result: PipelineResult, output: str | None,
+def compile_report(result: PipelineResult, saved: SavedModel | None,
                    runtime: RuntimeVerdict | None = None,
                    lowering: Lowering | None = None) -> dict:
     """The `--json` record: node counts, the final op histogram, one entry per pass, the
-    runtime check (None when it did not run), and the export: for ``--runtime onnxruntime``
-    what each fused node became."""
+    runtime check (None when it did not run), the files written, and the export: for
+    ``--runtime onnxruntime`` what each fused node became."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
     passes = [s.summary() for s in result.snapshots]
     for entry, check in zip(passes, runtime.per_pass if runtime else []):
@@ -103,12 +121,14 @@ def compile_report(result: PipelineResult, output: str | None,
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
                    "ok": all(r.ok for r in checked)} if checked else None,
         "runtime_check": runtime.to_dict() if runtime else None,
-        "output": output,
+        "output": saved.path if saved else None,
+        "output_files": saved.to_dict() if saved else None,
         "export": lowering.to_dict() if lowering else {"runtime": "onnx"},
     }
 
 
-def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None) -> None:
+def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
+                saved: SavedModel | None) -> None:
     width = max(len(s.pass_name) for s in result.snapshots)
     runtime = report["runtime_check"]
     each = runtime is not None and runtime["checked"] == "each"
@@ -138,7 +158,7 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None)
             if record.reason:
                 print(f"inline    {record.fused_op} {record.node}: {record.reason}")
     print(f"{report['nodes_before']} -> {report['nodes_after']} nodes in "
-          f"{result.seconds:.2f} s" + (f"; wrote {report['output']}" if report["output"] else ""))
+          f"{result.seconds:.2f} s" + (f"; {saved.describe()}" if saved else ""))
 
 
 def _verify_text(verify: dict | None) -> str:

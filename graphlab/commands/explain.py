@@ -10,7 +10,8 @@ from __future__ import annotations
 from compiler_core.errors import GraphLabError
 from compiler_core.patterns import PatternReport, explain, list_patterns
 
-from .common import add_json_flag, add_model_argument, load_graph, print_json
+from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
+                     print_json)
 
 SITES_SHOWN = 3         # example sites printed per reason
 ALTERNATIVES_SHOWN = 4  # OR branches printed for a near miss when one node is asked about
@@ -27,6 +28,7 @@ def add_parser(subparsers) -> None:
                         help="explain only what concerns this node (by name)")
     parser.add_argument("--all-sites", action="store_true",
                         help="also list sites where nothing but the root op matched")
+    add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 

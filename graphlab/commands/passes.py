@@ -5,11 +5,12 @@ from __future__ import annotations
 from compiler_core.passes import PRESETS, all_passes
 from compiler_core.passes.registry import DEFAULT_PRESET, PRESET_DESCRIPTIONS
 
-from .common import add_json_flag, print_json
+from .common import add_json_flag, add_plugins_option, print_json
 
 
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("passes", help="list the compiler passes and presets")
+    add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 

@@ -10,6 +10,7 @@ from compiler_core.errors import GraphLabError
 
 from ..app.config import DEFAULT_MODEL, DEFAULT_UPLOAD_LIMIT, AppConfig
 from ..samples import get_sample
+from .common import add_plugins_option
 
 
 def add_parser(subparsers) -> None:
@@ -27,6 +28,7 @@ def add_parser(subparsers) -> None:
                         help="where uploads and built models are kept (shared by the workers)")
     parser.add_argument("--max-upload-mb", type=int, default=DEFAULT_UPLOAD_LIMIT >> 20,
                         help="largest model a browser may upload")
+    add_plugins_option(parser)   # only files named here (and installed entry points) load
     parser.set_defaults(run=run)
 
 

@@ -1,2 +1,2 @@
-"""One module per panel: each has ``layout(...)`` (its components) and ``register(app, services)``
-(its callbacks)."""
+"""One module per panel: its ids, ``layout(services)``, ``register(app, services)`` and, at the
+end, its `Panel` declaration; `registry` lists them in page order."""

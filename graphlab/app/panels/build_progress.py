@@ -1,7 +1,7 @@
 """The build indicator: while the view waits for a workspace (an upload being imported, a
 pipeline running), a bar and "pass k of n: name"; the poll that drives it ticks only then.
 
-The navigation reducer owns the waiting view (ids.BUILD_PENDING) and switches the poll on and
+The navigation reducer owns the waiting view (`PENDING`) and switches the poll on and
 off; this panel only reads the build's status, which every server process can see.
 """
 
@@ -9,23 +9,26 @@ from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
-from .. import ids
 from ..services import Services
+from .panel import STATUS, Panel
 
+PENDING = "build-pending"    # the view waiting for its workspace to be built
+POLL = "build-poll"          # ticks while a build runs
+PROGRESS = "build-progress"
 POLL_MS = 500
 
 
-def layout() -> html.Div:
+def layout(_: Services) -> html.Div:
     return html.Div(className="build", children=[
-        dcc.Store(id=ids.BUILD_PENDING, storage_type="memory"),
-        dcc.Interval(id=ids.BUILD_POLL, interval=POLL_MS, disabled=True),
-        html.Div(id=ids.BUILD_PROGRESS, className="build-progress", role="status"),
+        dcc.Store(id=PENDING, storage_type="memory"),
+        dcc.Interval(id=POLL, interval=POLL_MS, disabled=True),
+        html.Div(id=PROGRESS, className="build-progress", role="status"),
     ])
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(ids.BUILD_PROGRESS, "children"),
-                  Input(ids.BUILD_POLL, "n_intervals"), Input(ids.BUILD_PENDING, "data"))
+    @app.callback(Output(PROGRESS, "children"),
+                  Input(POLL, "n_intervals"), Input(PENDING, "data"))
     def show(_tick, pending):
         if not pending:
             return None
@@ -36,3 +39,6 @@ def register(app, services: Services) -> None:
             return None      # the reducer is about to show the view or the error
         return [html.Progress(value=status.step, max=max(status.total, 1)),
                 html.Span(status.text())]
+
+
+PANEL = Panel("build", STATUS, register, layout)

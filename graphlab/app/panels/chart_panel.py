@@ -22,6 +22,11 @@ def compare_toggle(toggle_id: str) -> dcc.Checklist:
         {"label": " compare: before → after the selected pass", "value": COMPARE}])
 
 
+def compare_value(state) -> list[str]:
+    """The toggle's value showing the view's ``compare``."""
+    return [COMPARE] if state.compare else []
+
+
 def register_compare_toggle(app, toggle_id: str) -> None:
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(toggle_id, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)

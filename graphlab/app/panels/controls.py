@@ -18,8 +18,17 @@ from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
 from ..uploads import read_upload
-from ..view_state import ViewState
 from ..workbench import UPLOAD_MODEL
+from .on_view import on_view
+from .panel import TOP, Panel
+
+MODEL = "model-select"
+UPLOAD = "model-upload"
+PRESET = "pipeline-preset"
+PASSES = "pipeline-passes"
+RUN = "pipeline-run"
+TARGET = "target-select"
+BINDINGS = "bindings-input"
 
 
 def layout(services: Services) -> html.Div:
@@ -27,21 +36,21 @@ def layout(services: Services) -> html.Div:
     model_options = services.workbench.model_options()
     model_options.append({"label": "uploaded model", "value": UPLOAD_MODEL, "disabled": True})
     return html.Div(className="load-bar", children=[
-        _field("Model", dcc.Dropdown(id=ids.MODEL, options=model_options, clearable=False,
+        _field("Model", dcc.Dropdown(id=MODEL, options=model_options, clearable=False,
                                      className="dropdown-model")),
-        dcc.Upload(id=ids.UPLOAD, className="upload", multiple=True,
+        dcc.Upload(id=UPLOAD, className="upload", multiple=True,
                    children=html.Span(["Upload .onnx"], className="button",
                                       title="an .onnx file; a model with external data: "
                                             "select the .onnx file and its data file together")),
-        _field("Pipeline", dcc.Dropdown(id=ids.PRESET, options=presets, clearable=True,
+        _field("Pipeline", dcc.Dropdown(id=PRESET, options=presets, clearable=True,
                                         placeholder="custom", className="dropdown-preset")),
-        _field("Passes", dcc.Input(id=ids.PASSES, type="text", debounce=True,
+        _field("Passes", dcc.Input(id=PASSES, type="text", debounce=True,
                                    className="passes-input"),
                title="comma-separated pass names; available: " + ", ".join(sorted(all_passes()))),
-        html.Button("Run", id=ids.RUN, className="button primary"),
-        _field("Target", dcc.Dropdown(id=ids.TARGET, clearable=False, className="dropdown-target",
+        html.Button("Run", id=RUN, className="button primary"),
+        _field("Target", dcc.Dropdown(id=TARGET, clearable=False, className="dropdown-target",
                                       options=[{"label": t, "value": t} for t in list_targets()])),
-        _field("Bindings", dcc.Input(id=ids.BINDINGS, type="text", debounce=True,
+        _field("Bindings", dcc.Input(id=BINDINGS, type="text", debounce=True,
                                      placeholder="batch=1,seq=8", className="bindings-input"),
                title="sizes for the model's symbolic input dims; the example shows this "
                      "model's dims"),
@@ -62,19 +71,13 @@ def bindings_placeholder(graph: Graph) -> str:
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
-    @app.callback(Output(ids.BINDINGS, "placeholder"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"), prevent_initial_call=True)
-    def show_model_dims(view, upload):
-        if not view:
-            return no_update
-        try:
-            workspace = services.workspace(ViewState.from_dict(view), upload)
-        except Exception:  # noqa: BLE001 - the navigation callback reports build problems
-            return no_update
-        return bindings_placeholder(workspace.result.initial)
+    @on_view(app, services, {"dims": Output(BINDINGS, "placeholder")},
+             prevent_initial_call=True)
+    def show_model_dims(_state, workspace):
+        return {"dims": bindings_placeholder(workspace.result.initial)}
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
-                  Input(ids.UPLOAD, "contents"), State(ids.UPLOAD, "filename"),
+                  Input(UPLOAD, "contents"), State(UPLOAD, "filename"),
                   prevent_initial_call=True)
     def accept_upload(contents, filename):
         if not contents:
@@ -86,3 +89,6 @@ def register(app, services: Services) -> None:
             return no_update, html.Div(f"Upload refused: {user_message(err)}",
                                        className="message error")
         return {"token": upload.token, "filename": upload.filename}, ""
+
+
+PANEL = Panel("controls", TOP, register, layout)

@@ -14,9 +14,10 @@ from compiler_core.ir import Graph, to_bytes
 from compiler_core.lowering import lower_for_onnxruntime
 
 from .. import ids
-from ..messages import user_message
 from ..services import Services
 from ..view_state import ViewState
+from .on_view import on_view
+from .panel import INSIDE, Panel
 
 MODEL_BUTTON = "export-model"
 ORT_MODEL_BUTTON = "export-model-onnxruntime"
@@ -29,7 +30,7 @@ IMAGE_OPTIONS = {"svg": {"full": True, "bg": "#ffffff"},
 
 
 def pane_buttons(pane_id: str) -> html.Span:
-    """'SVG' and 'PNG' buttons for the head of one pane."""
+    """'SVG' and 'PNG' buttons for the head of one pane (drawn by the panes)."""
     side = "before" if pane_id == ids.BEFORE else "after"
     return html.Span(className="pane-exports", children=[
         html.Button(kind.upper(), id={"type": IMAGE, "index": f"{side}:{kind}"},
@@ -38,6 +39,7 @@ def pane_buttons(pane_id: str) -> html.Span:
 
 
 def model_button() -> html.Span:
+    """Drawn in the pane tools."""
     return html.Span([
         html.Button("⤓ optimized .onnx", id=MODEL_BUTTON, className="button",
                     title="download the model after the last pass of the pipeline, fused "
@@ -72,22 +74,17 @@ def register(app, services: Services) -> None:
                    "filename": image_name(ViewState.from_dict(view), side)}
         return (request, no_update) if side == "before" else (no_update, request)
 
-    @app.callback(Output(MODEL_DOWNLOAD, "data"), Output(MESSAGE, "children"),
-                  Input(MODEL_BUTTON, "n_clicks"), Input(ORT_MODEL_BUTTON, "n_clicks"),
-                  State(ids.VIEW, "data"), State(ids.UPLOAD_TOKEN, "data"),
-                  prevent_initial_call=True)
-    def model(_portable, _ort, view, upload):
-        if not ctx.triggered[0]["value"] or not view:
-            return no_update, no_update
+    @on_view(app, services, {"file": Output(MODEL_DOWNLOAD, "data"),
+                             "message": Output(MESSAGE, "children")},
+             inputs={"portable": Input(MODEL_BUTTON, "n_clicks"),
+                     "for_onnxruntime": Input(ORT_MODEL_BUTTON, "n_clicks")},
+             view_triggers=False, message="message", prevent_initial_call=True)
+    def model(_state, workspace, portable, for_onnxruntime):
+        if not (portable or for_onnxruntime):
+            return {}
         runtime = "onnxruntime" if ctx.triggered_id == ORT_MODEL_BUTTON else "onnx"
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-            data, name = model_file(workspace.result.snapshots[-1].graph, workspace.label,
-                                    runtime)
-        except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps going
-            return no_update, html.Span(user_message(err), className="message error")
-        return dcc.send_bytes(data, name), ""
+        data, name = model_file(workspace.result.snapshots[-1].graph, workspace.label, runtime)
+        return {"file": dcc.send_bytes(data, name), "message": ""}
 
 
 def image_name(state: ViewState, side: str) -> str:
@@ -98,3 +95,6 @@ def image_name(state: ViewState, side: str) -> str:
 def _stem(name: str) -> str:
     stem = re.sub(r"\.onnx$", "", name)
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "model"
+
+
+PANEL = Panel("exports", INSIDE, register)   # its buttons: in the panes' layout

@@ -3,35 +3,36 @@ target, and its history through the pipeline."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, html
+from dash import Output, html
 
-from .. import ids
 from ..inspector_data import describe_node
-from ..messages import user_message
 from ..services import Services
-from ..view_state import ViewState
+from .on_view import on_view
+from .panel import TAB, Panel
 
+BODY = "inspector"
+OPEN_BODY = "open-body"      # pattern-matching type, index = fused node id (the panes open it)
 HINT = "Click a node in either pane to inspect it; its counterpart is selected in the other."
 
 
+def layout(_: Services) -> html.Div:
+    return html.Div(id=BODY, className="side-body")
+
+
 def register(app, services: Services) -> None:
-    @app.callback(Output(ids.INSPECTOR, "children"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"), State(ids.UI, "data"))
-    def render(view, upload, ui):
-        if not view:
-            return html.P(HINT, className="hint")
-        state = ViewState.from_dict(view)
+    hint = html.P(HINT, className="hint")
+
+    @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": hint},
+             message="body")
+    def render(state, workspace):
         if state.node is None:
-            return html.P(HINT, className="hint")
-        try:
-            workspace = services.workspace(state, upload)
-            info = describe_node(workspace, state.step, state.node, state.target, state.bindings)
-        except Exception as err:  # noqa: BLE001
-            return html.Div(user_message(err), className="message error")
+            return {"body": hint}
+        info = describe_node(workspace, state.step, state.node, state.target,
+                             state.bound.checked())
         if info is None:
-            return html.P(f"Node #{state.node} is not in this pass's graphs. " + HINT,
-                          className="hint")
-        return node_view(info, state.target)
+            return {"body": html.P(f"Node #{state.node} is not in this pass's graphs. " + HINT,
+                                   className="hint")}
+        return {"body": node_view(info, state.target)}
 
 
 def node_view(info: dict, target: str) -> html.Div:
@@ -48,7 +49,7 @@ def node_view(info: dict, target: str) -> html.Div:
     if info["fused"]:
         parts += [html.H4(f"Fused body ({len(info['body'])} nodes)"),
                   html.Button("Open / close the body in the graph",
-                              id={"type": ids.OPEN_BODY, "index": info["id"]},
+                              id={"type": OPEN_BODY, "index": info["id"]},
                               className="button"),
                   html.Ul([html.Li(line) for line in info["body"]], className="body-list")]
     parts += [html.H4("Inputs"), _value_table(info["inputs"]),
@@ -69,3 +70,6 @@ def _value_table(rows: list[dict]) -> html.Table:
     return html.Table([html.Tr([html.Td(r["name"], className="key"), html.Td(r["type"]),
                                 html.Td(r["link"], className="muted")]) for r in rows],
                       className="kv")
+
+
+PANEL = Panel("inspector", TAB, register, layout, tab="Inspector")

@@ -4,18 +4,21 @@ them; "compare" draws the plan before the pass above the plan after it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, ctx, dcc, html, no_update
+from dash import Input, Output, ctx, dcc, html
 
 from .. import ids
 from ..graph_analyses import memory_plan_of
 from ..memory_view import PlanSummary, memory_figure, summary_rows
-from ..messages import user_message
 from ..services import Services
 from ..view_state import ViewState
-from .chart_panel import COMPARE, GRAPH_CONFIG, compare_toggle, picked_node, \
+from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
     register_compare_toggle
+from .on_view import on_view
+from .panel import TAB, Panel
 
+NAME = "memory"
 BEFORE_GRAPH = "memory-before-graph"
+BEFORE_BOX = "memory-before-graph-box"
 AFTER_GRAPH = "memory-after-graph"
 SUMMARY = "memory-summary"
 TOGGLE = "memory-compare"
@@ -23,11 +26,11 @@ ALONE = {"height": "min(560px, 62vh)"}
 COMPARED = {"height": "330px"}   # both charts of a comparison: one height, one scale
 
 
-def layout() -> html.Div:
-    return html.Div(id=ids.MEMORY, className="wide-panel chart-panel", children=[
+def layout(_: Services) -> html.Div:
+    return html.Div(id=NAME, className="wide-panel chart-panel", children=[
         compare_toggle(TOGGLE),
         html.Div(dcc.Graph(id=BEFORE_GRAPH, config=GRAPH_CONFIG, style=COMPARED),
-                 id=f"{BEFORE_GRAPH}-box", hidden=True),
+                 id=BEFORE_BOX, hidden=True),
         dcc.Graph(id=AFTER_GRAPH, config=GRAPH_CONFIG, style=ALONE),
         html.Div(id=SUMMARY, className="chart-caption"),
         html.P("Each rectangle is an intermediate tensor: across, the steps it is live; up, "
@@ -40,23 +43,20 @@ def layout() -> html.Div:
 def register(app, services: Services) -> None:
     register_compare_toggle(app, TOGGLE)
 
-    @app.callback(Output(AFTER_GRAPH, "figure"), Output(BEFORE_GRAPH, "figure"),
-                  Output(f"{BEFORE_GRAPH}-box", "hidden"), Output(AFTER_GRAPH, "style"),
-                  Output(SUMMARY, "children"), Output(TOGGLE, "value"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"))
-    def render(view, upload):
-        if not view or view.get("panel") != "memory":
-            return (no_update,) * 6
-        state = ViewState.from_dict(view)
-        toggle = [COMPARE] if state.compare else []
-        try:
-            workspace = services.workspace(state, upload)
-            after, before, summary = memory_view(workspace, state)
-        except Exception as err:  # noqa: BLE001 - the panel shows it; the page stays usable
-            return (no_update, no_update, True, no_update,
-                    html.Div(user_message(err), className="message error"), toggle)
-        return (after, no_update if before is None else before, before is None,
-                ALONE if before is None else COMPARED, summary, toggle)
+    @on_view(app, services, {"after": Output(AFTER_GRAPH, "figure"),
+                             "before": Output(BEFORE_GRAPH, "figure"),
+                             "before_hidden": Output(BEFORE_BOX, "hidden"),
+                             "after_style": Output(AFTER_GRAPH, "style"),
+                             "summary": Output(SUMMARY, "children"),
+                             "toggle": Output(TOGGLE, "value")},
+             tab=NAME, message="summary",
+             failed=lambda state: {"before_hidden": True, "toggle": compare_value(state)})
+    def render(state, workspace):
+        after, before, summary = memory_view(workspace, state)
+        shown = {"after": after, "before_hidden": before is None,
+                 "after_style": ALONE if before is None else COMPARED, "summary": summary,
+                 "toggle": compare_value(state)}
+        return shown if before is None else {**shown, "before": before}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(AFTER_GRAPH, "clickData"), Input(BEFORE_GRAPH, "clickData"),
@@ -70,8 +70,8 @@ def memory_view(workspace, state: ViewState):
     step = workspace.clamp_step(state.step)
     snapshot = workspace.result.snapshots[step]
     before, after = workspace.graphs_of_step(step)
-    after_plan = memory_plan_of(workspace, after, state.bindings)
-    before_plan = memory_plan_of(workspace, before, state.bindings)
+    after_plan = memory_plan_of(workspace, after, state.bound.checked())
+    before_plan = memory_plan_of(workspace, before, state.bound.checked())
     where = f"pass {step + 1} ({snapshot.pass_name})"
     if not state.compare:
         after_figure = memory_figure(after_plan, after, f"Arena after {where}", state.node)
@@ -88,3 +88,6 @@ def memory_view(workspace, state: ViewState):
                    html.Td(change, className="change")]) for label, old, new, change in rows)])
     notes = [html.Div(note, className="muted") for note in after_plan.notes[1:]]
     return after_figure, before_figure, [table, *notes]
+
+
+PANEL = Panel(NAME, TAB, register, layout, tab="Memory", follows_selection=True)

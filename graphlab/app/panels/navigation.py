@@ -1,11 +1,13 @@
 """The one place the view changes: every control, click and the URL feed one reducer.
 
+It is not a panel (it draws nothing): the factory registers it before the panels' callbacks.
+
 The URL is the source of truth.  A user action makes a new ViewState, which is checked (the
 model loads, the pipeline runs), pushed to the URL (a new history entry) and written back to
 every control; browser back/forward change the URL, which is parsed and written to the controls
 the same way.  Dash allows this loop only inside a single callback, hence one reducer.
 
-A view whose workspace is not built yet waits in ids.BUILD_PENDING while a builder process
+A view whose workspace is not built yet waits in `build_progress.PENDING` while a builder process
 works (see `builds`) and the poll ticks; each tick re-reads it, and the view appears once built.
 The reducer never waits for a build itself, so every other click is answered at once.
 """
@@ -20,10 +22,16 @@ from .. import ids
 from ..builds import BuildStatus
 from ..messages import user_message
 from ..services import Services, preset_names
-from ..view_state import FOLLOWS_SELECTION, ViewState, from_query, to_query, with_patch
+from ..view_state import ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
+from .build_progress import PENDING, POLL
+from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
+from .panes import SEARCH
+from .patterns import ITEM as PATTERN_ITEM
+from .registry import follows_selection
+from .stepper import HIDE_UNCHANGED, NEXT, PREV, ROW as PASS_ROW
 
-CLICKS = {ids.RUN, ids.PREV, ids.NEXT, ids.PASS_ROW, ids.PATTERN_ITEM}
+CLICKS = {RUN, PREV, NEXT, PASS_ROW, PATTERN_ITEM}
 UNCHANGED = (no_update,) * 13
 
 
@@ -31,23 +39,23 @@ def register(app, services: Services) -> None:
     default = services.default_state
 
     @app.callback(
-        Output(ids.URL, "search"), Output(ids.VIEW, "data"), Output(ids.MODEL, "value"),
-        Output(ids.PRESET, "value"), Output(ids.PASSES, "value"), Output(ids.TARGET, "value"),
-        Output(ids.BINDINGS, "value"), Output(ids.TABS, "value"),
-        Output(ids.HIDE_UNCHANGED, "value"), Output(ids.SEARCH, "value"),
+        Output(ids.URL, "search"), Output(ids.VIEW, "data"), Output(MODEL, "value"),
+        Output(PRESET, "value"), Output(PASSES, "value"), Output(TARGET, "value"),
+        Output(BINDINGS, "value"), Output(ids.TABS, "value"),
+        Output(HIDE_UNCHANGED, "value"), Output(SEARCH, "value"),
         Output(ids.NAV_MESSAGE, "children"),
-        Output(ids.BUILD_PENDING, "data"), Output(ids.BUILD_POLL, "disabled"),
-        Input(ids.URL, "search"), Input(ids.MODEL, "value"), Input(ids.UPLOAD_TOKEN, "data"),
-        Input(ids.PRESET, "value"), Input(ids.RUN, "n_clicks"), Input(ids.PASSES, "value"),
-        Input(ids.TARGET, "value"), Input(ids.BINDINGS, "value"),
-        Input({"type": ids.PASS_ROW, "index": ALL}, "n_clicks"),
-        Input(ids.PREV, "n_clicks"), Input(ids.NEXT, "n_clicks"),
+        Output(PENDING, "data"), Output(POLL, "disabled"),
+        Input(ids.URL, "search"), Input(MODEL, "value"), Input(ids.UPLOAD_TOKEN, "data"),
+        Input(PRESET, "value"), Input(RUN, "n_clicks"), Input(PASSES, "value"),
+        Input(TARGET, "value"), Input(BINDINGS, "value"),
+        Input({"type": PASS_ROW, "index": ALL}, "n_clicks"),
+        Input(PREV, "n_clicks"), Input(NEXT, "n_clicks"),
         Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
-        Input(ids.TABS, "value"), Input(ids.HIDE_UNCHANGED, "value"),
-        Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
-        Input(ids.SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
-        Input(ids.BUILD_POLL, "n_intervals"),
-        State(ids.VIEW, "data"), State(ids.BUILD_PENDING, "data"))
+        Input(ids.TABS, "value"), Input(HIDE_UNCHANGED, "value"),
+        Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
+        Input(SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
+        Input(POLL, "n_intervals"),
+        State(ids.VIEW, "data"), State(PENDING, "data"))
     def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
                  _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick, view,
                  pending):
@@ -58,7 +66,7 @@ def register(app, services: Services) -> None:
         token = (upload or {}).get("token")
         previous = ViewState.from_dict(view) if view else None
         from_url = trigger is None or trigger == ids.URL
-        if kind == ids.BUILD_POLL:
+        if kind == POLL:
             if not pending:
                 return (*UNCHANGED[:-2], None, True)
             wanted, from_url = ViewState.from_dict(pending["view"]), pending["from_url"]
@@ -71,7 +79,7 @@ def register(app, services: Services) -> None:
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
                 return UNCHANGED
-        backwards = kind == ids.PREV
+        backwards = kind == PREV
         try:
             checked = _checked(services, wanted, token, backwards)
             message = ""
@@ -93,38 +101,38 @@ def register(app, services: Services) -> None:
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
     """The new view after one user action (None: nothing to do)."""
-    if kind == ids.MODEL:
+    if kind == MODEL:
         return state.with_changes(model=inputs["model"], step=0, node=None, highlight="")
     if kind == ids.UPLOAD_TOKEN:
         return state.with_changes(model=UPLOAD_MODEL, step=0, node=None, highlight="")
-    if kind == ids.PRESET:
+    if kind == PRESET:
         if not inputs["preset"]:
             return None
         return state.with_changes(pipeline=inputs["preset"], highlight="")
-    if kind in (ids.RUN, ids.PASSES):
+    if kind in (RUN, PASSES):
         return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), highlight="")
-    if kind == ids.TARGET:
+    if kind == TARGET:
         return state.with_changes(target=inputs["target"])
-    if kind == ids.BINDINGS:
+    if kind == BINDINGS:
         return state.with_changes(bindings=(inputs["bindings"] or "").replace(" ", ""))
-    if kind == ids.PASS_ROW:
+    if kind == PASS_ROW:
         return state.with_changes(step=int(trigger["index"]), highlight="")
-    if kind in (ids.PREV, ids.NEXT):
-        return state.with_changes(step=state.step + (1 if kind == ids.NEXT else -1),
+    if kind in (PREV, NEXT):
+        return state.with_changes(step=state.step + (1 if kind == NEXT else -1),
                                   highlight="", node=state.node)
     if kind in (ids.BEFORE, ids.AFTER):
         data = inputs["tap_before" if kind == ids.BEFORE else "tap_after"] or {}
         if data.get("kind") != "node":
             return None   # groups open and close elsewhere; inputs/outputs select nothing
         return state.with_changes(node=int(data["node_id"]), panel=state.panel
-                                  if state.panel in FOLLOWS_SELECTION else "inspector")
+                                  if state.panel in follows_selection() else "inspector")
     if kind == ids.TABS:
         return state.with_changes(panel=inputs["panel"])
-    if kind == ids.HIDE_UNCHANGED:
+    if kind == HIDE_UNCHANGED:
         return state.with_changes(hide_unchanged=bool(inputs["hide"]))
-    if kind == ids.PATTERN_ITEM:
+    if kind == PATTERN_ITEM:
         return state.with_changes(highlight=str(trigger["index"]), panel="patterns")
-    if kind == ids.SEARCH:
+    if kind == SEARCH:
         return state.with_changes(search=(inputs["query"] or "").strip())
     if kind == ids.VIEW_PATCH:
         return with_patch(state, inputs["patch"])

@@ -12,7 +12,8 @@ from .. import ids
 from ..graph_analyses import cost_of
 from ..intensity_bands import legend_entries
 from ..services import Services
-from ..view_state import ViewState
+from .on_view import on_view
+from .panel import INSIDE, Panel
 
 TOGGLE = "overlay-toggle"
 LEGEND = "overlay-legend"
@@ -20,6 +21,7 @@ INTENSITY = "intensity"
 
 
 def toggle() -> dcc.Checklist:
+    """Drawn in the pane tools."""
     return dcc.Checklist(id=TOGGLE, className="overlay-toggle", value=[], options=[
         {"label": " colour by intensity", "value": INTENSITY,
          "title": "colour every node by its arithmetic intensity relative to the ridge point "
@@ -27,26 +29,25 @@ def toggle() -> dcc.Checklist:
 
 
 def legend() -> html.Div:
+    """Drawn under the panes' legend."""
     return html.Div(id=LEGEND, className="legend overlay-legend")
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(TOGGLE, "value"), Output(LEGEND, "children"),
-                  Output(LEGEND, "hidden"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"))
-    def show(view, upload):
-        if not view:
-            return no_update, no_update, no_update
-        state = ViewState.from_dict(view)
+    def off(state) -> dict:
+        return {"toggle": [INTENSITY] if state.overlay == INTENSITY else [], "legend": [],
+                "hidden": True}
+
+    @on_view(app, services, {"toggle": Output(TOGGLE, "value"),
+                             "legend": Output(LEGEND, "children"),
+                             "hidden": Output(LEGEND, "hidden")},
+             failed=off)
+    def show(state, workspace):   # errors: the panes already say what is wrong
         if state.overlay != INTENSITY:
-            return [], [], True
-        try:
-            workspace = services.workspace(state, upload)
-            _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
-            cost = cost_of(workspace, after, state.target, state.bindings)
-        except Exception:  # noqa: BLE001 - the panes already show what is wrong
-            return [INTENSITY], [], True
-        return [INTENSITY], legend_items(cost), False
+            return off(state)
+        _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
+        cost = cost_of(workspace, after, state.target, state.bound.checked())
+        return {"toggle": [INTENSITY], "legend": legend_items(cost), "hidden": False}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(TOGGLE, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
@@ -68,3 +69,6 @@ def legend_items(cost) -> list:
     return [head] + [
         html.Span([html.Span(className="swatch", style={"background": band.fill}), text],
                   className="legend-item") for band, text in legend_entries(ridge)]
+
+
+PANEL = Panel("overlay", INSIDE, register)   # its parts: in the panes' layout

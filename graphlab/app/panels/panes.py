@@ -8,15 +8,26 @@ closes it; the open groups live in the page (per browser), not in the URL.
 from __future__ import annotations
 
 import dash_cytoscape as cyto
-from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
+from dash import ALL, Input, Output, State, ctx, dcc, html
 
 from .. import ids
-from ..messages import user_message
 from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..services import Services
 from ..styles import BASE_STYLESHEET
-from ..view_state import ViewState
 from . import exports, overlay
+from .inspector import OPEN_BODY
+from .on_view import on_view
+from .panel import MAIN, Panel
+
+DRAWN_KEY = "pane-key"       # what the panes' element lists were drawn from
+BEFORE_TITLE = "pane-before-title"
+AFTER_TITLE = "pane-after-title"
+MESSAGE = "pane-message"
+FIT_KEY = "fit-key"          # changes when a new workspace is drawn: the panes re-fit
+SEARCH = "node-search"
+SEARCH_COUNT = "node-search-count"
+EXPAND_ALL = "groups-expand"
+COLLAPSE_ALL = "groups-collapse"
 
 LEGEND = [
     ("removed", "removed by this pass (left)"),
@@ -32,20 +43,21 @@ LEGEND = [
 ]
 
 
-def layout() -> html.Div:
+def layout(_: Services) -> html.Div:
     return html.Div(className="panes-area", children=[
+        dcc.Store(id=DRAWN_KEY, storage_type="memory"),
         html.Div(className="pane-tools", children=[
-            dcc.Input(id=ids.SEARCH, type="search", debounce=True, className="search-input",
+            dcc.Input(id=SEARCH, type="search", debounce=True, className="search-input",
                       placeholder="search node name or op type (e.g. Conv)"),
-            html.Span(id=ids.SEARCH_COUNT, className="search-count"),
-            html.Button("Open all groups", id=ids.EXPAND_ALL, className="button"),
-            html.Button("Close all groups", id=ids.COLLAPSE_ALL, className="button"),
+            html.Span(id=SEARCH_COUNT, className="search-count"),
+            html.Button("Open all groups", id=EXPAND_ALL, className="button"),
+            html.Button("Close all groups", id=COLLAPSE_ALL, className="button"),
             overlay.toggle(), exports.model_button(),
-            html.Div(id=ids.PANE_MESSAGE),
-            html.Div(id=ids.FIT_KEY, className="fit-key"),
+            html.Div(id=MESSAGE),
+            html.Div(id=FIT_KEY, className="fit-key"),
         ]),
-        html.Div(className="panes", children=[_pane(ids.BEFORE, ids.BEFORE_TITLE),
-                                              _pane(ids.AFTER, ids.AFTER_TITLE)]),
+        html.Div(className="panes", children=[_pane(ids.BEFORE, BEFORE_TITLE),
+                                              _pane(ids.AFTER, AFTER_TITLE)]),
         html.Div(className="legend", children=[
             html.Span([html.Span(className=f"swatch swatch-{key}"), text], className="legend-item")
             for key, text in LEGEND]),
@@ -66,64 +78,58 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    @app.callback(
-        Output(ids.BEFORE, "elements"), Output(ids.AFTER, "elements"),
-        Output(ids.BEFORE, "stylesheet"), Output(ids.AFTER, "stylesheet"),
-        Output(ids.BEFORE_TITLE, "children"), Output(ids.AFTER_TITLE, "children"),
-        Output(ids.PANE_KEY, "data"), Output(ids.SEARCH_COUNT, "children"),
-        Output(ids.PANE_MESSAGE, "children"), Output(ids.FIT_KEY, "children"),
-        Input(ids.VIEW, "data"), Input(ids.UI, "data"),
-        State(ids.PANE_KEY, "data"), State(ids.UPLOAD_TOKEN, "data"))
-    def render(view, ui, drawn_key, upload):
-        if not view:
-            return (no_update,) * 10
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-            payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
-        except Exception as err:  # noqa: BLE001
-            return (*(no_update,) * 8, html.Div(user_message(err), className="message error"),
-                    no_update)
+    @on_view(app, services, {
+        "before": Output(ids.BEFORE, "elements"), "after": Output(ids.AFTER, "elements"),
+        "before_style": Output(ids.BEFORE, "stylesheet"),
+        "after_style": Output(ids.AFTER, "stylesheet"),
+        "before_title": Output(BEFORE_TITLE, "children"),
+        "after_title": Output(AFTER_TITLE, "children"),
+        "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
+        "message": Output(MESSAGE, "children"), "fit_key": Output(FIT_KEY, "children")},
+        inputs={"ui": Input(ids.UI, "data")}, state={"drawn": State(DRAWN_KEY, "data")},
+        message="message")
+    def render(state, workspace, ui, drawn):
+        payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
         snapshot = workspace.result.snapshots[workspace.clamp_step(state.step)]
-        same = payload.key == drawn_key
-        count = f"{payload.search_hits} match{'es' if payload.search_hits != 1 else ''}" \
-            if state.search else ""
-        return (no_update if same else payload.before, no_update if same else payload.after,
-                payload.before_style, payload.after_style,
-                f"Before pass {snapshot.index + 1}: {snapshot.pass_name}"
-                f"  ({snapshot.nodes_before} nodes)",
-                f"After pass {snapshot.index + 1}: {snapshot.pass_name}"
-                f"  ({snapshot.nodes_after} nodes)",
-                payload.key, count, "", workspace.key)
+        hits = payload.search_hits
+        shown = {"before_style": payload.before_style, "after_style": payload.after_style,
+                 "before_title": f"Before pass {snapshot.index + 1}: {snapshot.pass_name}"
+                                 f"  ({snapshot.nodes_before} nodes)",
+                 "after_title": f"After pass {snapshot.index + 1}: {snapshot.pass_name}"
+                                f"  ({snapshot.nodes_after} nodes)",
+                 "drawn_key": payload.key, "message": "", "fit_key": workspace.key,
+                 "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
+        if payload.key == drawn:
+            return shown
+        return {**shown, "before": payload.before, "after": payload.after}
 
-    @app.callback(
-        Output(ids.UI, "data"),
-        Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
-        Input(ids.EXPAND_ALL, "n_clicks"), Input(ids.COLLAPSE_ALL, "n_clicks"),
-        Input({"type": ids.OPEN_BODY, "index": ALL}, "n_clicks"),
-        State(ids.UI, "data"), State(ids.VIEW, "data"), State(ids.UPLOAD_TOKEN, "data"),
-        prevent_initial_call=True)
-    def toggle(tap_before, tap_after, _expand, _collapse, _bodies, ui, view, upload):
+    @on_view(app, services, {"ui": Output(ids.UI, "data")},
+             inputs={"tap_before": Input(ids.BEFORE, "tapNodeData"),
+                     "tap_after": Input(ids.AFTER, "tapNodeData"),
+                     "_expand": Input(EXPAND_ALL, "n_clicks"),
+                     "_collapse": Input(COLLAPSE_ALL, "n_clicks"),
+                     "_bodies": Input({"type": OPEN_BODY, "index": ALL}, "n_clicks")},
+             state={"ui": State(ids.UI, "data")}, view_triggers=False,
+             prevent_initial_call=True)   # errors: the panes already show the message
+    def toggle(state, workspace, tap_before, tap_after, _expand, _collapse, _bodies, ui):
         trigger = ctx.triggered_id
-        if not view or not ctx.triggered[0]["value"]:
-            return no_update
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-        except Exception:  # noqa: BLE001 - the panes already show the message
-            return no_update
+        if not ctx.triggered[0]["value"]:
+            return {}   # a freshly drawn button, not a click
         current = UiState.from_store(ui, workspace.key)
         expanded = drawn_groups(workspace, state, current)
         opened = set(current.opened)
-        if trigger == ids.EXPAND_ALL:
+        if trigger == EXPAND_ALL:
             expanded = set(workspace.scopes.groups)
-        elif trigger == ids.COLLAPSE_ALL:
+        elif trigger == COLLAPSE_ALL:
             expanded = set()
         elif isinstance(trigger, dict):
             opened ^= {int(trigger["index"])}
         else:
             data = tap_before if trigger == ids.BEFORE else tap_after
             if not data or data.get("kind") != "group":
-                return no_update
+                return {}
             expanded ^= {data["id"]}
-        return regrouped(workspace, state, expanded, opened).to_store(workspace.key)
+        return {"ui": regrouped(workspace, state, expanded, opened).to_store(workspace.key)}
+
+
+PANEL = Panel("panes", MAIN, register, layout)

@@ -4,30 +4,28 @@ misses of the whole pipeline grouped by reason."""
 
 from __future__ import annotations
 
-from dash import Input, Output, State, html
+from dash import Output, html
 
 from compiler_core.patterns import NodeRef, PatternRecord
 
-from .. import ids
-from ..messages import user_message
 from ..pattern_view import PatternFocus, reasons_across_model, resolve_focus, step_reports
 from ..services import Services
-from ..view_state import ViewState
+from .on_view import on_view
+from .panel import TAB, Panel
 
+BODY = "patterns"
+ITEM = "pattern-item"        # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
 NO_PATTERNS = "No pattern matches or nearly matches here."
 
 
+def layout(_: Services) -> html.Div:
+    return html.Div(id=BODY, className="side-body")
+
+
 def register(app, services: Services) -> None:
-    @app.callback(Output(ids.PATTERNS, "children"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"))
-    def render(view, upload):
-        if not view:
-            return []
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-        except Exception as err:  # noqa: BLE001
-            return html.Div(user_message(err), className="message error")
+    @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": []},
+             message="body")
+    def render(state, workspace):
         step = workspace.clamp_step(state.step)
         snapshot = workspace.result.snapshots[step]
         found = step_reports(workspace, step)
@@ -42,7 +40,7 @@ def register(app, services: Services) -> None:
                   if r.matches or r.near_misses] or \
             [html.P(NO_PATTERNS, className="hint")]
         parts.append(reasons_view(reasons_across_model(workspace)))
-        return parts
+        return {"body": parts}
 
 
 def report_view(report_index: int, report: PatternRecord, highlight: str) -> html.Details:
@@ -62,7 +60,7 @@ def report_view(report_index: int, report: PatternRecord, highlight: str) -> htm
 
 def _item(index: str, kind: str, text: str, highlight: str) -> html.Li:
     classes = f"pattern-item {kind}" + (" selected" if index == highlight else "")
-    return html.Li(html.Button(text, id={"type": ids.PATTERN_ITEM, "index": index},
+    return html.Li(html.Button(text, id={"type": ITEM, "index": index},
                                className=classes))
 
 
@@ -100,3 +98,6 @@ def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:
                                           html.Td(reason),
                                           html.Td(", ".join(patterns), className="muted")])
                                  for reason, count, patterns in reasons], className="kv")])
+
+
+PANEL = Panel("patterns", TAB, register, layout, tab="Patterns")

@@ -6,45 +6,43 @@ Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and 
 
 from __future__ import annotations
 
-from dash import Input, Output, State, dcc, html
+from dash import Output, dcc, html
 
-from .. import ids
-from ..messages import user_message
 from ..services import Services
-from ..view_state import ViewState
 from . import numerics
+from .on_view import on_view
+from .panel import MAIN, Panel
+
+ROWS = "pass-list"
+ROW = "pass-row"             # pattern-matching type, index = pass index
+PREV = "step-prev"
+NEXT = "step-next"
+HIDE_UNCHANGED = "hide-unchanged"
 
 
-def layout() -> html.Div:
+def layout(_: Services) -> html.Div:
     return html.Div(className="stepper", children=[
         html.Div(className="stepper-head", children=[
             html.H3("Passes"),
             html.Div(className="step-buttons", children=[
-                html.Button("◀ Prev", id=ids.PREV, className="button", title="previous pass (←)"),
-                html.Button("Next ▶", id=ids.NEXT, className="button", title="next pass (→)"),
+                html.Button("◀ Prev", id=PREV, className="button", title="previous pass (←)"),
+                html.Button("Next ▶", id=NEXT, className="button", title="next pass (→)"),
             ]),
-            dcc.Checklist(id=ids.HIDE_UNCHANGED, className="hide-unchanged",
+            dcc.Checklist(id=HIDE_UNCHANGED, className="hide-unchanged",
                           options=[{"label": " hide passes that changed nothing",
                                     "value": "hide"}], value=[]),
             numerics.layout(),
         ]),
-        html.Ol(id=ids.STEPPER, className="pass-list"),
+        html.Ol(id=ROWS, className="pass-list"),
     ])
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(ids.STEPPER, "children"), Input(ids.VIEW, "data"),
-                  State(ids.UPLOAD_TOKEN, "data"))
-    def render(view, upload):
-        if not view:
-            return []
-        state = ViewState.from_dict(view)
-        try:
-            workspace = services.workspace(state, upload)
-        except Exception as err:  # noqa: BLE001
-            return [html.Li(user_message(err), className="message error")]
-        return [pass_row(s, s.index == state.step) for s in workspace.result.snapshots
-                if s.changed or not state.hide_unchanged or s.index == state.step]
+    @on_view(app, services, {"rows": Output(ROWS, "children")}, idle={"rows": []},
+             message="rows")
+    def render(state, workspace):
+        return {"rows": [pass_row(s, s.index == state.step) for s in workspace.result.snapshots
+                         if s.changed or not state.hide_unchanged or s.index == state.step]}
 
 
 def pass_row(snapshot, selected: bool) -> html.Li:
@@ -54,9 +52,12 @@ def pass_row(snapshot, selected: bool) -> html.Li:
     classes = "pass-row" + (" selected" if selected else "") + ("" if snapshot.changed
                                                                  else " unchanged")
     return html.Li(html.Button(
-        id={"type": ids.PASS_ROW, "index": snapshot.index}, className=classes,
+        id={"type": ROW, "index": snapshot.index}, className=classes,
         title=snapshot.description, children=[
             html.Span(f"{snapshot.index + 1}. {snapshot.pass_name}", className="pass-name"),
             html.Span(counts, className="pass-counts"),
             html.Span(detail, className="pass-detail"),
         ]))
+
+
+PANEL = Panel("stepper", MAIN, register, layout)

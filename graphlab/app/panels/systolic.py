@@ -17,15 +17,17 @@ from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
 
 from .. import ids
-from ...user_input import parse_bindings
-from ..messages import log, user_message
+from ..messages import log
 from ..services import Services
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
     array_problem, array_shape, cursor_shape, describe, heatmap_figure, heatmap_title, \
     operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
 from ..view_state import ViewState
 from ..workbench import Workspace
+from .on_view import error_message, on_view
+from .panel import TAB, Panel
 
+NAME = "systolic"
 GEMM = "systolic-gemm"
 ARRAY = "systolic-array"
 DATAFLOW = "systolic-dataflow"
@@ -46,12 +48,14 @@ PICK = "systolic-pick"        # pattern-matching type, index = node id
 VIEWER = "systolic-viewer"
 HINT = "Select a MatMul, Gemm or Conv (or a fused op holding one) in the graph, or type a GEMM."
 LISTED_NODES = 12
+_NOTHING_CHOSEN = {"problem": None, "parts": [], "parts_style": {"display": "none"},
+                   "totals": [], "viewer_hidden": True}
 TICK_MS = 300
 STATIC = {"displayModeBar": False, "responsive": True}
 
 
-def layout() -> html.Div:
-    return html.Div(id=ids.SYSTOLIC, className="wide-panel systolic-panel", children=[
+def layout(_: Services) -> html.Div:
+    return html.Div(id=NAME, className="wide-panel systolic-panel", children=[
         dcc.Store(id=PROBLEM, storage_type="memory"),
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
         html.Div(className="panel-controls", children=[
@@ -104,7 +108,7 @@ def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
                   Output(DATAFLOW, "value"), Output(TIMING, "value"), Input(ids.VIEW, "data"))
     def show_settings(view):
-        if not view or view.get("panel") != "systolic":
+        if not view or view.get("panel") != NAME:
             return (no_update,) * 5
         state = ViewState.from_dict(view)
         try:
@@ -132,32 +136,29 @@ def register(app, services: Services) -> None:
             return no_update   # a freshly drawn button, not a click
         return {"node": ctx.triggered_id["index"], "gemm": ""}
 
-    @app.callback(Output(PROBLEM, "data"), Output(SOURCE, "children"), Output(PART, "options"),
-                  Output(PART, "style"), Output(TOTALS, "children"), Output(VIEWER, "hidden"),
-                  Input(ids.VIEW, "data"), Input(PART, "value"),
-                  State(ids.UPLOAD_TOKEN, "data"), State(PROBLEM, "data"))
-    def choose(view, part, upload, shown):
-        if not view or view.get("panel") != "systolic":
-            return (no_update,) * 6
-        state = ViewState.from_dict(view)
-        hidden = {"display": "none"}
-        workspace = None
+    @on_view(app, services, {"problem": Output(PROBLEM, "data"),
+                             "source": Output(SOURCE, "children"),
+                             "parts": Output(PART, "options"), "parts_style": Output(PART, "style"),
+                             "totals": Output(TOTALS, "children"),
+                             "viewer_hidden": Output(VIEWER, "hidden")},
+             inputs={"part": Input(PART, "value")}, state={"shown": State(PROBLEM, "data")},
+             tab=NAME, message="source", failed=lambda _: _NOTHING_CHOSEN)
+    def choose(state, workspace, part, shown):
+        if not state.gemm and state.node is None:
+            return {**_NOTHING_CHOSEN,
+                    "source": [html.P(HINT, className="hint"), *_picks(workspace, state)]}
         try:
-            workspace = services.workspace(state, upload)
-            if not state.gemm and state.node is None:
-                return None, [html.P(HINT, className="hint"), *_picks(workspace, state)], [], \
-                    hidden, [], True
             problem, parts = chosen_problem(workspace, state, part or 0)
             schedule = problem.schedule()
             heads, rows = totals_rows(problem)
-        except Exception as err:  # noqa: BLE001 - the panel shows it; the page stays usable
-            message = html.Div(user_message(err), className="message error")
-            return None, [message, *_picks(workspace, state)], [], hidden, [], True
+        except Exception as err:  # noqa: BLE001 - said with the nodes the user can pick
+            return {**_NOTHING_CHOSEN, "source": [error_message(err), *_picks(workspace, state)]}
         stored = problem.to_store()
-        options = [{"label": label, "value": i} for i, label in enumerate(parts)]
-        return (no_update if stored == shown else stored, html.P(describe(problem, schedule)),
-                options, {"display": "block" if len(parts) > 1 else "none"},
-                _table(heads, rows), False)
+        return {"problem": no_update if stored == shown else stored,
+                "source": html.P(describe(problem, schedule)),
+                "parts": [{"label": label, "value": i} for i, label in enumerate(parts)],
+                "parts_style": {"display": "block" if len(parts) > 1 else "none"},
+                "totals": _table(heads, rows), "viewer_hidden": False}
 
     @app.callback(Output(FOLD, "value"), Output(FOLD, "max"), Output(FOLD, "marks"),
                   Output(CYCLE, "value"), Output(CYCLE, "max"), Output(CYCLE, "marks"),
@@ -243,7 +244,7 @@ def chosen_problem(ws: Workspace, state: ViewState, part: int) -> tuple[ArrayPro
     if not has_gemm(node):
         raise GraphLabError(f"{node.name} ({node.qualified_op}) has no matrix multiply or "
                             f"convolution to put on the array")
-    problems = gemm_problems(node, parse_bindings(state.bindings))
+    problems = gemm_problems(node, state.bound.checked())
     problem = problems[min(part, len(problems) - 1)]
     labels = [f"GEMM {i + 1} of {len(problems)}: {p.source} ({p.op_type}) "
               f"M={p.M}, N={p.N}, K={p.K}" for i, p in enumerate(problems)]
@@ -258,10 +259,8 @@ def _selected_node(ws: Workspace, state: ViewState):
     return after.node_by_id(state.node) or before.node_by_id(state.node)
 
 
-def _picks(ws: Workspace | None, state: ViewState) -> list:
+def _picks(ws: Workspace, state: ViewState) -> list:
     """The nodes of the current graph that can go on the array, as buttons that select them."""
-    if ws is None:
-        return []
     _, after = ws.graphs_of_step(ws.clamp_step(state.step))
     nodes = [n for n in after.nodes if has_gemm(n)]
     if not nodes:
@@ -278,3 +277,6 @@ def _table(heads: list[str], rows: list[list[str]]) -> html.Table:
         html.Tr([html.Th(h) for h in heads]),
         *(html.Tr([html.Td(row[0], className="key"), *(html.Td(v) for v in row[1:])])
           for row in rows)])
+
+
+PANEL = Panel(NAME, TAB, register, layout, tab="Systolic", follows_selection=True)

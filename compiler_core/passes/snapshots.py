@@ -1,0 +1,127 @@
+"""What a pipeline run leaves behind: one Snapshot per pass, and the PipelineResult.
+
+A snapshot is everything the app and `graphlab compile --json` show about a pass: the graph
+after it (structure copied, weights shared), the node ids it removed/added/modified, the
+pattern matches and near misses it saw, the rewrites it declined and why, its wall time, and —
+when asked — a numerical check against the input model with onnxruntime.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..ir import Graph
+from ..patterns.records import PatternRecord
+from ..verify import DEFAULT_RTOL, Verifier, VerifyReport
+from .base import Decline
+from .diff import GraphDiff
+
+
+@dataclass
+class Snapshot:
+    index: int
+    pass_name: str
+    description: str
+    graph: Graph
+    nodes_before: int
+    diff: GraphDiff
+    rewrites: int
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+    declined: list[Decline] = field(default_factory=list)
+    pattern_reports: list[PatternRecord] = field(default_factory=list)
+    verify: VerifyReport | None = None
+    # The pass's declared drift (Pass.tolerance, tolerance_reason): later checks need it
+    # without the pass itself, which may not be registered (an instance, a plugin).
+    tolerance: float | None = None
+    tolerance_reason: str = ""
+
+    @property
+    def nodes_after(self) -> int:
+        return len(self.graph)
+
+    @property
+    def changed(self) -> bool:
+        return self.diff.changed
+
+    def summary(self) -> dict:
+        """The per-pass record of `graphlab compile --json`."""
+        return {
+            "name": self.pass_name,
+            "nodes_before": self.nodes_before,
+            "nodes_after": self.nodes_after,
+            "changed": self.changed,
+            "rewrites": self.rewrites,
+            "seconds": round(self.seconds, 6),
+            "verify": _verify_summary(self.verify),
+        }
+
+    def to_dict(self) -> dict:
+        """Everything about the pass (the app's record), without the graph itself."""
+        graph = self.graph
+        return {
+            **self.summary(),
+            "index": self.index,
+            "description": self.description,
+            "removed": self.diff.removed,
+            "added": self.diff.added,
+            "modified": self.diff.modified,
+            "provenance": {str(i): graph.node_by_id(i).provenance.to_dict()
+                           for i in self.diff.added
+                           if graph.node_by_id(i).provenance is not None},
+            "notes": self.notes,
+            "declined": [d.to_dict() for d in self.declined],
+            "patterns": [r.to_dict() for r in self.pattern_reports],
+        }
+
+
+@dataclass
+class PipelineResult:
+    initial: Graph
+    snapshots: list[Snapshot]
+    seconds: float
+    verifier: Verifier | None = None  # its inputs and reference outputs serve later checks
+
+    @property
+    def final(self) -> Graph:
+        return self.snapshots[-1].graph if self.snapshots else self.initial
+
+    def graph_before(self, index: int) -> Graph:
+        return self.snapshots[index - 1].graph if index > 0 else self.initial
+
+    @property
+    def verify(self) -> VerifyReport | None:
+        checked = [s.verify for s in self.snapshots if s.verify is not None]
+        return checked[-1] if checked else None
+
+    def tolerance_after(self, index: int) -> tuple[float, str | None]:
+        """The tolerance a check of snapshot ``index`` uses, and why it is looser (or None)."""
+        tolerance = Tolerance()
+        for snapshot in self.snapshots[:index + 1]:
+            tolerance.update(snapshot)
+        return tolerance.rtol, tolerance.note()
+
+
+def _verify_summary(report: VerifyReport | None) -> dict | None:
+    return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok,
+                                        "rtol": report.rtol}
+
+
+class Tolerance:
+    """The verifier's tolerance along a pipeline: the loosest any changing pass asked for."""
+
+    def __init__(self) -> None:
+        self.rtol = DEFAULT_RTOL
+        self.set_by: Snapshot | None = None
+
+    def update(self, snapshot: Snapshot) -> None:
+        if snapshot.changed and snapshot.tolerance is not None and snapshot.tolerance > self.rtol:
+            self.rtol, self.set_by = snapshot.tolerance, snapshot
+
+    def note(self) -> str | None:
+        """What the check of a snapshot from here on compares with, and why (None while exact)."""
+        if self.set_by is None:
+            return None
+        return (f"{self.set_by.tolerance_reason} by {self.set_by.pass_name}: compared with "
+                f"tolerance {self.rtol:g} of each output's scale (exact passes: "
+                f"{DEFAULT_RTOL:g})")

@@ -1,0 +1,39 @@
+"""Every panel of the page, in page order: the page lays them out, the factory registers their
+callbacks, the view state accepts their tab names — all from this one list.
+
+A new panel is one module ending in its `Panel` declaration, and one line below.
+"""
+
+from __future__ import annotations
+
+from . import build_progress, controls, exports, inspector, memory, numerics, overlay, panes, \
+    patterns, report_download, roofline, stepper, systolic
+from .panel import TAB, Panel
+
+PANELS: tuple[Panel, ...] = (
+    controls.PANEL,
+    report_download.PANEL,
+    build_progress.PANEL,
+    stepper.PANEL,
+    panes.PANEL,
+    inspector.PANEL,
+    patterns.PANEL,
+    roofline.PANEL,
+    systolic.PANEL,
+    memory.PANEL,
+    numerics.PANEL,
+    overlay.PANEL,
+    exports.PANEL,
+)
+
+
+def placed(place: str) -> list[Panel]:
+    return [panel for panel in PANELS if panel.place == place]
+
+
+def tab_names() -> tuple[str, ...]:
+    return tuple(panel.name for panel in placed(TAB))
+
+
+def follows_selection() -> set[str]:
+    return {panel.name for panel in PANELS if panel.follows_selection}
