@@ -11,7 +11,7 @@ from onnx import helper
 
 from compiler_core.ir import Graph, Node
 from compiler_core.passes import PassContext, PassManager
-from compiler_core.passes.fusion_skip_layernorm import SkipLayerNormRule
+from compiler_core.passes.fusion.skip_layernorm import SkipLayerNormRule
 from compiler_core.passes.rules import CYCLE, RewritePass, Rule
 from compiler_core.patterns import Match, Pattern, PatternRecord, any_value, op
 from compiler_core.verify import Verifier
@@ -103,7 +103,7 @@ def test_a_rule_node_records_the_rules_source_line():
 
 def test_library_rule_source_points_at_its_class():
     path, line = SkipLayerNormRule.source().rsplit(":", 1)
-    assert path == "compiler_core/passes/fusion_skip_layernorm.py"
+    assert path == "compiler_core/passes/fusion/skip_layernorm.py"
     text = (ROOT / path).read_text().splitlines()[int(line) - 1]
     assert text.startswith("class SkipLayerNormRule(")
 
@@ -112,7 +112,7 @@ def test_fused_nodes_of_the_o2_pipeline_name_their_rule_source():
     result = PassManager("O2", bindings={"batch": 1, "seq": 8}).run(load_sample("bert_tiny_op13"))
     made = [n.provenance for n in result.final.nodes
             if n.op_type in ("Attention", "SkipLayerNormalization")]
-    assert made and all(p.source.startswith("compiler_core/passes/fusion_") for p in made)
+    assert made and all(p.source.startswith("compiler_core/passes/fusion/") for p in made)
 
 
 def test_pattern_records_and_declines_survive_pickling():

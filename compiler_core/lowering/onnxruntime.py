@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from ..ir import FUSED_DOMAIN, Graph, Node
 from ..passes.base import PassContext
-from ..passes.dead_code import EliminateDeadCode
-from ..passes.fusion_attention import FUSED_OP as ATTENTION
+from ..passes.cleanup.dead_code import EliminateDeadCode
+from ..passes.fusion.attention import FUSED_OP as ATTENTION
 from ..passes.rewrite import open_fused_node
 from .ort_attention import lower_attention
 from .ort_ops import MS_DOMAIN, LOWERINGS

@@ -13,8 +13,8 @@ import numpy as np
 import onnx
 
 from ..ir import Graph, Node, Value
-from ..passes.fusion_linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
-from ..passes.fusion_skip_layernorm import FUSED_OP as SKIP_LAYERNORM
+from ..passes.fusion.linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
+from ..passes.fusion.skip_layernorm import FUSED_OP as SKIP_LAYERNORM
 
 MS_DOMAIN = "com.microsoft"
 _FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})

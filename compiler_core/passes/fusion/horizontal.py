@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Graph, Node, Provenance, Value
-from .base import Pass, PassContext, PassResult
-from .registry import register
+from ...ir import Graph, Node, Provenance, Value
+from ..base import Pass, PassContext, PassResult
+from ..registry import register
 
 RULE = "fuse_sibling_matmuls"
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, Node, infer_shapes
-from ..ir.subgraphs import subgraph_attributes
-from .base import Pass, PassContext, PassResult
-from .constants import make_initializer, produces_graph_output, replace_with_constants
-from .evaluate import EvaluationError, evaluate, predicted_bytes
-from .node_edits import standard_nodes
-from .registry import register
-from .shape_facts import fold_shape_query
+from ...ir import Graph, Node, infer_shapes
+from ...ir.subgraphs import subgraph_attributes
+from ..base import Pass, PassContext, PassResult
+from ..constants import make_initializer, produces_graph_output, replace_with_constants
+from ..evaluate import EvaluationError, evaluate, predicted_bytes
+from ..rewrite import standard_nodes
+from ..registry import register
+from ..shape_facts import fold_shape_query
 
 # Never folded: random ops (folding would freeze one draw), and DequantizeLinear, whose
 # quantized weight is how a QDQ model tells a backend to run the layer in int8.

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
-from ..patterns import Match
-from .affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
-from .base import PassContext
-from .registry import register
-from .rules import RewritePass, Rule
+from ...ir import Graph, Node
+from ...patterns import Match
+from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
+from ..base import PassContext
+from ..registry import register
+from ..rules import RewritePass, Rule
 
 
 class _BatchNormFold(Rule):

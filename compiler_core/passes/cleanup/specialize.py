@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, infer_shapes
-from .base import Pass, PassContext, PassResult
-from .registry import register
-from .shape_facts import fold_shape_queries
+from ...ir import Graph, infer_shapes
+from ..base import Pass, PassContext, PassResult
+from ..registry import register
+from ..shape_facts import fold_shape_queries
 
 
 @register

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import ClassVar
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import is_float
-from ..patterns import Match, Pattern, any_value, const, get_pattern, op
-from ..patterns.library.convolution import activation_after
-from .base import PassContext
-from .registry import register
-from .rules import RewritePass, Rule
+from ...ir import Graph, Node, Value
+from ...ir.dtypes import is_float
+from ...patterns import Match, Pattern, any_value, const, get_pattern, op
+from ...patterns.library.convolution import activation_after
+from ..base import PassContext
+from ..registry import register
+from ..rules import RewritePass, Rule
 
 FUSED_GEMM = "FusedGemm"
 FUSED_CONV = "FusedConv"

@@ -8,10 +8,10 @@ from typing import Any, Hashable
 import numpy as np
 import onnx
 
-from ..ir import Graph, Node, Value
-from .base import Pass, PassContext, PassResult
-from .constants import remove_dead
-from .registry import register
+from ...ir import Graph, Node, Value
+from ..base import Pass, PassContext, PassResult
+from ..constants import remove_dead
+from ..registry import register
 
 FINGERPRINT_ELEMENTS = 64
 # Two draws from a random op differ even with identical inputs.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import onnx
 
-from ..ir import Graph, Node
-from .base import Pass, PassContext, PassResult
-from .op_kinds import is_elementwise
-from .registry import register
-from .rewrite import fuse_nodes
+from ...ir import Graph, Node
+from ..base import Pass, PassContext, PassResult
+from ..op_kinds import is_elementwise
+from ..registry import register
+from ..rewrite import fuse_nodes
 
 RULE = "fuse_elementwise"
 FUSED_OP = "FusedElementwise"

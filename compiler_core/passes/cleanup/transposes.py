@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ..ir import Graph, Node, Value
-from .base import Pass, PassContext, PassResult
-from .constants import remove_dead
-from .node_edits import bypass_or_decline, replace_node, standard_nodes
-from .registry import register
+from ...ir import Graph, Node, Value
+from ..base import Pass, PassContext, PassResult
+from ..constants import remove_dead
+from ..rewrite import bypass_or_decline, replace_node, standard_nodes
+from ..registry import register
 
 SWAP_2D = (1, 0)
 GEMM_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}  # what every runtime's Gemm takes

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
-from .base import Pass, PassContext, PassResult
-from .constants import constant_ints
-from .node_edits import replace_node
-from .registry import register
+from ...ir import Graph, Node, Value
+from ..base import Pass, PassContext, PassResult
+from ..constants import constant_ints
+from ..rewrite import replace_node
+from ..registry import register
 
 # Ops that only change how the same elements are shaped (row-major order is kept).
 SHAPE_ONLY_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ..ir import Graph
-from .base import Pass, PassContext, PassResult
-from .registry import register
+from ...ir import Graph
+from ..base import Pass, PassContext, PassResult
+from ..registry import register
 
 
 @register

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-from ..ir import Graph, Node, Value
-from ..patterns import Failure, Match, Pattern, get_pattern
-from .base import PassContext
-from .registry import register
-from .rules import RewritePass, Rule
+from ...ir import Graph, Node, Value
+from ...patterns import Failure, Match, Pattern, get_pattern
+from ..base import PassContext
+from ..registry import register
+from ..rules import RewritePass, Rule
 
 FUSED_OP = "Attention"
 _INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node
-from .base import Pass, PassContext, PassResult
-from .node_edits import bypass_or_decline
-from .registry import register
+from ...ir import Graph, Node
+from ..base import Pass, PassContext, PassResult
+from ..rewrite import bypass_or_decline
+from ..registry import register
 
 
 @register

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, Node
-from ..patterns import Match
-from .base import PassContext
-from .registry import register
-from .rules import RewritePass, Rule
+from ...ir import Graph, Node
+from ...patterns import Match
+from ..base import PassContext
+from ..registry import register
+from ..rules import RewritePass, Rule
 
 FUSED_OP = "SkipLayerNormalization"
 

@@ -6,12 +6,12 @@ from typing import Callable
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import to_numpy
-from .base import Pass, PassContext, PassResult
-from .constants import INT64_MAX, constant_ints, ints_input_or_attr
-from .node_edits import bypass_or_decline, replace_node, standard_nodes
-from .registry import register
+from ...ir import Graph, Node, Value
+from ...ir.dtypes import to_numpy
+from ..base import Pass, PassContext, PassResult
+from ..constants import INT64_MAX, constant_ints, ints_input_or_attr
+from ..rewrite import bypass_or_decline, replace_node, standard_nodes
+from ..registry import register
 from .reshapes import reshape_is_noop
 
 

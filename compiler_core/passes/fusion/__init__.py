@@ -1,0 +1,3 @@
+"""Operator fusion: attention, skip-LayerNorm, linear + bias + activation, sibling MatMuls
+(horizontal) and element-wise chains.
+"""

@@ -1,0 +1,2 @@
+"""Layout conversion: convolution regions to channels-last (NHWC).
+"""

@@ -1,0 +1,2 @@
+"""Recognition: written-out LayerNorm and GELU become the ops they compute.
+"""
