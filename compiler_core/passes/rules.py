@@ -93,9 +93,16 @@ def _source_of(cls: type) -> str:
     statement = re.compile(rf"\s*class\s+{cls.__name__}\b")
     line = next((number for number, text in enumerate(linecache.getlines(str(path)), 1)
                  if statement.match(text)), None) or inspect.getsourcelines(cls)[1]
-    shown = (path.relative_to(_PACKAGE_ROOT).as_posix() if path.is_relative_to(_PACKAGE_ROOT)
-             else path.name)
-    return f"{shown}:{line}"
+    return f"{_shown_path(path)}:{line}"
+
+
+def _shown_path(path: Path) -> str:
+    """GraphLab's own rules relative to the package's home (the same wherever it is
+    installed); a user's rule (a plugin file) relative to the working directory, or whole."""
+    for base in (_PACKAGE_ROOT, Path.cwd().resolve()):
+        if path.is_relative_to(base):
+            return path.relative_to(base).as_posix()
+    return path.as_posix()
 
 
 class RewritePass(Pass):
