@@ -98,8 +98,12 @@ def test_a_real_model_over_2_gib_is_written_with_external_data_and_runs(tmp_path
     graph.set_outputs([graph.values["y"]])
     graph.opset_imports = {"": 17}
     del table
-    saved = save_model(graph, tmp_path / "big.onnx")
-    assert saved.data_bytes > model_limits.PROTOBUF_LIMIT and saved.model_bytes < 10_000
-    got = _run(tmp_path / "big.onnx", {"ids": np.array([rows - 1, 0], np.int64)})[0]
-    np.testing.assert_array_equal(got[0], np.arange(width, 2 * width, dtype=np.float32))
-    np.testing.assert_array_equal(got[1], 0)
+    try:
+        saved = save_model(graph, tmp_path / "big.onnx")
+        assert saved.data_bytes > model_limits.PROTOBUF_LIMIT and saved.model_bytes < 10_000
+        got = _run(tmp_path / "big.onnx", {"ids": np.array([rows - 1, 0], np.int64)})[0]
+        np.testing.assert_array_equal(got[0], np.arange(width, 2 * width, dtype=np.float32))
+        np.testing.assert_array_equal(got[1], 0)
+    finally:  # pytest keeps recent temporary folders; 2 GB should not stay behind
+        for leftover in tmp_path.glob("big.onnx*"):
+            leftover.unlink()
