@@ -103,3 +103,69 @@ def test_gelu_is_a_standard_op_from_opset_20(tanh, opset, domain):
     assert (node.op_type, node.domain) == ("Gelu", domain)
     assert node.attrs["approximate"] == ("tanh" if tanh else "none")
     assert [v.name for v in node.inputs] == ["x"]
+
+
+# ----------------------------------------------------------------------------- RMSNorm
+def _rmsnorm_graph(square: str, divide: str, weighted: bool, opset: int):
+    """x / sqrt(mean(x²) + ε) (· w), in the spellings exporters use, as a tiny model."""
+    rng = np.random.default_rng(3)
+    axes_input = opset >= 18
+    nodes = [helper.make_node("Pow", ["x", "two"], ["sq"]) if square == "pow"
+             else helper.make_node("Mul", ["x", "x"], ["sq"]),
+             helper.make_node("ReduceMean", ["sq", "axes"] if axes_input else ["sq"], ["ms"],
+                              **({} if axes_input else {"axes": [-1]})),
+             helper.make_node("Add", ["ms", "eps"], ["mse"]),
+             helper.make_node("Sqrt", ["mse"], ["rms"])]
+    if divide == "div":
+        nodes.append(helper.make_node("Div", ["x", "rms"], ["n"]))
+    elif divide == "reciprocal":
+        nodes += [helper.make_node("Reciprocal", ["rms"], ["inv"]),
+                  helper.make_node("Mul", ["x", "inv"], ["n"])]
+    else:  # Div of one, as TorchScript writes torch.rsqrt
+        nodes += [helper.make_node("Div", ["one", "rms"], ["inv"]),
+                  helper.make_node("Mul", ["inv", "x"], ["n"])]
+    nodes.append(helper.make_node("Mul", ["w", "n"], ["y"]) if weighted
+                 else helper.make_node("Identity", ["n"], ["y"]))
+    inits = {"two": np.float32(2), "eps": np.float32(1e-6), "one": np.float32(1),
+             "w": rng.random(16, dtype=np.float32) + 0.5,
+             "axes": np.array([-1], np.int64)}
+    used = {name for n in nodes for name in n.input}
+    return build(nodes, [tensor("x", F, ["batch", 5, 16])], [tensor("y", F, None)],
+                 {k: v for k, v in inits.items() if k in used}, opset=opset)
+
+
+@pytest.mark.parametrize("square, divide, weighted", [
+    ("pow", "div", True), ("mul", "reciprocal", True), ("pow", "div_of_one", True),
+    ("mul", "div", False)])
+@pytest.mark.parametrize("opset, op_type, domain", [
+    (13, "SimplifiedLayerNormalization", FUSED_DOMAIN),
+    (18, "SimplifiedLayerNormalization", FUSED_DOMAIN),
+    (23, "RMSNormalization", "")])
+def test_rmsnorm_forms_become_one_node(square, divide, weighted, opset, op_type, domain):
+    graph = _rmsnorm_graph(square, divide, weighted, opset)
+    final = run_checked(graph, "eliminate_identity,recognize_rmsnorm",
+                        bindings={"batch": 2}).final  # compared with onnxruntime
+    (node,) = final.nodes
+    assert (node.op_type, node.domain) == (op_type, domain)
+    assert node.attrs["epsilon"] == pytest.approx(1e-6) and node.provenance.rule == "rmsnorm"
+
+
+def test_rmsnorm_lowers_to_onnxruntime_simplified_layernorm():
+    from compiler_core.ir import to_bytes
+    from compiler_core.lowering import lower_for_onnxruntime
+    from compiler_core.runtime_check import run_isolated
+    from compiler_core.verify import make_inputs, run
+
+    graph = run_checked(_rmsnorm_graph("pow", "div", True, 17), "recognize_rmsnorm").final
+    lowering = lower_for_onnxruntime(graph)
+    assert [r.result for r in lowering.nodes] == ["ai.onnx:SimplifiedLayerNormalization"]
+    inputs = make_inputs(graph, {"batch": 2})
+    ran = run_isolated(to_bytes(lowering.graph), [inputs], level="all")
+    assert ran.ok, ran.describe()
+    np.testing.assert_allclose(ran.outputs[0]["y"], run(graph, inputs)["y"], rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_the_core_of_a_layernorm_stays_a_layernorm_in_o2():
+    final = run_checked(load_sample("teach_layernorm"), "O2").final
+    assert "SimplifiedLayerNormalization" not in ops(final)

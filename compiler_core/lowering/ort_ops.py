@@ -15,6 +15,7 @@ import onnx
 from ..ir import Graph, Node, Value
 from ..passes.fusion.linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
 from ..passes.fusion.skip_layernorm import FUSED_OP as SKIP_LAYERNORM
+from ..passes.recognition.rmsnorm import FUSED_OP as RMSNORM
 
 MS_DOMAIN = "com.microsoft"
 _FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})
@@ -106,6 +107,14 @@ def lower_layernorm(graph: Graph, node: Node) -> Node | str:
                           "epsilon": float(node.attrs["epsilon"])}, domain="")
 
 
+def lower_rmsnorm(graph: Graph, node: Node) -> Node | str:
+    """GraphLab's fused RMSNorm -> onnxruntime's SimplifiedLayerNormalization (default domain,
+    X and scale, the same axis and epsilon)."""
+    return replace_fused(graph, node, RMSNORM, node.inputs,
+                         {"axis": int(node.attrs.get("axis", -1)),
+                          "epsilon": float(node.attrs["epsilon"])}, domain="")
+
+
 def lower_gelu(graph: Graph, node: Node) -> Node | str:
     """Exact GELU -> com.microsoft Gelu; the tanh approximation -> FastGelu (same formula)."""
     op_type = "FastGelu" if node.attrs.get("approximate") == "tanh" else "Gelu"
@@ -191,6 +200,7 @@ def _activation_params(node: Node, act: Node) -> list[float] | str:
 LOWERINGS: dict[str, Callable[[Graph, Node], Node | str]] = {
     SKIP_LAYERNORM: lower_skip_layernorm,
     "LayerNormalization": lower_layernorm,
+    RMSNORM: lower_rmsnorm,
     "Gelu": lower_gelu,
     FUSED_CONV: lower_conv_activation,
     FUSED_GEMM: lower_gemm_activation,

@@ -38,7 +38,7 @@ class LayerNormRule(Rule):
         # Either way the node reads (X, Scale[, B]) like the op, so later passes see one
         # signature.
         if scale is None:
-            scale = _ones(graph, x, width)
+            scale = unit_scale(graph, x, width)
         elif standard:
             scale = _as_vector(graph, scale, x, width)
         if standard and shift is not None:
@@ -130,7 +130,7 @@ def _as_vector(graph: Graph, value: Value, x: Value, width) -> Value | str:
                                  data.reshape(-1).astype(to_numpy(x.elem_type)))
 
 
-def _ones(graph: Graph, x: Value, width) -> Value | str:
+def unit_scale(graph: Graph, x: Value, width) -> Value | str:
     if not isinstance(width, int):
         return f"the normalized axis of {x.name!r} has unknown size, so no unit scale can be made"
     return graph.add_initializer(f"{x.name}_unit_scale",

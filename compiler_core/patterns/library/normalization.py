@@ -36,7 +36,7 @@ def _reduction_found(value: Value, _: dict) -> str:
     return f"{text}, keepdims {node.attrs.get('keepdims', 1)} (rank {node.inputs[0].rank})"
 
 
-def _last_axis_mean(x: Pattern, name: str) -> Pattern:
+def last_axis_mean(x: Pattern, name: str) -> Pattern:
     # Checked once the structure matched (not as an early reject), so a wrong axis on an
     # otherwise perfect layer norm scores as the near miss it is.
     return op("ReduceMean", x, optional(const())).bind(name).where(
@@ -46,10 +46,10 @@ def _last_axis_mean(x: Pattern, name: str) -> Pattern:
 def normalized_last_axis(x: Pattern) -> Pattern:
     """(x - mean(x)) / sqrt(mean((x - mean(x))²) + eps) over the last axis, ending at the Div.
     The same Sub feeds both the square and the Div; binds the nodes and epsilon."""
-    mean = _last_axis_mean(x, "mean")
+    mean = last_axis_mean(x, "mean")
     sub = op("Sub", x, mean).bind("sub")
     square = op("Pow", sub, const(2.0)).bind("pow") | op("Mul", sub, sub).bind("pow")
-    var = _last_axis_mean(square, "var")
+    var = last_axis_mean(square, "var")
     add_eps = op("Add", var, scalar_const().bind("epsilon", as_float)).bind("add_eps")
     return op("Div", sub, op("Sqrt", add_eps).bind("sqrt")).bind("div")
 
