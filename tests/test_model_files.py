@@ -75,6 +75,8 @@ def test_a_structure_too_big_even_without_weights_is_refused(tmp_path, monkeypat
     with pytest.raises(ModelTooLargeError, match="structure itself"):
         save_model(graph, tmp_path / "m.onnx", external_data=True)
     assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ModelTooLargeError, match="no ONNX reader could parse it"):
+        to_bytes(graph)  # measured, not estimated from the weights (it has none)
 
 
 def test_an_oversized_file_that_does_not_parse_is_blamed_on_the_limit(monkeypatch):

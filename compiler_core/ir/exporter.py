@@ -172,10 +172,22 @@ def _varint(number: int) -> bytes:
 def to_bytes(graph: Graph) -> bytes:
     """The whole model as one protobuf message; refused past protobuf's 2 GiB limit, which
     no reader could parse (save it to a file with external data instead)."""
-    check_fits_in_one_message(graph)
-    chunks: list[bytes | memoryview] = []
-    write_model(graph, chunks.append)
-    return b"".join(chunks)
+    pieces = model_pieces(graph)
+    check_fits_in_one_message(graph, pieces_size(pieces))
+    return b"".join(pieces)
+
+
+def model_pieces(graph: Graph, external: ExternalData | None = None,
+                 ) -> list[bytes | memoryview]:
+    """``write_model``'s output as a list; weights are views of their arrays, not copies, so
+    the exact size of the file is known before anything is written."""
+    pieces: list[bytes | memoryview] = []
+    write_model(graph, pieces.append, external)
+    return pieces
+
+
+def pieces_size(pieces: list[bytes | memoryview]) -> int:
+    return sum(len(p) if isinstance(p, bytes) else p.nbytes for p in pieces)
 
 
 def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> int:

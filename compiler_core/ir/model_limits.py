@@ -7,8 +7,6 @@ keep their weights in an external data file beside the .onnx (``model_file.save_
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import GraphLabError
 from .graph import Graph
 
@@ -19,18 +17,12 @@ class ModelTooLargeError(GraphLabError):
     """Writing the model as asked would break a format limit (refused: never written corrupt)."""
 
 
-def weights_nbytes(graph: Graph) -> int:
-    """Bytes of every initializer's data."""
-    return sum(np.asarray(value.const).nbytes for value in graph.initializers.values())
-
-
-def check_fits_in_one_message(graph: Graph, structure_bytes: int = 0) -> None:
-    """Refuse a single-message model (bytes, or one .onnx without external data) past the
-    limit, naming the sizes and what to do instead."""
-    total = weights_nbytes(graph) + structure_bytes
-    if total > PROTOBUF_LIMIT:
+def check_fits_in_one_message(graph: Graph, size: int) -> None:
+    """Refuse a model of ``size`` bytes as one message (bytes in memory) past the limit,
+    naming the size and what to do instead."""
+    if size > PROTOBUF_LIMIT:
         raise ModelTooLargeError(
-            f"model {graph.name!r} would be {format_size(total)} in one message, over "
+            f"model {graph.name!r} would be {format_size(size)} in one message, over "
             f"protobuf's 2 GiB limit: no ONNX reader could parse it", where=graph.name,
             hint="save it to a file, which puts the weights in an external data file beside "
                  "it (graphlab compile -o OUT.onnx does so by itself)")
