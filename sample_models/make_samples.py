@@ -6,6 +6,7 @@ Run from the repository root:
     python sample_models/make_samples.py --only cnn_bn,teach_gelu
     python sample_models/make_samples.py --large sample_models/large   # bert_base.onnx, not committed
     python sample_models/make_samples.py --bert-eager sample_models/large  # 3-layer eager BERT
+    python sample_models/make_samples.py --transformers DIR  # today's transformer family, not committed
 
 This is the only file in GraphLab that needs torch / transformers / scikit-learn. Everything it
 writes (small .onnx files, one .npz test set, manifest.json) is committed, so the app and the tests
@@ -700,6 +701,57 @@ def make_gpt2_tiny(out: Path) -> dict:
 
 
 # --------------------------------------------------------------------------------------------
+# today's LLMs (the architectures live in transformer_family.py)
+# --------------------------------------------------------------------------------------------
+
+
+def _family_sample(out: Path, name: str, model: str, exporter: str, tags: list[str],
+                   notes: str) -> dict:
+    """One export of the transformer family, renamed to a sample and checked against torch."""
+    import transformer_family  # noqa: PLC0415  (needs torch: imported only when building)
+
+    spec = transformer_family.FAMILY[model]()
+    with tempfile.TemporaryDirectory() as scratch:
+        written = transformer_family.export(spec, exporter, Path(scratch))
+        path = out / f"{name}.onnx"
+        path.write_bytes(written.read_bytes())
+    return _entry(name, path, spec.teaches, exporter, tags, notes)
+
+
+LLAMA_NOTES = ("Hidden 64, 2 layers, 4 query heads sharing 2 key/value heads (head size 16), "
+               "SwiGLU MLP of width 128, vocab 256, random weights. Inputs input_ids and "
+               "attention_mask [batch, seq] (seq <= 120), output logits.")
+
+
+def make_llama_tiny_torchscript(out: Path) -> dict:
+    """GQA with repeat-kv written as Unsqueeze/Expand/Reshape, rotary as rotate-half
+    (Slice/Neg/Concat) with cos/sin gathered from caches, RMSNorm as Pow/ReduceMean/Add/Sqrt/
+    Div, SwiGLU as Sigmoid/Mul: the TorchScript exporter's spelling at opset 17."""
+    return _family_sample(out, "llama_tiny_torchscript", "llama", "torchscript",
+                          ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES)
+
+
+def make_llama_tiny_dynamo(out: Path) -> dict:
+    """The same architecture through the dynamo exporter (opset 20): far fewer nodes, RMSNorm
+    with Reciprocal + Mul, positions computed in the graph."""
+    return _family_sample(out, "llama_tiny_dynamo", "llama", "dynamo",
+                          ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES)
+
+
+def make_bart_tiny(out: Path) -> dict:
+    """Encoder-decoder: the decoder's cross-attention reads Q from the decoder and K/V from
+    the encoder output, so its two sequence lengths differ."""
+    return _family_sample(out, "bart_tiny", "bart", "dynamo",
+                          ["transformer", "encoder-decoder", "cross-attention", "padding-mask",
+                           "causal-mask", "dynamic-shape"],
+                          "Hidden 64, 2 encoder and 2 decoder layers, 4 heads, vocab 256, random "
+                          "weights. Inputs input_ids, attention_mask [batch, seq] and "
+                          "decoder_input_ids [batch, target], output logits.")
+
+
+# --------------------------------------------------------------------------------------------
 # hand-made teaching graphs (onnx.helper)
 # --------------------------------------------------------------------------------------------
 
@@ -915,6 +967,9 @@ SAMPLES = {
     "bert_tiny_op20": make_bert_tiny_op20,
     "bert_tiny_dynamo": make_bert_tiny_dynamo,
     "gpt2_tiny": make_gpt2_tiny,
+    "llama_tiny_torchscript": make_llama_tiny_torchscript,
+    "llama_tiny_dynamo": make_llama_tiny_dynamo,
+    "bart_tiny": make_bart_tiny,
     "mobilenet_tiny": make_mobilenet_tiny,
     "mobilenet_zeropad": make_mobilenet_zeropad,
     "digits_cnn": make_digits_cnn,
@@ -936,7 +991,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="only write a small BERT with eager attention at opset 13 (not "
                              "committed) into OUT_DIR, with --layers layers")
     parser.add_argument("--layers", type=int, default=3, help="layers of --bert-eager's BERT")
+    parser.add_argument("--transformers", type=Path, metavar="OUT_DIR",
+                        help="only write the transformer family (Llama, Qwen2, Mistral, MQA, a "
+                             "KV-cache decode step, nn.TransformerEncoder, BART, ViT; both "
+                             "exporters; not committed) into OUT_DIR")
     args = parser.parse_args(argv)
+
+    if args.transformers is not None:
+        import transformer_family  # noqa: PLC0415
+
+        for path in transformer_family.export_family(args.transformers):
+            print(summarize(path))
+        return
 
     if args.large is not None:
         path = make_bert_base(args.large)

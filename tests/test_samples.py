@@ -23,7 +23,7 @@ MANIFEST_PATH = SAMPLES_DIR / "manifest.json"
 
 EXPECTED = [
     "cnn_bn", "mlp_dropout", "bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny",
-    "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
+    "llama_tiny_torchscript", "llama_tiny_dynamo", "bart_tiny", "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
     "teach_matmul_bias",
 ]
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
@@ -31,8 +31,8 @@ BERTS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo"]
 ENTRY_KEYS = {"name", "file", "description", "exporter", "opset", "tags", "test_data", "notes"}
 
 # small values for the symbolic dimensions the samples declare
-DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32}
-DIMS_ALT = {"batch": 2, "seq": 5, "height": 45, "width": 29}
+DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32, "target": 4}
+DIMS_ALT = {"batch": 2, "seq": 5, "height": 45, "width": 29, "target": 3}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,6 +345,51 @@ def test_gpt2_has_tanh_gelu_and_is_causal():
                                "attention_mask": np.ones((1, 5), np.int64)})["logits"]
     np.testing.assert_allclose(full[:, :5], prefix, atol=1e-4)  # the future is not seen
     assert np.abs(full[:, 5] - full[:, 4]).max() > 1e-3
+
+
+LLAMAS = ["llama_tiny_torchscript", "llama_tiny_dynamo"]
+
+
+@pytest.mark.parametrize("name", LLAMAS)
+def test_llama_has_grouped_query_attention_rotary_rmsnorm_and_swiglu(name):
+    m = model(name)
+    ops = op_counts(m)
+    assert ops.get("Softmax") == 2  # one attention per layer
+    assert ops.get("Neg") == 4  # rotate_half of Q and K in each layer
+    assert ops.get("Sigmoid") == 2  # SiLU of each SwiGLU MLP
+    squares = [n for n in m.graph.node if n.op_type == "ReduceMean"
+               and producer(m, n.input[0]).op_type == "Pow"]
+    assert len(squares) == 5  # RMSNorm: two per layer and the final one
+    projections = sorted(constant_value(m, n.input[1]).shape[-1] for n in m.graph.node
+                         if n.op_type == "MatMul" and constant_value(m, n.input[1]) is not None)
+    assert projections.count(32) == 4  # K and V project to 2 heads of 16: fewer than Q's 4
+
+
+@pytest.mark.parametrize("name", LLAMAS)
+def test_llama_is_causal_and_reads_the_padding_mask(name):
+    ids = np.random.default_rng(3).integers(0, 256, (1, 8), dtype=np.int64)
+    full = run(name, {"input_ids": ids, "attention_mask": np.ones_like(ids)})["logits"]
+    prefix = run(name, {"input_ids": ids[:, :5],
+                        "attention_mask": np.ones((1, 5), np.int64)})["logits"]
+    np.testing.assert_allclose(full[:, :5], prefix, atol=1e-4)  # the future is not seen
+    padded = np.ones_like(ids)
+    padded[0, :2] = 0
+    masked = run(name, {"input_ids": ids, "attention_mask": padded})["logits"]
+    assert np.abs(masked[0, -1] - full[0, -1]).max() > 1e-4
+
+
+def test_llama_exports_compute_the_same_function():
+    feeds = make_feeds("llama_tiny_dynamo", DIMS_ALT)
+    np.testing.assert_allclose(run("llama_tiny_torchscript", feeds)["logits"],
+                               run("llama_tiny_dynamo", feeds)["logits"], atol=1e-4)
+
+
+def test_bart_decoder_cross_attends_to_the_encoder():
+    feeds = make_feeds("bart_tiny", DIMS_ALT)
+    base = run("bart_tiny", feeds)["logits"]
+    changed = dict(feeds, input_ids=(feeds["input_ids"] + 7) % 256)
+    assert np.abs(run("bart_tiny", changed)["logits"] - base).max() > 1e-4
+    assert op_counts(model("bart_tiny")).get("Softmax") == 6  # 2 encoder, 2x2 decoder
 
 
 def test_mobilenet_has_runtime_padding_and_depthwise_convs():
