@@ -229,6 +229,7 @@ def test_memory_record_and_invariants(capsys, name, argv):
 
 def test_memory_json_is_the_library_record(capsys):
     data = run_json(capsys, "memory", "gpt2_tiny", "--bind", "batch=1,seq=16")
+    assert data.pop("sizes")["bindings"] == {"batch": 1, "seq": 16}
     assert data == json.loads(json.dumps(
         plan_memory(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}).to_dict()))
 

@@ -10,10 +10,12 @@ from compiler_core.hardware.cost import compare_costs, graph_cost
 from compiler_core.hardware.targets import get_target
 
 from .common import add_json_flag, add_model_argument, print_json
-from .model_options import add_pipeline_options, add_target_option, analysed_graphs
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
+    sizes_line
 from ..units import format_bytes, format_seconds, format_si
 
 DEFAULT_TOP = 15
+ASSUMED_MARK = "*"   # beside an op priced with a dim counted as 1
 
 
 def add_parser(subparsers) -> None:
@@ -30,11 +32,13 @@ def add_parser(subparsers) -> None:
 
 
 def roofline_record(analysed, target) -> dict:
-    """graph_cost's record of the analysed graph; with a pipeline, the comparison too."""
+    """graph_cost's record of the analysed graph and the sizes it was priced at; with a
+    pipeline, the comparison too."""
+    sizes = {"sizes": analysed.sizes.to_dict()}
     if analysed.pipeline is None:
-        return graph_cost(analysed.final, target, analysed.bindings).to_dict()
+        return {**sizes, **graph_cost(analysed.final, target, analysed.bindings).to_dict()}
     comparison = compare_costs(analysed.initial, analysed.final, target, analysed.bindings)
-    return {**comparison.after.to_dict(), "pipeline": analysed.pipeline,
+    return {**sizes, **comparison.after.to_dict(), "pipeline": analysed.pipeline,
             "initial": comparison.before.totals(),
             "initial_total_est_seconds": comparison.before.total_est_seconds,
             "initial_notes": comparison.before.notes,
@@ -43,10 +47,12 @@ def roofline_record(analysed, target) -> dict:
 
 def run(args) -> int:
     target = get_target(args.target)
-    record = roofline_record(analysed_graphs(args), target)
+    analysed = analysed_graphs(args)
+    record = roofline_record(analysed, target)
     if args.json:
         print_json(record)
         return 0
+    print(sizes_line(analysed.sizes))
     print_text(record, args.top)
     return 0
 
@@ -63,7 +69,8 @@ def print_text(record: dict, top: int) -> None:
           f"{'bound':<7} {'time':>9}")
     for op in shown:
         intensity = "inf" if op["intensity"] is None else f"{op['intensity']:.2f}"
-        print(f"{op['node'][-width:]:<{width}}  {op['op_type'][:18]:<18} "
+        op_type = op["op_type"][:17] + ASSUMED_MARK if op["assumed_dims"] else op["op_type"][:18]
+        print(f"{op['node'][-width:]:<{width}}  {op_type:<18} "
               f"{format_si(op['flops'], ''):>10} {format_bytes(op['bytes']):>10} "
               f"{intensity:>7} {op['bound']:<7} {format_seconds(op['est_seconds']):>9}")
     if len(shown) < len(ops):
@@ -75,7 +82,20 @@ def print_text(record: dict, top: int) -> None:
         speedup = record["speedup"]
         print(f"before {record['pipeline']}: {format_seconds(record['initial_total_est_seconds'])}"
               f" estimated; speed-up " + ("n/a" if speedup is None else f"{speedup:.2f}x"))
+    print(ridge_sides(ops, t["ridge_point"]))
+    marked = [op for op in ops if op["assumed_dims"]]
+    if marked:
+        print(f"{ASSUMED_MARK} {len(marked)} ops are priced with a dim nobody could size "
+              f"counted as 1, so their figures are too small (bind the dims to size them)")
     if record["unmodelled_ops"]:
         print("not priced (counted as 0): " + ", ".join(record["unmodelled_ops"]))
     for note in record["notes"]:
         print(f"note: {note}")
+
+
+def ridge_sides(ops: list[dict], ridge: float) -> str:
+    """How many ops sit on each side of the ridge (ops that do no arithmetic on neither)."""
+    working = [op for op in ops if op["bound"] != "none" and op["flops"] > 0]
+    right = sum(1 for op in working if op["intensity"] is None or op["intensity"] >= ridge)
+    return (f"ridge: {len(working) - right} ops left of it (memory-bound), {right} right of "
+            f"it (compute-bound); {len(ops) - len(working)} ops do no arithmetic")

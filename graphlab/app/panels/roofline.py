@@ -55,13 +55,13 @@ def roofline_view(workspace, state: ViewState):
     step = workspace.clamp_step(state.step)
     snapshot = workspace.result.snapshots[step]
     before, after = workspace.graphs_of_step(step)
-    after_cost = cost_of(workspace, after, state.target, state.bound.checked())
+    after_cost = cost_of(workspace, after, state.target)
     found = op_points(after, after_cost)
     where = f"pass {step + 1} ({snapshot.pass_name})"
     change = None
     title = f"Roofline of {after_cost.target.name}: the ops after {where}"
     if state.compare:
-        before_cost = cost_of(workspace, before, state.target, state.bound.checked())
+        before_cost = cost_of(workspace, before, state.target)
         change = pass_change(before, op_points(before, before_cost), after, found,
                              snapshot.diff, before_cost.total_est_seconds,
                              after_cost.total_est_seconds)
