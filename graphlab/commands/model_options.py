@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
 from compiler_core.ir import Graph
-from compiler_core.passes import PassManager
+from compiler_core.passes import PassManager, PipelineResult
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
@@ -48,6 +48,7 @@ class Analysed:
     final: Graph
     sizes: ChosenSizes
     pipeline: str | None
+    result: PipelineResult | None = None   # every pass's snapshot, when a pipeline ran
 
     @property
     def bindings(self) -> dict[str, int]:
@@ -59,14 +60,17 @@ def model_sizes(model: str, graph: Graph, bind: str | None) -> ChosenSizes:
     return choose_sizes(graph, parse_bindings(bind), size_hints(model))
 
 
-def analysed_graphs(args) -> Analysed:
+def analysed_graphs(args, pipeline: str | None = None) -> Analysed:
+    """The model, and with ``--pipeline`` (or ``pipeline``, the caller's default) the graph
+    the pipeline leaves."""
     initial = load_graph(args.model)
     sizes = model_sizes(args.model, initial, args.bind)
-    if not args.pipeline:
+    pipeline = args.pipeline or pipeline
+    if not pipeline:
         return Analysed(initial, initial, sizes, None)
     target = getattr(args, "target", None) or "asic32"  # passes that partition read the target
-    result = PassManager(args.pipeline, bindings=sizes.bindings, target=target).run(initial)
-    return Analysed(initial, result.final, sizes, args.pipeline)
+    result = PassManager(pipeline, bindings=sizes.bindings, target=target).run(initial)
+    return Analysed(initial, result.final, sizes, pipeline, result)
 
 
 def sizes_line(sizes: ChosenSizes) -> str:

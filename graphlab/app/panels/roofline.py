@@ -9,7 +9,8 @@ from dash import Input, Output, dcc, html
 from .. import ids
 from ...units import format_seconds
 from ..graph_analyses import cost_of
-from ..roofline_view import left_out_caption, op_points, pass_change, roofline_figure
+from ..roofline_view import assumed_caption, left_out_caption, op_points, pass_change, \
+    roofline_figure
 from ..services import Services
 from ..view_state import ViewState
 from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
@@ -68,7 +69,7 @@ def roofline_view(workspace, state: ViewState):
         title = f"Roofline of {after_cost.target.name}: what {where} did"
     figure = roofline_figure(after_cost.target, found, title, state.node, change,
                              subtitle=_change_summary(change) if change else "")
-    lines = [left_out_caption(found), *after_cost.notes]
+    lines = [assumed_caption(found), left_out_caption(found), *after_cost.notes]
     return figure, [html.Div(line) for line in lines if line]
 
 
