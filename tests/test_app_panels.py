@@ -290,7 +290,7 @@ def test_patches_change_only_what_panels_may_change():
     state = ViewState(model="cnn_bn", panel="roofline", node=3)
     assert with_patch(state, {"node": 7}) == state.with_changes(node=7)
     assert with_patch(state, {"model": "evil", "step": 9, "dataflow": "IS"}) == \
-        state.with_changes(dataflow="is")
+        state.with_changes(step=9, dataflow="is")
     assert with_patch(state, {"panel": "nowhere", "overlay": "x"}) == state
     assert with_patch(state, None) == state
 
@@ -397,3 +397,69 @@ def test_the_bindings_box_shows_the_sizes_the_view_is_computed_at(services, cnn)
     assert static.sizes.text() == "" and sizes_source(static.sizes)[0] == ""
 
 
+
+
+# ---- first view, sizes and the traffic story ------------------------------------------------
+
+def test_a_new_view_opens_on_the_first_pass_that_changed_the_graph(services, cnn):
+    first = cnn.clamp_step(None)
+    assert cnn.result.snapshots[first].changed
+    assert not any(s.changed for s in cnn.result.snapshots[:first])
+    assert from_query("", ViewState(model="cnn_bn")).step is None
+    assert from_query("?pass=1", ViewState(model="cnn_bn")).step == 0
+    picked = _apply(ViewState(model="cnn_bn", step=4), "model-select", "model-select",
+                    {"model": "bert_tiny_op13"})
+    assert picked.step is None
+    assert with_patch(ViewState(model="cnn_bn", step=0), {"step": 3}).step == 3
+
+
+def test_the_inspector_of_a_fused_attention_shows_what_fusion_keeps_on_chip(services):
+    from graphlab.app.inspector_data import describe_node
+    from graphlab.app.node_metrics import SAVED, UNFUSED
+
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    step = step_named(ws, "fuse_attention")
+    attention = next(n for n in ws.result.snapshots[step].graph.nodes
+                     if n.op_type == "Attention")
+    info = describe_node(ws, step, attention.id, "asic32")
+    moved = int(info["metrics"]["bytes moved"].replace(",", ""))
+    unfused = int(info["metrics"][UNFUSED].replace(",", ""))
+    assert unfused > 2 * moved
+    assert info["metrics"][SAVED].startswith(f"{1 - moved / unfused:.0%}")
+    body = [n for n in attention.body.nodes]
+    assert "run one by one they would move" in info["metrics_note"] and len(body) > 5
+
+
+def test_the_roofline_crosses_ops_priced_with_an_unknown_dim():
+    from hardware_graphs import Builder
+    from graphlab.app.roofline_view import ASSUMED_LABEL, assumed_caption
+
+    b = Builder()
+    x = b.input("x", ("batch", 16))
+    k = b.input("k", (1,), onnx.TensorProto.INT64)
+    top = b.op("TopK", [x, k], ("batch", "unk__0"))
+    graph = b.outputs(b.op("Relu", [top], ("batch", "unk__0")))
+    found = op_points(graph, graph_cost(graph, "asic32", {"batch": 2}))
+    assert [p.op_type for p in found.points if p.assumed] == ["TopK", "Relu"]
+    figure = roofline_figure(get_target("asic32"), found, "t")
+    crossed = [t for t in figure.data if t.name == ASSUMED_LABEL]
+    assert len(crossed) == 1 and len(crossed[0].x) == 2
+    assert assumed_caption(found).startswith("2 ops (crossed) are priced with a dim")
+
+
+def test_the_traffic_chart_follows_the_pipeline_and_marks_the_selected_pass(services, cnn):
+    from graphlab.app.graph_analyses import traffic_of
+    from graphlab.app.traffic_view import fusion_caption, picked_pass, traffic_figure
+
+    traffic = traffic_of(cnn, "asic32")
+    assert traffic is traffic_of(cnn, "asic32")
+    assert len(traffic.steps) == 1 + len(cnn.result.snapshots)
+    figure = traffic_figure(traffic, 3)
+    lines = [t for t in figure.data if t.mode == "lines+markers"]
+    assert [t.name for t in lines] == ["bytes moved", "estimated time", "FLOPs", "arena peak"]
+    first, last = traffic.steps[0], traffic.steps[-1]
+    assert lines[0].y[0] == 1 and lines[0].y[-1] == pytest.approx(last.bytes / first.bytes)
+    assert all(shape.x0 == 4 for shape in figure.layout.shapes)   # pass 4 = index 3
+    assert picked_pass({"points": [{"customdata": [5, "", ""]}]}) == 5
+    assert picked_pass({"points": [{"customdata": [-1, "", ""]}]}) is None
+    assert "FusedConv ×3" in fusion_caption(traffic)

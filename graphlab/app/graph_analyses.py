@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from compiler_core.hardware.cost import GraphCost, OpCost, graph_cost
 from compiler_core.hardware.memory import MemoryPlan, plan_memory
+from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.shape_transfer import sized
 from compiler_core.ir import Graph
 
@@ -55,3 +56,11 @@ def band_classes(ws: Workspace, graph: Graph, target: str) -> dict[int, str]:
     """Node id -> intensity band class, for the panes' overlay."""
     cost = cost_of(ws, graph, target)
     return node_bands(graph, cost, cost.target)
+
+
+def traffic_of(ws: Workspace, target: str) -> PipelineTraffic:
+    """FLOPs, bytes, time and arena peak after every pass of the workspace's pipeline."""
+    key = ("traffic", target)
+    if key not in ws.derived:
+        ws.derived[key] = pipeline_traffic(ws.result, target, ws.sizes.bindings)
+    return ws.derived[key]

@@ -87,6 +87,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
 _CHECKS = {
+    "step": lambda text, fallback: _int(text, fallback, minimum=0),   # clamped when checked
     "node": lambda text, fallback: _int(text, None, minimum=0),
     "panel": lambda text, fallback: text if text in _tab_names() else fallback,
     "overlay": lambda text, fallback: text if text in OVERLAYS else fallback,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler_core.errors import VerificationError
+from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
 from compiler_core.ir import Graph
@@ -34,6 +35,7 @@ class Story:
     costs: CostComparison
     memory_before: MemoryPlan
     memory_after: MemoryPlan
+    traffic: PipelineTraffic    # FLOPs, bytes, time and arena peak after every pass
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
 
@@ -66,6 +68,7 @@ def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
         costs=compare_costs(result.initial, result.final, target, bindings),
         memory_before=plan_memory(result.initial, bindings),
         memory_after=plan_memory(result.final, bindings),
+        traffic=pipeline_traffic(result, target, bindings),
         model_patterns=explain(result.initial),
         nodes=_node_labels(result))
 
