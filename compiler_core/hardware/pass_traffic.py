@@ -14,14 +14,17 @@ run op by op and the share of that traffic fusion keeps on chip.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..ir import Graph
-from ..passes import PipelineResult
 from .cost import GraphCost, graph_cost
 from .memory import plan_memory
 from .roofline import TargetLike
 from .shape_transfer import sized
 from .targets import Target, get_target
+
+if TYPE_CHECKING:   # the passes import the hardware models; only the annotation needs this
+    from ..passes import PipelineResult
 
 INPUT = "(input model)"
 

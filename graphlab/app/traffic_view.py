@@ -44,8 +44,8 @@ def traffic_figure(traffic: PipelineTraffic, selected: int) -> go.Figure:
         figure.add_vline(x=selected + 1, line={"color": SELECTED, "width": 2, "dash": "dot"},
                          row=1, col=column)
     figure.update_layout(
-        title={"text": f"Across the pipeline on {traffic.target.name}: each figure after "
-                       f"every pass, relative to the input model (dotted: the selected pass)",
+        title={"text": f"Across the pipeline on {traffic.target.name} (× the input model; "
+                       f"dotted: the selected pass)",
                "x": 0.01, "font": {"size": 15}},
         template="plotly_white", height=300, margin={"l": 60, "r": 20, "t": 80, "b": 50},
         font={"size": 13}, clickmode="event", hoverlabel={"font": {"size": 13}})

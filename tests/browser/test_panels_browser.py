@@ -83,7 +83,7 @@ def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, gra
 
 def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
     matmul = load_model(resolve_model("teach_matmul_bias")).node_by_name("matmul_good")
-    open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&panel=systolic&array=4x4")
+    open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&pass=1&panel=systolic&array=4x4")
     dash_duo.wait_for_contains_text("#systolic-source", "Select a MatMul", timeout=10)
     pane_js(dash_duo, f"after.$id('n{matmul.id}').emit('tap');")
     wait_for_plot(dash_duo, "systolic-heatmap")
