@@ -42,6 +42,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = "manifest.json"
+# Sizes the analyses use for a sample's symbolic dims when the user binds none.
+TRANSFORMER_SIZES = {"batch": 1, "seq": 128}
 # onnxruntime 1.31 reads IR versions <= 13, onnx 1.23 writes 14 by default.
 MAX_IR_VERSION = 10
 
@@ -237,7 +239,7 @@ def make_cnn_bn(out: Path) -> dict:
         "torchscript", ["cnn", "batchnorm", "identity"],
         "Eval-mode export with do_constant_folding=False keeps BatchNormalization unfolded. "
         "aux_head starts as a copy of head, so the exporter deduplicated the equal initializers "
-        "into Identity nodes. Dynamic batch; input 1x3x32x32.")
+        "into Identity nodes. Dynamic batch; input 1x3x32x32.", sizes={"batch": 1})
 
 
 def make_mlp_dropout(out: Path) -> dict:
@@ -271,7 +273,7 @@ def make_mlp_dropout(out: Path) -> dict:
         "torchscript", ["mlp", "dropout", "training-mode"],
         "Dropout nodes carry training_mode=true (a Constant input) and ratios 0.1 and 0.2. "
         "onnxruntime's default graph optimizations eliminate them anyway (output equals the eval "
-        "model); with ORT_DISABLE_ALL they drop activations at random.")
+        "model); with ORT_DISABLE_ALL they drop activations at random.", sizes={"batch": 1})
 
 
 def _same_padding(size, kernel: int, stride: int, dilation: int = 1):
@@ -346,7 +348,8 @@ def make_mobilenet_tiny(out: Path) -> dict:
         "torchscript", ["cnn", "depthwise", "dynamic-shape", "shape-subgraph", "pad"],
         "Dynamic batch, height and width (bind e.g. 1x3x32x32). Each stride-2 conv is preceded by "
         "a run-time padding subgraph (Shape/Gather/Cast/Div/Ceil/Sub/Clip/Concat/Pad), as timm's "
-        "Conv2dSame exports. BatchNorm was folded into the convs by the exporter.")
+        "Conv2dSame exports. BatchNorm was folded into the convs by the exporter.",
+        sizes={"batch": 1, "height": 32, "width": 32})
 
 
 def make_mobilenet_zeropad(out: Path) -> dict:
@@ -477,7 +480,7 @@ def make_digits_cnn(out: Path) -> dict:
         f"Trained 20 epochs (Adam) on {len(y_train)} images; test split: {len(y_test)} images "
         f"(test_size=0.25, random_state=0, stratified), pixels scaled to [0, 1]. Accuracy measured "
         f"with onnxruntime. BatchNormalization left unfolded.",
-        test_data="digits_cnn_test.npz", test_accuracy=accuracy)
+        test_data="digits_cnn_test.npz", test_accuracy=accuracy, sizes={"batch": 1})
 
 
 # --------------------------------------------------------------------------------------------
@@ -612,7 +615,7 @@ def make_bert_tiny_op13(out: Path) -> dict:
     return _entry("bert_tiny_op13", path, BERT_TINY_DESC, "torchscript",
                   ["transformer", "bert", "decomposed-layernorm", "erf-gelu", "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Dynamic axes batch and seq "
-                  f"(max {MAX_POS} positions).")
+                  f"(max {MAX_POS} positions).", sizes=TRANSFORMER_SIZES)
 
 
 def make_bert_tiny_op20(out: Path) -> dict:
@@ -624,7 +627,7 @@ def make_bert_tiny_op20(out: Path) -> dict:
                   ["transformer", "bert", "layernormalization", "gelu-op", "shape-subgraph",
                    "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Same weights as bert_tiny_op13. "
-                  f"Dynamic axes batch and seq.")
+                  f"Dynamic axes batch and seq.", sizes=TRANSFORMER_SIZES)
 
 
 def make_bert_tiny_dynamo(out: Path) -> dict:
@@ -653,7 +656,8 @@ def make_bert_tiny_dynamo(out: Path) -> dict:
     return _entry("bert_tiny_dynamo", path, BERT_TINY_DESC, "dynamo",
                   ["transformer", "bert", "layernormalization", "gelu-op", "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Same weights as bert_tiny_op13. "
-                  f"torch.onnx.export(dynamo=True), dynamic batch and seq (seq <= {MAX_POS}).")
+                  f"torch.onnx.export(dynamo=True), dynamic batch and seq (seq <= {MAX_POS}).",
+                  sizes=TRANSFORMER_SIZES)
 
 
 def make_gpt2_tiny(out: Path) -> dict:
@@ -697,7 +701,8 @@ def make_gpt2_tiny(out: Path) -> dict:
         "torchscript", ["transformer", "gpt2", "decoder", "tanh-gelu", "decomposed-layernorm",
                         "dynamic-shape"],
         f"attention implementation: {attn}.{note} activation gelu_new (tanh GELU), no past key "
-        f"values (use_cache=False). LM head tied to the token embedding. Dynamic batch and seq.")
+        f"values (use_cache=False). LM head tied to the token embedding. Dynamic batch and seq.",
+        sizes=TRANSFORMER_SIZES)
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ EXPECTED = [
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
 BERTS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo"]
 ENTRY_KEYS = {"name", "file", "description", "exporter", "opset", "tags", "test_data", "notes"}
+OPTIONAL_KEYS = {"sizes"}   # only samples with symbolic dims
 
 # small values for the symbolic dimensions the samples declare
 DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32, "target": 4}
@@ -168,7 +169,7 @@ def test_manifest_parses_and_lists_every_sample():
     assert names == EXPECTED
     for e in data["samples"]:
         extra = {"test_accuracy"} if e["name"] == "digits_cnn" else set()
-        assert set(e) == ENTRY_KEYS | extra, e["name"]
+        assert ENTRY_KEYS | extra <= set(e) <= ENTRY_KEYS | extra | OPTIONAL_KEYS, e["name"]
         assert e["file"] == f"{e['name']}.onnx"
         assert e["exporter"] in {"torchscript", "dynamo", "onnx.helper"}
         assert isinstance(e["opset"], int) and e["opset"] >= 13
@@ -224,6 +225,19 @@ def test_runs_in_onnxruntime(name):
                 assert e is None or g == e, (name, vi.name, got.shape, expected)
             assert np.isfinite(got).all(), (name, vi.name)
             assert got.std() > 1e-4, f"{name}: output {vi.name} is constant"
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_manifest_sizes_name_every_symbolic_dim_and_run(name):
+    """The sizes the analyses price a sample at are the sample's dims, at sizes it accepts."""
+    m = model(name)
+    symbolic = {d.dim_param for vi in m.graph.input for d in vi.type.tensor_type.shape.dim
+                if d.HasField("dim_param")}
+    sizes = entry(name).get("sizes", {})
+    assert set(sizes) == symbolic
+    if sizes:
+        outs = run(name, make_feeds(name, sizes))
+        assert all(np.isfinite(out).all() for out in outs.values())
 
 
 # ------------------------------------------------------------------------------------------------
