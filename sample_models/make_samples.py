@@ -711,7 +711,7 @@ def make_gpt2_tiny(out: Path) -> dict:
 
 
 def _family_sample(out: Path, name: str, model: str, exporter: str, tags: list[str],
-                   notes: str) -> dict:
+                   notes: str, sizes: dict[str, int]) -> dict:
     """One export of the transformer family, renamed to a sample and checked against torch."""
     import transformer_family  # noqa: PLC0415  (needs torch: imported only when building)
 
@@ -720,7 +720,7 @@ def _family_sample(out: Path, name: str, model: str, exporter: str, tags: list[s
         written = transformer_family.export(spec, exporter, Path(scratch))
         path = out / f"{name}.onnx"
         path.write_bytes(written.read_bytes())
-    return _entry(name, path, spec.teaches, exporter, tags, notes)
+    return _entry(name, path, spec.teaches, exporter, tags, notes, sizes=sizes)
 
 
 LLAMA_NOTES = ("Hidden 64, 2 layers, 4 query heads sharing 2 key/value heads (head size 16), "
@@ -734,7 +734,7 @@ def make_llama_tiny_torchscript(out: Path) -> dict:
     Div, SwiGLU as Sigmoid/Mul: the TorchScript exporter's spelling at opset 17."""
     return _family_sample(out, "llama_tiny_torchscript", "llama", "torchscript",
                           ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
-                           "causal-mask", "dynamic-shape"], LLAMA_NOTES)
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES, TRANSFORMER_SIZES)
 
 
 def make_llama_tiny_dynamo(out: Path) -> dict:
@@ -742,7 +742,7 @@ def make_llama_tiny_dynamo(out: Path) -> dict:
     with Reciprocal + Mul, positions computed in the graph."""
     return _family_sample(out, "llama_tiny_dynamo", "llama", "dynamo",
                           ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
-                           "causal-mask", "dynamic-shape"], LLAMA_NOTES)
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES, TRANSFORMER_SIZES)
 
 
 def make_bart_tiny(out: Path) -> dict:
@@ -753,7 +753,8 @@ def make_bart_tiny(out: Path) -> dict:
                            "causal-mask", "dynamic-shape"],
                           "Hidden 64, 2 encoder and 2 decoder layers, 4 heads, vocab 256, random "
                           "weights. Inputs input_ids, attention_mask [batch, seq] and "
-                          "decoder_input_ids [batch, target], output logits.")
+                          "decoder_input_ids [batch, target], output logits.",
+                          {**TRANSFORMER_SIZES, "target": 32})
 
 
 # --------------------------------------------------------------------------------------------
