@@ -22,6 +22,7 @@ import re
 import sys
 import traceback
 import types
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..errors import GraphLabError
@@ -50,10 +51,15 @@ class RuleCatalog:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def entries(self):
-        """(display name, 'source[index]', rule) for every rule, in order."""
+        """(display name, 'source[index]', rule) for every rule, in order.  A rule without a
+        name is called by its place; a name its group repeats (``commute`` makes such twins)
+        gets its place too."""
         for group in self.groups:
+            names = Counter(rule.name for rule in group.rules)
             for index, rule in enumerate(group.rules):
-                yield rule.name or f"rule {index}", f"{group.source}[{index}]", rule
+                name = rule.name if rule.name and names[rule.name] == 1 else \
+                    f"{rule.name or 'rule'} #{index}"
+                yield name, f"{group.source}[{index}]", rule
 
 
 def require_onnxscript():
@@ -76,11 +82,12 @@ def load_rules(spec: str) -> RuleCatalog:
     rewriter = require_onnxscript()
     target, name = split_spec(spec)
     module = _import_file(target) if _is_file(target) else _import_module(target)
+    label = target if _is_file(target) else module.__name__
     if name is None:
-        groups, notes = _module_groups(module, rewriter)
+        groups, notes = _module_groups(module, rewriter, label)
     else:
         value = _attribute(module, name, spec)
-        groups, notes = _named_groups(value, f"{module.__name__}:{name}", rewriter), []
+        groups, notes = _named_groups(value, f"{label}:{name}", rewriter), []
     if not groups:
         raise RulesLoadError(f"{spec!r} holds no onnxscript rewrite rule",
                              hint="expected a RewriteRule, a RewriteRuleSet, a list of them, "
@@ -174,7 +181,7 @@ def _named_groups(value, source: str, rewriter) -> list[RuleGroup]:
     """The rules of an object the user named (module docstring)."""
     pattern = rewriter.pattern
     if isinstance(value, types.ModuleType):
-        return _module_groups(value, rewriter)[0]
+        return _module_groups(value, rewriter, value.__name__)[0]
     if isinstance(value, type) and issubclass(value, pattern.RewriteRuleClassBase):
         return _named_groups(_called(value.rule, source), source, rewriter)
     if isinstance(value, (pattern.RewriteRule, pattern.RewriteRuleSet, list, tuple)):
@@ -212,9 +219,11 @@ def _flattened(value, source: str, pattern) -> list:
     return rules
 
 
-def _module_groups(module: types.ModuleType, rewriter) -> tuple[list[RuleGroup], list[str]]:
+def _module_groups(module: types.ModuleType, rewriter, label: str
+                   ) -> tuple[list[RuleGroup], list[str]]:
     """Rule sets, then lists of rules, then loose rules, of the package's submodules and then of
-    the module itself; each rule once, under the first name it is found by."""
+    the module itself (called ``label``: a file is named by its path); each rule once, under the
+    first name it is found by."""
     pattern = rewriter.pattern
     submodules, notes = _submodules(module)
     modules = submodules + [module]
@@ -232,7 +241,8 @@ def _module_groups(module: types.ModuleType, rewriter) -> tuple[list[RuleGroup],
                 fresh = [r for r in _flattened(value, attribute, pattern) if id(r) not in seen]
                 seen.update(id(r) for r in fresh)
                 if fresh:
-                    groups.append(RuleGroup(f"{each.__name__}:{attribute}", tuple(fresh)))
+                    where = label if each is module else each.__name__
+                    groups.append(RuleGroup(f"{where}:{attribute}", tuple(fresh)))
     return groups, notes
 
 

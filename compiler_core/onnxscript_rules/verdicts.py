@@ -61,22 +61,33 @@ def explain_catalog(graph: Graph, catalog: RuleCatalog, node: str | None = None)
     if node is not None and graph.node_by_name(node) is None:
         raise GraphLabError(f"no node named {node!r} in the model",
                             hint="`graphlab show MODEL` lists the node names")
-    shared = _Exported(graph)
-    verdicts = []
+    proto = to_model_proto(graph)
+    exported, verdicts = None, []
     for name, source, rule in catalog.entries():
-        # a rule that keeps the nodes it matches makes onnxscript remove unused nodes after
-        # the run, even when tracing: such a rule gets a model of its own
-        exported = shared if rule.remove_nodes else _Exported(graph)
-        verdicts.append(_verdict(name, source, rule, exported, node))
+        exported = exported or _Exported(graph, proto)
+        verdict = _verdict(name, source, rule, exported, node)
+        verdicts.append(verdict)
+        if _may_have_changed(verdict, rule):
+            exported = None
     return RulesReport(catalog.spec, onnxscript_version(), graph.name, len(graph.nodes),
                        tuple(verdicts), catalog.notes, node)
+
+
+def _may_have_changed(verdict: RuleVerdict, rule) -> bool:
+    """Whether the next rule needs a fresh export.  Even while tracing, onnxscript builds the
+    replacement of every match, and the nodes it builds are registered as readers of the
+    graph's values (so a later rule would find "other uses" that are not there); a rule that
+    keeps the nodes it matches makes onnxscript remove unused nodes after the run; and a rule
+    that raised may have left anything behind."""
+    return (verdict.error is not None or not rule.remove_nodes or bool(verdict.matches)
+            or any(s.status == REPLACEMENT_FAILED for s in verdict.near_misses))
 
 
 class _Exported:
     """The graph as onnxscript reads it, and the map of its nodes back to GraphLab's."""
 
-    def __init__(self, graph: Graph) -> None:
-        self.model = ir.serde.deserialize_model(to_model_proto(graph))
+    def __init__(self, graph: Graph, proto) -> None:
+        self.model = ir.serde.deserialize_model(proto)
         self.nodes = NodeMap(graph, self.model)
         self._by_name = {n.name: n for n in self.model.graph}
 
