@@ -81,8 +81,8 @@ def load_rules(spec: str) -> RuleCatalog:
     """The rules ``spec`` names (module docstring); a RulesLoadError says what was wrong."""
     rewriter = require_onnxscript()
     target, name = split_spec(spec)
-    module = _import_file(target) if _is_file(target) else _import_module(target)
-    label = target if _is_file(target) else module.__name__
+    module = _import_file(target) if is_file_spec(target) else _import_module(target)
+    label = target if is_file_spec(target) else module.__name__
     if name is None:
         groups, notes = _module_groups(module, rewriter, label)
     else:
@@ -105,13 +105,14 @@ def split_spec(spec: str) -> tuple[str, str | None]:
         head, tail = text.rsplit(":", 1)
         if _DOTTED.match(tail) and head:
             target, name = head, tail
-    if not _is_file(target) and not _DOTTED.match(target):
+    if not is_file_spec(target) and not _DOTTED.match(target):
         raise RulesLoadError(f"{spec!r} is neither a module name nor a .py file",
                              hint=f"give {SPEC_FORM}")
     return target, name
 
 
-def _is_file(target: str) -> bool:
+def is_file_spec(target: str) -> bool:
+    """A spec target that names a file rather than a module."""
     return target.endswith(".py") or os.sep in target or "/" in target
 
 
