@@ -52,14 +52,24 @@ class RuleCatalog:
 
     def entries(self):
         """(display name, 'source[index]', rule) for every rule, in order.  A rule without a
-        name is called by its place; a name its group repeats (``commute`` makes such twins)
-        gets its place too."""
+        name is called by where it was found ('erfgelu:rules[0]'); a name its group repeats
+        (``commute`` makes such twins) gets its place too ('gelu_onnx_op #1')."""
         for group in self.groups:
             names = Counter(rule.name for rule in group.rules)
+            module, _, attribute = group.source.rpartition(":")
+            short = f"{_last_part(module)}:{attribute}"
             for index, rule in enumerate(group.rules):
-                name = rule.name if rule.name and names[rule.name] == 1 else \
-                    f"{rule.name or 'rule'} #{index}"
+                if not rule.name:
+                    name = f"{short}[{index}]"
+                else:
+                    name = rule.name if names[rule.name] == 1 else f"{rule.name} #{index}"
                 yield name, f"{group.source}[{index}]", rule
+
+
+def _last_part(module: str) -> str:
+    """'onnxscript.rewriter.ort_fusions.erfgelu' -> 'erfgelu'; 'dir/my_rules.py' ->
+    'my_rules.py'."""
+    return os.path.basename(module) if is_file_spec(module) else module.rsplit(".", 1)[-1]
 
 
 def require_onnxscript():
