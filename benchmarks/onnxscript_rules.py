@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_table(rows: dict[str, dict], markdown: bool) -> None:
-    header = ("rule", "matched in (sites)", "closest elsewhere: model, node, nodes matched, why not")
+    header = ("rule", "matched in (sites)",
+              "closest elsewhere: model, node, nodes matched, why not")
     lines = [header] + [(row["name"], ", ".join(row["matched"]) or "—", _closest(row))
                         for row in rows.values()]
     if markdown:

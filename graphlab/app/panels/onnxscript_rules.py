@@ -49,7 +49,7 @@ def section(services: Services) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    from .patterns import ITEM   # the tab this part lives in imports this module
+    from . import patterns   # the tab this part lives in (it imports this module)
 
     @on_view(app, services, {"patch": Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                              "asked": Output(ASKED, "data")},
@@ -63,7 +63,7 @@ def register(app, services: Services) -> None:
         return {"asked": time.time()}   # the same rules again: judge them afresh
 
     @on_view(app, services, {"body": Output(BODY, "children"), "field": Output(FIELD, "value")},
-             inputs={"asked": Input(ASKED, "data")}, tab="patterns", message="body")
+             inputs={"asked": Input(ASKED, "data")}, tab=patterns.PANEL.name, message="body")
     def render(state, workspace, asked):
         if not state.rules:
             return {"body": [], "field": ""}
@@ -73,7 +73,7 @@ def register(app, services: Services) -> None:
         report = verdicts(workspace, step, state.rules, asked or 0.0)
         snapshot = workspace.result.snapshots[step]
         where = f"the graph after pass {step + 1} ({snapshot.pass_name}), right pane"
-        return {"body": report_view(report, where, state.highlight, ITEM),
+        return {"body": report_view(report, where, state.highlight, patterns.ITEM),
                 "field": state.rules}
 
 
