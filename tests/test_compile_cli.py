@@ -65,7 +65,9 @@ def test_compile_json_reports_every_pass(capsys):
     assert set(first["verify"]) == {"max_abs_err", "ok", "rtol"} and first["verify"]["ok"] is True
     assert first["verify"]["rtol"] == 1e-4
     assert report["passes"][1]["changed"] is False
-    assert report["verify"] == {"max_abs_err": 0.0, "ok": True}
+    assert report["verify"] == {"max_abs_err": 0.0, "ok": True, "inputs": {
+        "generated": True, "shapes": {"x": [2, 32]}, "sizes": {"batch": 2}, "found": {},
+        "bound": {}, "origin": "the model's structure", "tried": []}}
     assert report["output"] is None and report["output_files"] is None
 
 

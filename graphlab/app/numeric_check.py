@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
-from compiler_core.verify import Verifier, VerifyReport, describe_inputs
+from compiler_core.verify import Verifier, VerifyReport
 
 from .graph_analyses import sizes_key
 from .workbench import Workspace
@@ -21,8 +21,8 @@ from .workbench import Workspace
 
 @dataclass
 class StepCheck:
-    """One pass's check: the report, its tolerance note, the inputs it ran on, and the same
-    model at onnxruntime's default level."""
+    """One pass's check: the report, its tolerance note, the inputs it ran on (with the sizes
+    they were made at and why), and the same model at onnxruntime's default level."""
 
     step: int
     pass_name: str
@@ -44,7 +44,7 @@ class StepCheck:
     def detail(self) -> str:
         tolerance = self.tolerance_note or (f"tolerance {self.report.rtol:g} of each output's "
                                             f"scale")
-        return f"onnxruntime on generated inputs {self.inputs}; {tolerance}"
+        return f"onnxruntime on {self.inputs}; {tolerance}"
 
     def runtime_line(self) -> str:
         mark = "✓" if self.runtime.ok else "✗"
@@ -66,7 +66,7 @@ def check_step(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCh
         graph = result.snapshots[step].graph
         report = verifier.check(graph, rtol)
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
-                                           note, describe_inputs(verifier.inputs),
+                                           note, verifier.describe_inputs(),
                                            check_at_level(verifier, graph, rtol, DEFAULT_LEVEL))
     return workspace.derived[key]
 
