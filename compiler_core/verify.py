@@ -255,7 +255,7 @@ def bind_dims(graph: Graph, bindings: dict[str, int] | None = None) -> dict[str,
     """A size for every named symbolic dim of the graph inputs: the user's, what the model's
     structure fixes, else a small default (``input_sizes``)."""
     plan = solve(collect_facts(graph), bindings)
-    named = {d.symbol for d in plan.dims if d.named}
+    named = {s for d in plan.dims if d.named for s in d.size.symbols()}
     return {**(bindings or {}), **{s: v for s, v in plan.sizes.items() if s in named}}
 
 
@@ -340,7 +340,7 @@ def _no_sizes_error(graph: Graph, plan: SizePlan, attempts: list[Attempt],
     more = f" (and {len(attempts) - 3} more)" if len(attempts) > 3 else ""
     conflicts = f"; the model's structure says: {'; '.join(plan.conflicts[:2])}" \
         if plan.conflicts else ""
-    named = [d.symbol for d in plan.dims if d.named]
+    named = [s for d in plan.dims if d.named for s in sorted(d.size.symbols())]
     example = ",".join(f"{s}=..." for s in dict.fromkeys(named))
     bound = f" (you bound {', '.join(f'{k}={v}' for k, v in bindings.items())})" \
         if bindings else ""

@@ -29,6 +29,7 @@ def candidate_plans(facts: SizeFacts, plan: SizePlan,
         if _key(candidate) not in seen and len(found) < MAX_CANDIDATES:
             seen.add(_key(candidate))
             candidate.origin = why
+            candidate.bindings = dict(bindings)   # the user's: the tried size is no binding
             found.append(candidate)
 
     plain = SizeFacts(facts.dims, [], facts.bounds)
@@ -53,7 +54,7 @@ def candidate_plans(facts: SizeFacts, plan: SizePlan,
 
 def _values(facts: SizeFacts) -> list[int]:
     """Numbers the model suggests as sizes: its targets' and bounds', small ones first; 1."""
-    numbers = set(facts.target_sizes) | {b.limit for b in facts.bounds}
+    numbers = set(facts.target_sizes) | {b.limit.as_int() for b in facts.bounds}
     numbers |= {h.right.as_int() for h in facts.hints if h.right.as_int()}
     ordered = sorted(n for n in numbers if n and n > 1)[:MAX_VALUES - 1]
     return ordered + [1]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir import Graph, Node
-from . import shape_rules, shape_values
+from . import shape_rules, shape_values, value_ranges
 from .walk import SizeFacts, Walk
 
 # What a malformed node can raise inside a rule; the node then keeps the IR's shapes.
@@ -12,7 +12,8 @@ _RULE_ERRORS = (IndexError, ValueError, TypeError, ZeroDivisionError, KeyError)
 
 def collect_facts(graph: Graph) -> SizeFacts:
     """Walk the graph in order; every node's outputs get a shape, small integer outputs
-    their contents, and every constraint between sizes an equation."""
+    their contents, index tensors their least and greatest element, and every constraint
+    between sizes an equation or a bound."""
     walk = Walk(graph)
     for node in graph.nodes:
         _visit(walk, node)
@@ -27,11 +28,18 @@ def _visit(walk: Walk, node: Node) -> None:
         shapes = []
     for index in range(len(node.outputs)):
         walk.set_output(node, index, shapes[index] if index < len(shapes) else None)
-    content_rule = shape_values.RULES.get(node.op_type)
     first = node.outputs[0] if node.outputs else None
-    if content_rule is None or first is None:
+    if first is None:
         return
+    content_rule = shape_values.RULES.get(node.op_type)
+    span_rule = value_ranges.RULES.get(node.op_type)
+    check = value_ranges.CHECKS.get(node.op_type)
     try:
-        walk.set_content(first, content_rule(walk, node))
+        if content_rule is not None:
+            walk.set_content(first, content_rule(walk, node))
+        if span_rule is not None and (found := span_rule(walk, node)) is not None:
+            walk.spans[first.name] = found
+        if check is not None:
+            check(walk, node)
     except _RULE_ERRORS:
         pass

@@ -204,7 +204,7 @@ def _sliced(walk: Walk, node: Node, dim: Poly, start: Poly, end: Poly, step: int
     if dim.value is not None and size.value is not None:
         return Poly.const(max(0, min(int(end.value), int(dim.value)) - max(0, int(start.value))))
     if dim.value is not None and end.value is None:
-        walk.bound(end, int(dim.value), node,
+        walk.bound(end, dim, node,
                    f"Slice takes up to {end} of a dim of {dim.value}")
     return size
 

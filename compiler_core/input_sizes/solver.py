@@ -18,7 +18,7 @@ from .algebra import Poly, is_opaque
 from .walk import Bound, Equation, InputDim, SizeFacts
 
 MAX_ROUNDS = 50          # substitution rounds (each one solves at least one symbol)
-SEQUENCE_WORDS = ("seq", "len", "token", "time")
+SEQUENCE_WORDS = ("seq", "len", "token", "time", "past", "cache")
 ADJUSTMENTS = (1, 2, 4, 8, 16, 3, 5, 6, 12, 32, 64)  # factors tried when a derived size is
                                                      # not a whole number
 
@@ -36,8 +36,8 @@ class SizePlan:
 
     def input_shape(self, name: str, shape: tuple) -> tuple[int, ...]:
         """The concrete shape of graph input ``name`` whose declared shape is ``shape``."""
-        sizes = {(d.input, d.axis): self.sizes[d.symbol] for d in self.dims}
-        return tuple(dim if isinstance(dim, int) else sizes.get((name, axis), 1)
+        sizes = {(d.input, d.axis): d.size.evaluate(self.sizes) for d in self.dims}
+        return tuple(dim if isinstance(dim, int) else int(sizes.get((name, axis)) or 1)
                      for axis, dim in enumerate(shape))
 
     @property
@@ -46,14 +46,18 @@ class SizePlan:
         return {s: self.sizes[s] for s in self.reasons}
 
     def describe(self) -> str:
-        """`seq=5 (Reshape ... at '/attn/Reshape_4'), batch=2`: for reports."""
-        return ", ".join(f"{s}={v}" + (f" ({self.reasons[s]})" if s in self.reasons else "")
+        """`seq=5 (fixed by node ...), batch=2`, then the dims written as expressions
+        (`attention_mask[1] = past + 1 = 9`): for reports."""
+        text = ", ".join(f"{s}={v}" + (f" ({self.reasons[s]})" if s in self.reasons else "")
                          for s, v in self.sizes.items())
+        expressions = [f"{d.input}[{d.axis}] = {d.name} = {d.size.evaluate(self.sizes)}"
+                       for d in self.dims if d.size != Poly.symbol(d.name)]
+        return "; ".join([text] + expressions)
 
 
 def solve(facts: SizeFacts, bindings: dict[str, int] | None = None) -> SizePlan:
     """The plan: bindings, then what the equations fix, then defaults for the rest."""
-    bindings = {s: v for s, v in (bindings or {}).items()}
+    bindings = dict(bindings or {})
     symbols = facts.symbols
     known: dict[str, Poly] = {s: Poly.const(v) for s, v in bindings.items() if s in symbols}
     why: dict[str, Equation] = {}
@@ -63,15 +67,20 @@ def solve(facts: SizeFacts, bindings: dict[str, int] | None = None) -> SizePlan:
         pending, solved = _solve_round(pending, known, why, conflicts, symbols)
         if not solved:
             break
-    defaults = _defaults(facts, known)
-    sizes = _evaluate(symbols, known, defaults, facts.bounds)
-    plan = SizePlan(sizes, facts.dims, bindings=dict(bindings))
+    free = {s: default_size(dim) for s, dim in _first_dims(facts).items() if s not in known}
+    moved: dict[str, Bound] = {}
+    sizes = _assign(symbols, {s: known[s] for s in symbols if s in known}, free, facts.bounds,
+                    moved)
+    plan = SizePlan(sizes, facts.dims, bindings=bindings)
     for symbol in symbols:
         if symbol in why and symbol not in bindings:
             plan.reasons[symbol] = _reason(known[symbol], why[symbol])
+        elif symbol in moved:
+            plan.reasons[symbol] = (f"set so that a bound holds at node "
+                                    f"{moved[symbol].node!r}: {moved[symbol].what}")
     plan.conflicts = conflicts + [_unmet(e) for e in pending if not _holds(e, sizes)]
     plan.conflicts += [f"{b.what} (node {b.node!r})" for b in facts.bounds
-                       if (b.size.evaluate(sizes) or 0) > b.limit]
+                       if (b.excess.evaluate(sizes) or 0) > 0]
     return plan
 
 
@@ -121,20 +130,14 @@ def _pick_symbol(poly: Poly, symbols: list[str]) -> tuple[str, tuple[Poly, Poly]
     return best, linear[best]
 
 
-def _defaults(facts: SizeFacts, known: dict[str, Poly]) -> dict[str, int]:
-    """A small size for every symbol nothing fixed, within the model's bounds."""
-    defaults: dict[str, int] = {}
-    for dim in facts.dims:
-        if dim.symbol not in known and dim.symbol not in defaults:
-            defaults[dim.symbol] = default_size(dim)
-    for bound in facts.bounds:
-        names = bound.size.symbols()
-        if len(names) == 1 and bound.size.linear_in(next(iter(names))) is not None:
-            name = next(iter(names))
-            if name in defaults and (bound.size.evaluate(defaults) or 0) > bound.limit:
-                a, b = bound.size.linear_in(name)
-                defaults[name] = max(1, int((bound.limit - b.value) // a.value))
-    return defaults
+def _first_dims(facts: SizeFacts) -> dict[str, InputDim]:
+    """For each symbol, the input dim that best says what it is: one it names alone."""
+    dims: dict[str, InputDim] = {}
+    for dim in sorted(facts.dims, key=lambda d: len(d.size.symbols()) != 1 or
+                      d.size != Poly.symbol(next(iter(d.size.symbols())))):
+        for symbol in dim.size.symbols():
+            dims.setdefault(symbol, dim)
+    return {s: dims[s] for s in facts.symbols}
 
 
 def default_size(dim: InputDim) -> int:
@@ -142,7 +145,7 @@ def default_size(dim: InputDim) -> int:
     axis, usually a batch); a dim nobody named 1."""
     if not dim.named:
         return 1
-    lowered = dim.symbol.lower()
+    lowered = dim.name.lower()
     if "batch" in lowered:
         return 2
     if any(word in lowered for word in SEQUENCE_WORDS):
@@ -154,18 +157,53 @@ def default_size(dim: InputDim) -> int:
     return 8
 
 
-def _evaluate(symbols: list[str], known: dict[str, Poly], defaults: dict[str, int],
-              bounds: list[Bound]) -> dict[str, int]:
-    """Every input dim's size; free sizes are scaled when a derived one is not whole."""
-    derived = {s: known[s] for s in symbols if s in known}
-    free = [s for s in defaults if any(s in p.symbols() for p in derived.values())]
-    for factors in combinations(ADJUSTMENTS, repeat=len(free)) if len(free) <= 2 else [()]:
-        trial = dict(defaults)
-        trial.update({s: defaults[s] * f for s, f in zip(free, factors)})
-        sizes = _sizes(symbols, derived, trial)
-        if sizes is not None and all((b.size.evaluate(sizes) or 0) <= b.limit for b in bounds):
-            return sizes
-    return _sizes(symbols, derived, defaults, force=True)
+def _assign(symbols: list[str], derived: dict[str, Poly], free: dict[str, int],
+            bounds: list[Bound], moved: dict[str, Bound]) -> dict[str, int]:
+    """Every symbol's size: free ones scaled until the derived ones are whole numbers, then
+    moved until the bounds hold (as far as moving them can; ``moved`` says which, why)."""
+    free = _whole(symbols, derived, free)
+    sizes = _sizes(symbols, derived, free, force=True)
+    for _ in range(MAX_ROUNDS):
+        broken = next((b for b in bounds if (b.excess.evaluate(sizes) or 0) > 0), None)
+        symbol = broken and _loosen(broken, derived, free, sizes)
+        if not symbol:
+            break
+        moved[symbol] = broken
+        sizes = _sizes(symbols, derived, free, force=True)
+    return sizes
+
+
+def _whole(symbols: list[str], derived: dict[str, Poly], free: dict[str, int]
+           ) -> dict[str, int]:
+    """``free`` with the (at most two) sizes the derived ones depend on multiplied by small
+    factors until every derived size is a positive whole number; unchanged if none works."""
+    scaled = [s for s in free if any(s in p.symbols() for p in derived.values())]
+    if len(scaled) > 2:
+        return free
+    for factors in combinations(ADJUSTMENTS, repeat=len(scaled)):
+        trial = {**free, **{s: free[s] * f for s, f in zip(scaled, factors)}}
+        if _sizes(symbols, derived, trial) is not None:
+            return trial
+    return free
+
+
+def _loosen(bound: Bound, derived: dict[str, Poly], free: dict[str, int],
+            sizes: dict[str, int]) -> str | None:
+    """Move one free size so the broken ``bound`` holds: raise one on its limit's side, else
+    lower one on its size's side.  The size moved, or None when no free size can move."""
+    excess = bound.excess.substitute(derived)
+    amount = excess.evaluate(sizes)
+    movable = [(s, excess.linear_in(s)) for s in sorted(excess.symbols()) if s in free]
+    movable = [(s, ab[0].value) for s, ab in movable if ab is not None]
+    for symbol, slope in sorted(movable, key=lambda item: item[1] > 0):
+        step = -(-amount // abs(slope))   # ceil
+        if slope < 0:
+            free[symbol] += int(step)
+            return symbol
+        if free[symbol] - step >= 1:
+            free[symbol] -= int(step)
+            return symbol
+    return None
 
 
 def _sizes(symbols: list[str], derived: dict[str, Poly], free: dict[str, int],

@@ -43,23 +43,29 @@ class Equation:
 
 @dataclass(frozen=True)
 class Bound:
-    """``size <= limit`` must hold (a slice of a constant table of ``limit`` rows)."""
+    """``size <= limit`` must hold: a slice or an index into a dim of ``limit``."""
 
     size: Poly
-    limit: int
+    limit: Poly
     node: str
     what: str
+
+    @property
+    def excess(self) -> Poly:
+        """Positive when the bound is broken."""
+        return self.size - self.limit
 
 
 @dataclass
 class InputDim:
     """One axis of one graph input whose size is not fixed by the file."""
 
-    symbol: str     # the dim's name, or 'input[axis]' for a dim nobody named
+    name: str       # as written ('seq', 'past + 1'), or 'input[axis]' for a dim nobody named
     input: str
     axis: int
     rank: int
     named: bool
+    size: Poly      # the name read as a polynomial: a symbol, or an expression of symbols
 
 
 @dataclass
@@ -74,7 +80,8 @@ class SizeFacts:
 
     @property
     def symbols(self) -> list[str]:
-        return list(dict.fromkeys(d.symbol for d in self.dims))
+        """The free sizes: every symbol the input dims are written in, in order."""
+        return list(dict.fromkeys(s for d in self.dims for s in sorted(d.size.symbols())))
 
 
 class Walk:
@@ -85,10 +92,13 @@ class Walk:
         self.facts = SizeFacts()
         self.shapes: dict[str, tuple[Poly, ...] | None] = {}
         self.contents: dict[str, np.ndarray | None] = {}
+        self.spans: dict[str, tuple[Poly, Poly]] = {}   # (least, greatest) element
         self._fresh = 0
+        plain = {d for v in graph.inputs if v.const is None for d in v.shape or ()
+                 if isinstance(d, str) and parse_dim(d) == Poly.symbol(d)}
         for value in graph.inputs:
-            self.shapes[value.name] = self._input_shape(value)
-        self.known_names = set(self.facts.symbols)
+            self.shapes[value.name] = self._input_shape(value, plain)
+        self.input_dims = {d.name: d.size for d in self.facts.dims}
 
     # -- reading values -------------------------------------------------------------------------
     def shape(self, value: Value | None) -> tuple[Poly, ...] | None:
@@ -125,7 +135,7 @@ class Walk:
             return Poly.const(dim)
         if is_unnamed_dim(dim):
             return self.fresh() if dim is None else Poly.symbol(OPAQUE_PREFIX + dim)
-        return Poly.symbol(dim) if dim in self.known_names else parse_dim(dim)
+        return self.input_dims[dim] if dim in self.input_dims else parse_dim(dim)
 
     def fresh(self) -> Poly:
         """A size nothing names (an equation may still pin it)."""
@@ -137,8 +147,8 @@ class Walk:
         if left != right:
             self.facts.equations.append(Equation(left, right, node.name, what))
 
-    def bound(self, size: Poly, limit: int, node: Node, what: str) -> None:
-        if size.value is None:
+    def bound(self, size: Poly, limit: Poly, node: Node, what: str) -> None:
+        if (size - limit).value is None:
             self.facts.bounds.append(Bound(size, limit, node.name, what))
 
     def set_output(self, node: Node, index: int, shape: tuple[Poly, ...] | None) -> None:
@@ -174,7 +184,9 @@ class Walk:
         return mine
 
     # -- inputs ---------------------------------------------------------------------------------
-    def _input_shape(self, value: Value) -> tuple[Poly, ...] | None:
+    def _input_shape(self, value: Value, plain: set[str]) -> tuple[Poly, ...] | None:
+        """Symbols for the free dims; a name that is an expression of ``plain`` names (the
+        dynamo exporter writes 'past + 1') is that expression."""
         if value.shape is None or value.const is not None:
             return None
         dims = []
@@ -183,9 +195,13 @@ class Walk:
                 dims.append(Poly.const(dim))
                 continue
             named = isinstance(dim, str) and bool(dim)
-            symbol = dim if named else f"{value.name}[{axis}]"
-            self.facts.dims.append(InputDim(symbol, value.name, axis, len(value.shape), named))
-            dims.append(Poly.symbol(symbol))
+            name = dim if named else f"{value.name}[{axis}]"
+            size = parse_dim(name) if named else Poly.symbol(name)
+            if not size.symbols() or not size.symbols() <= plain | {name}:
+                size = Poly.symbol(name)
+            self.facts.dims.append(InputDim(name, value.name, axis, len(value.shape), named,
+                                            size))
+            dims.append(size)
         return tuple(dims)
 
 
