@@ -379,6 +379,27 @@ def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeyp
     assert check.runtime_line() in str(render(check))
 
 
+def test_the_numerical_check_says_at_which_sizes_it_ran_and_why():
+    """A model that fixes its sequence length inside is checked at that length, and says so."""
+    from types import SimpleNamespace
+
+    import sized_models
+    from compiler_core.passes import PassManager
+    from graphlab.app.numeric_check import check_step
+    from graphlab.app.panels.controls import bindings_placeholder
+    from graphlab.app.panels.numerics import render
+
+    graph = load_model(sized_models.seq_first_heads().SerializeToString())
+    workspace = SimpleNamespace(result=PassManager("clean").run(graph), derived={})
+    check = check_step(workspace, 0, {})
+    assert check.report.ok and check.runtime.ok
+    assert check.detail().startswith("onnxruntime on generated inputs x float32[5, 2, 16] at "
+                                     "seq=5 (fixed by node 'split_heads': a Reshape to "
+                                     "[5, 4*batch, 4]")
+    assert check.detail() in str(render(check))
+    assert bindings_placeholder(graph) == "seq=5,batch=2"   # the box offers those sizes
+
+
 def test_the_bindings_box_shows_the_models_own_dims(services, cnn):
     from graphlab.app.panels.controls import bindings_placeholder
 

@@ -205,7 +205,7 @@ def _sliced(walk: Walk, node: Node, dim: Poly, start: Poly, end: Poly, step: int
         return Poly.const(max(0, min(int(end.value), int(dim.value)) - max(0, int(start.value))))
     if dim.value is not None and end.value is None:
         walk.bound(end, dim, node,
-                   f"Slice takes up to {end} of a dim of {dim.value}")
+                   f"a Slice up to {end} of a dim of {dim.value} needs {end} <= {dim.value}")
     return size
 
 
