@@ -298,8 +298,8 @@ class GeneratedInputs:
         if self.plan.sizes:
             text += f" at {self.plan.describe()}"
         if self.attempts:
-            text += (f"; found by trying ({self.plan.origin}) after {len(self.attempts)} "
-                     f"size(s) that did not run")
+            text += (f"; found by trying {self.plan.origin} after {len(self.attempts)} "
+                     f"other size(s) did not run")
         return text
 
     def to_dict(self) -> dict:

@@ -43,8 +43,7 @@ def candidate_plans(facts: SizeFacts, plan: SizePlan,
     values = _values(facts)
     for symbol in free:
         for value in values:
-            add(solve(facts, {**bindings, symbol: value}),
-                f"{symbol}={value}, a size the model's constants suggest")
+            add(solve(facts, {**bindings, symbol: value}), f"{symbol}={value}")
     for first, second in combinations(free, 2):
         for value in values:
             add(solve(facts, {**bindings, first: value, second: value}),

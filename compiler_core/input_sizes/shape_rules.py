@@ -193,31 +193,28 @@ def _slice(walk: Walk, node: Node) -> list[Shape | None]:
 
 
 def _sliced(walk: Walk, node: Node, dim: Poly, start: Poly, end: Poly, step: int) -> Poly:
-    """The size of dim[start:end:step]; a symbolic end into a fixed-size dim is a bound."""
+    """The size of dim[start:end]: end - start when the slice takes all it asks for — a
+    symbolic end must then fit in the dim (a bound) — and unknown when a number may be
+    clamped by a symbolic dim."""
     if step != 1:
         return walk.fresh()
-    start = _index(dim, start, 0)
-    end = _index(dim, end, None)
-    if start is None or end is None:
-        return walk.fresh()
-    size = end - start
-    if dim.value is not None and size.value is not None:
-        return Poly.const(max(0, min(int(end.value), int(dim.value)) - max(0, int(start.value))))
-    if dim.value is not None and end.value is None:
-        walk.bound(end, dim, node,
-                   f"a Slice up to {end} of a dim of {dim.value} needs {end} <= {dim.value}")
-    return size
+    start, end = _index(dim, start), _index(dim, end)
+    if dim.value is not None and start.value is not None and end.value is not None:
+        return Poly.const(max(0, min(end.value, dim.value) - max(0, start.value)))
+    if end.value is not None and end.value > 1 and dim.value is None:
+        return walk.fresh()          # min(end, dim): which one, only the sizes tell
+    walk.bound(end, dim, node, f"a Slice up to {end} of a dim of {dim} needs {end} <= {dim}")
+    return end - start
 
 
-def _index(dim: Poly, index: Poly, default: int | None) -> Poly | None:
-    """A slice bound made non-negative: a negative number counts from the end of ``dim``."""
+def _index(dim: Poly, index: Poly) -> Poly:
+    """A slice bound as a position: a negative number counts from the end of ``dim``."""
     number = index.as_int()
     if number is None:
         return index
     if number >= BIG_INDEX:
         return dim
-    return dim + number if number < 0 else Poly.const(number) if number or default is None \
-        else Poly.const(default)
+    return dim + number if number < 0 else Poly.const(number)
 
 
 def _gather(walk: Walk, node: Node) -> list[Shape | None]:

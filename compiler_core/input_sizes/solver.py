@@ -131,13 +131,11 @@ def _pick_symbol(poly: Poly, symbols: list[str]) -> tuple[str, tuple[Poly, Poly]
 
 
 def _first_dims(facts: SizeFacts) -> dict[str, InputDim]:
-    """For each symbol, the input dim that best says what it is: one it names alone."""
-    dims: dict[str, InputDim] = {}
-    for dim in sorted(facts.dims, key=lambda d: len(d.size.symbols()) != 1 or
-                      d.size != Poly.symbol(next(iter(d.size.symbols())))):
-        for symbol in dim.size.symbols():
-            dims.setdefault(symbol, dim)
-    return {s: dims[s] for s in facts.symbols}
+    """For each symbol, the input dim that best says what it is: the one it names alone
+    ('past' rather than 'past + 1'), else the first written with it."""
+    alone = {d.name: d for d in facts.dims if d.size == Poly.symbol(d.name)}
+    return {s: alone.get(s) or next(d for d in facts.dims if s in d.size.symbols())
+            for s in facts.symbols}
 
 
 def default_size(dim: InputDim) -> int:

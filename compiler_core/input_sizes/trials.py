@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
+from ..errors import GraphLabError
 from ..ir import FUSED_DOMAIN, Graph, to_bytes
 from ..ort_child import run_one
 from ..runtime_check import run_isolated_many
@@ -44,17 +45,23 @@ def needs_isolation(graph: Graph) -> bool:
 def first_that_runs(graph: Graph, plans: Iterable[SizePlan],
                     make: Callable[[SizePlan], dict]) -> tuple[SizePlan | None, list[Attempt]]:
     """The first plan whose inputs (``make(plan)``) the graph runs on, and the failures
-    before it (all of them when none runs)."""
+    before it (all of them when none runs).  A plan ``make`` refuses (inputs too large) is a
+    failure like the others."""
     model = to_bytes(graph)
     attempts: list[Attempt] = []
-    plans = list(plans)
     isolated = needs_isolation(graph)
+    ready: list[tuple[SizePlan, dict]] = []
+    for plan in plans:
+        try:
+            ready.append((plan, make(plan)))
+        except GraphLabError as err:
+            attempts.append(Attempt(dict(plan.sizes), plan.origin, err.message))
     step = CANDIDATES_PER_CHILD if isolated else 1
-    for start in range(0, len(plans), step):
-        chunk = plans[start:start + step]
-        outcomes = _run_isolated(model, chunk, make) if isolated else \
-            [_run_here(model, make(chunk[0]))]
-        for plan, (stage, error) in zip(chunk, outcomes):
+    for start in range(0, len(ready), step):
+        chunk = ready[start:start + step]
+        outcomes = _run_isolated(model, [inputs for _, inputs in chunk]) if isolated else \
+            [_run_here(model, chunk[0][1])]
+        for (plan, _), (stage, error) in zip(chunk, outcomes):
             if stage == "ran":
                 return plan, attempts
             attempts.append(Attempt(dict(plan.sizes), plan.origin, error))
@@ -73,8 +80,7 @@ def _run_here(model: bytes, inputs: dict) -> tuple[str, str]:
     return stage, error
 
 
-def _run_isolated(model: bytes, plans: list[SizePlan],
-                  make: Callable[[SizePlan], dict]) -> list[tuple[str, str]]:
-    outcomes = run_isolated_many([(model, [make(plan)]) for plan in plans], level="disabled")
+def _run_isolated(model: bytes, feeds: list[dict]) -> list[tuple[str, str]]:
+    outcomes = run_isolated_many([(model, [inputs]) for inputs in feeds], level="disabled")
     return [(o.stage if o.stage in ("ran", "load") else "run", o.error or o.stage)
             for o in outcomes]
