@@ -342,7 +342,7 @@ def _no_sizes_error(graph: Graph, plan: SizePlan, attempts: list[Attempt],
         if plan.conflicts else ""
     named = [s for d in plan.dims if d.named for s in sorted(d.size.symbols())]
     example = ",".join(f"{s}=..." for s in dict.fromkeys(named))
-    bound = f" (you bound {', '.join(f'{k}={v}' for k, v in bindings.items())})" \
+    bound = f" with {', '.join(f'{k}={v}' for k, v in bindings.items())} bound" \
         if bindings else ""
     return RunFailedError(
         f"found no input sizes at which onnxruntime runs graph {graph.name!r}{bound}: tried "

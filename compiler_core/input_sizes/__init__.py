@@ -6,7 +6,8 @@ from .solver import SizePlan, solve
 __all__ = ["SizePlan", "collect_facts", "plan_sizes", "solve"]
 
 
-def plan_sizes(graph, bindings: dict[str, int] | None = None) -> SizePlan:
+def plan_sizes(graph, bindings: dict[str, int] | None = None,
+               preferred: dict[str, int] | None = None) -> SizePlan:
     """Sizes for every free input dim of ``graph``: the user's ``bindings``, what the model's
-    constants fix, and small defaults for the rest."""
-    return solve(collect_facts(graph), bindings)
+    structure fixes, and the ``preferred`` sizes or small defaults for the rest."""
+    return solve(collect_facts(graph), bindings, preferred)

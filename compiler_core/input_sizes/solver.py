@@ -55,8 +55,10 @@ class SizePlan:
         return "; ".join([text] + expressions)
 
 
-def solve(facts: SizeFacts, bindings: dict[str, int] | None = None) -> SizePlan:
-    """The plan: bindings, then what the equations fix, then defaults for the rest."""
+def solve(facts: SizeFacts, bindings: dict[str, int] | None = None,
+          preferred: dict[str, int] | None = None) -> SizePlan:
+    """The plan: bindings, then what the equations fix, then for the rest the ``preferred``
+    sizes (a caller's own choice, e.g. representative ones) or small defaults."""
     bindings = dict(bindings or {})
     symbols = facts.symbols
     known: dict[str, Poly] = {s: Poly.const(v) for s, v in bindings.items() if s in symbols}
@@ -67,7 +69,9 @@ def solve(facts: SizeFacts, bindings: dict[str, int] | None = None) -> SizePlan:
         pending, solved = _solve_round(pending, known, why, conflicts, symbols)
         if not solved:
             break
-    free = {s: default_size(dim) for s, dim in _first_dims(facts).items() if s not in known}
+    preferred = preferred or {}
+    free = {s: preferred.get(s) or default_size(dim) for s, dim in _first_dims(facts).items()
+            if s not in known}
     moved: dict[str, Bound] = {}
     sizes = _assign(symbols, {s: known[s] for s in symbols if s in known}, free, facts.bounds,
                     moved)
