@@ -251,14 +251,6 @@ def load_inputs(path: str, graph: Graph) -> dict[str, np.ndarray]:
     return {name: arrays[name] for name in expected}
 
 
-def bind_dims(graph: Graph, bindings: dict[str, int] | None = None) -> dict[str, int]:
-    """A size for every named symbolic dim of the graph inputs: the user's, what the model's
-    structure fixes, else a small default (``input_sizes``)."""
-    plan = solve(collect_facts(graph), bindings)
-    named = {s for d in plan.dims if d.named for s in d.size.symbols()}
-    return {**(bindings or {}), **{s: v for s, v in plan.sizes.items() if s in named}}
-
-
 def make_inputs(graph: Graph, bindings: dict[str, int] | None = None, seed: int = 0,
                 plan: SizePlan | None = None) -> dict[str, np.ndarray]:
     """Valid random inputs for every graph input (deterministic for a given seed), at the

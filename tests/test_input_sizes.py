@@ -14,11 +14,12 @@ import pytest
 
 import sized_models
 from compiler_core.errors import RunFailedError
+from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.input_sizes import collect_facts, plan_sizes
 from compiler_core.input_sizes.algebra import Poly, parse_dim
 from compiler_core.input_sizes.trials import needs_isolation
 from compiler_core.ir import load_model
-from compiler_core.verify import Verifier, bind_dims, fit_inputs, make_inputs, run
+from compiler_core.verify import Verifier, fit_inputs, make_inputs, run
 from graphlab.samples import resolve_model
 
 
@@ -110,7 +111,7 @@ def test_a_dim_nobody_named_is_found_under_the_name_the_importer_gives_it():
     plan = plan_sizes(graph)
     assert plan.sizes == {"x_dim0": 6}
     assert fit_inputs(graph).inputs["x"].shape == (6, 4)
-    assert bind_dims(graph) == {"x_dim0": 6}   # what the app offers to bind
+    assert choose_sizes(graph).bindings == {"x_dim0": 6}   # what the app binds it to
 
 
 def test_a_kv_cache_mask_covers_past_and_new_positions():
