@@ -7,7 +7,7 @@ from . import shape_rules, shape_values, value_ranges
 from .walk import SizeFacts, Walk
 
 # What a malformed node can raise inside a rule; the node then keeps the IR's shapes.
-_RULE_ERRORS = (IndexError, ValueError, TypeError, ZeroDivisionError, KeyError)
+_RULE_ERRORS = (IndexError, ValueError, TypeError, ArithmeticError, KeyError, AttributeError)
 
 
 def collect_facts(graph: Graph) -> SizeFacts:
