@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import requests
 
 CONNECTIONS = 6   # a browser's parallel requests to one host
+BACKGROUND_POLLS = {"service-banner-poll"}   # tick for the page's whole life: never "settled"
 
 
 def id_key(component_id) -> str:
@@ -143,11 +144,13 @@ class Tab:
         return [i for i in self.ids.values() if isinstance(i, dict) and i.get("type") == type_name]
 
     def settle(self, limit: float = 120.0) -> None:
-        """Let enabled intervals tick (e.g. while a build runs) until all are disabled."""
+        """Let enabled intervals tick (e.g. while a build runs) until all are disabled (the
+        background polls aside)."""
         deadline = time.monotonic() + limit
         while time.monotonic() < deadline:
             ticking = [k for k, p in self.props.items()
-                       if p.get("_type") == "Interval" and p.get("disabled") is False]
+                       if p.get("_type") == "Interval" and p.get("disabled") is False
+                       and k not in BACKGROUND_POLLS]
             if not ticking:
                 return
             time.sleep(min(self.props[k].get("interval", 1000) for k in ticking) / 1000)

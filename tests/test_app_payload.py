@@ -17,6 +17,7 @@ from graphlab.app.uploads import decode_upload, read_upload
 from graphlab.app.pattern_view import resolve_focus, step_reports
 from graphlab.app.scopes import ScopeTree
 from graphlab.app.services import Services
+from graphlab.app.sessions import read_upload_bytes
 from graphlab.app.view_state import ViewState, from_query, to_query
 
 
@@ -144,7 +145,8 @@ def test_unknown_models_and_server_paths_are_refused(services):
 def test_uploads_are_private_to_their_token(services):
     store = services.workbench.sessions
     upload = store.save_upload("m.onnx", b"abc")
-    assert store.load_upload(upload.token).data == b"abc"
+    assert store.load_upload(upload.token).digest == upload.digest
+    assert read_upload_bytes(store.storage, upload.digest, "m.onnx") == b"abc"
     assert len(upload.token) >= 24
     with pytest.raises(GraphLabError):
         store.load_upload(upload.token[:-1])

@@ -37,3 +37,21 @@ def test_the_app_builds_with_its_callbacks(tmp_path):
 
     app = create_app(AppConfig(cache_dir=str(tmp_path)))
     assert len(app.callback_map) >= 6
+
+
+def test_redis_needs_a_redis_url_and_says_how_to_install_the_extra(capsys, monkeypatch):
+    from graphlab.app import shared_storage
+
+    assert main(["serve", "--no-browser", "--redis", "localhost:6379"]) == 2
+    assert "is not a Redis URL" in capsys.readouterr().err
+    monkeypatch.setattr(shared_storage, "_importable", lambda name: name != "celery")
+    assert main(["worker", "--redis", "redis://127.0.0.1:1/0"]) == 2
+    err = capsys.readouterr().err
+    assert "--redis needs the Python package celery, which is not installed" in err
+    assert 'pip install ".[cluster]"' in err
+
+
+def test_a_worker_without_redis_says_where_to_give_it(capsys, monkeypatch):
+    monkeypatch.delenv("GRAPHLAB_REDIS_URL", raising=False)
+    assert main(["worker"]) == 2
+    assert "--redis redis://HOST:PORT/DB or set GRAPHLAB_REDIS_URL" in capsys.readouterr().err

@@ -18,6 +18,7 @@ import pytest
 from compiler_core.errors import GraphLabError
 from graphlab.app import builds
 from graphlab.app.builds import BuildJob, Builds, BuildStatus
+from graphlab.app.shared_storage import SharedStorage
 
 import bad_models
 
@@ -64,7 +65,7 @@ def wait_for(builds_: Builds, key: str, timeout: float = 30.0):
 
 @pytest.fixture
 def board(tmp_path):
-    return Builds(str(tmp_path / "cache"), ttl_seconds=600)
+    return Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600)
 
 
 def test_a_slow_build_answers_at_once_and_shows_its_passes(board, tmp_path):
@@ -91,7 +92,7 @@ def test_everyone_asking_for_the_same_content_shares_one_build(board, tmp_path):
         thread.start()
     for thread in threads:
         thread.join()
-    other_process = Builds(board.directory, ttl_seconds=600)   # another server process's view
+    other_process = Builds(board.storage, ttl_seconds=600)   # another server process's view
     assert isinstance(other_process.get_or_start(same), (BuildStatus, dict))
     wait_for(board, "shared")
     assert builds_logged(tmp_path) == 1
@@ -102,7 +103,7 @@ def test_a_failure_reaches_everyone_then_may_be_retried(board, monkeypatch):
     with pytest.raises(GraphLabError, match="bad.onnx: cannot read the model: it is not ONNX"):
         board.get_or_start(broken, grace=10)
     with pytest.raises(GraphLabError, match="not ONNX"):
-        Builds(board.directory, ttl_seconds=600).get_or_start(broken, grace=0)
+        Builds(board.storage, ttl_seconds=600).get_or_start(broken, grace=0)
     monkeypatch.setattr(builds, "OUTCOME_SECONDS", 0.0)
     assert board.get_or_start(broken, grace=0).state == "queued"   # tried again
 
@@ -192,3 +193,11 @@ def test_an_upload_the_importer_refuses_leaves_the_view_as_it_was(server):
     assert "cyclic.onnx: " in message and "cycle" in message
     assert tab.get("view-state", "data")["model"] == "teach_gelu"
     assert tab.get("model-select", "value") == "teach_gelu"
+
+
+def test_a_build_over_its_time_limit_is_stopped_with_a_message(tmp_path):
+    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, time_limit=1)
+    with pytest.raises(GraphLabError, match=r"toy model: the build took longer than its 1 s "
+                                            r"limit and was stopped"):
+        limited.get_or_start(job(tmp_path, "endless", seconds=30.0), grace=20)
+    assert limited.ready("endless") is None

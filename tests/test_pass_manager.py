@@ -19,6 +19,7 @@ from compiler_core.passes import (Instrument, Pass, PassContext, PassManager, Pa
 from compiler_core.passes.properties import violations
 from compiler_core.passes.rewrite import replace_by_op
 from graphlab.app.builds import BuildJob, Builds
+from graphlab.app.shared_storage import SharedStorage
 from graphlab.cli import main
 
 from passes_helpers import build, load_sample, ops, tensor
@@ -376,7 +377,7 @@ def describe_pass(name: str, on_progress=None) -> str:
 def test_app_builders_load_the_plugins_the_server_loaded(tmp_path):
     path = plugin_file(tmp_path, "plugin_in_builder")
     plugins.load_plugins([path], entry_points_too=False)
-    board = Builds(str(tmp_path / "cache"), ttl_seconds=600)
+    board = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600)
     job = BuildJob("plugin-job", "plugin", functools.partial(describe_pass, "plugin_in_builder"))
     found = board.get_or_start(job, grace=60)
     assert found == "Replace every Relu by a Sigmoid (a visible change for the test)."

@@ -1,40 +1,50 @@
 """Workspaces built once per content and shared by every server process, with the heavy work
 in builder processes so no request ever waits for an import or a pipeline.
 
-Two things live on disk in the app's cache dir, so any gunicorn worker can answer any request:
+Two things live in the shared storage (`shared_storage`: the app's cache dir on one machine,
+Redis in a cluster), so any server process can answer any request:
 - the store: finished workspaces (pickled), keyed by content;
 - the board: one status per build in flight — who builds it, how far it got ("pass 5 of 24:
   fold_constants"), a heartbeat — or why it failed.
 
 `get_or_start` answers at once: the workspace if it is built (this process's memory, else the
 store), or the build's status after starting it unless someone already is.  A whole room
-opening the same sample therefore builds it once.  Builders are fresh processes forked from a
-clean single-threaded server process (multiprocessing's "forkserver"), never from a threaded web
-server; a builder that dies is noticed by the process that started it (exit code) or, from any
-other process, by its heartbeat going stale, and the next request builds again.  A builder
-first loads the plugins this server process loaded (`serve --plugins`, entry points), so a
-pipeline naming a plugin's pass builds there too.
+(or a whole course, across machines) opening the same sample therefore builds it once.
+
+Who runs a build is the launcher's one job; everything else — the claim, the progress, the
+heartbeat, the time limit, the failure message — is the same code (`run_build`) for both:
+- one machine (`build_launchers.LocalLauncher`): fresh builder processes forked from a clean
+  single-threaded server process (multiprocessing's "forkserver"), never from a threaded web
+  server, at most one per core;
+- a cluster (`cluster.CeleryLauncher`, `serve --redis URL`): Celery tasks run by any number
+  of `graphlab worker` processes; a worker killed mid-build hands the task back to the queue
+  and another worker runs it.
+A build whose builder fell silent (killed, out of memory, its machine gone) is noticed by its
+heartbeat going stale, and the next request builds again.  A builder first loads the plugins
+the server process loaded (`serve --plugins`, entry points), so a pipeline naming a plugin's
+pass builds there too.
 """
 
 from __future__ import annotations
 
 import gc
-import multiprocessing
 import os
+import signal
+import socket
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from contextlib import contextmanager
-from functools import lru_cache
 from dataclasses import asdict, dataclass
+from functools import cached_property
 from typing import Callable, Iterator
 
-import diskcache
-
 from compiler_core.errors import GraphLabError
-from compiler_core.plugins import load_sources, loaded_sources
+from compiler_core.plugins import load_sources
 
-from .messages import user_message
+from .messages import log, user_message
+from .shared_storage import SharedStorage
 
 Progress = Callable[[int, int, str], None]
 
@@ -43,8 +53,9 @@ STORE_BYTES = 4 << 30       # finished workspaces kept on disk (oldest go first)
 HEARTBEAT_SECONDS = 1.0     # a builder says it is alive this often
 STALE_SECONDS = 30.0        # a build silent for this long is presumed dead
 OUTCOME_SECONDS = 60.0      # a finished build's outcome (done, or why it failed) stays this long
-MAX_RUNNING = max(1, os.cpu_count() or 1)   # builds at once across all processes
+MAX_RUNNING = max(1, os.cpu_count() or 1)   # builds at once on one machine
 GRACE_SECONDS = 0.4         # a build that finishes this fast is answered in the same request
+BUILD_SECONDS = 300         # a build running longer is stopped (`serve --build-seconds`)
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,9 @@ class BuildStatus:
     total: int = 0
     message: str = ""
     updated: float = 0.0    # time of the last heartbeat or change
+    claim: str = ""         # the claim this build runs under (a later claim takes over)
+    builder: str = ""       # "pid 1234 on host": who runs it now (operators, fault tests)
+    attempt: int = 0        # how many builders started it (a retry after a lost worker: 2)
 
     def text(self) -> str:
         """One line for the page."""
@@ -75,28 +89,48 @@ class BuildStatus:
             return f"{self.label}: starting the build"
         if self.state == "failed":
             return f"{self.label}: {self.message}"
-        return f"Building {self.label}: {self.stage}"
+        again = f" (attempt {self.attempt}: a builder was lost)" if self.attempt > 1 else ""
+        return f"Building {self.label}: {self.stage}{again}"
+
+    @property
+    def age(self) -> float:
+        return time.time() - self.updated
 
     @property
     def fresh(self) -> bool:
         """A build in flight whose builder was heard from lately."""
-        return time.time() - self.updated < STALE_SECONDS
+        return self.age < STALE_SECONDS
 
     @property
     def recent(self) -> bool:
         """An outcome young enough to be reported rather than retried."""
-        return time.time() - self.updated < OUTCOME_SECONDS
+        return self.age < OUTCOME_SECONDS
+
+
+class BuildTimeout(GraphLabError):
+    """A build ran past its time limit (a hostile or huge model cannot hold a builder)."""
 
 
 class Builds:
-    """The store, the board and the builders of one cache dir (module docstring)."""
+    """The store, the board and the launcher of one shared storage (module docstring)."""
 
-    def __init__(self, directory: str, ttl_seconds: int):
-        self.directory = directory
+    def __init__(self, storage: SharedStorage, ttl_seconds: int,
+                 time_limit: float = BUILD_SECONDS):
+        self.storage = storage
         self.ttl = ttl_seconds
-        self.store = diskcache.Cache(os.path.join(directory, "workspaces"),
-                                     size_limit=STORE_BYTES)
-        self.board = diskcache.Cache(os.path.join(directory, "builds"))
+        self.time_limit = time_limit
+        self.store = storage.cache("workspaces", size_limit=STORE_BYTES)
+        self.board = storage.cache("builds")
+
+    @cached_property
+    def launcher(self):
+        if self.storage.clustered:
+            from .cluster import CeleryLauncher
+
+            return CeleryLauncher(self.storage.redis_url)
+        from .build_launchers import LocalLauncher
+
+        return LocalLauncher()
 
     def get(self, job: BuildJob, on_progress: Progress | None = None):
         """The workspace, built in this process if nobody has built it (blocking)."""
@@ -114,7 +148,7 @@ class Builds:
             return found
         status, claimed = self._claim(job)
         if claimed:
-            _start_builder(self, job)
+            self.launcher.start(self, job, status.claim)
         deadline = time.monotonic() + grace
         while status.state in ("queued", "running", "done") and time.monotonic() < deadline:
             found = self.ready(job.key)
@@ -141,30 +175,30 @@ class Builds:
         record = self.board.get(key)
         return None if record is None else BuildStatus(**record)
 
+    def alive(self, status: BuildStatus) -> bool:
+        """A build someone is still working on (or that still waits in the queue)."""
+        if status.state == "queued":
+            return status.age < self.launcher.queue_seconds
+        return status.state == "running" and status.fresh
+
     def _claim(self, job: BuildJob) -> tuple[BuildStatus, bool]:
         """(status, True) when this call registered itself as the job's builder; (the standing
         status, False) when a live build, a fresh outcome or busy builders stand in the way."""
         with self.board.transact():
             current = self.status(job.key)
             if current is not None and (
-                    current.state in ("queued", "running") and current.fresh
+                    self.alive(current)
                     or current.state == "failed" and current.recent
                     or current.state == "done" and current.recent and job.key in self.store):
                 return current, False
-            busy = self._running_count()
+            busy = self.launcher.busy(self)
             if busy >= MAX_RUNNING:
                 return BuildStatus(job.key, job.label, "waiting",
                                    message=f"{busy} build{'s' if busy != 1 else ''} running"), False
-            return self.publish(BuildStatus(job.key, job.label, "queued")), True
-
-    def _running_count(self) -> int:
-        running = 0
-        for key in list(self.board):
-            record = self.board.get(key)
-            if record and record["state"] in ("queued", "running") \
-                    and time.time() - record["updated"] < STALE_SECONDS:
-                running += 1
-        return running
+            taken_over = current is not None and current.state in ("queued", "running")
+            attempt = current.attempt if taken_over else 0   # counts builders lost on the way
+            return self.publish(BuildStatus(job.key, job.label, "queued",
+                                            claim=uuid.uuid4().hex, attempt=attempt)), True
 
     def publish(self, status: BuildStatus, **changes) -> BuildStatus:
         """Write the status with ``changes`` and a fresh heartbeat; outcomes expire soon."""
@@ -211,50 +245,20 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-# ---- builder processes -----------------------------------------------------------------------
+# ---- what a builder does, wherever it runs -----------------------------------------------------
 
-@lru_cache(maxsize=1)
-def _context():
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    if context.get_start_method() == "forkserver":
-        context.set_forkserver_preload([__name__, "compiler_core.passes"])
-    return context
-
-
-def _start_builder(builds: Builds, job: BuildJob) -> None:
-    """Start and watch the builder from a thread: the first start also starts the fork server,
-    which takes a moment a request should not wait for."""
-    threading.Thread(target=_run_builder, args=(builds, job), daemon=True,
-                     name=f"graphlab-watch-{job.key}").start()
-
-
-def _run_builder(builds: Builds, job: BuildJob) -> None:
-    """Run the builder; if it dies without saying so (killed, out of memory), say it."""
-    process = _context().Process(target=_build_in_child,
-                                 args=(builds.directory, builds.ttl, job, loaded_sources()),
-                                 name=f"graphlab-build-{job.key}")
-    try:
-        process.start()
-    except Exception as err:  # noqa: BLE001 - e.g. no memory or processes left
-        builds.publish(BuildStatus(job.key, job.label, "failed"),
-                       message=f"cannot start a builder: {err}")
+def run_build(builds: Builds, job: BuildJob, plugins: list[str], claim: str) -> None:
+    """Build ``job`` under ``claim`` in this (builder) process: the server's plugins, heartbeat,
+    progress, the time limit, and the result (or the failure) in the shared storage.  A claim
+    someone has since taken over, or a workspace already built, is left alone — a task the
+    queue delivers twice builds once."""
+    current = builds.status(job.key)
+    if job.key in builds.store or current is not None and current.claim != claim \
+            and builds.alive(current):
         return
-    process.join()
-    status = builds.status(job.key)
-    if process.exitcode != 0 and status is not None and status.state in ("queued", "running"):
-        code = process.exitcode
-        how = f"was killed (signal {-code}; out of memory?)" if code < 0 else \
-            f"stopped unexpectedly (exit code {code})"
-        builds.publish(status, state="failed", message=f"the build {how}")
-    process.close()
-
-
-def _build_in_child(directory: str, ttl: int, job: BuildJob, plugins: list[str]) -> None:
-    """A builder process: the server's plugins, heartbeat, progress and the result (or the
-    failure) on disk."""
-    builds = Builds(directory, ttl)
-    status = BuildStatus(job.key, job.label, "running", stage="importing the model")
+    status = BuildStatus(job.key, job.label, "running", stage="importing the model",
+                         claim=claim, builder=f"pid {os.getpid()} on {socket.gethostname()}",
+                         attempt=(current.attempt if current is not None else 0) + 1)
     lock = threading.Lock()
     done = threading.Event()
 
@@ -265,20 +269,49 @@ def _build_in_child(directory: str, ttl: int, job: BuildJob, plugins: list[str])
 
     def heartbeat() -> None:
         while not done.wait(HEARTBEAT_SECONDS):
-            publish()
+            try:
+                publish()
+            except GraphLabError:   # the shared storage is away for a moment: beat again later
+                pass
 
     def progress(index: int, total: int, name: str) -> None:
         publish(stage=f"pass {index + 1} of {total}: {name}", step=index + 1, total=total)
 
     publish()
     threading.Thread(target=heartbeat, daemon=True).start()
+    started = time.monotonic()
     try:
-        load_sources(plugins)
-        workspace = job.build(progress)
+        with time_limit(builds.time_limit):
+            load_sources(plugins)
+            workspace = job.build(progress)
         publish(stage="saving")
-        builds.store.set(job.key, workspace, expire=ttl)
+        builds.store.set(job.key, workspace, expire=builds.ttl)
         done.set()
         publish(state="done", stage="done")
+        log.info("graphlab build done: %s (%s) in %.1f s, attempt %d, %s", job.label,
+                 job.key[:12], time.monotonic() - started, status.attempt, status.builder)
     except Exception as err:  # noqa: BLE001 - every failure becomes the build's message
         done.set()
         publish(state="failed", message=user_message(err))
+
+
+@contextmanager
+def time_limit(seconds: float) -> Iterator[None]:
+    """Raise BuildTimeout in this thread after ``seconds`` (a builder's main thread; elsewhere,
+    e.g. in a test's thread, the launcher's own limit is the only one)."""
+    if seconds <= 0 or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(_signum, _frame):
+        raise BuildTimeout(f"the build took longer than its {seconds:g} s limit and was "
+                           f"stopped", hint="pick a smaller model or fewer passes, or ask the "
+                                            "operator for a longer --build-seconds")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -6,6 +6,9 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
+from .builds import BUILD_SECONDS
+from .shared_storage import SharedStorage
+
 DEFAULT_MODEL = "cnn_bn"          # small enough to read on a projector, and BatchNorm folds
 DEFAULT_UPLOAD_LIMIT = 256 << 20  # bytes
 
@@ -20,3 +23,9 @@ class AppConfig:
     upload_ttl_seconds: int = 24 * 3600
     group_budget: int = 250   # drawn items per pane before scope groups start collapsed
     allow_code: bool = False  # `serve --allow-code`: a browser may name Python modules to load
+    redis_url: str | None = None   # `serve --redis URL`: shared state in Redis, builds on workers
+    build_seconds: int = BUILD_SECONDS   # a build running longer is stopped
+
+    @property
+    def storage(self) -> SharedStorage:
+        return SharedStorage(self.cache_dir, self.redis_url)

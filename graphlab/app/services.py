@@ -21,7 +21,7 @@ class Services:
 
     @classmethod
     def from_config(cls, config: AppConfig) -> "Services":
-        sessions = SessionStore(config.cache_dir, config.upload_ttl_seconds)
+        sessions = SessionStore(config.storage, config.upload_ttl_seconds)
         return cls(config, Workbench(config, sessions))
 
     @property
@@ -47,6 +47,19 @@ class Services:
 
     def build_status(self, key: str) -> BuildStatus | None:
         return self.workbench.builds.status(key)
+
+    def trouble(self) -> str | None:
+        """What keeps this server from working for everyone right now (None: nothing)."""
+        url = self.config.redis_url
+        problem = self.config.storage.trouble()
+        if problem or url is None:
+            return problem
+        from .cluster import live_workers
+
+        if not live_workers(url):
+            return ("no build worker is running: views not built yet wait until one starts "
+                    "(`graphlab worker --redis URL`)")
+        return None
 
 
 def preset_names() -> list[str]:

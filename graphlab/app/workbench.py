@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
-from dataclasses import dataclass, field
+import socket
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from compiler_core.errors import GraphLabError
@@ -28,7 +29,8 @@ from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
 from .nested_layout import NestedLayout, pipeline_layout
 from .scopes import ScopeTree
-from .sessions import SessionStore
+from .sessions import SessionStore, read_upload_bytes
+from .shared_storage import SharedStorage
 
 UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
 
@@ -37,16 +39,31 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class ModelSource:
-    """Where a model's bytes come from; equal sources have equal content."""
+    """Where a model's bytes come from; equal sources have equal content.  An upload is read
+    from the shared storage by its digest where the build runs, so a build job stays small."""
 
     label: str
     digest: str
     path: str | None = None
     data: bytes | None = field(default=None, compare=False, repr=False)
     size_hints: tuple[tuple[str, int], ...] = ()   # a sample's usual sizes (its manifest)
+    stored_in: SharedStorage | None = None         # an upload: where its bytes are
+    sample: str | None = None   # a bundled sample: found by name where the build runs
 
     def load(self) -> Graph:
-        return load_model(self.path if self.path is not None else self.data)
+        if self.sample is not None:
+            return load_model(get_sample(self.sample).path)
+        if self.path is not None:
+            if not os.path.exists(self.path):   # a worker on another machine
+                raise GraphLabError(
+                    f"{self.label}: {self.path} is not on the machine {socket.gethostname()}",
+                    hint="with --redis, a --model file must be at the same path on every "
+                         "worker (a shared folder); or upload it in the page")
+            return load_model(self.path)
+        if self.data is None and self.stored_in is not None:
+            return load_model(read_upload_bytes(self.stored_in, self.digest.removeprefix(
+                "sha256:"), self.label))
+        return load_model(self.data)
 
 
 @dataclass
@@ -105,7 +122,7 @@ class Workbench:
     def __init__(self, config: AppConfig, sessions: SessionStore):
         self.config = config
         self.sessions = sessions
-        self.builds = Builds(config.cache_dir, config.upload_ttl_seconds)
+        self.builds = Builds(sessions.storage, config.upload_ttl_seconds, config.build_seconds)
 
     def model_options(self) -> list[dict]:
         options = [{"label": s.name, "value": s.name} for s in list_samples()]
@@ -118,7 +135,8 @@ class Workbench:
         """Only names this server offers are accepted: a URL can never name a server path."""
         if model == UPLOAD_MODEL:
             upload = self.sessions.load_upload(upload_token or "")
-            return ModelSource(upload.filename, "sha256:" + upload.digest, data=upload.data)
+            return ModelSource(upload.filename, "sha256:" + upload.digest,
+                               stored_in=self.sessions.storage)
         extra = self.config.extra_model_path
         if extra and model == os.path.basename(extra):
             return _file_source(model, extra)
@@ -126,7 +144,8 @@ class Workbench:
         if sample is None:
             raise GraphLabError(f"there is no model named {model!r} here",
                                 hint="pick a sample from the list or upload an .onnx file")
-        return _file_source(sample.name, sample.path, sample.sizes)
+        return replace(_file_source(sample.name, sample.path, sample.sizes),
+                        path=None, sample=sample.name)
 
     def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
                   on_progress: Progress | None = None) -> Workspace:
@@ -149,12 +168,22 @@ class Workbench:
 
 
 def _file_source(label: str, path: str, size_hints: tuple = ()) -> ModelSource:
+    """Keyed by content, so servers on machines with other paths or dates share its builds."""
     try:
         stat = os.stat(path)
+        digest = _file_digest(os.path.abspath(path), stat.st_size, stat.st_mtime_ns)
     except OSError as err:
         raise GraphLabError(f"cannot read {label}: {err.strerror}") from err
-    return ModelSource(label, f"file:{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}",
-                       path=path, size_hints=size_hints)
+    return ModelSource(label, "sha256:" + digest, path=path, size_hints=size_hints)
+
+
+@functools.lru_cache(maxsize=64)
+def _file_digest(path: str, _size: int, _mtime_ns: int) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _build_workspace(source: ModelSource, passes: tuple[str, ...],

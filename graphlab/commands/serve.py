@@ -8,9 +8,14 @@ import webbrowser
 
 from compiler_core.errors import GraphLabError
 
+from ..app.builds import BUILD_SECONDS
 from ..app.config import DEFAULT_MODEL, DEFAULT_UPLOAD_LIMIT, AppConfig
+from ..app.shared_storage import redacted
 from ..samples import get_sample
 from .common import add_plugins_option
+from .redis_option import add_redis_option, redis_url
+
+MAX_BUILD_SECONDS = 3000   # below the broker's redelivery timeout (an hour): see app/cluster.py
 
 
 def add_parser(subparsers) -> None:
@@ -32,6 +37,12 @@ def add_parser(subparsers) -> None:
                         help="let the browser name Python modules to load (onnxscript rules in "
                              "the Patterns tab): they run as code on this machine, so only on "
                              "your own machine, never on a shared server")
+    parser.add_argument("--build-seconds", type=int, default=BUILD_SECONDS,
+                        help=f"stop a build (import + pipeline) that runs longer "
+                             f"(default {BUILD_SECONDS})")
+    add_redis_option(parser, "keep uploads, builds and their progress in this Redis and run "
+                             "builds on `graphlab worker` processes, so several servers on "
+                             "several machines serve one class")
     add_plugins_option(parser)   # only files named here (and installed entry points) load
     parser.set_defaults(run=run)
 
@@ -41,7 +52,10 @@ def config_from_args(args) -> AppConfig:
         raise GraphLabError("--workers must be at least 1")
     if args.max_upload_mb < 1:
         raise GraphLabError("--max-upload-mb must be at least 1")
-    extras = {"allow_code": args.allow_code}
+    if not 1 <= args.build_seconds <= MAX_BUILD_SECONDS:
+        raise GraphLabError(f"--build-seconds must be between 1 and {MAX_BUILD_SECONDS}")
+    extras = {"allow_code": args.allow_code, "redis_url": redis_url(args),
+              "build_seconds": args.build_seconds}
     if args.cache_dir:
         extras["cache_dir"] = args.cache_dir
     if get_sample(args.model) is not None:
@@ -60,6 +74,9 @@ def run(args) -> int:
 
     config = config_from_args(args)
     services = Services.from_config(config)
+    if config.redis_url:
+        print(f"shared state and builds: {redacted(config.redis_url)} "
+              f"(start builders with `graphlab worker --redis URL`)")
     print(f"preparing {services.default_state.model} ...")
     services.workspace(services.default_state, None)   # every worker opens the first page at once
     url = f"http://{args.host}:{args.port}/"

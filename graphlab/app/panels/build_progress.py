@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dash import Input, Output, dcc, html
 
+from compiler_core.errors import GraphLabError
+
 from ..services import Services
 from .panel import STATUS, Panel
 
@@ -32,7 +34,10 @@ def register(app, services: Services) -> None:
     def show(_tick, pending):
         if not pending:
             return None
-        status = services.build_status(pending["key"])
+        try:
+            status = services.build_status(pending["key"]) if pending["key"] else None
+        except GraphLabError:   # the board is unreachable: the reducer's message says why
+            status = None
         if status is None:   # not on the board yet: waiting for a free builder
             return html.Span(pending.get("text", ""))
         if status.state in ("done", "failed"):

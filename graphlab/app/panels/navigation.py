@@ -9,6 +9,8 @@ the same way.  Dash allows this loop only inside a single callback, hence one re
 
 A view whose workspace is not built yet waits in `build_progress.PENDING` while a builder process
 works (see `builds`) and the poll ticks; each tick re-reads it, and the view appears once built.
+A view that cannot be read because a cluster's Redis is away waits the same way, and appears
+once Redis answers again.
 The reducer never waits for a build itself, so every other click is answered at once.
 """
 
@@ -22,6 +24,7 @@ from .. import ids
 from ..builds import BuildStatus
 from ..messages import user_message
 from ..services import Services, preset_names
+from ..shared_storage import SharedCacheUnreachable
 from ..view_state import ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL
@@ -83,6 +86,11 @@ def register(app, services: Services) -> None:
         try:
             checked = _checked(services, wanted, token, backwards)
             message = ""
+        except SharedCacheUnreachable as err:   # Redis away: the view waits and the poll retries
+            waiting = {"view": wanted.to_dict(), "from_url": from_url, "key": "",
+                       "text": str(err)}
+            return (*UNCHANGED[:-3], html.Div(str(err), className="message error"), waiting,
+                    False)
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = html.Div(user_message(err), className="message error")
             wanted, from_url = previous or default, False

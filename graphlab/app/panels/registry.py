@@ -7,12 +7,14 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 from __future__ import annotations
 
 from . import build_progress, controls, exports, inspector, memory, numerics, \
-    onnxscript_rules, overlay, panes, patterns, report_download, roofline, stepper, systolic
+    onnxscript_rules, overlay, panes, patterns, report_download, roofline, service_banner, \
+    stepper, systolic
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
     controls.PANEL,
     report_download.PANEL,
+    service_banner.PANEL,
     build_progress.PANEL,
     stepper.PANEL,
     panes.PANEL,
