@@ -44,21 +44,35 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(workers: int, cache_dir: str) -> tuple[subprocess.Popen, str]:
+def start_server(workers: int, cache_dir: str, extra: tuple[str, ...] = ()
+                 ) -> tuple[subprocess.Popen, str]:
+    """`graphlab serve` on a free port (``extra``: more options, e.g. --redis URL)."""
+    server, url = launch_server(workers, cache_dir, extra)
+    wait_for_server(server, url, cache_dir)
+    return server, url
+
+
+def launch_server(workers: int, cache_dir: str, extra: tuple[str, ...] = ()
+                  ) -> tuple[subprocess.Popen, str]:
+    """Start it and return at once (several start side by side; then `wait_for_server`)."""
     port = free_port()
     command = [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--port", str(port),
-               "--workers", str(workers), "--cache-dir", cache_dir]
+               "--workers", str(workers), "--cache-dir", cache_dir, *extra]
     log = Path(cache_dir) / "server.log"   # a file, not a pipe: a full pipe would stall it
     with open(log, "w") as handle:
         server = subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
+    return server, f"http://127.0.0.1:{port}"
+
+
+def wait_for_server(server: subprocess.Popen, url: str, cache_dir: str) -> None:
+    log = Path(cache_dir) / "server.log"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         if server.poll() is not None:
             raise RuntimeError(f"the server stopped: {log.read_text()[-2000:]}")
         try:
             if requests.get(f"{url}/_dash-layout", timeout=2).ok:
-                return server, url
+                return
         except requests.RequestException:
             pass
         time.sleep(0.3)

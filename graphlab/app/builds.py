@@ -293,6 +293,8 @@ def run_build(builds: Builds, job: BuildJob, plugins: list[str], claim: str) -> 
     except Exception as err:  # noqa: BLE001 - every failure becomes the build's message
         done.set()
         publish(state="failed", message=user_message(err))
+        log.info("graphlab build failed: %s (%s) after %.1f s, %s: %s", job.label, job.key[:12],
+                 time.monotonic() - started, status.builder, status.message)
 
 
 @contextmanager
@@ -309,7 +311,8 @@ def time_limit(seconds: float) -> Iterator[None]:
                                             "operator for a longer --build-seconds")
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Again every half second: code that swallows exceptions broadly cannot outlive the limit.
+    signal.setitimer(signal.ITIMER_REAL, seconds, 0.5)
     try:
         yield
     finally:

@@ -44,6 +44,8 @@ HARD_MARGIN = 30          # seconds past the time limit before Celery kills a st
 MAX_ATTEMPTS = 2          # builders a build may lose (killed, out of memory) before it fails
 ANNOUNCE_SECONDS = 3.0    # a worker says it is alive this often
 WORKERS_KEY = f"{PREFIX}:workers"
+SEND_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.5}  # a fresh connection
+
 
 
 class CeleryLauncher:
@@ -67,7 +69,7 @@ class CeleryLauncher:
         try:
             with reaching(self.redis_url):
                 celery_app(self.redis_url).send_task(
-                    TASK, args=args, queue=QUEUE, retry=False,
+                    TASK, args=args, queue=QUEUE, retry=True, retry_policy=SEND_RETRY,
                     time_limit=builds.time_limit + HARD_MARGIN)
         except Exception as err:  # noqa: BLE001 - kombu's errors: the build cannot be queued
             builds.publish(status, state="failed",

@@ -1,0 +1,161 @@
+"""`graphlab serve --redis` with the real parts: a redis-server on a loopback port, two servers
+and two Celery workers (`graphlab worker`), a session whose clicks alternate between the
+servers, and the faults a class meets — a worker killed mid-build, Redis gone for a while, a
+build past its time limit, a server killed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import threading
+import time
+
+import pytest
+
+pytest.importorskip("celery", reason="the cluster extra is not installed: pip install '.[cluster]'")
+pytestmark = pytest.mark.skipif(
+    shutil.which("redis-server") is None,
+    reason="redis-server is not installed (Debian: apt-get install redis-server)")
+
+from benchmarks.dash_client import Tab  # noqa: E402
+from benchmarks.local_cluster import start_cluster  # noqa: E402
+from graphlab.app.builds import Builds  # noqa: E402
+from graphlab.app.shared_storage import SharedStorage  # noqa: E402
+
+SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
+BANNER_POLL = "service-banner-poll"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    running = start_cluster(str(tmp_path_factory.mktemp("cluster")), servers=2, workers=2)
+    yield running
+    running.stop()
+
+
+def board(cluster) -> Builds:
+    return Builds(SharedStorage(str(cluster.folder), cluster.redis_url), ttl_seconds=600)
+
+
+def pass_number(tab: Tab) -> int:
+    return int(re.match(r"Before pass (\d+):", tab.get("pane-before-title", "children")).group(1))
+
+
+def wait_until(condition, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"{what} within {seconds:g} s")
+
+
+def test_a_session_whose_clicks_alternate_between_servers_sees_one_view(cluster):
+    first, second = cluster.urls
+    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
+    tab.settle()
+    start = pass_number(tab)
+    for click in range(4):
+        tab.base_url = (second, first)[click % 2]   # the load balancer's choice
+        tab.click("step-next")
+        tab.settle()
+        assert pass_number(tab) == start + click + 1
+    same = Tab.open(first, tab.get("url", "search"))   # the URL alone names the view
+    assert same.get("pane-before-title", "children") == tab.get("pane-before-title", "children")
+    assert not tab.errors and not same.errors
+
+
+def test_the_same_request_on_both_servers_is_built_once(cluster):
+    before = cluster.builds_done()
+    search = "?model=teach_gelu&pipeline=O1,clean"
+    tabs: list[Tab] = []
+    threads = [threading.Thread(target=lambda url=url: tabs.append(Tab.open(url, search)))
+               for url in cluster.urls]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for tab in tabs:
+        tab.settle()
+    assert {tab.get("pane-before-title", "children") for tab in tabs} != {None}
+    assert len({tab.get("pane-before-title", "children") for tab in tabs}) == 1
+    wait_until(lambda: cluster.builds_done() == before + 1, 10, "one build logged")
+    time.sleep(1)
+    assert cluster.builds_done() == before + 1
+
+
+def test_a_worker_killed_mid_build_hands_it_to_another(cluster):
+    tab = Tab.open(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW}")
+    key = tab.get("build-pending", "data")["key"]
+    running = wait_until(lambda: (s := board(cluster).status(key)) and s.state == "running"
+                         and s.step >= 2 and s, 60, "the build did not reach its passes")
+    killed = int(re.match(r"pid (\d+) on ", running.builder).group(1))
+    os.kill(killed, signal.SIGKILL)
+    tab.settle(limit=120)
+    assert "(578 nodes)" in tab.get("pane-before-title", "children")
+    done = board(cluster).status(key)
+    assert done.state == "done" and done.attempt == 2 and done.builder != running.builder
+    assert not tab.errors
+
+
+def test_a_build_past_its_time_limit_is_stopped_on_the_worker(cluster):
+    from graphlab.app.config import AppConfig
+    from graphlab.app.services import Services
+    from graphlab.app.view_state import ViewState
+
+    services = Services.from_config(AppConfig(cache_dir=str(cluster.folder / "limited"),
+                                              redis_url=cluster.redis_url, build_seconds=1))
+    wanted = ViewState(model="gpt2_tiny", pipeline=",".join(["clean"] * 40))
+    key = services.workspace_or_build(wanted, None).key
+    failed = wait_until(lambda: (s := services.build_status(key)) and s.state == "failed" and s,
+                        60, "the build was not stopped")
+    assert failed.text() == ("gpt2_tiny: the build took longer than its 1 s limit and was "
+                             "stopped (pick a smaller model or fewer passes, or ask the "
+                             "operator for a longer --build-seconds)")
+
+
+def test_redis_away_shows_a_banner_and_the_app_recovers_by_itself(cluster):
+    tab = Tab.open(cluster.urls[0], "?model=teach_conv_bn&pipeline=O2")
+    tab.settle()
+    step = pass_number(tab)
+    cluster.stop_redis()
+    try:
+        tab.set(BANNER_POLL, n_intervals=1)
+        assert "the shared cache at redis://127.0.0.1:" in str(tab.get("service-banner",
+                                                                       "children"))
+        tab.click("step-next")            # a view this server holds still answers
+        assert pass_number(tab) == step + 1
+        tab.set("model-select", value="teach_gelu")   # one it must read from Redis waits
+        assert "cannot be reached" in str(tab.get("nav-message", "children"))
+        assert tab.get("build-pending", "data")["view"]["model"] == "teach_gelu"
+    finally:
+        cluster.start_redis()
+    tab.settle(limit=60)
+    assert tab.get("view-state", "data")["model"] == "teach_gelu"
+    assert not tab.get("nav-message", "children")
+
+    def banner_gone():
+        tab.set(BANNER_POLL, n_intervals=(tab.get(BANNER_POLL, "n_intervals") or 0) + 1)
+        return tab.get("service-banner", "children") is None
+    wait_until(banner_gone, 20, "the banner stayed")
+    assert not tab.errors   # no request failed, not even while Redis was away
+
+
+def test_a_server_killed_mid_session_the_other_shows_the_same_view(cluster):
+    first, second = cluster.urls
+    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
+    tab.settle()
+    tab.click("step-next")
+    step = pass_number(tab)
+    process = cluster.servers[0][0]
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=10)
+    tab.base_url = second
+    reopened = Tab.open(second, tab.get("url", "search"))
+    assert pass_number(reopened) == step
+    tab.click("step-next")
+    assert pass_number(tab) == step + 1
+    assert not tab.errors and not reopened.errors
