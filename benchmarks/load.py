@@ -1,13 +1,21 @@
-"""A class of students on one server: how fast are the clicks?
+"""A class of students on one machine, or on a cluster: how fast are the clicks?
 
-    python benchmarks/load.py [--users 30] [--workers N] [--think 1.0]
+    python benchmarks/load.py [--users 30] [--think 1.0] [--server-processes N]
+                              [--servers 2 --workers 2]
 
-Starts `graphlab serve --no-browser --workers N` on a free port with a fresh cache dir, then
-30 simulated browsers (`dash_client.Tab`: the renderer's real callback requests) each open a
-sample (the samples taken in turn, so the first users also start the builds), step through
-every pass and open every side panel, pausing `--think` seconds (±50 %) between actions like a
-student reading.  Prints the callback latency (p50 / p95 / max), the errors, and which
-callbacks are slowest.  Target (the issue): zero errors and p95 <= 1 s on a 2-core machine.
+The single-machine mode starts `graphlab serve --no-browser --workers N` (N: the
+`--server-processes`, default cores + 1) on a free port with a fresh cache dir.  With
+`--servers S --workers W` the same class then runs against a cluster on this machine, on
+loopback (`local_cluster`): a redis-server, S `graphlab serve --redis` servers (N / S processes
+each) and W `graphlab worker` processes; every action of a student goes to the next server,
+as a load balancer without sticky sessions would send it.
+
+Each simulated browser (`dash_client.Tab`: the renderer's real callback requests) opens a
+sample (taken in turn, so the first users also start the builds), steps through every pass
+and opens every side panel, pausing `--think` seconds (±50 %) between actions like a student
+reading.  Prints, mode beside mode, the callback latency (p50 / p95 / max), the errors and the
+builds per minute, then the slowest callbacks.  Targets (the issues): zero errors, p95 <= 1 s
+on a 2-core machine, and the cluster on one machine within 1.2x the single machine's p95.
 """
 
 from __future__ import annotations
@@ -24,8 +32,10 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
+import diskcache
 import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -102,26 +112,28 @@ def panel_values(layout: dict, tabs_id: str) -> list[str]:
     return found
 
 
-def student(url: str, sample: str, think: float, rng: random.Random) -> Tab:
-    """One student's session: open a sample, step through every pass, open every panel."""
-    def pause() -> None:
-        time.sleep(think * rng.uniform(0.5, 1.5))
+def student(urls: list[str], sample: str, think: float, rng: random.Random) -> Tab:
+    """One student's session: open a sample, step through every pass, open every panel; each
+    action goes to the next server."""
+    turn = iter(range(1 << 30))
 
-    tab = Tab.open(url, f"?model={sample}")
+    def act(action, *args, **props) -> None:
+        time.sleep(think * rng.uniform(0.5, 1.5))
+        tab.base_url = urls[next(turn) % len(urls)]
+        action(*args, **props)
+        tab.settle()
+
+    tab = Tab.open(urls[0], f"?model={sample}")
     tab.settle()
     for _ in range(len(tab.find(PASS_ROW)) - 1):
-        pause()
-        tab.click(NEXT)
-        tab.settle()
+        act(tab.click, NEXT)
     for panel in panel_values(tab.layout, TABS):
-        pause()
-        tab.set(TABS, value=panel)
-        tab.settle()
+        act(tab.set, TABS, value=panel)
     tab.close()
     return tab
 
 
-def run_users(url: str, indices: list[int], samples: list[str], think: float
+def run_users(urls: list[str], indices: list[int], samples: list[str], think: float
               ) -> tuple[list[Timing], list[str]]:
     """Some of the class, one thread per student (runs in a client process)."""
     tabs: list[Tab] = []
@@ -129,7 +141,8 @@ def run_users(url: str, indices: list[int], samples: list[str], think: float
 
     def one(index: int) -> None:
         try:
-            tabs.append(student(url, samples[index % len(samples)], think, random.Random(index)))
+            tabs.append(student(urls[index % len(urls):] + urls[:index % len(urls)],
+                                samples[index % len(samples)], think, random.Random(index)))
         except Exception as err:  # noqa: BLE001 - a crashed session counts as an error
             failures.append(f"user {index}: {type(err).__name__}: {err}")
 
@@ -143,27 +156,59 @@ def run_users(url: str, indices: list[int], samples: list[str], think: float
     return [t for tab in tabs for t in tab.timings], failures + [e for t in tabs for e in t.errors]
 
 
-def run_class(url: str, users: int, think: float, processes: int
-              ) -> tuple[list[Timing], list[str], float]:
+@dataclass
+class Outcome:
+    mode: str
+    timings: list[Timing]
+    errors: list[str]
+    seconds: float
+    builds: int
+
+
+def run_class(mode: str, urls: list[str], args: argparse.Namespace, count_builds) -> Outcome:
     """The whole class, spread over client processes so no one interpreter's lock delays the
-    reading of the server's answers."""
-    probe = Tab.open(url)
+    reading of the servers' answers."""
+    probe = Tab.open(urls[0])
     samples = [o["value"] for o in probe.get(MODEL, "options") if not o.get("disabled")]
     probe.close()
+    before = count_builds()
     started = time.perf_counter()
+    processes = args.client_processes
     with multiprocessing.get_context("spawn").Pool(processes) as pool:
-        parts = pool.starmap(run_users, [(url, list(range(users))[p::processes], samples, think)
-                                         for p in range(processes)])
-    timings = [t for part, _ in parts for t in part]
-    errors = [e for _, part in parts for e in part]
-    return timings, errors, time.perf_counter() - started
+        parts = pool.starmap(run_users, [(urls, list(range(args.users))[p::processes], samples,
+                                          args.think) for p in range(processes)])
+    seconds = time.perf_counter() - started
+    return Outcome(mode, [t for part, _ in parts for t in part],
+                   [e for _, part in parts for e in part], seconds, count_builds() - before)
 
 
-def children_cpu() -> float:
-    """CPU seconds of the child processes waited for so far (the server counts its workers
-    and builders once it is stopped)."""
-    times = os.times()
-    return times.children_user + times.children_system
+def single_machine(args: argparse.Namespace) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="graphlab-load-") as cache_dir:
+        server, url = start_server(args.server_processes, cache_dir)
+        store = diskcache.Cache(os.path.join(cache_dir, "workspaces"))
+        try:
+            return run_class(f"one machine, 1 server x {args.server_processes}", [url], args,
+                             lambda: len(store))
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                server.kill()
+
+
+def cluster(args: argparse.Namespace) -> Outcome:
+    from benchmarks.local_cluster import start_cluster
+
+    per_server = max(1, args.server_processes // args.servers)
+    with tempfile.TemporaryDirectory(prefix="graphlab-load-cluster-") as folder:
+        running = start_cluster(folder, args.servers, args.workers, per_server)
+        try:
+            return run_class(f"Redis/Celery, {args.servers} servers x {per_server}, "
+                             f"{args.workers} workers", running.urls, args,
+                             running.builds_done)
+        finally:
+            running.stop()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -171,51 +216,53 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def report(timings: list[Timing], errors: list[str], seconds: float, cpu: dict[str, float],
-           args: argparse.Namespace) -> None:
-    latencies = [t.seconds for t in timings]
-    print(f"{args.users} users, think time {args.think:g} s, {args.workers} server worker(s), "
-          f"{os.cpu_count()} cores: {len(timings):,} callbacks in {seconds:.1f} s "
-          f"({len(timings) / seconds:.0f}/s)")
-    print(f"callback latency: p50 {percentile(latencies, 0.5) * 1e3:.0f} ms, "
-          f"p95 {percentile(latencies, 0.95) * 1e3:.0f} ms, max {max(latencies) * 1e3:.0f} ms; "
-          f"errors: {len(errors)}")
-    print("CPU seconds: " + ", ".join(f"{name} {value:.1f}" for name, value in cpu.items())
-          + f" (of {seconds * (os.cpu_count() or 1):.0f} available)")
-    for error in errors[:10]:
-        print(f"  error: {error}")
-    by_callback: dict[str, list[float]] = defaultdict(list)
-    for t in timings:
-        by_callback[t.callback].append(t.seconds)
-    print("slowest callbacks (p95, p50, count):")
-    for name, values in sorted(by_callback.items(), key=lambda kv: -percentile(kv[1], 0.95))[:8]:
-        print(f"  {name:40s} p95 {percentile(values, 0.95) * 1e3:6.0f} ms  "
-              f"p50 {statistics.median(values) * 1e3:5.0f} ms  {len(values):6d}")
+def report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
+    print(f"{args.users} users, think time {args.think:g} s, {os.cpu_count()} cores")
+    print(f"{'mode':48s} {'callbacks':>9s} {'p50 ms':>7s} {'p95 ms':>7s} {'max ms':>7s} "
+          f"{'errors':>6s} {'builds':>6s} {'builds/min':>10s}")
+    for o in outcomes:
+        latencies = [t.seconds for t in o.timings] or [0.0]
+        print(f"{o.mode:48s} {len(o.timings):9,d} {percentile(latencies, 0.5) * 1e3:7.0f} "
+              f"{percentile(latencies, 0.95) * 1e3:7.0f} {max(latencies) * 1e3:7.0f} "
+              f"{len(o.errors):6d} {o.builds:6d} {o.builds / o.seconds * 60:10.1f}")
+    if len(outcomes) == 2:
+        single, clustered = ([percentile([t.seconds for t in o.timings] or [0.0], 0.95)
+                              for o in outcomes])
+        print(f"cluster p95 / single-machine p95: {clustered / max(single, 1e-9):.2f} "
+              f"(target <= 1.2)")
+    for o in outcomes:
+        for error in o.errors[:10]:
+            print(f"  error ({o.mode}): {error}")
+        by_callback: dict[str, list[float]] = defaultdict(list)
+        for t in o.timings:
+            by_callback[t.callback].append(t.seconds)
+        print(f"slowest callbacks, {o.mode} (p95, p50, count):")
+        for name, values in sorted(by_callback.items(),
+                                   key=lambda kv: -percentile(kv[1], 0.95))[:5]:
+            print(f"  {name:40s} p95 {percentile(values, 0.95) * 1e3:6.0f} ms  "
+                  f"p50 {statistics.median(values) * 1e3:5.0f} ms  {len(values):6d}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", type=int, default=30)
-    parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1,
-                        help="server worker processes (default: cores + 1)")
+    parser.add_argument("--server-processes", type=int, default=(os.cpu_count() or 1) + 1,
+                        help="web server processes in all (default: cores + 1)")
+    parser.add_argument("--servers", type=int, default=0,
+                        help="also run the class on a Redis/Celery cluster of this many "
+                             "servers (0: the single-machine mode only)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="build workers (`graphlab worker`) of the cluster mode")
     parser.add_argument("--think", type=float, default=1.0,
                         help="mean seconds between a student's actions (0: as fast as possible)")
     parser.add_argument("--client-processes", type=int, default=os.cpu_count() or 1,
                         help="processes the simulated browsers run in")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="graphlab-load-") as cache_dir:
-        server, url = start_server(args.workers, cache_dir)
-        try:
-            start = children_cpu()
-            timings, errors, seconds = run_class(url, args.users, args.think,
-                                                 args.client_processes)
-            clients = children_cpu() - start
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
-    report(timings, errors, seconds,
-           {"server": children_cpu() - start - clients, "simulated browsers": clients}, args)
-    return 0 if not errors else 1
+    outcomes = [single_machine(args)]
+    if args.servers > 0:
+        outcomes.append(cluster(args))
+    report(outcomes, args)
+    return 0 if not any(o.errors for o in outcomes) else 1
 
 
 if __name__ == "__main__":
