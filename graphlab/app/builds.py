@@ -86,7 +86,7 @@ class BuildStatus:
         if self.state == "waiting":
             return f"{self.label}: waiting for a free builder ({self.message})"
         if self.state == "queued":
-            return f"{self.label}: starting the build"
+            return f"{self.label}: {self.stage or 'starting the build'}"
         if self.state == "failed":
             return f"{self.label}: {self.message}"
         again = f" (attempt {self.attempt}: a builder was lost)" if self.attempt > 1 else ""
