@@ -29,8 +29,8 @@ from .fingerprints import ROUNDS, Fingerprints, is_commutative
 
 NAME, STRUCTURE, NEIGHBOUR, SIMILARITY = "name", "structure", "neighbour", "similarity"
 NEARBY = 6              # candidates per node on each side of its position
-MIN_SCORE = 1.5         # a similar pair needs a shared input, a shared consumer or its name
-SAME_SLOT, SAME_CONSUMER, SAME_NAME, SAME_LABEL, DISTANCE = 2.0, 1.0, 3.0, 1.0, 2.0
+MIN_SCORE = 1.0         # after the distance penalty (positions are fractions of the order)
+SAME_SLOT, SAME_CONSUMER, SAME_NAME, SAME_LABEL, DISTANCE = 2.0, 1.0, 1.5, 1.0, 2.0
 
 
 @dataclass
@@ -70,22 +70,21 @@ def op_key(node: Node) -> tuple[str, str]:
 
 
 def source_key(fp: Fingerprints, value: Value | None, to_a: Callable[[int], int | None]) -> Any:
-    """What a slot reads, comparable across the two graphs: a matched producer's output (named
-    by A's id: ``to_a`` maps a node id of ``fp``'s graph to A's, None when unmatched), a
-    constant by content, a graph input by name.  An unmatched producer's output equals nothing
-    on the other side."""
+    """What a slot reads, comparable across the two graphs: a constant by content (an
+    initializer or a Constant's output alike), a matched producer's output (named by A's id:
+    ``to_a`` maps a node id of ``fp``'s graph to A's, None when unmatched), a graph input by
+    name.  An unmatched producer's output equals nothing on the other side."""
     if value is None:
         return None
-    producer = value.producer
-    if producer is not None:
-        a_id = to_a(producer.id)
-        if a_id is not None:
-            return ("node", a_id, value.output_index)
     digest = fp.constant_digest(value)
     if digest is not None:
         return ("const", digest)
+    producer = value.producer
     if producer is None:
         return ("input", value.name)
+    a_id = to_a(producer.id)
+    if a_id is not None:
+        return ("node", a_id, value.output_index)
     return ("unmatched", id(fp), producer.id)
 
 
@@ -222,21 +221,23 @@ class Aligner:
                 if self.alignment.match(a_id, b_id, SIMILARITY)]
 
     def _score(self, na: Node, nb: Node) -> float:
+        """How alike two nodes of one op are; 0 without support from the graph: an input read
+        on both sides, a consumer matched on both sides, or the same name and label."""
         fa, fb, alignment = self.fa, self.fb, self.alignment
-        score = 0.0
-        for i, j in self.paired_slots(na, nb):
-            key = source_key(fa, na.input(i), alignment.a_id)
-            if key is not None and key == source_key(fb, nb.input(j), alignment.b_to_a.get):
-                score += SAME_SLOT
+        slots = sum(1 for i, j in self.paired_slots(na, nb)
+                    if (key := source_key(fa, na.input(i), alignment.a_id)) is not None
+                    and key == source_key(fb, nb.input(j), alignment.b_to_a.get))
         consumers_a = {alignment.a_to_b.get(u.id) for v in na.outputs if v is not None
                        for u, _ in v.uses}
         consumers_b = {u.id for v in nb.outputs if v is not None for u, _ in v.uses}
-        score += SAME_CONSUMER * len((consumers_a - {None}) & consumers_b)
-        if na.name == nb.name:
-            score += SAME_NAME
-        if fa.label[na.id] == fb.label[nb.id]:
-            score += SAME_LABEL
-        return score - DISTANCE * abs(fa.position[na.id] - fb.position[nb.id])
+        consumers = len((consumers_a - {None}) & consumers_b)
+        same_name = na.name == nb.name
+        same_label = fa.label[na.id] == fb.label[nb.id]
+        if not (slots or consumers or (same_name and same_label)):
+            return 0.0
+        return (SAME_SLOT * slots + SAME_CONSUMER * consumers + SAME_NAME * same_name
+                + SAME_LABEL * same_label
+                - DISTANCE * abs(fa.position[na.id] - fb.position[nb.id]))
 
 
 def _producer_op(value: Value | None) -> tuple[str, str] | None:

@@ -68,6 +68,8 @@ def _attribute_changes(fa: Fingerprints, fb: Fingerprints, na: Node, nb: Node) -
 
 
 def _attribute_text(node: Node, name: str, value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return _constant_text(value)
     if value is not None:
         return format_attr(value)
     default = attribute_default(node.op_type, node.domain, name)
@@ -97,18 +99,18 @@ def _input_changes(aligner: Aligner, na: Node, nb: Node) -> list[Change]:
 
 
 def _source_text(value: Value | None, matched: dict[int, int], side: str) -> str:
-    """What a slot reads, for a reader: a node's output, a graph input or a constant."""
+    """What a slot reads, for a reader: a constant, a node's output or a graph input."""
     if value is None:
         return "nothing"
-    producer = value.producer
     data = value.constant_value()
-    if producer is not None and not (data is not None and producer.id not in matched):
-        output = f" output {value.output_index}" if len(producer.outputs) > 1 else ""
-        alone = "" if producer.id in matched else f", only in {side}"
-        return f"{producer.qualified_op} {producer.name!r}{output}{alone}"
     if data is not None:
         return _constant_text(data)
-    return f"graph input {value.name!r}"
+    producer = value.producer
+    if producer is None:
+        return f"graph input {value.name!r}"
+    output = f" output {value.output_index}" if len(producer.outputs) > 1 else ""
+    alone = "" if producer.id in matched else f", only in {side}"
+    return f"{producer.qualified_op} {producer.name!r}{output}{alone}"
 
 
 def _constant_text(data: np.ndarray) -> str:
