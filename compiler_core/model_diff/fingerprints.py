@@ -33,11 +33,13 @@ ROUNDS = 4   # the widest neighbourhood compared, in hops
 
 
 def array_digest(array: np.ndarray) -> int:
-    """A content hash of an array: dtype, shape and bytes."""
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{array.dtype.str}{array.shape}".encode())
-    digest.update(np.ascontiguousarray(array).tobytes())
-    return int.from_bytes(digest.digest(), "little")
+    """A content hash of an array: dtype, shape and bytes (read in place, not copied)."""
+    digest = hashlib.sha1(f"{array.dtype.str}{array.shape}".encode())
+    if array.dtype.hasobject:
+        digest.update(repr(array.tolist()).encode())
+    else:
+        digest.update(memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B"))
+    return int.from_bytes(digest.digest()[:8], "little")
 
 
 def is_commutative(node: Node) -> bool:
@@ -93,11 +95,13 @@ def _plain(value: Any) -> Any:
 class Fingerprints:
     """Content keys of one graph's nodes (see the module docstring)."""
 
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, digests: dict[int, int] | None = None):
         self.graph = graph
         self.nodes = graph.nodes
         self.position = {n.id: i / max(1, len(self.nodes) - 1) for i, n in enumerate(self.nodes)}
-        self._constants: dict[int, int] = {}   # id(array) -> digest, per graph
+        # id(array) -> digest; shared by the two sides of a diff, so the weights a pipeline's
+        # output shares with its input are hashed once (the arrays outlive the comparison)
+        self._constants = {} if digests is None else digests
         self.attrs = {n.id: canonical_attrs(n) for n in self.nodes}
         self.attr_key = {n.id: hash(tuple(sorted((k, attribute_key(v))
                                                  for k, v in self.attrs[n.id].items())))
