@@ -116,7 +116,8 @@ def test_other_input_shapes_are_an_interface_change_and_a_shape_change_per_node(
 def test_b_in_a_ids_gives_matched_nodes_a_ids_and_the_rest_fresh_ones():
     a, b = mlp(), mlp(relu=False, extra_identity=True, names="b/")
     diff = diff_models(a, b)
-    renumbered, ids = b_in_a_ids(diff)
+    side_by_side = b_in_a_ids(diff)
+    renumbered, ids = side_by_side.graph, side_by_side.diff
     renumbered.check()
     assert len(renumbered) == len(b)
     for pair in diff.pairs:
@@ -125,6 +126,7 @@ def test_b_in_a_ids_gives_matched_nodes_a_ids_and_the_rest_fresh_ones():
     assert [renumbered.node_by_id(i).op_type for i in ids.added] == ["Identity"]
     assert ids.added[0] not in a.node_ids()
     assert ids.modified == [a.node_by_name("mm2").id]
+    assert side_by_side.view_id[b.node_by_name("b/id").id] == ids.added[0]
 
 
 @pytest.mark.parametrize("sample", ["bert_tiny_op13", "gpt2_tiny", "mobilenet_tiny"])

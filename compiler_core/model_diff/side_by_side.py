@@ -8,22 +8,32 @@ selection and the change marks then work as they do for a pass.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir import Graph
 from ..passes.diff import GraphDiff
 from .records import ModelDiff
 
 
-def b_in_a_ids(diff: ModelDiff) -> tuple[Graph, GraphDiff]:
-    """(B renumbered into A's ids, the diff in those ids)."""
+@dataclass
+class SideBySide:
+    graph: Graph               # B, its nodes numbered in A's ids
+    diff: GraphDiff            # removed: only in A; added: only in B; modified: changed pairs
+    view_id: dict[int, int]    # B's own node id -> its id in ``graph``
+
+
+def b_in_a_ids(diff: ModelDiff) -> SideBySide:
+    """B renumbered into A's ids, and the diff in those ids."""
     a, b = diff.graph_a, diff.graph_b
     if a is None or b is None:
         raise ValueError("this ModelDiff does not carry its graphs")
-    new_id = {pair.b.id: pair.a.id for pair in diff.pairs}
+    view_id = {pair.b.id: pair.a.id for pair in diff.pairs}
     fresh = max(a.next_id, max(a.node_ids(), default=-1) + 1)
     for node in diff.only_b:
-        new_id[node.id] = fresh
+        view_id[node.id] = fresh
         fresh += 1
-    renumbered = b.renumbered(new_id)
-    return renumbered, GraphDiff(removed=sorted(n.id for n in diff.only_a),
-                                 added=sorted(new_id[n.id] for n in diff.only_b),
-                                 modified=sorted(p.a.id for p in diff.changed_pairs))
+    return SideBySide(b.renumbered(view_id),
+                      GraphDiff(removed=sorted(n.id for n in diff.only_a),
+                                added=sorted(view_id[n.id] for n in diff.only_b),
+                                modified=sorted(p.a.id for p in diff.changed_pairs)),
+                      view_id)

@@ -9,13 +9,15 @@ from ..ir import Graph, load_model, to_bytes
 from ..ir.external_data import has_external_data
 from ..ir.importer import parse_model_bytes
 from ..passes import PassManager
-from ..runtime_check import LEVELS, check_level, onnxruntime_optimized
+from ..runtime_check import check_level, onnxruntime_optimized
 
 
-def after_pipeline(graph: Graph, pipeline: str, bindings: dict[str, int] | None = None,
-                   target: str | None = None) -> Graph:
+def after_pipeline(graph: Graph, pipeline: str | list[str],
+                   bindings: dict[str, int] | None = None, target: str | None = None,
+                   on_progress=None) -> Graph:
     """The graph the pipeline leaves (its last snapshot)."""
-    return PassManager(pipeline, bindings=bindings, target=target).run(graph).final
+    return PassManager(pipeline, bindings=bindings, target=target).run(
+        graph, on_progress=on_progress).final
 
 
 def onnxruntime_version(graph: Graph, level: str, original: bytes | None = None) -> Graph:
@@ -34,4 +36,5 @@ def file_bytes(path: str) -> bytes | None:
 
 
 def onnxruntime_label(level: str) -> str:
-    return f"onnxruntime {level} ({LEVELS[check_level(level)]})"
+    """'onnxruntime extended': what the model is called in a comparison."""
+    return f"onnxruntime {check_level(level)}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.printer import format_attr
 
+from .comparison import status_of
 from .node_metrics import node_metrics
 from .workbench import Workspace
 
@@ -29,7 +30,8 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
         "name": node.name,
         "id": node.id,
         "scope": node.scope,
-        "status": _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
+        "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
+        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
         "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
         "outputs": [_value_row(v, "to") for v in node.outputs],

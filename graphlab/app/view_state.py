@@ -20,6 +20,7 @@ from ..user_input import parse_bindings
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+MAX_NAME_CHARS = 200   # a model name (the workbench refuses names it does not offer)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
+    versus_after: bool = False    # compare the pipeline's outputs instead of the models
 
     @cached_property
     def bound(self) -> Bindings:
@@ -80,7 +83,8 @@ class ViewState:
 _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bindings": "bind",
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
-             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm"}
+             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "versus": "vs", "versus_after": "vsout"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -93,8 +97,11 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
+    "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
 }
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm")
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+                   "versus_after")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
