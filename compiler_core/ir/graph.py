@@ -71,6 +71,11 @@ class Graph:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def __repr__(self) -> str:
+        inputs = ", ".join(v.name for v in self._inputs if not v.is_initializer)
+        outputs = ", ".join(v.name for v in self._outputs)
+        return f"<Graph {self.name!r}: {len(self)} nodes, ({inputs}) -> ({outputs})>"
+
     @property
     def inputs(self) -> tuple[Value, ...]:
         return tuple(self._inputs)

@@ -11,7 +11,7 @@ from .builds import BuildJob, BuildStatus
 from .comparison import comparison_job
 from .config import AppConfig
 from .sessions import SessionStore
-from .view_state import ViewState
+from .view_state import ViewState, from_query
 from .workbench import Workbench, Workspace
 
 
@@ -30,7 +30,8 @@ class Services:
         model = self.config.default_model
         if self.config.extra_model_path:
             model = os.path.basename(self.config.extra_model_path)
-        return ViewState(model=model)
+        return from_query(self.config.first_view, ViewState(model=model)).with_changes(
+            model=model)
 
     def workspace(self, state: ViewState, upload: dict | str | None,
                   upload_b: dict | str | None = None) -> Workspace:
