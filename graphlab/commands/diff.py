@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from typing import TYPE_CHECKING
 
 from compiler_core.errors import GraphLabError
-from compiler_core.model_diff import ModelDiff, diff_models
-from compiler_core.model_diff.sides import (after_pipeline, file_bytes, onnxruntime_label,
-                                            onnxruntime_version)
 from compiler_core.runtime_check import LEVELS
 
 from ..samples import resolve_model
 from ..user_input import parse_bindings
 from .common import add_json_flag, load_graph, print_json
+
+if TYPE_CHECKING:
+    from compiler_core.model_diff import ModelDiff
 
 CHANGED_SHOWN = 20   # changed pairs listed without --all
 
@@ -57,6 +58,11 @@ def run(args) -> int:
 
 
 def compared(args) -> ModelDiff:
+    # imported here: the CLI's start-up does not pay for a command it may not run
+    from compiler_core.model_diff import diff_models
+    from compiler_core.model_diff.sides import (after_pipeline, file_bytes, onnxruntime_label,
+                                                onnxruntime_version)
+
     if (args.b is None) == (args.onnxruntime is None):
         raise GraphLabError("give either a second model B or --onnxruntime LEVEL",
                             hint="e.g. graphlab diff a.onnx b.onnx, or graphlab diff a.onnx "
