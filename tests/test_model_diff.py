@@ -11,7 +11,7 @@ import json
 
 import numpy as np
 import pytest
-from onnx import TensorProto, helper
+from onnx import helper
 
 from compiler_core.ir import Graph, load_model, to_bytes
 from compiler_core.model_diff import b_in_a_ids, diff_models
@@ -228,3 +228,17 @@ def test_cli_diff_against_onnxruntime_after_a_pipeline(capsys):
 def test_cli_diff_refuses_what_it_cannot_compare(capsys, argv, message):
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+def test_fused_nodes_compare_their_bodies():
+    graph = load_sample("teach_gelu")
+    fused = PassManager("O2").run(graph).final
+    assert any(n.body is not None for n in fused.nodes)
+    assert diff_models(fused, fused.copy()).identical
+    other = fused.copy()
+    node = next(n for n in other.nodes if n.body is not None)
+    node.body = node.body.copy()
+    node.body.set_node_attr(node.body.nodes[0], "test_only_attribute", 1)
+    op, changes = only_change(diff_models(fused, other))
+    assert op == node.qualified_op
+    assert [(c.kind, c.where) for c in changes] == [("attributes", "fused body")]

@@ -12,6 +12,7 @@ differs (one model was specialized); a dim shape inference made up ('unk__7') is
 from __future__ import annotations
 
 import time
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..ir.printer import format_attr
 from ..ir.shape_inference import is_unnamed_dim
 from ..patterns.schema_defaults import attribute_default
 from .align import Aligner, align, source_key
-from .fingerprints import Fingerprints, attribute_key
+from .fingerprints import Fingerprints, attribute_key, body_key
 from .records import Change, DiffNode, ModelDiff, NodePair
 
 SHOWN_VALUES = 8   # a constant this small is shown by value
@@ -64,7 +65,16 @@ def _attribute_changes(fa: Fingerprints, fb: Fingerprints, na: Node, nb: Node) -
         if isinstance(va, np.ndarray) and isinstance(vb, np.ndarray):
             text_b += _largest_difference(va, vb)
         changes.append(Change("attributes", f"attribute {name}", text_a, text_b))
+    if body_key(na) != body_key(nb):
+        changes.append(Change("attributes", "fused body", _body_text(na), _body_text(nb)))
     return changes
+
+
+def _body_text(node: Node) -> str:
+    if node.body is None:
+        return "none"
+    ops = Counter(n.qualified_op for n in node.body.nodes).most_common()
+    return f"{len(node.body)} nodes: " + ", ".join(f"{count} {op}" for op, count in ops)
 
 
 def _attribute_text(node: Node, name: str, value: Any) -> str:

@@ -77,6 +77,15 @@ def attribute_key(value: Any) -> Any:
     return _plain(value)
 
 
+def body_key(node: Node) -> tuple | None:
+    """A fused node's body by content: its ops in order, with their attributes."""
+    if node.body is None:
+        return None
+    return tuple((n.qualified_op, tuple(sorted((k, attribute_key(v))
+                                               for k, v in canonical_attrs(n).items())))
+                 for n in node.body.nodes)
+
+
 def _is_plain(value: Any) -> bool:
     """Numbers, strings and tuples of them: what a schema's default can equal."""
     if isinstance(value, tuple):
@@ -107,7 +116,8 @@ class Fingerprints:
                                                  for k, v in self.attrs[n.id].items())))
                          for n in self.nodes}
         self.label = {n.id: hash((n.domain, n.op_type, self.attr_key[n.id], len(n.outputs),
-                                  in_slot_order(n, [self._content(v) for v in n.inputs])))
+                                  in_slot_order(n, [self._content(v) for v in n.inputs]),
+                                  body_key(n)))
                       for n in self.nodes}
         self._rounds = [self.label]
 

@@ -37,7 +37,7 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
         "metrics_note": metrics_note,
-        "history": _history(ws, node),
+        "history": [] if ws.comparison else _history(ws, node),   # two models: no passes
         "body": [f"{n.op_type}  {_relative(n.name, node.scope)}" for n in node.body.nodes]
         if node.body else [],
         "fused": node.body is not None,
