@@ -2,7 +2,7 @@
 Python API for notebooks:
 
     import graphlab
-    result = graphlab.compile("bert_tiny_op13", pipeline="O2", bindings={"batch": 1, "seq": 128})
+    result = graphlab.compile("bert_tiny_op13", pipeline="O2", bindings={"seq": 512})
     result.snapshots, result.roofline, result.memory, result.show()
     graphlab.diff("bert_tiny_op13", "bert_tiny_dynamo")
 

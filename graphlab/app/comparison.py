@@ -21,6 +21,7 @@ import hashlib
 from dataclasses import dataclass
 
 from compiler_core.errors import GraphLabError
+from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.ir import Graph
 from compiler_core.model_diff import ModelDiff, b_in_a_ids, diff_models
 from compiler_core.model_diff.sides import (after_pipeline, file_bytes, onnxruntime_label,
@@ -96,12 +97,15 @@ def _build_comparison(source_a: ModelSource, level: str, source_b: ModelSource |
                       on_progress: Progress | None):
     after = f" after {pipeline}" if passes else ""
     loaded = source_a.load()
-    a = _after(loaded, passes, bindings, on_progress)
+    sizes = choose_sizes(loaded, dict(bindings), dict(source_a.size_hints))
+    a = _after(loaded, passes, sizes.bindings, on_progress)
     if level:
         original = source_a.data if source_a.data is not None else file_bytes(source_a.path)
         b, b_label = onnxruntime_version(loaded, level, original), onnxruntime_label(level)
     else:
-        b = _after(source_b.load(), passes, bindings, None)
+        b = source_b.load()
+        b_sizes = choose_sizes(b, dict(bindings), dict(source_b.size_hints))
+        b = _after(b, passes, b_sizes.bindings, None)
         b_label = source_b.label + after
     a_label = source_a.label + after
     if a_label == b_label:
@@ -115,11 +119,13 @@ def _build_comparison(source_a: ModelSource, level: str, source_b: ModelSource |
     comparison = Comparison(dataclasses.replace(diff, graph_a=None, graph_b=None),
                             side_by_side.view_id)
     return workspace_of(key, f"{source_a.label} vs {b_label}",
-                        PipelineResult(a, [snapshot], diff.seconds), group_budget, comparison)
+                        PipelineResult(a, [snapshot], diff.seconds), group_budget, sizes,
+                        comparison)
 
 
-def _after(graph: Graph, passes: tuple[str, ...], bindings, on_progress) -> Graph:
-    return after_pipeline(graph, list(passes), dict(bindings), on_progress=on_progress) \
+def _after(graph: Graph, passes: tuple[str, ...], bindings: dict[str, int],
+           on_progress) -> Graph:
+    return after_pipeline(graph, list(passes), bindings, on_progress=on_progress) \
         if passes else graph
 
 

@@ -1,7 +1,7 @@
 """GraphLab from Python and in Jupyter: compile a model, compare two, show the pass debugger.
 
     import graphlab
-    result = graphlab.compile("bert_tiny_op13", pipeline="O2", bindings={"batch": 1, "seq": 128})
+    result = graphlab.compile("bert_tiny_op13", pipeline="O2")   # representative sizes
     result.snapshots, result.roofline, result.memory, result.to_dict()
     graphlab.diff("bert_tiny_op13", "bert_tiny_dynamo")
     result.show()                      # the pass debugger inline (or the report, see `display`)

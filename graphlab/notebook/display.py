@@ -65,7 +65,7 @@ def inline_report(result, height: int = 800):
     from ..report import render, tell
 
     document = render(tell(result.result, result.model, result.pipeline,
-                           get_target(result.target), result.bindings, NOT_VERIFIED))
+                           get_target(result.target), result.sizes, NOT_VERIFIED))
     return HTML(f'<div><iframe srcdoc="{html.escape(document, quote=True)}" '
                 f'style="width: 100%; height: {int(height)}px; border: 1px solid #d9e2ec">'
                 f"</iframe></div>")

@@ -13,12 +13,14 @@ from functools import cached_property
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware import CostComparison, MemoryPlan, compare_costs, plan_memory
 from compiler_core.hardware.node_schedule import schedule_node
+from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult, Snapshot
 from compiler_core.passes.diff import GraphDiff
 from compiler_core.patterns import PatternRecord, explain
 
+from ..samples import size_hints
 from ..user_input import parse_bindings
 from .models import ModelLike, read_model
 
@@ -27,14 +29,17 @@ def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the A
             bindings: dict[str, int] | str | None = None, target: str | None = None, *,
             verify: bool = False) -> "CompileResult":
     """Run a pipeline (a preset, "p1,p2,..." or a list of pass names) on a model.
-    ``bindings``: sizes of symbolic dims ({"batch": 1} or "batch=1"); ``target``: a built-in
-    target or a target file (default asic32); ``verify``: check every pass with
-    onnxruntime against the input model, as `graphlab compile --verify` does."""
+    ``bindings``: sizes of symbolic dims ({"batch": 1} or "batch=1"); dims left out take
+    representative sizes, as in `graphlab roofline` and the app (``result.sizes`` says which
+    and why).  ``target``: a built-in target or a target file (default asic32); ``verify``:
+    check every pass with onnxruntime against the input model (`graphlab compile --verify`)."""
     read = read_model(model)
-    sizes = parse_bindings(bindings) if isinstance(bindings, str) else dict(bindings or {})
+    given = parse_bindings(bindings) if isinstance(bindings, str) else dict(bindings or {})
+    sizes = choose_sizes(read.graph, given, size_hints(read.path) if read.path else {})
     chosen = target or DEFAULT_TARGET
     get_target(chosen)   # an unknown target is refused before the pipeline runs
-    result = PassManager(pipeline, bindings=sizes, target=chosen, verify=verify).run(read.graph)
+    result = PassManager(pipeline, bindings=sizes.bindings, target=chosen,
+                         verify=verify).run(read.graph)
     return CompileResult(read.label, _pipeline_text(pipeline), sizes, chosen, result,
                          source=read)
 
@@ -42,16 +47,20 @@ def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the A
 class CompileResult:
     """One pipeline run on one model (see the module docstring)."""
 
-    def __init__(self, model: str, pipeline: str, bindings: dict[str, int], target: str,
+    def __init__(self, model: str, pipeline: str, sizes: ChosenSizes, target: str,
                  result: PipelineResult, source=None):
         self.model = model
         self.pipeline = pipeline
-        self.bindings = bindings
+        self.sizes = sizes      # every symbolic input dim's size, and where it came from
         self.target = target
         self.result = result
         self.source = source    # the model as read (for show(): its file or sample name)
 
     # -- the run -------------------------------------------------------------------------------
+    @property
+    def bindings(self) -> dict[str, int]:
+        return self.sizes.bindings
+
     @property
     def initial(self) -> Graph:
         return self.result.initial
@@ -110,11 +119,11 @@ class CompileResult:
         from ..commands.model_options import Analysed
         from ..commands.roofline import roofline_record
 
-        analysed = Analysed(self.initial, self.final, self.bindings, self.pipeline)
-        return {"model": self.model, "pipeline": self.pipeline, "bindings": self.bindings,
+        analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline, self.result)
+        return {"model": self.model, "pipeline": self.pipeline, "sizes": self.sizes.to_dict(),
                 "target": self.target, "compile": compile_report(self.result, None),
                 "roofline": roofline_record(analysed, get_target(self.target)),
-                "memory": self.memory.to_dict(),
+                "memory": {"sizes": self.sizes.to_dict(), **self.memory.to_dict()},
                 "patterns": [record.to_dict() for record in self.patterns]}
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:
@@ -127,7 +136,8 @@ class CompileResult:
         changed = [s for s in self.snapshots if s.changed]
         lines = [f"<CompileResult {self.model}, pipeline {self.pipeline}: {len(self.initial)} "
                  f"-> {len(self.final)} nodes, {len(self.snapshots)} passes ({len(changed)} "
-                 f"changed the graph) in {self.result.seconds:.2f} s"]
+                 f"changed the graph) in {self.result.seconds:.2f} s",
+                 f"  sizes: {self.sizes.describe()}"]
         lines += [f"  {s.index + 1:>3}. {s.pass_name:<28} {s.nodes_before:>5} -> "
                   f"{s.nodes_after:<5} ({s.rewrites} rewrites)" for s in changed]
         return "\n".join(lines) + ">"
