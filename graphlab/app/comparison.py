@@ -97,15 +97,16 @@ def _build_comparison(source_a: ModelSource, level: str, source_b: ModelSource |
                       on_progress: Progress | None):
     after = f" after {pipeline}" if passes else ""
     loaded = source_a.load()
+    # The pipelines run with the user's bindings only, as `graphlab diff -p` does: sizes the
+    # user did not choose would specialize one side's shapes and hide its structure.  The
+    # analyses of the two graphs (roofline, memory) take representative sizes as usual.
     sizes = choose_sizes(loaded, dict(bindings), dict(source_a.size_hints))
-    a = _after(loaded, passes, sizes.bindings, on_progress)
+    a = _after(loaded, passes, dict(bindings), on_progress)
     if level:
         original = source_a.data if source_a.data is not None else file_bytes(source_a.path)
         b, b_label = onnxruntime_version(loaded, level, original), onnxruntime_label(level)
     else:
-        b = source_b.load()
-        b_sizes = choose_sizes(b, dict(bindings), dict(source_b.size_hints))
-        b = _after(b, passes, b_sizes.bindings, None)
+        b = _after(source_b.load(), passes, dict(bindings), None)
         b_label = source_b.label + after
     a_label = source_a.label + after
     if a_label == b_label:
