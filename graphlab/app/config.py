@@ -22,3 +22,4 @@ class AppConfig:
     # The view a page opens on when its URL names none, written as the URL writes it
     # ("?pipeline=O1&bind=batch%3D1"); its model is the one above.
     first_view: str = ""
+    allow_code: bool = False  # `serve --allow-code`: a browser may name Python modules to load
