@@ -8,7 +8,8 @@ from onnx import helper
 
 from compiler_core.ir import FUSED_DOMAIN
 from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
-from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
+from llm_graphs import F16, gathered_cos_sin, positions_cos_sin, rotary_nodes
+from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 RECOGNIZE = "O1,recognize_layernorm,recognize_gelu,dce"
 
@@ -169,3 +170,80 @@ def test_rmsnorm_lowers_to_onnxruntime_simplified_layernorm():
 def test_the_core_of_a_layernorm_stays_a_layernorm_in_o2():
     final = run_checked(load_sample("teach_layernorm"), "O2").final
     assert "SimplifiedLayerNormalization" not in ops(final)
+
+
+# ----------------------------------------------------------------------------- rotary
+ROTARY = "O1,recognize_rotary,dce"
+HEADS_FIRST_X = ["batch", 4, "seq", 16]
+
+
+def _rotary_graph(x_shape, cos_sin, rotary, *, float16=False, opset=18, ids=False):
+    """A rotary embedding of x (cos/sin from ``cos_sin``) as a tiny model."""
+    elem = F16 if float16 else F
+    table_nodes, table_inits = cos_sin
+    nodes, inits = rotary
+    inputs = [tensor("x", elem, x_shape)]
+    if ids:
+        inputs.append(tensor("position_ids", I64, ["batch", "seq"]))
+    return build(table_nodes + nodes, inputs, [tensor("y", elem, None)],
+                 {**table_inits, **inits}, opset=opset)
+
+
+ROTARY_FORMS = {
+    # HF Llama: rotate_half, cos/sin computed from positions
+    "half": (HEADS_FIRST_X, lambda f16: positions_cos_sin("x", 16, float16=f16),
+             dict(), dict(interleaved=0, rotary_dim=16, num_heads=4)),
+    # Phi / GPT-NeoX: partial rotate_half, negation as Mul by -1, tables gathered by ids
+    "half_partial_tables": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 8, interleaved=False,
+                                                    heads_axis=1, float16=f16),
+        dict(rotary_dim=8, negate="mul"), dict(interleaved=0, rotary_dim=8, num_heads=4)),
+    # GPT-J: interleaved by slices with steps, partial, sequence-first layout
+    "interleaved_slices": (
+        ["batch", "seq", 4, 16], lambda f16: gathered_cos_sin(
+            "position_ids", 8, interleaved=True, heads_axis=2, float16=f16),
+        dict(interleaved=True, rotary_dim=8), dict(interleaved=1, rotary_dim=8, num_heads=4)),
+    # the even/odd features from x reshaped to pairs: Gather, or Split + Squeeze
+    "interleaved_gather": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                    heads_axis=1, float16=f16),
+        dict(interleaved=True, lanes="gather"), dict(interleaved=1, rotary_dim=16)),
+    "interleaved_split": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                    heads_axis=1, float16=f16),
+        dict(interleaved=True, lanes="split"), dict(interleaved=1, rotary_dim=16)),
+}
+
+
+def rotary_form_graph(form: str, float16: bool = False):
+    x_shape, cos_sin, options, _ = ROTARY_FORMS[form]
+    return _rotary_graph(x_shape, cos_sin(float16), rotary_nodes("x", "y", x_shape[-1],
+                                                                 float16=float16, **options),
+                         float16=float16, ids="tables" in form or "interleaved" in form)
+
+
+@pytest.mark.parametrize("float16", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("form", sorted(ROTARY_FORMS))
+def test_rotary_forms_become_one_node(form, float16):
+    result = run_checked(rotary_form_graph(form, float16), ROTARY,
+                         bindings={"batch": 2, "seq": 5})
+    final = result.final
+    (rotary,) = [n for n in final.nodes if n.op_type == "RotaryEmbedding"]
+    assert rotary.domain == FUSED_DOMAIN and rotary.provenance.rule == "rotary_embedding"
+    expected = ROTARY_FORMS[form][3]
+    assert {k: rotary.attrs.get(k) for k in expected} == expected
+    assert [v.name for v in rotary.inputs[:3]] == ["x", "cos", "sin"]
+    assert rotary.outputs[0].name == "y" and len(rotary.outputs) == 1
+    assert not {"Neg", "Slice", "Add"} & set(ops(final))  # the rotation is all inside
+    assert snapshot(result, "recognize_rotary").rewrites == 1
+
+
+def test_rotary_cut_off_centre_is_a_near_miss_that_says_where():
+    graph = _rotary_graph(HEADS_FIRST_X, positions_cos_sin("x", 16),
+                          rotary_nodes("x", "y", 16, half_at=6))
+    shot = snapshot(run_checked(graph, ROTARY, bindings={"batch": 1, "seq": 3}),
+                    "recognize_rotary")
+    assert shot.rewrites == 0
+    (declined,) = shot.declined
+    assert "expected −x[..., h:] then x[..., :h]" in declined.reason
+    assert "found −x[..., 6:16] then x[..., 0:6] (width 16)" in declined.reason

@@ -25,7 +25,7 @@ O1 = CLEAN + ["specialize_dims", "fold_constants", "fold_pad", "eliminate_noop",
               "cancel_transposes", "merge_reshapes", "cse", "dce"]
 FUSIONS = [  # fusion passes, in the order they should run
     "fold_batchnorm", "fold_norm_affine", "recognize_layernorm", "recognize_rmsnorm",
-    "recognize_gelu",
+    "recognize_gelu", "recognize_rotary",
     "fuse_attention", "fuse_skip_layernorm", "fuse_linear_bias_act", "dce"]
 # Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).

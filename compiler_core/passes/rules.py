@@ -25,7 +25,7 @@ from ..patterns import (Failure, Match, NearMiss, Pattern, PatternReport, get_pa
                         match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report
-from .rewrite import fuse_nodes, replace_by_op
+from .rewrite import fuse_nodes, outside_reader, replace_by_op
 
 CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
 DECLINE_SCORE = 0.5  # share of the pattern a near miss matched to count as a declined rewrite
@@ -78,6 +78,24 @@ class Rule(ABC):
         """``nodes`` replaced by one standard ``op_type`` node made by this rule."""
         return replace_by_op(graph, ctx, nodes, op_type, self.name, inputs, attrs, name,
                              self.source())
+
+    def outside_reader_failure(self, match: Match, nodes: Sequence[Node],
+                               results: Sequence[Value]) -> Failure | None:
+        """A near miss, in the matcher's words, when a member of ``nodes`` other than the
+        producers of ``results`` is read outside the set (fusing it would change what the
+        reader sees); None when nothing blocks.  For patterns that let intermediates be read
+        outside (run-time shape arithmetic reads them) and absorb those readers first."""
+        blocked = outside_reader(nodes, results)
+        if blocked is None:
+            return None
+        node, reader, who = blocked
+        size = len(match.nodes)  # the whole structure matched
+        return Failure((), node.op_type, node.op_type, "output used only inside the match",
+                       f"also used by {who}", failed_node=node, blocking_node=reader,
+                       matched_nodes=tuple(match.nodes), matched=size,
+                       custom_reason=f"{node.op_type} output "
+                       + (f"has another consumer ({who})" if reader else "is a graph output")
+                       ).with_score(size)
 
     @classmethod
     def source(cls) -> str:
