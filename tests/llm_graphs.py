@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
+from passes_helpers import F, I64, build, tensor
+
 F16 = TensorProto.FLOAT16
 RNG = np.random.default_rng(14)
 
@@ -72,11 +74,13 @@ def gathered_cos_sin(ids: str, width: int, *, interleaved: bool, heads_axis: int
 
 def rotary_nodes(x: str, y: str, width: int, *, interleaved: bool = False,
                  lanes: str = "slice", rotary_dim: int | None = None, negate: str = "neg",
-                 half_at: int | None = None, float16: bool = False) -> tuple[list, dict]:
+                 half_at: int | None = None, float16: bool = False,
+                 prefix: str = "") -> tuple[list, dict]:
     """x·cos + rotate(x)·sin on the last axis of ``x`` (width ``width``), reading "cos" and
     "sin"; ``rotary_dim`` rotates only the first features and Concat's the rest;
     ``lanes`` picks the interleaved features by "slice" (step 2), "gather" or "split" of x
-    reshaped to pairs; ``half_at`` cuts rotate_half elsewhere than the middle (a near miss)."""
+    reshaped to pairs; ``half_at`` cuts rotate_half elsewhere than the middle (a near miss).
+    Intermediates are named with ``prefix``."""
     rotated = rotary_dim or width
     inits = {"axis": ints(-1), "begin": ints(0), "end": ints(np.iinfo(np.int64).max),
              "cut": ints(rotated),
@@ -126,4 +130,169 @@ def rotary_nodes(x: str, y: str, width: int, *, interleaved: bool = False,
               node("Add", ["x_cos", "turned_sin"], done)]
     if rotary_dim:
         nodes.append(node("Concat", ["rotated", "x_pass"], y, axis=-1))
+    return _prefixed(nodes, prefix, keep={y}), inits
+
+
+def _prefixed(nodes: list, prefix: str, keep: set[str]) -> list:
+    """``nodes`` with every value they make (but those in ``keep``) and their names prefixed."""
+    made = {out for n in nodes for out in n.output} - keep
+    for n in nodes:
+        n.name = prefix + n.name
+        n.input[:] = [prefix + name if name in made else name for name in n.input]
+        n.output[:] = [prefix + name if name in made else name for name in n.output]
+    return nodes
+
+
+# ----------------------------------------------------------------------------- RMSNorm
+def rmsnorm_nodes(x: str, y: str, width: int, *, square: str = "pow", divide: str = "div",
+                  cast: str | None = None, weighted: bool = True, weight_first: bool = False,
+                  float16: bool = False, axes_input: bool = True,
+                  prefix: str = "") -> tuple[list, dict]:
+    """x / sqrt(mean(x²) + ε) (· w) over the last axis, as exporters spell it: the square as
+    "pow" or "mul"; the division as "div", "reciprocal", "div_of_one" (TorchScript's rsqrt) or
+    "pow_half" (x · (…)^−0.5); ``cast`` "after" (HF: float16 x cast to float32, normalized,
+    cast back, then weighted) or "before" (weighted in float32, then cast back), or None
+    (computed in x's type: float16 with ``float16``).  Intermediates and the weight are named
+    with ``prefix``; the constants are shared."""
+    p = prefix
+    compute = np.float32 if cast or not float16 else np.float16
+    weight_type = np.float32 if cast == "before" else (np.float16 if float16 or cast else
+                                                       np.float32)
+    src = x
+    nodes = []
+    if cast:
+        nodes.append(node("Cast", [x], f"{p}x_up", to=TensorProto.FLOAT))
+        src = f"{p}x_up"
+    nodes += [node("Pow", [src, "two"], f"{p}sq") if square == "pow"
+              else node("Mul", [src, src], f"{p}sq"),
+              node("ReduceMean", [f"{p}sq", "axes"] if axes_input else [f"{p}sq"], f"{p}ms",
+                   **({} if axes_input else {"axes": [-1]})),
+              node("Add", [f"{p}ms", "eps"], f"{p}mse")]
+    if divide == "pow_half":
+        nodes += [node("Pow", [f"{p}mse", "minus_half"], f"{p}inv"),
+                  node("Mul", [src, f"{p}inv"], f"{p}n")]
+    else:
+        nodes.append(node("Sqrt", [f"{p}mse"], f"{p}rms"))
+        if divide == "div":
+            nodes.append(node("Div", [src, f"{p}rms"], f"{p}n"))
+        elif divide == "reciprocal":
+            nodes += [node("Reciprocal", [f"{p}rms"], f"{p}inv"),
+                      node("Mul", [src, f"{p}inv"], f"{p}n")]
+        else:  # Div of one, as TorchScript writes torch.rsqrt
+            nodes += [node("Div", ["one", f"{p}rms"], f"{p}inv"),
+                      node("Mul", [f"{p}inv", src], f"{p}n")]
+    normed = f"{p}n"
+    if cast == "after":
+        nodes.append(node("Cast", [normed], f"{p}n_down", to=F16))
+        normed = f"{p}n_down"
+    scaled = y if cast != "before" else f"{p}scaled"
+    if weighted:
+        operands = [f"{p}w", normed] if weight_first else [normed, f"{p}w"]
+        nodes.append(node("Mul", operands, scaled))
+    else:
+        nodes.append(node("Identity", [normed], scaled))
+    if cast == "before":
+        nodes.append(node("Cast", [scaled], y, to=F16))
+    inits = {"two": np.array(2, compute), "eps": np.array(1e-6, compute),
+             "one": np.array(1, compute), "minus_half": np.array(-0.5, compute),
+             f"{p}w": (RNG.random(width) + 0.5).astype(weight_type), "axes": ints(-1)}
+    used = {name for n in nodes for name in n.input}
+    return nodes, {k: v for k, v in inits.items() if k in used}
+
+
+def decoder_norms_nodes(x: str, y: str, width: int, **form) -> tuple[list, dict]:
+    """The residual stream of a two-sub-layer decoder: norm → MatMul → residual Add, twice,
+    then the final norm.  Each sum is read by the next norm and by the next Add, as in Llama;
+    the last one only by the final norm."""
+    nodes, inits = [], {}
+    stream = x
+    for k in range(2):
+        norm, norm_inits = rmsnorm_nodes(stream, f"h{k}", width, prefix=f"n{k}_", **form)
+        nodes += norm + [node("MatMul", [f"h{k}", f"proj{k}"], f"out{k}"),
+                         node("Add", [stream, f"out{k}"], f"sum{k}")]
+        weight_type = np.float16 if form.get("float16") or form.get("cast") else np.float32
+        inits.update(norm_inits, **{f"proj{k}": (RNG.standard_normal((width, width)) / 4)
+                                    .astype(weight_type)})
+        stream = f"sum{k}"
+    norm, norm_inits = rmsnorm_nodes(stream, y, width, prefix="final_", **form)
+    return nodes + norm, {**inits, **norm_inits}
+
+
+# ------------------------------------------------------------------------ SiLU, SwiGLU
+def silu_nodes(x: str, y: str, *, alpha: float | None = None, sigmoid_first: bool = False,
+               float16: bool = False) -> tuple[list, dict]:
+    """x·Sigmoid(x) (Swish x·Sigmoid(α·x) with ``alpha``), operands in either order."""
+    nodes, inits, source = [], {}, x
+    if alpha is not None:
+        nodes.append(node("Mul", [x, f"{y}_alpha"], f"{y}_scaled"))
+        inits[f"{y}_alpha"] = np.array(alpha, np.float16 if float16 else np.float32)
+        source = f"{y}_scaled"
+    nodes.append(node("Sigmoid", [source], f"{y}_sigmoid"))
+    operands = [f"{y}_sigmoid", x] if sigmoid_first else [x, f"{y}_sigmoid"]
+    nodes.append(node("Mul", operands, y))
     return nodes, inits
+
+
+def swiglu_mlp_nodes(x: str, y: str, width: int, hidden: int, *,
+                     float16: bool = False) -> tuple[list, dict]:
+    """Llama's MLP: down(silu(gate(x)) · up(x)), projections as MatMuls."""
+    dtype = np.float16 if float16 else np.float32
+    nodes = [node("MatMul", [x, "w_gate"], "gate"), node("MatMul", [x, "w_up"], "up")]
+    silu, _ = silu_nodes("gate", "gate_silu", sigmoid_first=True)
+    nodes += silu + [node("Mul", ["gate_silu", "up"], "gated"),
+                     node("MatMul", ["gated", "w_down"], y)]
+    inits = {name: (RNG.standard_normal(shape) / np.sqrt(shape[0])).astype(dtype)
+             for name, shape in (("w_gate", (width, hidden)), ("w_up", (width, hidden)),
+                                 ("w_down", (hidden, width)))}
+    return nodes, inits
+
+
+# ----------------------------------------------------------------------- rotary models
+HEADS_FIRST_X = ["batch", 4, "seq", 16]
+
+
+def rotary_graph(x_shape, cos_sin, rotary, *, float16=False, opset=18, ids=False):
+    """A rotary embedding of x (cos/sin from ``cos_sin``) as a tiny model."""
+    elem = F16 if float16 else F
+    table_nodes, table_inits = cos_sin
+    nodes, inits = rotary
+    inputs = [tensor("x", elem, x_shape)]
+    if ids:
+        inputs.append(tensor("position_ids", I64, ["batch", "seq"]))
+    return build(table_nodes + nodes, inputs, [tensor("y", elem, None)],
+                 {**table_inits, **inits}, opset=opset)
+
+
+ROTARY_FORMS = {
+    # HF Llama: rotate_half, cos/sin computed from positions
+    "half": (HEADS_FIRST_X, lambda f16: positions_cos_sin("x", 16, float16=f16),
+             dict(), dict(interleaved=0, rotary_dim=16, num_heads=4)),
+    # Phi / GPT-NeoX: partial rotate_half, negation as Mul by -1, tables gathered by ids
+    "half_partial_tables": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 8, interleaved=False,
+                                                    heads_axis=1, float16=f16),
+        dict(rotary_dim=8, negate="mul"), dict(interleaved=0, rotary_dim=8, num_heads=4)),
+    # GPT-J: interleaved by slices with steps, partial, sequence-first layout
+    "interleaved_slices": (
+        ["batch", "seq", 4, 16], lambda f16: gathered_cos_sin(
+            "position_ids", 8, interleaved=True, heads_axis=2, float16=f16),
+        dict(interleaved=True, rotary_dim=8), dict(interleaved=1, rotary_dim=8, num_heads=4)),
+    # the even/odd features from x reshaped to pairs: Gather, or Split + Squeeze
+    "interleaved_gather": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                    heads_axis=1, float16=f16),
+        dict(interleaved=True, lanes="gather"), dict(interleaved=1, rotary_dim=16)),
+    "interleaved_split": (
+        HEADS_FIRST_X, lambda f16: gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                    heads_axis=1, float16=f16),
+        dict(interleaved=True, lanes="split"), dict(interleaved=1, rotary_dim=16)),
+}
+
+
+def rotary_form_graph(form: str, float16: bool = False):
+    x_shape, cos_sin, options, _ = ROTARY_FORMS[form]
+    return rotary_graph(x_shape, cos_sin(float16), rotary_nodes("x", "y", x_shape[-1],
+                                                                 float16=float16, **options),
+                         float16=float16, ids="tables" in form or "interleaved" in form)
+
+

@@ -188,7 +188,7 @@ def outside_reader(nodes: Sequence[Node], results: Sequence[Value],
 
 def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str, rule: str,
                attrs: dict | None = None, operands: Sequence[Value | None] | None = None,
-               source: str = "") -> Node | None:
+               source: str = "", results: Sequence[Value] | None = None) -> Node | None:
     """Replace ``nodes`` by one fused node whose body is their subgraph.
 
     The fused node reads the set's external inputs (weights included) and produces the values
@@ -196,20 +196,27 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     With ``operands`` the fused node reads exactly those, in that order (the signature of the
     op it stands for, e.g. LayerNormalization's X, Scale, B; trailing Nones are dropped), and
     the other constants the set reads (epsilon, 0.5, Clip bounds) move into the body.
-    Returns None when the set cannot be fused (fusing it would create a cycle).  ``source``
-    is where the rule is written (kept in the provenance).
+    With ``results`` the fused node's outputs come in that order (the op's signature: a skip
+    normalization's result, then the sum it also returns); they must be exactly the values
+    read outside.  Returns None when the set cannot be fused (fusing it would create a
+    cycle).  ``source`` is where the rule is written (kept in the provenance).
     """
     members = in_execution_order(graph, nodes)
     with ctx.working_on(members[-1]):
-        return _fuse(graph, ctx, members, op_type, rule, attrs, operands, source)
+        return _fuse(graph, ctx, members, op_type, rule, attrs, operands, source, results)
 
 
 def _fuse(graph: Graph, ctx: PassContext, members: list[Node], op_type: str, rule: str,
           attrs: dict | None, operands: Sequence[Value | None] | None,
-          source: str) -> Node | None:
+          source: str, results: Sequence[Value] | None) -> Node | None:
     if creates_cycle(graph, members):
         return None
     inputs, outputs = boundary(members)
+    if results is not None:
+        if {v.name for v in results} != {v.name for v in outputs}:
+            raise ValueError(f"the fused node would return {[v.name for v in results]} but "
+                             f"{[v.name for v in outputs]} are read outside")
+        outputs = list(results)
     constants: list[Value] = []
     if operands is not None:
         inputs, constants = _split_operands(inputs, operands)

@@ -65,11 +65,11 @@ class Rule(ABC):
         """Rewrite one match in place."""
 
     def fuse(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,
-             attrs: dict | None = None,
-             operands: Sequence[Value | None] | None = None) -> Node | str:
+             attrs: dict | None = None, operands: Sequence[Value | None] | None = None,
+             results: Sequence[Value] | None = None) -> Node | str:
         """``nodes`` as one fused node made by this rule, or why not (a cycle)."""
         fused = fuse_nodes(graph, ctx, nodes, op_type, self.name, attrs, operands,
-                           self.source())
+                           self.source(), results)
         return CYCLE if fused is None else fused
 
     def replace(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,

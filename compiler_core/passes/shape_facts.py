@@ -141,3 +141,62 @@ def shape_tensor_dims(value: Value | None, depth: int = _SHAPE_TENSOR_DEPTH) -> 
 _SCALAR_ARITHMETIC = {"Add": lambda a, b: a + b, "Sub": lambda a, b: a - b,
                       "Mul": lambda a, b: a * b,
                       "Div": lambda a, b: a // b if b and a % b == 0 else None}
+
+
+def known_dim(value: Value | None, axis: int, depth: int = _SHAPE_TENSOR_DEPTH) -> int | None:
+    """Dim ``axis`` of ``value`` when it is a number that shape inference left unknown but the
+    producers show: a Transpose moves it, a Slice on another axis keeps it, a Reshape's
+    run-time target names it (or its -1 is what the input's dims leave once the dims both
+    sides name alike cancel out).  TorchScript exports compute the head split's target at
+    run time, so the number of heads is found this way."""
+    if value is None or value.rank is None or not -value.rank <= axis < value.rank:
+        return None
+    axis %= value.rank
+    dim = value.shape[axis]
+    if isinstance(dim, int) or depth <= 0:
+        return dim if isinstance(dim, int) else None
+    node = value.producer
+    if node is None or node.domain:
+        return None
+    source = node.inputs[0] if node.inputs else None
+    if node.op_type == "Transpose" and node.attrs.get("perm") is not None:
+        return known_dim(source, node.attrs["perm"][axis], depth - 1)
+    if node.op_type == "Slice":
+        axes = constant_ints(node.input(3)) if node.input(3) is not None else None
+        if axes is not None and source is not None and all(
+                a % source.rank != axis for a in axes):
+            return known_dim(source, axis, depth - 1)
+        return None
+    if node.op_type == "Reshape":
+        return _reshaped_dim(node, axis, depth)
+    return None
+
+
+def _reshaped_dim(node: Node, axis: int, depth: int) -> int | None:
+    target = shape_tensor_dims(node.input(1))
+    source = node.inputs[0]
+    if target is None or len(target) != node.outputs[0].rank or source.shape is None:
+        return None
+    if not node.attrs.get("allowzero", 0):
+        target = tuple(source.shape[i] if d == 0 and i < len(source.shape) else d
+                       for i, d in enumerate(target))
+    wanted = target[axis]
+    if isinstance(wanted, int) and wanted > 0:
+        return wanted
+    if wanted != -1:
+        return None
+    remaining = list(source.shape)
+    product = 1
+    for i, d in enumerate(target):
+        if i == axis:
+            continue
+        if isinstance(d, str) and d in remaining:
+            remaining.remove(d)  # the same named dim on both sides cancels out
+        elif isinstance(d, int) and d > 0:
+            product *= d
+        else:
+            return None
+    if not all(isinstance(d, int) for d in remaining):
+        return None
+    total = int(np.prod(remaining, dtype=np.int64))
+    return total // product if product and total % product == 0 else None

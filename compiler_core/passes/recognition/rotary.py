@@ -23,7 +23,7 @@ from ..constants import constant_ints, ints_input_or_attr
 from ..registry import register
 from ..rewrite import boundary, with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
-from ..shape_facts import shape_tensor_dims
+from ..shape_facts import known_dim, shape_tensor_dims
 
 FUSED_OP = "RotaryEmbedding"  # the lowering and the attention pattern import this spelling
 HEADS_FIRST, SEQUENCE_FIRST = "heads_first", "sequence_first"  # [B, N, S, H] / [B, S, N, H]
@@ -283,8 +283,7 @@ def rotary_layout(x: Value, cos: Value) -> tuple[str | None, int | None]:
     table = (1,) * (4 - len(cos.shape)) + tuple(cos.shape)
     for layout, heads in ((HEADS_FIRST, 1), (SEQUENCE_FIRST, 2)):
         if table[heads] == 1:
-            count = x.shape[heads]
-            return layout, count if isinstance(count, int) else None
+            return layout, known_dim(x, heads)
     return None, None
 
 
