@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from onnx import helper
 
-from compiler_core.ir import FUSED_DOMAIN
+from compiler_core.ir import FUSED_DOMAIN, to_bytes
+from compiler_core.patterns import explain, list_patterns
+from graphlab.cli import main
 from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
 from llm_graphs import (F16, HEADS_FIRST_X, ROTARY_FORMS, decoder_norms_nodes, positions_cos_sin,
                         rmsnorm_nodes, rotary_form_graph, rotary_graph, rotary_nodes, silu_nodes,
@@ -288,3 +292,61 @@ def test_residual_add_and_rmsnorm_become_one_node_returning_the_sum(form):
     assert [v.name for v in last.outputs] == ["y"]
     assert [v.name for v in read_on.inputs] == ["x", "out0", "n1_w"]
     assert "1 also returning the sum" in snapshot(result, "fuse_skip_rmsnorm").notes[0]
+
+
+def test_skip_rmsnorm_also_fuses_a_norm_still_written_out():
+    """Without recognize_rmsnorm first (a custom pipeline), the Add and the whole written-out
+    norm become the one node; graphlab explain shows the pattern on the exported model."""
+    final = run_checked(decoder_graph(divide="div_of_one"), "O1,fuse_skip_rmsnorm,dce",
+                        bindings={"batch": 2}).final
+    skips = [n for n in final.nodes if n.op_type == "SkipSimplifiedLayerNormalization"]
+    assert len(skips) == 2 and "Sqrt" in ops(skips[0].body)
+    assert ops(final)["Sqrt"] == 1  # the first norm reads no Add
+
+
+# ------------------------------------------------------------ near misses in graphlab explain
+def _near_miss_models():
+    """Per new library pattern, a model that almost has it, and the reason explain gives."""
+    wrong_axis_nodes, wrong_axis_inits = rmsnorm_nodes("x", "y", 16)
+    wrong_axis = build(wrong_axis_nodes, [tensor("x", F, [2, 5, 16])], [tensor("y", F, None)],
+                       {**wrong_axis_inits, "axes": np.array([1], np.int64)}, opset=18)
+    skip_nodes, skip_inits = rmsnorm_nodes("sum", "y", 16)
+    skip = build([helper.make_node("Add", ["x", "r"], ["sum"])] + skip_nodes,
+                 [tensor("x", F, [2, 5, 16]), tensor("r", F, [2, 5, 16])],
+                 [tensor("y", F, None)], {**skip_inits, "axes": np.array([1], np.int64)},
+                 opset=18)
+    other_sigmoid = build([helper.make_node("Sigmoid", ["z"], ["s"]),
+                           helper.make_node("Mul", ["x", "s"], ["y"])],
+                          [tensor("x", F, [2, 8]), tensor("z", F, [2, 8])],
+                          [tensor("y", F, None)], opset=18)
+    silu, silu_inits = silu_nodes("x", "act")
+    scaled = build(silu + [helper.make_node("Mul", ["act", "half"], ["y"])],
+                   [tensor("x", F, [2, 8])], [tensor("y", F, None)],
+                   {**silu_inits, "half": np.array(0.5, np.float32)}, opset=18)
+    off_centre = rotary_graph(HEADS_FIRST_X, positions_cos_sin("x", 16),
+                              rotary_nodes("x", "y", 16, half_at=6))
+    return [("rmsnorm", wrong_axis, "expected mean over the last axis"),
+            ("skip_rmsnorm", skip, "expected mean over the last axis"),
+            ("silu", other_sigmoid, "expected the same value as the other use of input ('z')"),
+            ("swiglu", scaled, "expected a tensor computed at run time"),
+            ("rotary_embedding", off_centre, "found −x[..., 6:16] then x[..., 0:6]")]
+
+
+NEAR_MISSES = _near_miss_models()
+
+
+@pytest.mark.parametrize("name, graph, reason", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
+def test_new_patterns_explain_their_near_misses(name, graph, reason):
+    (report,) = explain(graph, [name])
+    assert not report.matches and report.near_misses
+    assert reason in report.near_misses[0].reason
+    assert name in list_patterns() and report.description
+
+
+def test_graphlab_explain_lists_the_llm_patterns(tmp_path, capsys):
+    path = tmp_path / "rotary.onnx"
+    path.write_bytes(to_bytes(rotary_form_graph("half")))
+    assert main(["explain", str(path), "--json"]) == 0
+    reports = {r["name"]: r for r in json.loads(capsys.readouterr().out)["patterns"]}
+    assert {"rmsnorm", "skip_rmsnorm", "silu", "swiglu", "rotary_embedding"} <= set(reports)
+    assert len(reports["rotary_embedding"]["matches"]) == 1

@@ -217,8 +217,8 @@ def _positions_and_caches(graph: Graph, node: Node, layout: _Layout,
                                                    _scalar(graph, node, "first", 0)], {"axis": 0})
         indices = add_before(graph, node, "Range", [_scalar(graph, node, "zero", 0), count,
                                                     _scalar(graph, node, "one", 1)])
-        batch = add_before(graph, node, "Shape", [x], {"start": 0, "end": 1})
-        target = add_before(graph, node, "Concat", [batch, _constant(graph, node, "rest", (-1,))],
+        target = add_before(graph, node, "Concat", [_dims(graph, node, (0,)),
+                                                    _constant(graph, node, "rest", (-1,))],
                             {"axis": 0})
         return _add(graph, node, "Reshape", [indices, target], name=name)
     return _shared(graph, node, f"rotary_position_ids{sizes}", positions), caches
@@ -260,10 +260,7 @@ def _one_row_per_position(x: Value, table: Value, layout: _Layout) -> bool:
 def _rows_shape(graph: Graph, node: Node, layout: _Layout, name: str) -> Value:
     """x's batch and sequence sizes, as the target a table is broadcast to: [B, 1, S, 1] or
     [B, S, 1, 1]."""
-    x = node.inputs[0]
-    batch = add_before(graph, node, "Shape", [x], {"start": 0, "end": 1})
-    seq = add_before(graph, node, "Shape", [x], {"start": layout.seq_axis,
-                                                 "end": layout.seq_axis + 1})
+    batch, seq = _dims(graph, node, (0,)), _dims(graph, node, (layout.seq_axis,))
     one = _constant(graph, node, "unit", (1,))
     parts = [batch, one, seq, one] if layout.heads_first else [batch, seq, one, one]
     return _add(graph, node, "Concat", parts, {"axis": 0}, name)
@@ -299,6 +296,14 @@ def _shared_constant(graph: Graph, name: str, values: tuple[int, ...]) -> Value:
     if known is not None and known.is_initializer:
         return known
     return graph.add_initializer(name, np.array(values, dtype=np.int64))
+
+
+def _dims(graph: Graph, node: Node, axes: tuple[int, ...]) -> Value:
+    """x's sizes along ``axes`` at run time, as a 1-D tensor (Shape's start/end attributes
+    need opset 15; a Gather of the whole shape works in every opset)."""
+    shape = add_before(graph, node, "Shape", [node.inputs[0]])
+    return add_before(graph, node, "Gather", [shape, _constant(graph, node, "axes", axes)],
+                      {"axis": 0})
 
 
 def _constant(graph: Graph, node: Node, hint: str, values: tuple[int, ...]) -> Value:

@@ -8,7 +8,8 @@ from ...patterns import Match, Pattern, any_value, op
 from ...patterns.library.common import attr_or_default
 from ...patterns.library.registry import register as register_pattern
 from ..base import PassContext
-from ..recognition.rmsnorm import FUSED_OP as RMSNORM
+from ..recognition.normalization_gelu import unit_scale
+from ..recognition.rmsnorm import FUSED_OP as RMSNORM, written_out_rmsnorm
 from ..registry import register
 from ..rules import RewritePass, Rule
 
@@ -29,51 +30,60 @@ def _axis_found(value: Value, _: dict) -> str:
 @register_pattern("skip_rmsnorm")
 def skip_rmsnorm() -> Pattern:
     """A residual Add feeding an RMS normalization over the last axis: the fused
-    SimplifiedLayerNormalization that RMSNorm recognition makes, or the standard
-    RMSNormalization op (opset 23).  The sum may also be read elsewhere — in a decoder the
-    residual stream always flows on to the next block — and then is a second result.
+    SimplifiedLayerNormalization that RMSNorm recognition makes, the standard
+    RMSNormalization op (opset 23), or still written out (as ``rmsnorm`` describes).  The sum
+    may also be read elsewhere — in a decoder the residual stream always flows on to the next
+    block — and then is a second result.
 
     Why: onnxruntime's SkipSimplifiedLayerNormalization adds and normalizes in one pass and
     writes the sum once; unfused, the sum is written, then read back to be normalized.
 
-    Bindings: ``skip_add`` and ``norm`` (nodes), ``input``, ``skip`` (the Add's operands),
-    ``scale``, ``epsilon`` (float).
+    Bindings: ``skip_add`` (node), ``input``, ``skip`` (the Add's operands), ``scale`` (None
+    when a written-out norm has no weight), ``epsilon`` (float), ``form`` ("op" or
+    "written_out"); the root's output is the normalized sum.
     """
     skip_add = op("Add", any_value().bind("input"), any_value().bind("skip")).bind(
         "skip_add").allow_external_uses()
     norms = [op(RMSNORM, skip_add, any_value().bind("scale"), domain=FUSED_DOMAIN),
              op("RMSNormalization", skip_add, any_value().bind("scale"))]
-    recognized, standard = (norm.bind("norm").bind(
-        "epsilon", attr_or_default("epsilon", 1e-5)).where(
-        _normalizes_last_axis, "normalization over the last axis", _axis_found) for norm in norms)
-    return (recognized | standard).described_as(
-        "A residual Add feeding an RMS normalization over the last axis (recognized, or the "
-        "RMSNormalization op); the sum may also be read on.")
+    recognized, standard = (norm.bind("epsilon", attr_or_default("epsilon", 1e-5)).where(
+        _normalizes_last_axis, "normalization over the last axis", _axis_found).tag(
+        "form", "op") for norm in norms)
+    written_out = written_out_rmsnorm(skip_add).tag("form", "written_out")
+    return (recognized | standard | written_out).described_as(
+        "A residual Add feeding an RMS normalization over the last axis (recognized, the "
+        "RMSNormalization op, or written out); the sum may also be read on.")
 
 
 class SkipRmsNormRule(Rule):
     """Library pattern ``skip_rmsnorm`` -> SkipSimplifiedLayerNormalization(input, skip, scale),
     whose body is the Add and the normalization; its results are the normalized sum and, when
-    read elsewhere, the sum itself.  It needs three distinct inputs."""
+    read elsewhere, the sum itself.  It needs three distinct inputs; a written-out norm
+    without a weight gets a unit scale."""
 
     name = "skip_rmsnorm"
 
     def check(self, match: Match) -> str | None:
-        operands = [match["input"], match["skip"], match["scale"]]
+        operands = [v for v in (match["input"], match["skip"], match["scale"]) if v is not None]
         if len({v.name for v in operands}) < len(operands):
             return ("one value is read twice (as the residual and the normalized input, or "
                     "as the scale); the fused op needs distinct inputs")
         return None
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
-        add, norm = match["skip_add"], match["norm"]
-        total = add.outputs[0]
-        results = [norm.outputs[0]]
-        if total.is_graph_output or any(user is not norm for user in total.users()):
+        total, result = match["skip_add"].outputs[0], match.root.outputs[0]
+        scale = match["scale"]
+        if scale is None:
+            scale = unit_scale(graph, total, total.shape[-1] if total.shape else None,
+                               result.elem_type)
+            if isinstance(scale, str):
+                return scale
+        inside = {node.id for node in match.nodes}
+        results = [result]
+        if total.is_graph_output or any(user.id not in inside for user in total.users()):
             results.append(total)
-        return self.fuse(graph, ctx, [add, norm], FUSED_OP, {"epsilon": float(match["epsilon"])},
-                         operands=[match["input"], match["skip"], match["scale"]],
-                         results=results)
+        return self.fuse(graph, ctx, match.nodes, FUSED_OP, {"epsilon": float(match["epsilon"])},
+                         operands=[match["input"], match["skip"], scale], results=results)
 
 
 @register

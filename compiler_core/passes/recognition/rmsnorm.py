@@ -45,26 +45,13 @@ def _weight_found(value: Value, _: dict) -> str:
     return value.describe_type()
 
 
-@register_pattern("rmsnorm")
-def rmsnorm() -> Pattern:
-    """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean →
-    Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or x · (…)^−0.5
-    (Pow) → optionally · weight.  Half-precision forms: x cast to float32 first, the result
-    cast back, the weight multiplied after the cast back or before it.
-
-    Why: one kernel reads the activation once instead of five to nine times (onnxruntime's
-    SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
-
-    Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when unscaled: a
-    vector over the last axis), ``epsilon`` (float), ``upcast`` and ``downcast`` (the Cast
-    nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST or
-    NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node whose output is the result.
-    """
-    upcast = op("Cast", any_value().bind("input").has_dtype(*_HALF_FLOATS),
-                to=TensorProto.FLOAT).bind("upcast").where(
-        _upcast_only_for_the_norm, "a float32 upcast read by the norm only",
-        lambda v, _: f"{len(v.users())} readers", needs_bindings=False)
-    x = upcast | any_value().bind("input")
+def written_out_rmsnorm(source: Pattern) -> Pattern:
+    """The RMS normalization of ``source`` written out, in every spelling of ``rmsnorm``;
+    ``source`` is bound by the caller (a plain input, or the residual Add of a skip norm)."""
+    upcast = op("Cast", source.has_dtype(*_HALF_FLOATS), to=TensorProto.FLOAT).bind(
+        "upcast").where(_upcast_only_for_the_norm, "a float32 upcast read by the norm only",
+                        lambda v, _: f"{len(v.users())} readers", needs_bindings=False)
+    x = upcast | source
     square = op("Pow", x, const(2.0)) | op("Mul", x, x)
     add_eps = op("Add", last_axis_mean(square, "mean"),
                  scalar_const().bind("epsilon", as_float)).bind("add_eps")
@@ -83,7 +70,25 @@ def rmsnorm() -> Pattern:
             | downcast(op("Mul", normalized, weight)).tag("weight_order", WEIGHT_BEFORE_CAST)
             | op("Mul", normalized, weight).tag("weight_order", NO_CAST)
             | downcast(normalized).tag("weight_order", WEIGHT_AFTER_CAST)
-            | normalized.tag("weight_order", NO_CAST)).described_as(
+            | normalized.tag("weight_order", NO_CAST))
+
+
+@register_pattern("rmsnorm")
+def rmsnorm() -> Pattern:
+    """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean →
+    Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or x · (…)^−0.5
+    (Pow) → optionally · weight.  Half-precision forms: x cast to float32 first, the result
+    cast back, the weight multiplied after the cast back or before it.
+
+    Why: one kernel reads the activation once instead of five to nine times (onnxruntime's
+    SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
+
+    Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when unscaled: a
+    vector over the last axis), ``epsilon`` (float), ``upcast`` and ``downcast`` (the Cast
+    nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST or
+    NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node whose output is the result.
+    """
+    return written_out_rmsnorm(any_value().bind("input")).described_as(
         "RMS normalization over the last axis written out as a square, ReduceMean, Add "
         "epsilon, Sqrt, and a division (or a reciprocal, or a power of -0.5), then an "
         "optional weight; in half precision with casts to float32 and back around it.")
