@@ -1,4 +1,6 @@
-"""LayerNorm and GELU recognition: samples of every exporter, opset-awareness, near misses."""
+"""Recognition (LayerNorm, GELU, RMSNorm, rotary, SiLU/SwiGLU) and the skip RMSNorm fusion: samples of
+every exporter, models built with onnx.helper in each exporter spelling, opset-awareness,
+near misses."""
 
 from __future__ import annotations
 
@@ -12,10 +14,10 @@ from compiler_core.ir import FUSED_DOMAIN, to_bytes
 from compiler_core.patterns import explain, list_patterns
 from graphlab.cli import main
 from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
-from llm_graphs import (F16, HEADS_FIRST_X, ROTARY_FORMS, decoder_norms_nodes, positions_cos_sin,
-                        rmsnorm_nodes, rotary_form_graph, rotary_graph, rotary_nodes, silu_nodes,
-                        swiglu_mlp_nodes)
-from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
+from llm_graphs import (F16, HEADS_FIRST_X, ROTARY_FORMS, decoder_norms_nodes, gathered_cos_sin,
+                        positions_cos_sin, rmsnorm_nodes, rotary_form_graph, rotary_graph,
+                        rotary_nodes, silu_nodes, swiglu_mlp_nodes)
+from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 RECOGNIZE = "O1,recognize_layernorm,recognize_gelu,dce"
 
@@ -230,12 +232,13 @@ def test_swiglu_mlp_is_its_gemms_and_one_elementwise_node(pipeline, float16):
 
 
 @pytest.mark.parametrize("alpha", [None, 1.702], ids=["silu", "quick_gelu"])
-@pytest.mark.parametrize("opset, domain", [(18, FUSED_DOMAIN), (24, "")])
-def test_silu_becomes_swish_standard_from_opset_24(alpha, opset, domain):
+@pytest.mark.parametrize("opset", [18, 25])
+def test_silu_becomes_one_swish_node(alpha, opset):
+    """A fused node at every opset: onnxruntime runs the standard Swish at opset 24 only."""
     nodes, inits = silu_nodes("x", "y", alpha=alpha, sigmoid_first=True)
     graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, None)], inits, opset=opset)
     (node,) = run_checked(graph, "recognize_silu,dce").final.nodes
-    assert (node.op_type, node.domain) == ("Swish", domain)
+    assert (node.op_type, node.domain) == ("Swish", FUSED_DOMAIN)
     assert node.attrs["alpha"] == pytest.approx(alpha or 1.0)
 
 
@@ -350,3 +353,36 @@ def test_graphlab_explain_lists_the_llm_patterns(tmp_path, capsys):
     reports = {r["name"]: r for r in json.loads(capsys.readouterr().out)["patterns"]}
     assert {"rmsnorm", "skip_rmsnorm", "silu", "swiglu", "rotary_embedding"} <= set(reports)
     assert len(reports["rotary_embedding"]["matches"]) == 1
+
+
+def test_rotary_with_shapes_computed_at_run_time():
+    """TorchScript without bindings: the head split's target has -1 heads and the flattening
+    Reshape's target comes from the Shape of the stacked pairs.  The heads are still known
+    (64 features / 16 per head), and the Shape arithmetic only the rotation reads moves into
+    the node."""
+    split_heads = [
+        helper.make_node("Shape", ["h"], ["h_shape"]),
+        helper.make_node("Gather", ["h_shape", "batch_seq"], ["b_s"], axis=0),
+        helper.make_node("Concat", ["b_s", "heads_dims"], ["split_target"], axis=0),
+        helper.make_node("Reshape", ["h", "split_target"], ["heads"]),
+        helper.make_node("Transpose", ["heads"], ["x"], perm=[0, 2, 1, 3])]
+    table_nodes, table_inits = gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                heads_axis=1)
+    rotary, rotary_inits = rotary_nodes("x", "y", 16, interleaved=True)
+    flatten = next(n for n in rotary if n.output[0] == "turned")
+    flatten.input[1] = "flat_target"
+    rotary += [helper.make_node("Shape", ["stacked"], ["stacked_shape"]),  # as TorchScript
+               helper.make_node("Slice", ["stacked_shape", "begin", "but_two", "begin"],
+                                ["lead"]),
+               helper.make_node("Concat", ["lead", "rest"], ["flat_target"], axis=0)]
+    graph = build(split_heads + table_nodes + rotary,
+                  [tensor("h", F, ["batch", "seq", 64]), tensor("position_ids", I64,
+                                                                ["batch", "seq"])],
+                  [tensor("y", F, None)],
+                  {**table_inits, **rotary_inits, "batch_seq": np.array([0, 1]),
+                   "heads_dims": np.array([-1, 16]), "but_two": np.array([-2]),
+                   "rest": np.array([-1])}, opset=17)
+    final = run_checked(graph, "recognize_rotary,dce", bindings={"batch": 2, "seq": 5}).final
+    (rotary_node,) = [n for n in final.nodes if n.op_type == "RotaryEmbedding"]
+    assert rotary_node.attrs["num_heads"] == 4 and rotary_node.attrs["interleaved"] == 1
+    assert {"Shape", "Slice", "Concat"} <= set(ops(rotary_node.body))

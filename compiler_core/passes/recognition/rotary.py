@@ -206,7 +206,7 @@ def _reshapes_to(node: Node, dims: tuple) -> bool:
     if not node.attrs.get("allowzero", 0) and source is not None:
         target = tuple(source[i] if d == 0 and i < len(source) else d
                        for i, d in enumerate(target))
-    mismatched = [i for i, (d, want) in enumerate(zip(target, dims)) if d != want]
+    mismatched = [i for i, (d, want) in enumerate(zip(target, dims)) if d is None or d != want]
     # One -1 takes what is left, which is the wanted dim once every other dim matches: the
     # rotation's Reshapes keep the element count by construction.
     return not mismatched or (len(mismatched) == 1 and target[mismatched[0]] == -1)

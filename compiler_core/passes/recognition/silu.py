@@ -8,11 +8,8 @@ from ...patterns import Match
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
-from .normalization_gelu import default_opset
-
-SWISH = "Swish"    # ONNX's name (standard from opset 24); the lowering imports these spellings
+SWISH = "Swish"    # ONNX's name for it; the lowering imports these spellings
 SWIGLU = "SwiGLU"
-SWISH_OPSET = 24
 
 
 def _alpha(match: Match) -> float:
@@ -35,8 +32,9 @@ class SwiGluRule(Rule):
 
 
 class SiluRule(Rule):
-    """Library pattern ``silu`` -> Swish(X, alpha): the standard op from opset 24, else a fused
-    node whose body is the original ops."""
+    """Library pattern ``silu`` -> a fused Swish(X, alpha) node whose body is the original ops.
+    Not the standard Swish of opset 24: onnxruntime 1.32 runs that op only in models of opset
+    24 exactly, and a recognition must not make a model that no longer loads."""
 
     name = "silu"
 
@@ -44,10 +42,7 @@ class SiluRule(Rule):
         x = match["input"]
         if not is_float(x.elem_type):
             return f"the input {x.name!r} is not a floating-point tensor"
-        attrs = {"alpha": _alpha(match)}
-        if default_opset(graph) >= SWISH_OPSET:
-            return self.replace(graph, ctx, match.nodes, SWISH, [x], attrs)
-        return self.fuse(graph, ctx, match.nodes, SWISH, attrs, operands=[x])
+        return self.fuse(graph, ctx, match.nodes, SWISH, {"alpha": _alpha(match)}, operands=[x])
 
 
 @register
@@ -59,8 +54,8 @@ class RecognizeSilu(RewritePass):
     The gated MLP's element-wise part is three passes over its widest activation (Sigmoid,
     ·gate, ·up) that keep two intermediates in memory; as one kernel it reads gate and up
     once and writes the product once, so the MLP is its GEMMs plus one element-wise op.  A
-    lone SiLU saves one pass and its Sigmoid's intermediate.  Swish is a standard op from
-    opset 24; SwiGLU is always a fused node whose body is the original ops.
+    lone SiLU saves one pass and its Sigmoid's intermediate.  Both are fused nodes whose
+    bodies are the original ops (``--runtime onnxruntime`` writes Swish as QuickGelu).
     """
 
     name = "recognize_silu"

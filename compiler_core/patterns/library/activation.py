@@ -60,7 +60,7 @@ def silu() -> Pattern:
     is CLIP's QuickGELU).  Mul operands in either order.
 
     Why: two element-wise passes (and the Sigmoid's intermediate in memory) become one
-    kernel; onnxruntime has it as QuickGelu, ONNX as Swish from opset 24.
+    kernel (onnxruntime's QuickGelu, ONNX's Swish from opset 24).
 
     Bindings: ``input`` (x), ``alpha`` (float, None for 1), ``sigmoid`` (node).
     """
