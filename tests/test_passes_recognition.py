@@ -1,6 +1,6 @@
-"""Recognition (LayerNorm, GELU, RMSNorm, rotary, SiLU/SwiGLU) and the skip RMSNorm fusion: samples of
-every exporter, models built with onnx.helper in each exporter spelling, opset-awareness,
-near misses."""
+"""Recognition (LayerNorm, GELU, RMSNorm, rotary, SiLU/SwiGLU) and the skip RMSNorm fusion:
+samples of every exporter, models built with onnx.helper in each exporter spelling,
+opset-awareness, near misses."""
 
 from __future__ import annotations
 
