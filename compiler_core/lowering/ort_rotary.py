@@ -44,6 +44,8 @@ class _Layout:
 
 
 def lower_rotary(graph: Graph, node: Node) -> Node | str:
+    """RotaryEmbedding(x, cos, sin[, shape arithmetic]) -> com.microsoft RotaryEmbedding, or
+    why not.  Extra inputs are run-time shape arithmetic the body read; the op needs none."""
     x, cos, sin = node.inputs[:3]
     layout = _layout(node)
     if isinstance(layout, str):

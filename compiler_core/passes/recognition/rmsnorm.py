@@ -13,7 +13,7 @@ from onnx import TensorProto
 
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float
-from ...patterns import Match, Pattern, any_value, const, op
+from ...patterns import Match, Pattern, any_value, const, one_of, op
 from ...patterns.library.common import as_float, scalar_const
 from ...patterns.library.normalization import last_axis_mean
 from ...patterns.library.registry import register as register_pattern
@@ -25,6 +25,7 @@ from .normalization_gelu import default_opset, unit_scale
 FUSED_OP = "SimplifiedLayerNormalization"  # onnxruntime's name for it; lowering imports this
 RMSNORM_OPSET = 23  # RMSNormalization is a standard op from this default-domain opset on
 _HALF_FLOATS = ("float16", "bfloat16")
+_HALF_TYPES = one_of(TensorProto.FLOAT16, TensorProto.BFLOAT16)
 # Where the weight multiply sits: RMSNormalization casts back before it multiplies.
 WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST, NO_CAST = "after_cast", "before_cast", "no_cast"
 
@@ -64,7 +65,7 @@ def written_out_rmsnorm(source: Pattern) -> Pattern:
         needs_bindings=False)
 
     def downcast(p: Pattern) -> Pattern:
-        return op("Cast", p).bind("downcast")
+        return op("Cast", p, to=_HALF_TYPES).bind("downcast")
 
     return (op("Mul", downcast(normalized), weight).tag("weight_order", WEIGHT_AFTER_CAST)
             | downcast(op("Mul", normalized, weight)).tag("weight_order", WEIGHT_BEFORE_CAST)
