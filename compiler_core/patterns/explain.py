@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..ir import Graph, Node
+from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
@@ -88,7 +89,8 @@ class PatternReport:
 
 
 def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
-            node: Node | str | None = None, *, all_sites: bool = False) -> list[PatternReport]:
+            node: Node | str | None = None, *, all_sites: bool = False,
+            budget: MatchBudget | None = None) -> list[PatternReport]:
     """Report every pattern (default: the whole library) on ``graph``.
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
@@ -97,31 +99,35 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     site of matmul_add).  With ``node``: only what concerns
     that node — the match that contains it, or the failed sites whose attempt reached it (a
     Conv whose BN fusion was blocked), or else, for patterns asked for by name, the attempt
-    rooted at the node itself.
+    rooted at the node itself.  A ``budget`` limits the time of the whole call
+    (``MatchTimeout`` names the pattern at work when it runs out).
     """
     index = NodeIndex(graph)
     target = _resolve_node(graph, node)
     reports = []
     for pattern in _resolve_patterns(patterns):
         compiled = compile_pattern(pattern)
-        matches = match_all(graph, pattern, index=index)
+        if budget is not None:
+            budget.pattern = compiled.name
+        matches = match_all(graph, pattern, index=index, budget=budget)
         covered = {n.id for m in matches for n in m.nodes}
         sites = [n for n in index.candidates(compiled.root_ops) if n.id not in covered]
         if target is not None:
             matches = [m for m in matches if target in m.nodes]
             sites = [] if matches else sites
         if target is None and not all_sites and compiled.prefilter is not None:
-            sites = [n for n in sites if compiled.prefilter(n)]  # the rest fail at the root
+            sites = [n for n in paced(budget, sites)
+                     if compiled.prefilter(n)]  # the rest fail at the root
         misses = []
-        for site in sites:
-            failure = attempt(compiled, site, explain=True, claimed=covered)
+        for site in paced(budget, sites):
+            failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)
             if not isinstance(failure, Failure):
                 continue
             if (_concerns(failure, target) if target is not None
                     else all_sites or failure.matched > ROOT_ONLY):
                 misses.append(NearMiss(site, failure))
         if target is not None and not matches and not misses and patterns is not None:
-            failure = attempt(compiled, target, explain=True, claimed=covered)
+            failure = attempt(compiled, target, explain=True, claimed=covered, budget=budget)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))
         misses.sort(key=lambda m: -m.score)

@@ -285,6 +285,8 @@ class OpPattern(Pattern):
         return self.match_node(node, st, path)
 
     def match_node(self, node: Node, st: MatchState, path: Path | None) -> bool:
+        if st.budget is not None:
+            st.budget.step()
         if self.shared:
             seen = st.memo.get(id(self))
             if seen is not None:
@@ -311,6 +313,8 @@ class OpPattern(Pattern):
             if got is _UNSET:
                 got = attribute_default(node.op_type, node.domain, name)
             if not (want(got) if isinstance(want, Predicate) else _attr_equal(got, want)):
+                if st.explain:   # the op is there and only an attribute differs: closer than
+                    st.matched += 1   # another op (an OR ranks this branch first)
                 return st.explain and st.fail(
                     path, node.op_type, node.op_type, _expected_attr(name, want),
                     f"{name} = {format_attr(got)}", node)

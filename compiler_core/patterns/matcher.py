@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import OpPattern, OrPattern, AndPattern, OutputOf, Pattern
 from .records import MatchRecord, NodeRef
@@ -226,9 +227,11 @@ class NodeIndex:
 
 
 def attempt(compiled: CompiledPattern, node: Node, *, explain: bool,
-            claimed: set[int] | None = None) -> Match | Failure | None:
-    """Match the pattern rooted at ``node``: a Match, else a Failure (explain) or None."""
-    st = MatchState(explain, claimed)
+            claimed: set[int] | None = None,
+            budget: MatchBudget | None = None) -> Match | Failure | None:
+    """Match the pattern rooted at ``node``: a Match, else a Failure (explain) or None.
+    With a ``budget``, raises ``MatchTimeout`` once its time is up."""
+    st = MatchState(explain, claimed, budget)
     pattern, path = compiled.pattern, () if explain else None
     if isinstance(pattern, OpPattern):
         ok = pattern.match_node(node, st, path)
@@ -281,22 +284,23 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None) -> list[Match]:
+def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
+              budget: MatchBudget | None = None) -> list[Match]:
     """Every non-overlapping match, listed in execution order of their roots.
 
     Roots are tried downstream first, so where matches would overlap the one reaching further
     down the graph wins (a Conv followed by a Relu matches "Conv, optionally then Relu" as the
-    pair, not as a lone Conv).
+    pair, not as a lone Conv).  A ``budget`` stops the search with ``MatchTimeout``.
     """
     compiled = compile_pattern(pattern)
     index = index or NodeIndex(graph)
     claimed: set[int] = set()
     matches = []
     prefilter = compiled.prefilter
-    for node in reversed(index.candidates(compiled.root_ops)):
+    for node in paced(budget, reversed(index.candidates(compiled.root_ops))):
         if node.id in claimed or (prefilter is not None and not prefilter(node)):
             continue
-        found = attempt(compiled, node, explain=False, claimed=claimed)
+        found = attempt(compiled, node, explain=False, claimed=claimed, budget=budget)
         if found is not None:
             claimed.update(n.id for n in found.nodes)
             matches.append(found)

@@ -13,6 +13,7 @@ from ..ir import Node
 from .failure import Failure
 
 if TYPE_CHECKING:
+    from .budget import MatchBudget
     from .language import Pattern
 
 Path = tuple[tuple[Node, int], ...]
@@ -20,11 +21,13 @@ Path = tuple[tuple[Node, int], ...]
 
 class MatchState:
     __slots__ = ("explain", "claimed", "bindings", "nodes", "node_owner", "memo", "trail",
-                 "matched", "extra_size", "deferred", "fail_memo", "last")
+                 "matched", "extra_size", "deferred", "fail_memo", "last", "budget")
 
-    def __init__(self, explain: bool, claimed: set[int] | None):
+    def __init__(self, explain: bool, claimed: set[int] | None,
+                 budget: "MatchBudget | None" = None):
         self.explain = explain
         self.claimed = claimed
+        self.budget = budget    # a time limit, counted per node visited (None: no limit)
         self.bindings: dict[str, Any] = {}
         self.nodes: list[tuple[Node, "Pattern", Path | None]] = []
         self.node_owner: dict[int, "Pattern"] = {}
