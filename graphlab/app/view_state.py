@@ -1,8 +1,8 @@
 """What the user is looking at, as a small record that round-trips through the URL.
 
 The URL's query string is the single source of truth for the view (model, pipeline, pass,
-selected node, panel, highlight, search, the chart panels' settings), so a teacher can hand out
-a link and browser back/forward walk through the views.  Parsing never fails: anything
+selected node, panel, highlight, search, the chart panels' settings, the pattern editor's
+text), so a teacher can hand out a link and browser back/forward walk through the views.  Parsing never fails: anything
 unreadable falls back to a default, and the page says so rather than breaking.
 """
 
@@ -67,6 +67,7 @@ class ViewState:
     versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
     versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
+    pattern: str = ""             # the pattern editor's text, as typed (the editor reads it)
 
     @cached_property
     def bound(self) -> Bindings:
@@ -88,7 +89,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
-             "versus": "vs", "versus_after": "vsout", "rules": "rules"}
+             "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -105,6 +106,8 @@ _CHECKS = {
     "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
+    "pattern": lambda text, fallback: text,
+    "highlight": lambda text, fallback: text,
 }
 _PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
                    "versus_after", "rules")
@@ -127,7 +130,7 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
             values[name] = params[key]
     state = default.with_changes(**{k: v for k, v in values.items()
                                     if k in ("model", "pipeline", "target", "bindings",
-                                             "highlight", "search")})
+                                             "highlight", "search", "pattern")})
     return state.with_changes(
         step=_step(values.get("step"), default.step),
         node=_int(values.get("node"), None, minimum=0),

@@ -7,8 +7,8 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 from __future__ import annotations
 
 from . import build_progress, compare, compare_bar, controls, exports, inspector, memory, \
-    numerics, onnxscript_rules, overlay, panes, patterns, report_download, roofline, stepper, \
-    systolic
+    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, report_download, \
+    roofline, stepper, systolic
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
@@ -21,6 +21,7 @@ PANELS: tuple[Panel, ...] = (
     inspector.PANEL,
     patterns.PANEL,
     onnxscript_rules.PANEL,
+    pattern_editor.PANEL,
     roofline.PANEL,
     systolic.PANEL,
     memory.PANEL,
