@@ -313,11 +313,7 @@ class OpPattern(Pattern):
             if got is _UNSET:
                 got = attribute_default(node.op_type, node.domain, name)
             if not (want(got) if isinstance(want, Predicate) else _attr_equal(got, want)):
-                if st.explain:   # the op is there and only an attribute differs: closer than
-                    st.matched += 1   # another op (an OR ranks this branch first)
-                return st.explain and st.fail(
-                    path, node.op_type, node.op_type, _expected_attr(name, want),
-                    f"{name} = {format_attr(got)}", node)
+                return st.explain and self._attribute_miss(node, st, path, name, want, got)
         st.add_node(node, self, path)
         st.matched += 1
         if self.inputs or self.rest is not None:
@@ -330,6 +326,24 @@ class OpPattern(Pattern):
         if self.shared:
             st.remember(st.memo, id(self), node)
         return True
+
+    def _attribute_miss(self, node: Node, st: MatchState, path: Path, name: str, want: Any,
+                        got: Any) -> bool:
+        """Explaining an attribute that differs: the node's inputs are matched anyway (then
+        undone), so the failure's score counts the op and as much of its inputs as fits.  An
+        OR of an op's attribute form and its input form (opset 18 moved ReduceMean's axes to
+        an input) then explains with the form the graph really has."""
+        mark = st.mark()
+        st.add_node(node, self, path)
+        st.matched += 1
+        if self.inputs or self.rest is not None:
+            self._match_inputs(node, st, path)
+        matched, extra_size = st.matched, st.extra_size
+        st.reset(mark)
+        # The failure reads these; whoever backtracks from it resets them.
+        st.matched, st.extra_size = matched, extra_size
+        return st.fail(path, node.op_type, node.op_type, _expected_attr(name, want),
+                       f"{name} = {format_attr(got)}", node)
 
     def _match_inputs(self, node: Node, st: MatchState, path: Path | None) -> bool:
         inputs = node.inputs
