@@ -260,6 +260,8 @@ class _Checker:
         if not isinstance(node.func, (ast.Name, ast.Attribute)):
             raise Refusal(node.func, "only names and methods can be called",
                           "Op(...), helper(...) or pattern.method(...)")
+        if isinstance(node.func, ast.Name):
+            _plain_name(node.func, node.func.id)
         for keyword in node.keywords:
             if keyword.arg is None:
                 raise Refusal(keyword.value, "'**' unpacking is not part of the pattern "

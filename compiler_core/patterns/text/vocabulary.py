@@ -8,10 +8,13 @@ reached from a text: no callable takes a function, no value gives access to Pyth
 
 from __future__ import annotations
 
+import difflib
+import functools
 import math
 from typing import Any, Callable
 
 import numpy as np
+import onnx
 from onnx import TensorProto
 
 from ...ir.dtypes import dtype_name
@@ -142,14 +145,27 @@ def _int(value: Any, what: str, minimum: int | None = None) -> int:
     return value
 
 
-def _op_types(value: Any) -> str | tuple[str, ...]:
-    if isinstance(value, str) and value.isidentifier():
-        return value
-    if isinstance(value, list) and value and all(isinstance(v, str) and v.isidentifier()
-                                                 for v in value):
-        return tuple(value)
-    raise Unexpected(f"the op type is {kind_of(value)}",
-                     "an op type as a string, e.g. op(\"Relu\", x), or a list of them")
+def _op_types(value: Any, domain: str = "") -> str | tuple[str, ...]:
+    """An op type or a list of them; in ONNX's own domain each must be an ONNX op (a typo
+    would otherwise be a pattern that never matches)."""
+    names = value if isinstance(value, list) and value else [value]
+    if not all(isinstance(v, str) and v.isidentifier() for v in names):
+        raise Unexpected(f"the op type is {kind_of(value)}",
+                         "an op type as a string, e.g. op(\"Relu\", x), or a list of them")
+    if domain in ("", "ai.onnx"):
+        for name in names:
+            if not onnx.defs.has(name):
+                close = difflib.get_close_matches(name, _onnx_ops(), n=1)
+                raise Unexpected(f"'{name}' is not an ONNX op",
+                                 (f"'{close[0]}'? " if close else "") + "an ONNX op type, or "
+                                 "an op of another domain: com.microsoft.Gelu(x) or "
+                                 "op(\"Gelu\", x, domain=\"com.microsoft\")")
+    return tuple(names) if isinstance(value, list) else value
+
+
+@functools.cache
+def _onnx_ops() -> list[str]:
+    return sorted({schema.name for schema in onnx.defs.get_all_schemas() if not schema.domain})
 
 
 # --------------------------------------------------------------------------- constructors
@@ -164,7 +180,7 @@ def make_op(op_type: Any, *operands: Any, domain: Any = "", commutative: Any = N
         raise Unexpected(f"commutative={kind_of(commutative)}", "commutative=True or False")
     inputs = [operand(v) for v in operands]
     try:
-        return op(_op_types(op_type), *inputs, domain=domain, commutative=commutative,
+        return op(_op_types(op_type, domain), *inputs, domain=domain, commutative=commutative,
                   **{k: attribute(k, v) for k, v in attributes.items()})
     except TypeError:
         raise Unexpected("... or variadic(...) before the last input",
