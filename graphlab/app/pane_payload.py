@@ -124,7 +124,7 @@ def _focus_groups(ws: Workspace, step: int, selected: list[int], focus: PatternF
                   hits: set[int]) -> frozenset[str]:
     before, after = ws.graphs_of_step(step)
     focus_ids = set(selected) | set(hits if len(hits) <= MAX_AUTO_OPEN_SEARCH_HITS else ())
-    if focus is not None:
+    if focus is not None and focus.reveal:
         focus_ids |= set(focus.matched) | {i for i in (focus.failed, focus.blocking) if i is not None}
     focus_ids |= {c for i in selected for c in counterparts(ws, i, before) + counterparts(ws, i, after)}
     return frozenset(ws.scopes.groups_containing(focus_ids))

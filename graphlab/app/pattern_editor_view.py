@@ -72,7 +72,9 @@ def editor_highlight(kind: str, report: int, item: int) -> str:
 
 def editor_focus(ws: Workspace, state: ViewState) -> PatternFocus | None:
     """What the panes highlight for the editor: the item clicked in it; else, while its tab is
-    open, every match of its patterns (or, with none, the closest near miss)."""
+    open, every match of its patterns (or, with none, the closest near miss).  Every match is
+    marked on the groups that hold it rather than opened: on a big model that would open most
+    groups at once."""
     highlight = state.highlight
     clicked = highlight.startswith(ITEM_PREFIX)
     if not state.pattern.strip() or not (clicked or (state.panel == EDITOR and not highlight)):
@@ -86,7 +88,7 @@ def editor_focus(ws: Workspace, state: ViewState) -> PatternFocus | None:
     if matches:
         report, first = matches[0]
         return PatternFocus("match", report.name, first,
-                            [n.id for _, m in matches for n in m.nodes])
+                            [n.id for _, m in matches for n in m.nodes], reveal=False)
     misses = [(r, i, m) for r, report in enumerate(reports)
               for i, m in enumerate(report.near_misses)]
     if not misses:

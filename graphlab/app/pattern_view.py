@@ -27,6 +27,7 @@ class PatternFocus:
     matched: list[int] = field(default_factory=list)
     failed: int | None = None
     blocking: int | None = None
+    reveal: bool = True             # open the groups holding it (False: mark the groups)
 
 
 def parse_highlight(text: str) -> tuple[str, int, int] | None:

@@ -15,8 +15,8 @@ from compiler_core.patterns.text import EXAMPLES, PatternTextError, example_text
 
 from .. import ids
 from ..messages import user_message
-from ..pattern_editor_view import (EDITOR, ITEM_PREFIX, MAX_PATTERN_CHARS, TIME_LIMIT_SECONDS,
-                                   editor_outcome, editor_focus)
+from ..pattern_editor_view import (EDITOR, ITEM_PREFIX, MAX_PATTERN_CHARS, editor_focus,
+                                   editor_outcome)
 from ..services import Services
 from .on_view import on_view
 from .panel import TAB, Panel
@@ -36,13 +36,13 @@ EMPTY = "Write a pattern above, or start from an example, then Find."
 
 
 def layout(_: Services) -> html.Div:
-    return html.Div(className="side-body pattern-editor", children=[
+    return html.Div(className="wide-panel pattern-editor", children=[
         dcc.Store(id=SHOWN, storage_type="memory"),
         html.Div(className="editor-examples", children=[
             html.Span("Start from:", className="muted"),
             *[html.Button(name, id={"type": EXAMPLE, "index": name}, className="button")
               for name in EXAMPLES]]),
-        dcc.Textarea(id=TEXT, className="pattern-text", spellCheck=False,
+        dcc.Textarea(id=TEXT, className="pattern-text", spellCheck=False, wrap="off",
                      placeholder=PLACEHOLDER, value=""),
         html.Div(className="editor-actions", children=[
             html.Button("Find", id=FIND, className="button primary"),
@@ -96,9 +96,8 @@ def register(app, services: Services) -> None:
         if outcome.error is not None:
             return {"results": [], "error": _error_view(outcome.error)}
         snapshot = workspace.result.snapshots[step]
-        parts = [html.P(f"Matched on the graph pass {step + 1} ({snapshot.pass_name}) was given "
-                        f"— the left pane — within {TIME_LIMIT_SECONDS:g} s.",
-                        className="muted")]
+        parts = [html.P(f"Found in the graph before pass {step + 1} ({snapshot.pass_name}): "
+                        "the left pane.", className="muted")]
         focus = editor_focus(workspace, state) if state.highlight.startswith(ITEM_PREFIX) \
             else None
         if focus is not None:
