@@ -88,7 +88,7 @@ def test_a_broken_text_is_an_error_with_line_and_column_never_an_exception(gelu)
     assert shown.children[1].children.endswith("^")
     assert editor_focus(gelu, editor_view("def f(x):\n    return Relu(x) +\n")) is None
     too_long = editor_outcome(gelu, 0, "#" * (pattern_editor_view.MAX_PATTERN_CHARS + 1))
-    assert "at most 4,000" in str(too_long.error)
+    assert "at most 3,000" in str(too_long.error)
 
 
 def test_a_pattern_past_the_time_limit_is_a_message(gelu, monkeypatch):

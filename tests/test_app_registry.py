@@ -83,8 +83,9 @@ def call(app, output: str, view: dict | None) -> dict:
 def test_every_tab_of_the_page_is_a_registered_panel_with_its_layout(app):
     tabs = tabs_of(app)
     assert [(t.label, t.value) for t in tabs.children] == [
-        ("Inspector", "inspector"), ("Patterns", "patterns"), ("Roofline", "roofline"),
-        ("Systolic", "systolic"), ("Memory", "memory"), ("Compare", "compare"),
+        ("Inspector", "inspector"), ("Patterns", "patterns"), ("Pattern editor", "editor"),
+        ("Roofline", "roofline"), ("Systolic", "systolic"), ("Memory", "memory"),
+        ("Compare", "compare"),
         ("Fake tab", "fake")]
     fake_tab = tabs.children[-1]
     assert fake_tab.children.id == FAKE_BODY

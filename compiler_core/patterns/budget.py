@@ -12,7 +12,8 @@ killed midway.
 from __future__ import annotations
 
 import time
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from ..errors import GraphLabError
 

@@ -23,7 +23,9 @@ from .workbench import Workspace
 
 EDITOR = "editor"             # the panel's name: its tab and the URL's panel= value
 TIME_LIMIT_SECONDS = 2.0      # matching a typed pattern on the server
-MAX_PATTERN_CHARS = 4_000     # the text travels in the URL: keep links shareable
+MAX_PATTERN_CHARS = 3_000     # the text travels in the URL: 60 lines fit a request line
+# (gunicorn's limit, raised to its maximum in multiprocess.py) even when every character is
+# escaped twice over
 SOURCE_NAME = "pattern"       # how messages name the text
 CACHED_TEXTS = 8              # per workspace
 ITEM_PREFIX = "edit-"         # highlight 'edit-match:R:I' / 'edit-miss:R:I'
@@ -51,12 +53,20 @@ def editor_outcome(ws: Workspace, step: int, text: str) -> EditorOutcome:
     return outcome
 
 
+def too_long(text: str) -> GraphLabError | None:
+    """Why the editor cannot take ``text`` (None: it can)."""
+    if len(text) <= MAX_PATTERN_CHARS:
+        return None
+    return GraphLabError(
+        f"the pattern has {len(text):,} characters; the editor takes at most "
+        f"{MAX_PATTERN_CHARS:,} (the text travels in the page's address)",
+        hint="shorten it, or run it from a file: graphlab explain MODEL --patterns FILE")
+
+
 def _explain_text(ws: Workspace, step: int, text: str) -> EditorOutcome:
-    if len(text) > MAX_PATTERN_CHARS:
-        return EditorOutcome(error=GraphLabError(
-            f"the pattern has {len(text):,} characters; the editor takes at most "
-            f"{MAX_PATTERN_CHARS:,} (the text travels in the page's address)",
-            hint="shorten it, or run it from a file: graphlab explain MODEL --patterns FILE"))
+    refused = too_long(text)
+    if refused is not None:
+        return EditorOutcome(error=refused)
     try:
         patterns = parse_patterns(text, SOURCE_NAME).patterns
         reports = explain(ws.result.graph_before(step), patterns,

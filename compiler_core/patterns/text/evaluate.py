@@ -42,7 +42,7 @@ _NUMBER_OPS = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul,
 class _Scope:
     """The names visible in one definition's body (its own, then the file's)."""
 
-    def __init__(self, names: dict[str, Any], outer: "_Scope | None" = None):
+    def __init__(self, names: dict[str, Any], outer: _Scope | None = None):
         self.names, self.outer = names, outer
 
     def get(self, name: str) -> Any:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import difflib
 import functools
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import onnx

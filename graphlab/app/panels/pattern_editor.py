@@ -15,8 +15,7 @@ from compiler_core.patterns.text import EXAMPLES, PatternTextError, example_text
 
 from .. import ids
 from ..messages import user_message
-from ..pattern_editor_view import (EDITOR, ITEM_PREFIX, MAX_PATTERN_CHARS, editor_focus,
-                                   editor_outcome)
+from ..pattern_editor_view import (EDITOR, ITEM_PREFIX, editor_focus, editor_outcome, too_long)
 from ..services import Services
 from .on_view import on_view
 from .panel import TAB, Panel
@@ -71,11 +70,9 @@ def register(app, services: Services) -> None:
             return no_update, no_update   # a freshly drawn button, not a click
         trigger = ctx.triggered_id
         text = example_text(trigger["index"]) if isinstance(trigger, dict) else typed or ""
-        if len(text) > MAX_PATTERN_CHARS:
-            return no_update, _error_view(GraphLabError(
-                f"the pattern has {len(text):,} characters; the editor takes at most "
-                f"{MAX_PATTERN_CHARS:,}", hint="shorten it, or run it from a file: "
-                                               "graphlab explain MODEL --patterns FILE"))
+        refused = too_long(text)
+        if refused is not None:
+            return no_update, _error_view(refused)
         return {"pattern": text, "highlight": ""}, ""
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
