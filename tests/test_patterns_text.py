@@ -228,6 +228,16 @@ def test_ops_of_other_domains_variadic_inputs_and_alternatives():
 
 
 # ----------------------------------------------------------------- refusals and errors
+# Sixteen helpers, each nesting 55 ops around the one before: within every single limit of
+# the text, but 880 levels deep in all (the matcher recurses once per level).
+STACKED_HELPERS = "def _h0(x):\n    return " + "Relu(" * 55 + "x" + ")" * 55 + "\n" + "".join(
+    f"\ndef _h{k}(x):\n    return " + "Relu(" * 55 + f"_h{k - 1}(x)" + ")" * 55 + "\n"
+    for k in range(1, 16)) + "\ndef deep(x):\n    return _h15(x)\n"
+# Helpers that only make lists of numbers, each calling the one before ten times: no pattern
+# element, no deep nesting, but 10**15 calls.
+FANNED_HELPERS = "def _n0(x):\n    return 1\n" + "".join(
+    f"\ndef _n{k}(x):\n    return [" + ", ".join([f"_n{k - 1}(x)"] * 10) + "]\n"
+    for k in range(1, 16)) + "\ndef fan(x):\n    return Relu(x) * _n15(x)\n"
 REFUSED = [   # (text, line, column, words of the problem)
     ("import os\n", 1, 1, "imports are not part"),
     ("from os import system\n", 1, 1, "imports are not part"),
@@ -264,6 +274,11 @@ REFUSED = [   # (text, line, column, words of the problem)
     ("def f(x):\n    return Relu(x) | 1\n", 2, 22, "on one side of '|'"),
     ("def f(x):\n    '''é'''\n    return Relu(x) + héllo\n", 3, 22, "unknown name 'héllo'"),
     ("y = 1\n", 1, 1, "defines no pattern"),
+    (STACKED_HELPERS, None, None, "nests more than 100 levels deep"),
+    (FANNED_HELPERS, None, None, "more than 50,000 steps"),
+    ("def chain(x):\n    a0 = Relu(x)\n" + "".join(f"    a{i} = Relu(a{i - 1})\n"
+                                                  for i in range(1, 150)) + "    return a149\n",
+     1, 1, "'chain' nests more than 100 levels deep"),
 ]
 
 
@@ -276,10 +291,10 @@ def test_text_outside_the_language_is_refused_with_line_column_and_what_was_expe
     err = caught.value
     assert time.perf_counter() - start < 2
     assert words in err.problem
-    assert err.line == line and (column is None or err.column == column)
+    assert err.line == (line or err.line) and err.column == (column or err.column)
     assert err.expected and err.hint.startswith("expected ")
-    assert str(err).startswith(f"mine.pat, line {line}, column {err.column}: ")
-    assert err.to_dict()["where"] == f"mine.pat:{line}:{err.column}"
+    assert str(err).startswith(f"mine.pat, line {err.line}, column {err.column}: ")
+    assert err.to_dict()["where"] == f"mine.pat:{err.line}:{err.column}"
 
 
 def test_the_error_shows_the_line_with_a_caret_under_the_column():

@@ -13,8 +13,11 @@ Meaning of the text:
 - Top-level assignments are shared by every definition, and built afresh for each pattern
   (a pattern's elements are never shared with another pattern's).
 
-Work is bounded: helper calls nest at most ``MAX_CALL_DEPTH`` deep and one pattern has at
-most ``MAX_ELEMENTS`` elements, so a text that multiplies helpers is refused, not built.
+Work is bounded: helper calls nest at most ``MAX_CALL_DEPTH`` deep, one pattern has at most
+``MAX_ELEMENTS`` elements and nests at most ``MAX_DEPTH`` deep (the matcher, like this
+builder, recurses once per level), and a whole text takes at most ``MAX_STEPS`` evaluation
+steps (helpers that only compute numbers make no elements, yet can multiply), so a text that
+multiplies or stacks helpers is refused, not built.
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from .vocabulary import (BINARY_OPS, CONSTRUCTORS, LIMIT_INT_BITS, METHODS, NUMB
                          pattern_of)
 
 MAX_CALL_DEPTH = 16
+MAX_DEPTH = 100        # the library's deepest pattern nests about 20 levels
+MAX_STEPS = 50_000     # expressions evaluated per text (legible texts need a few thousand)
 MAX_ELEMENTS = 2_000   # GELU with both forms and three groupings has about 40
 _NUMBER_OPS = {"Add": operator.add, "Sub": operator.sub, "Mult": operator.mul,
                "Div": operator.truediv, "Pow": operator.pow}
@@ -67,7 +72,9 @@ class Builder:
     def __init__(self, source: PatternSource):
         self.source = source
         self.elements = 0
-        self.depth = 0
+        self.depth = 0       # helper calls under way
+        self.nesting = 0     # expressions under evaluation, helper bodies included
+        self.steps = 0       # expressions evaluated, for the whole text
 
     def build(self, name: str) -> Pattern:
         """Pattern ``name``, named and described; raises Refusal where the text is wrong."""
@@ -79,7 +86,7 @@ class Builder:
             raise
 
     def _build(self, name: str) -> Pattern:
-        self.elements, self.depth = 0, 0
+        self.elements, self.depth, self.nesting = 0, 0, 0
         file_scope = _Scope({})
         for assignment in self.source.assignments:
             file_scope.names[assignment.targets[0].id] = self.expr(assignment.value, file_scope)
@@ -97,6 +104,10 @@ class Builder:
         except ValueError as err:
             raise Refusal(function, f"'{name}' cannot be matched: {err}",
                           "a variadic element that binds no name") from None
+        if _depth(result) > MAX_DEPTH:
+            raise Refusal(function, f"'{name}' nests more than {MAX_DEPTH} levels deep",
+                          "a shallower pattern (each named part used inside another adds "
+                          "its depth)")
         if compiled.root_ops is None:
             raise Refusal(function.body[-1], f"'{name}' would match every node: its result "
                                              "is not an op",
@@ -141,6 +152,22 @@ class Builder:
 
     # -- expressions --------------------------------------------------------------------------
     def expr(self, node: ast.expr, scope: _Scope) -> Any:
+        self.nesting += 1
+        self.steps += 1
+        try:
+            if self.steps > MAX_STEPS:
+                raise Refusal(node, f"the text takes more than {MAX_STEPS:,} steps to build "
+                                    "(helpers called inside helpers multiply)",
+                              "fewer helper calls inside helper calls")
+            if self.nesting > MAX_DEPTH:
+                raise Refusal(node, f"the pattern nests more than {MAX_DEPTH} levels deep "
+                                    "(helpers called inside helpers add up)",
+                              "a shallower pattern")
+            return self._expr(node, scope)
+        finally:
+            self.nesting -= 1
+
+    def _expr(self, node: ast.expr, scope: _Scope) -> Any:
         if isinstance(node, ast.Constant):
             return node.value
         if isinstance(node, ast.Name):
@@ -271,6 +298,24 @@ class Builder:
         hint = f"'{close[0]}'? " if close else ""
         return (f"{hint}a name defined above, a parameter, a constructor (op, const, "
                 f"any_value, ...), or an op type starting with a capital letter")
+
+
+def _depth(root: Pattern) -> int:
+    """Levels from the root to the deepest leaf, shared parts counted once (iterative: the
+    pattern may be too deep to recurse, which is what is being checked)."""
+    depth: dict[int, int] = {}
+    stack: list[tuple[Pattern, bool]] = [(root, False)]
+    while stack:
+        element, children_done = stack.pop()
+        if id(element) in depth:
+            continue
+        children = element.children()
+        if children_done:
+            depth[id(element)] = 1 + max((depth[id(c)] for c in children), default=0)
+            continue
+        stack.append((element, True))
+        stack.extend((c, False) for c in children if id(c) not in depth)
+    return depth[id(root)]
 
 
 def _file_scope(scope: _Scope) -> _Scope:
