@@ -171,7 +171,7 @@ def pattern_editor(browser: Browser) -> None:
     """pattern_editor.png: the LayerNorm example on teach_layernorm, its near miss clicked."""
     browser.driver.set_window_size(1600, 1000)
     text = quote_plus(example_text("LayerNorm"))
-    browser.show(f"?model=teach_layernorm&panel=editor&pat={text}&hl=edit-miss:0:0")
+    browser.show(f"?model=teach_layernorm&pass=1&panel=editor&pat={text}&hl=edit-miss:0:0")
     WebDriverWait(browser.driver, 60).until(lambda d: d.execute_script(
         "var f = document.querySelector('.focus.miss'); return !!f;"))
     browser.run("var p = window.graphlabPanes; p.before.fit(undefined, 20); "
