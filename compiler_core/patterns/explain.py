@@ -15,7 +15,7 @@ from ..ir import Graph, Node
 from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
-from .matcher import Match, NodeIndex, attempt, compile_pattern, match_all
+from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
 from .records import NearMissRecord, NodeRef, PatternRecord
 
 
@@ -50,7 +50,7 @@ class NearMiss:
                               f.reason, NodeRef.of(f.blocking_node),
                               tuple(NodeRef.of(n) for n in f.matched_nodes),
                               NodeRef.of(f.failed_node),
-                              tuple(a.summary() for a in self.alternatives()))
+                              tuple(a.summary() for a in self.alternatives()), f.part_text)
 
     def to_dict(self) -> dict:
         return self.record().to_dict()
@@ -120,6 +120,9 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
             if (_concerns(failure, target) if target is not None
                     else all_sites or failure.matched > ROOT_ONLY):
                 misses.append(NearMiss(site, failure))
+        if pattern.anchor is not None:
+            anchored = _anchored_misses(compiled, pattern.anchor, covered, misses, index)
+            misses += [m for m in anchored if target is None or _concerns(m.failure, target)]
         if target is not None and not matches and not misses and patterns is not None:
             failure = attempt(compiled, target, explain=True, claimed=covered)
             if isinstance(failure, Failure):
@@ -127,6 +130,50 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
         misses.sort(key=lambda m: -m.score)
         reports.append(PatternReport(compiled.name, pattern.describe(), matches, misses))
     return reports
+
+
+def _anchored_misses(compiled: CompiledPattern, anchor: tuple[Pattern, int], covered: set[int],
+                     explained: list[NearMiss], index: NodeIndex) -> list[NearMiss]:
+    """A near miss for every occurrence of the anchor shape that neither a match nor a near
+    miss already covers: the best attempt rooted at most ``reach`` consumers below it, or,
+    when no node there has the root's op type, a failure saying so."""
+    shape, reach = anchor
+    seen = {n.id for m in explained for n in (m.site, *m.failure.matched_nodes)}
+    misses = []
+    for occurrence in match_all(index.graph, shape, index=index):
+        if any(n.id in covered or n.id in seen for n in occurrence.nodes):
+            continue
+        best: NearMiss | None = None
+        for root in _below(occurrence.root, reach, compiled.root_ops):
+            failure = attempt(compiled, root, explain=True, claimed=covered)
+            if isinstance(failure, Failure) and (best is None or failure.score > best.score):
+                best = NearMiss(root, failure)
+        if best is None:
+            best = NearMiss(occurrence.root, _no_root_below(compiled, occurrence, reach))
+        seen.update(n.id for n in (best.site, *best.failure.matched_nodes, *occurrence.nodes))
+        misses.append(best)
+    return misses
+
+
+def _below(node: Node, reach: int, root_ops: frozenset[str] | None) -> list[Node]:
+    """``node`` and the nodes at most ``reach`` consumers below it that could be a root,
+    nearest first."""
+    found, frontier, seen = [], [node], {node.id}
+    for _ in range(reach + 1):
+        found += [n for n in frontier if root_ops is None or n.op_type in root_ops]
+        frontier = [u for n in frontier for v in n.outputs if v is not None
+                    for u in v.users() if u.id not in seen and not seen.add(u.id)]
+    return found
+
+
+def _no_root_below(compiled: CompiledPattern, occurrence: Match, reach: int) -> Failure:
+    node = occurrence.root
+    readers = sorted({u.op_type for v in node.outputs if v is not None for u in v.users()})
+    root = " or ".join(sorted(compiled.root_ops or ()))
+    return Failure((), node.op_type, "root", f"{root} at most {reach} consumers below "
+                   f"{node.op_type} '{node.name}'", "consumers " + (", ".join(readers) or "none"),
+                   failed_node=node, matched_nodes=tuple(occurrence.nodes),
+                   matched=len(occurrence.nodes)).with_score(compiled.size)
 
 
 def _concerns(failure: Failure, node: Node) -> bool:
