@@ -84,8 +84,9 @@ def test_block_becomes_one_attention_node_that_describes_itself():
     (node,) = shot.graph.nodes
     assert len(node.body) == len(graph) == 19
     assert node.attrs == {"scale": pytest.approx(HEAD_SIZE ** -0.5), "mask": "additive",
-                          "qkv": "separate", "causal": 0, "num_heads": HEADS,
-                          "head_size": HEAD_SIZE}
+                          "causal": 0, "window": 0, "padding": 1, "num_heads": HEADS,
+                          "kv_num_heads": HEADS, "head_size": HEAD_SIZE, "qkv": "separate",
+                          "cross": 0, "rotary": 0, "past": 0, "layout": "batch-first"}
     assert [m.root.name for m in only_report(shot).matches] == ["merge"]
 
 
@@ -93,7 +94,7 @@ def test_block_becomes_one_attention_node_that_describes_itself():
 def test_where_mask_and_div_scale(causal):
     shot = fuse(attention_block(mask_op="Where", scale_op="Div", causal=causal))
     (node,) = shot.graph.nodes
-    assert (node.attrs["mask"], node.attrs["causal"]) == ("where", int(causal))
+    assert (node.attrs["mask"], node.attrs["causal"]) == ("select", int(causal))
     assert node.attrs["scale"] == pytest.approx(HEAD_SIZE ** -0.5)
 
 
@@ -114,8 +115,8 @@ def test_softmax_over_the_wrong_axis_is_a_near_miss():
     assert report.matches == ()
     (miss,) = report.near_misses
     assert miss.site.name == "merge" and miss.failed_node.name == "softmax"
-    assert miss.reason == ("Softmax: expected softmax over the last axis, "
-                              "found axis 2 (rank 4)")
+    assert miss.reason == ("probabilities: Softmax: expected softmax over the last axis, "
+                           "found axis 2 (rank 4)")
     assert miss.score > 0.9  # everything else matched
 
 
@@ -124,9 +125,9 @@ def test_mask_through_an_unexpected_op_is_a_near_miss():
     assert shot.rewrites == 0
     (miss,) = only_report(shot).near_misses
     # every form of the Softmax's input fails on the Sub: the smallest (no mask) is named first
-    assert miss.reason == "Softmax input 0: expected MatMul, found Sub"
+    assert miss.reason == "mask: Softmax input 0: expected MatMul, found Sub"
     tried = {a["expected"] for a in miss.alternatives if a["found"] == "Sub"}
-    assert tried == {"Add", "Where", "Mul", "Div", "MatMul"}
+    assert tried == {"Add", "Where", "Mul", "Div", "Cast", "MatMul"}
 
 
 def test_probabilities_read_outside_block_the_fusion():
