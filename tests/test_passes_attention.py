@@ -1,8 +1,10 @@
-"""Attention fusion: a hand-built block and its near misses, and every exported sample.
+"""Attention fusion: hand-built blocks in every form today's exporters write (BERT-style
+encoders, LLM decoders with grouped-query attention, rotary, KV cache and causal / window /
+padding masks, cross-attention, nn.MultiheadAttention's sequence-first layout), their near
+misses, and every exported sample.
 
-Sample runs verify each pass against onnxruntime (``run_checked``), so the fused Attention
-nodes are exported as model-local functions and executed; the counts are one attention per
-encoder/decoder layer.
+Every run verifies each pass against onnxruntime (``run_checked``), so the fused Attention
+nodes are exported as model-local functions and executed.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from attention_graphs import (F16, cross_attention, decoder_attention, recognize_rotary_like,
+                              sequence_first_attention)
 from compiler_core.passes import PRESETS, PassContext, get_pass
-from compiler_core.patterns import PatternRecord
+from compiler_core.patterns import PatternRecord, explain
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
 
@@ -152,6 +156,141 @@ def test_without_explanations_the_report_still_lists_the_matches():
 
 def test_fusion_runs_in_the_o2_preset():
     assert "fuse_attention" in PRESETS["O2"]
+
+
+# ------------------------------------------------------------------ LLM decoder attention
+PAST_SIZES = {"batch": 2, "seq": 3, "past": 4, "total": 7}
+DECODER_FORMS = {  # name: (decoder_attention keywords, attributes the fused node must record)
+    "gqa_causal": ({}, {"num_heads": 4, "kv_num_heads": 2, "causal": 1, "window": 0}),
+    "mqa": ({"kv_heads": 1}, {"kv_num_heads": 1, "causal": 1}),
+    "mha": ({"kv_heads": 4}, {"kv_num_heads": 4}),
+    "rotary": ({"rotary": True}, {"rotary": 1}),
+    "kv_cache": ({"past": True}, {"past": 1, "causal": 1}),
+    "grouped_query_decode": ({"grouped_query": True, "past": True, "seq": 1},
+                             {"kv_num_heads": 2, "past": 1}),
+    "sliding_window": ({"mask": "window", "window": 2}, {"causal": 1, "window": 2}),
+    "trilu_causal": ({"mask": "trilu"}, {"causal": 1, "mask": "additive"}),
+    "min_fill": ({"fill": float(np.finfo(np.float32).min)}, {"causal": 1}),
+    "padding": ({"mask": "padding", "nan_guard": True}, {"padding": 1, "causal": 0}),
+    "select": ({"mask": "select"}, {"mask": "select", "causal": 1}),
+    "select_masked": ({"mask": "select_masked"}, {"mask": "select_masked", "causal": 1}),
+    "no_mask": ({"mask": "none"}, {"mask": "none", "causal": 0}),
+    "float16": ({"dtype": F16, "fill": -65504.0}, {"causal": 1}),
+    "opset14": ({"opset": 14}, {"causal": 1}),
+    "opset20": ({"opset": 20}, {"causal": 1}),
+}
+
+
+def decoder(**kwargs):
+    """A decoder block with its rotary recognized (as recognize_rotary leaves it) and the sizes
+    its inputs need (a KV cache's total = past + seq)."""
+    graph = decoder_attention(**kwargs)
+    if kwargs.get("rotary"):
+        assert recognize_rotary_like(graph) == 2
+    sizes = None
+    if kwargs.get("past"):
+        sizes = dict(PAST_SIZES, seq=kwargs.get("seq", 3))
+        sizes["total"] = sizes["past"] + sizes["seq"]
+        if kwargs.get("seq") == 1:
+            del sizes["seq"]
+    return graph, sizes
+
+
+@pytest.mark.parametrize("form", sorted(DECODER_FORMS))
+def test_every_decoder_form_fuses_into_one_attention_node(form):
+    kwargs, expected = DECODER_FORMS[form]
+    graph, sizes = decoder(**kwargs)
+    shot = fuse(graph, sizes)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert {k: node.attrs[k] for k in expected} == expected
+    assert node.attrs["head_size"] == 8 and node.attrs["qkv"] == "separate"
+    body = ops(node.body)
+    assert body["Softmax"] == 1 and body["MatMul"] == 5  # 3 projections, Q·Kᵀ, ·V
+    assert "Softmax" not in ops(shot.graph) and "RotaryEmbedding" not in ops(shot.graph)
+    assert body["RotaryEmbedding"] == (2 if kwargs.get("rotary") else 0)
+
+
+def test_present_keys_and_values_stay_outputs_of_the_fused_node():
+    graph, sizes = decoder(past=True, rotary=True)
+    shot = fuse(graph, sizes)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    presents = [v for v in node.outputs if v.is_graph_output]
+    assert len(presents) == 2 and len(node.outputs) == 3
+    assert all(v.producer is node for v in shot.graph.outputs if v.name != "y")
+    assert {v.name for v in node.inputs} >= {"past_key", "past_value", "cos", "sin"}
+
+
+def test_a_causal_mask_built_from_the_blocks_own_shapes_moves_inside():
+    graph, _ = decoder(mask="trilu")
+    shot = fuse(graph)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert ops(node.body)["Trilu"] == 1  # it reads Q's shape: outside, the node would feed itself
+    assert ops(shot.graph) == {"Attention": 1, "MatMul": 1, "Identity": 1}
+
+
+def test_written_out_rotary_is_a_near_miss_that_says_so():
+    shot = fuse(decoder_attention(rotary=True))  # recognize_rotary has not run
+    assert "Attention" not in ops(shot.graph)
+    (miss,) = only_report(shot).near_misses
+    assert miss.reason.startswith("query › rotary: Add: expected rotary embedding as one "
+                                  "RotaryEmbedding node (recognize_rotary)")
+    assert "recognize_rotary did not fuse it" in miss.found and miss.score > 0.9
+
+
+def test_cross_attention_fuses_and_leaves_the_shared_kv_projection_outside():
+    graph = cross_attention(layers=2)
+    result = run_checked(graph, ["fuse_sibling_matmuls", "fuse_attention"])
+    shot = snapshot(result, "fuse_attention")
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 2
+    assert all(n.attrs["cross"] == 1 and n.attrs["qkv"] == "mixed" for n in fused)
+    # horizontal fusion packed both layers' K/V projections of the encoder output into one
+    (split,) = [n for n in shot.graph.nodes if n.op_type == "Split"]
+    assert len(split.outputs) == 4 and all(u.op_type == "Attention"
+                                           for v in split.outputs for u in v.users())
+
+
+@pytest.mark.parametrize("four_d", [True, False], ids=["4d", "heads_in_batch"])
+def test_sequence_first_attention_with_a_packed_in_projection_fuses(four_d):
+    graph = sequence_first_attention(four_d=four_d)
+    result = run_checked(graph, ["fuse_attention"])
+    shot = snapshot(result, "fuse_attention")
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert (node.attrs["layout"], node.attrs["qkv"]) == ("sequence-first", "packed")
+    assert (node.attrs["num_heads"], node.attrs["head_size"]) == (4, 8)
+    assert ops(node.body)["Gather"] == 3  # the packed projection's unpacking moved inside
+    assert ops(shot.graph) == {"Attention": 1, "Gemm": 1, "Shape": 1, "Reshape": 1,
+                               "Identity": 1}
+
+
+def test_an_attention_shaped_block_is_explained_even_when_its_head_merge_differs():
+    """Softmax between two MatMuls with an unknown head merge: the pattern fails right at its
+    root, yet the block is reported at the top level, saying which part failed."""
+    graph = attention_block()
+    merge = graph.node_by_name("merge")
+    transpose = merge.inputs[0].producer
+    graph.set_node_attr(transpose, "perm", (0, 2, 3, 1))  # not a head merge any more
+    (report,) = explain(graph, ["attention"])
+    assert report.matches == []
+    (miss,) = report.near_misses
+    assert miss.reason == ("head merge: Transpose: expected perm = [0, 2, 1, 3], "
+                           "found perm = [0, 2, 3, 1]")
+    assert miss.failure.part == ("head merge",)
+    assert miss.record().to_dict()["part"] == "head merge"
+
+
+def test_anchored_explanation_without_any_root_below_names_the_consumers():
+    graph = attention_block()
+    merge = graph.node_by_name("merge")
+    transpose = merge.inputs[0].producer
+    context = transpose.inputs[0]
+    graph.replace_all_uses(merge.outputs[0], context)  # the context is the model output
+    for node in (merge, transpose):
+        graph.remove_node(node)
+    (report,) = explain(graph, ["attention"])
+    (miss,) = report.near_misses
+    assert miss.site.op_type == "MatMul" and miss.failure.expected.startswith("Reshape at most")
+    assert "Softmax" in {n.op_type for n in miss.failure.matched_nodes}
 
 
 # ------------------------------------------------------------------------------ the samples
