@@ -325,3 +325,15 @@ def test_sdpa_shape_arithmetic_moves_inside_when_only_attention_reads_it():
         made_inside = {v.name for n in node.body.nodes for v in n.outputs}
         shapes = [n for n in node.body.nodes if n.op_type == "Shape"]
         assert sum(n.inputs[0].name in made_inside for n in shapes) == 2
+
+
+def test_the_patterns_panel_names_the_part_that_failed():
+    from graphlab.app.panels.patterns import focus_view, report_view
+    from graphlab.app.pattern_view import PatternFocus
+
+    (report,) = explain(decoder_attention(rotary=True), ["attention"])
+    record = report.record()
+    (miss,) = record.near_misses
+    text = str(focus_view(PatternFocus("miss", "attention", miss)))
+    assert "'part'" in text and "'query › rotary'" in text
+    assert "recognize_rotary did not fuse it" in str(report_view(0, record, ""))

@@ -94,10 +94,11 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     Without ``node``: all matches, and a near miss for every site whose root op matches and
     where more than the root matched — its inputs come from the op types the pattern wants
     (``all_sites`` also keeps sites that failed right at the root: every Add is a root-only
-    site of matmul_add).  With ``node``: only what concerns
-    that node — the match that contains it, or the failed sites whose attempt reached it (a
-    Conv whose BN fusion was blocked), or else, for patterns asked for by name, the attempt
-    rooted at the node itself.
+    site of matmul_add) — and, for an anchored pattern, for every occurrence of its anchor
+    shape that nothing else covers (attention: every Softmax between two MatMuls).  With
+    ``node``: only what concerns that node — the match that contains it, or the failed sites
+    whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
+    for by name, the attempt rooted at the node itself.
     """
     index = NodeIndex(graph)
     target = _resolve_node(graph, node)
