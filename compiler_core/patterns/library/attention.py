@@ -191,18 +191,15 @@ def _softmax_between_matmuls() -> Pattern:
 
 
 def _fed_by_matmul(value: Value, _: dict, hops: int = 4) -> bool:
-    """Whether ``value`` comes from a MatMul through at most ``hops`` single-input-chain ops
-    (scale, mask, Cast)."""
+    """Whether ``value`` comes from a MatMul through at most ``hops`` ops (scale, mask, Cast),
+    along any of their run-time inputs."""
+    frontier = [value]
     for _ in range(hops + 1):
-        node = value.producer
-        if node is None:
-            return False
-        if node.op_type == "MatMul":
+        producers = [v.producer for v in frontier if v is not None and v.producer is not None]
+        if any(node.op_type == "MatMul" for node in producers):
             return True
-        value = next((v for v in node.inputs if v is not None and v.constant_value() is None
-                      and v.producer is not None), None)
-        if value is None:
-            return False
+        frontier = [v for node in producers for v in node.inputs
+                    if v is not None and v.constant_value() is None]
     return False
 
 
