@@ -2,7 +2,7 @@
 
 The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
 loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
-once per workspace and bound sizes, and every answer is kept with the workspace.  The check also
+once per workspace (at its sizes, `Workspace.sizes`), and every answer is kept with the workspace.  The check also
 loads and runs the pass's model at onnxruntime's default level (what a user's session does) in
 a child process, so a model that crashes onnxruntime is an answer on the page.
 """
@@ -15,7 +15,6 @@ from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
 
-from .graph_analyses import sizes_key
 from .workbench import Workspace
 
 
@@ -51,16 +50,16 @@ class StepCheck:
         return f"{mark} as users load it: the model {self.runtime.describe()}"
 
 
-def cached_check(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck | None:
+def cached_check(workspace: Workspace, step: int) -> StepCheck | None:
     """The check of pass ``step`` if somebody already asked for it."""
-    return workspace.derived.get(_check_key(step, sizes))
+    return workspace.derived.get(_check_key(step))
 
 
-def check_step(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck:
+def check_step(workspace: Workspace, step: int) -> StepCheck:
     """Compare the graph after pass ``step`` with the input model (cached per workspace)."""
-    key = _check_key(step, sizes)
+    key = _check_key(step)
     if key not in workspace.derived:
-        verifier = _verifier(workspace, sizes)
+        verifier = _verifier(workspace)
         result = workspace.result
         rtol, note = result.tolerance_after(step)
         graph = result.snapshots[step].graph
@@ -71,12 +70,13 @@ def check_step(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCh
     return workspace.derived[key]
 
 
-def _check_key(step: int, sizes: dict[str, int]) -> tuple:
-    return ("numeric-check", step, sizes_key(sizes))
+def _check_key(step: int) -> tuple:
+    return ("numeric-check", step)
 
 
-def _verifier(workspace: Workspace, sizes: dict[str, int]) -> Verifier:
-    key = ("numeric-reference", sizes_key(sizes))
+def _verifier(workspace: Workspace) -> Verifier:
+    key = ("numeric-reference",)
     if key not in workspace.derived:
-        workspace.derived[key] = Verifier(workspace.result.initial, bindings=sizes)
+        workspace.derived[key] = Verifier(workspace.result.initial,
+                                          bindings=workspace.sizes.bindings)
     return workspace.derived[key]

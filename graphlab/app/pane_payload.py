@@ -78,8 +78,8 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
                           {**{i: "modified" for i in diff.modified},
                            **{i: "added" for i in diff.added}}, set(ui.opened))
     if state.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
-        paint(left, band_classes(ws, before, state.target, state.bound.checked()))
-        paint(right, band_classes(ws, after, state.target, state.bound.checked()))
+        paint(left, band_classes(ws, before, state.target))
+        paint(right, band_classes(ws, after, state.target))
     key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened),
                              state.overlay and state.target)).encode()
                        ).hexdigest()[:16]

@@ -23,7 +23,6 @@ def outcome(story: Story) -> Markup:
         check = story.verify_note or "not run"
     speedup = story.costs.speedup
     changed = sum(1 for s in result.snapshots if s.changed)
-    bindings = ", ".join(f"{k}={v}" for k, v in story.bindings.items())
     return tag("p", tag("b", story.label), f" went through pipeline {story.pipeline} "
                     f"({len(result.snapshots)} passes, {changed} of them changed the graph) in "
                     f"{format_seconds(result.seconds)}: ",
@@ -34,7 +33,8 @@ def outcome(story: Story) -> Markup:
                + ("" if speedup is None else f" ({speedup:.2f}× faster)")
                + f"; arena peak {format_bytes(story.memory_before.peak_bytes)} → "
                  f"{format_bytes(story.memory_after.peak_bytes)}. Numerical check: {check}."
-               + (f" Symbolic dims bound: {bindings}." if bindings else ""),
+               + (f" Symbolic dims priced at {story.sizes.describe()}."
+                  if story.sizes.chosen else ""),
                class_="outcome")
 
 
