@@ -35,6 +35,7 @@ EXPECTED = {
                          MS + "SkipLayerNormalization": 5},
     "gpt2_tiny": {MS + "Attention": 2, MS + "FastGelu": 2, MS + "SkipLayerNormalization": 1,
                   "ai.onnx:LayerNormalization": 4},
+    "bart_tiny": {MS + "Attention": 4, MS + "MultiHeadAttention": 2},  # 2 of them cross
     "cnn_bn": {MS + "FusedConv": 3},
     "mobilenet_tiny": {MS + "FusedConv": 9},
     "mlp_dropout": {MS + "FusedGemm": 2},

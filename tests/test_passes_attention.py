@@ -15,7 +15,7 @@ from onnx import helper
 
 from attention_graphs import (F16, cross_attention, decoder_attention, recognize_rotary_like,
                               sequence_first_attention)
-from compiler_core.passes import PRESETS, PassContext, get_pass
+from compiler_core.passes import PRESETS, PassContext, PassManager, get_pass
 from compiler_core.patterns import PatternRecord, explain
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
@@ -337,3 +337,34 @@ def test_the_patterns_panel_names_the_part_that_failed():
     text = str(focus_view(PatternFocus("miss", "attention", miss)))
     assert "'part'" in text and "'query › rotary'" in text
     assert "recognize_rotary did not fuse it" in str(report_view(0, record, ""))
+
+
+# ------------------------------------------------------------------- the LLM samples
+def cleaned(name: str):
+    """A sample after O1 and horizontal fusion (what fuse_attention sees in O2)."""
+    return PassManager(["O1", "fuse_sibling_matmuls"]).run(load_sample(name)).final
+
+
+def test_bart_fuses_encoder_decoder_and_cross_attention():
+    shot = fuse(cleaned("bart_tiny"))
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 6 and "Softmax" not in ops(shot.graph)
+    kinds = sorted((n.attrs["cross"], n.attrs["causal"], n.attrs["padding"]) for n in fused)
+    # 2 encoder (padding), 2 decoder self (causal), 2 cross (the encoder's padding)
+    assert kinds == [(0, 0, 1), (0, 0, 1), (0, 1, 0), (0, 1, 0), (1, 0, 1), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("name", ["llama_tiny_torchscript", "llama_tiny_dynamo"])
+def test_llama_attention_fuses_once_rotary_is_one_node(name):
+    graph = cleaned(name)
+    (report,) = explain(graph, ["attention"])  # before: every block says what is missing
+    assert len(report.near_misses) == 2 and all(
+        m.reason.startswith("query › rotary: Add: expected rotary embedding as one")
+        for m in report.near_misses)
+    assert recognize_rotary_like(graph) == 4
+    shot = fuse(graph)
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 2 and "Softmax" not in ops(shot.graph)
+    for node in fused:
+        assert (node.attrs["num_heads"], node.attrs["kv_num_heads"], node.attrs["head_size"],
+                node.attrs["rotary"], node.attrs["causal"]) == (4, 2, 16, 1, 1)
