@@ -323,6 +323,7 @@ class _Emitter:
 
     def __init__(self, graph: Graph, node: Node):
         self.graph, self.node, self.count = graph, node, 0
+        self.made: dict[tuple, Value] = {}  # sizes already read, each computed once
 
     def op(self, op_type: str, inputs: list, attrs: dict | None = None,
            outputs: list | None = None, domain: str = "") -> Value:
@@ -355,12 +356,22 @@ class _Emitter:
         return self.op("Reshape", [moved, self.ints([0, 0, -1])])
 
     def dim(self, value: Value, axis: int) -> Value:
-        return self.op("Slice", [self.op("Shape", [value]), self.ints([axis]),
-                                 self.ints([axis + 1])])
+        """``value``'s size along ``axis`` as a 1-element int64 tensor."""
+        key = ("dim", value.name, axis)
+        if key not in self.made:
+            self.made[key] = self.op("Slice", [self.op("Shape", [value]), self.ints([axis]),
+                                               self.ints([axis + 1])])
+        return self.made[key]
 
     def total_length(self, key: Value, past: Value | None) -> Value:
+        """Keys seen by each query: the new ones plus the past ones."""
         new = self.dim(key, 1)
-        return new if past is None else self.op("Add", [new, self.dim(past, 2)])
+        if past is None:
+            return new
+        cache_key = ("total", key.name, past.name)
+        if cache_key not in self.made:
+            self.made[cache_key] = self.op("Add", [new, self.dim(past, 2)])
+        return self.made[cache_key]
 
     def bias(self, block: Block, query: Value, key: Value, past: Value | None) -> Value | None:
         """The mask as attention_bias [B or 1, N or 1, S, T]: the tensor the body adds (a
