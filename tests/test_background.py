@@ -8,6 +8,7 @@ import base64
 import functools
 import os
 import re
+import subprocess
 import signal
 import threading
 import time
@@ -142,8 +143,12 @@ def server(tmp_path_factory):
 
     process, url = start_server(2, str(tmp_path_factory.mktemp("cache")))
     yield url
-    process.terminate()
-    process.wait(timeout=30)
+    process.terminate()  # gunicorn lets in-flight requests finish for its graceful timeout (30 s)
+    try:
+        process.wait(timeout=40)
+    except subprocess.TimeoutExpired:  # a loaded machine: stop waiting for the slow build
+        process.kill()
+        process.wait(timeout=10)
 
 
 def test_a_long_build_does_not_hold_up_another_session(server):

@@ -20,6 +20,7 @@ from ..user_input import parse_bindings
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,7 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
 
     @cached_property
     def bound(self) -> Bindings:
@@ -82,7 +84,8 @@ class ViewState:
 _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bindings": "bind",
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
-             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm"}
+             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "rules": "rules"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -96,8 +99,9 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
 }
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm")
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "rules")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
