@@ -368,3 +368,18 @@ def test_llama_attention_fuses_once_rotary_is_one_node(name):
     for node in fused:
         assert (node.attrs["num_heads"], node.attrs["kv_num_heads"], node.attrs["head_size"],
                 node.attrs["rotary"], node.attrs["causal"]) == (4, 2, 16, 1, 1)
+
+
+def test_code_that_only_starts_like_attention_is_reported_with_all_sites_only():
+    """A Reshape of a Transpose of something that is no ·V: no attention-shaped block, so no
+    near miss unless every site is asked for."""
+    nodes = [helper.make_node("Reshape", ["x", "split"], ["x4"]),
+             helper.make_node("Transpose", ["x4"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "merge"], ["y"], name="merge")]
+    graph = build(nodes, [tensor("x", F, [1, SEQ, HIDDEN])], [tensor("y", F, [1, SEQ, HIDDEN])],
+                  {"split": np.array([1, SEQ, HEADS, HEAD_SIZE]),
+                   "merge": np.array([1, SEQ, HIDDEN])})
+    assert explain(graph, ["attention"])[0].near_misses == []
+    misses = explain(graph, ["attention"], all_sites=True)[0].near_misses
+    (miss,) = [m for m in misses if m.site.name == "merge"]
+    assert miss.failure.part == ("head merge",)

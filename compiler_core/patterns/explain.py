@@ -94,8 +94,9 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     Without ``node``: all matches, and a near miss for every site whose root op matches and
     where more than the root matched — its inputs come from the op types the pattern wants
     (``all_sites`` also keeps sites that failed right at the root: every Add is a root-only
-    site of matmul_add) — and, for an anchored pattern, for every occurrence of its anchor
-    shape that nothing else covers (attention: every Softmax between two MatMuls).  With
+    site of matmul_add).  An anchored pattern reports one near miss per occurrence of its
+    anchor shape that no match covers (attention: every Softmax between two MatMuls), and
+    other near misses only with ``all_sites``.  With
     ``node``: only what concerns that node — the match that contains it, or the failed sites
     whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
     for by name, the attempt rooted at the node itself.
@@ -122,8 +123,10 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
                     else all_sites or failure.matched > ROOT_ONLY):
                 misses.append(NearMiss(site, failure))
         if pattern.anchor is not None:
-            anchored = _anchored_misses(compiled, pattern.anchor, covered, misses, index)
-            misses += [m for m in anchored if target is None or _concerns(m.failure, target)]
+            misses = _anchored_misses(compiled, pattern.anchor, covered, misses, index,
+                                      all_sites)
+            if target is not None:
+                misses = [m for m in misses if _concerns(m.failure, target)]
         if target is not None and not matches and not misses and patterns is not None:
             failure = attempt(compiled, target, explain=True, claimed=covered)
             if isinstance(failure, Failure):
@@ -134,15 +137,21 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
 
 
 def _anchored_misses(compiled: CompiledPattern, anchor: tuple[Pattern, int], covered: set[int],
-                     explained: list[NearMiss], index: NodeIndex) -> list[NearMiss]:
-    """A near miss for every occurrence of the anchor shape that neither a match nor a near
-    miss already covers: the best attempt rooted at most ``reach`` consumers below it, or,
-    when no node there has the root's op type, a failure saying so."""
+                     found: list[NearMiss], index: NodeIndex, all_sites: bool) -> list[NearMiss]:
+    """One near miss per occurrence of the anchor shape that no match covers: the site's own
+    near miss when it reached the occurrence, else the best attempt rooted at most ``reach``
+    consumers below it, or, when no node there has the root's op type, a failure saying so.
+    Near misses that reach no occurrence are other code that starts like the pattern: kept
+    only with ``all_sites``."""
     shape, reach = anchor
-    seen = {n.id for m in explained for n in (m.site, *m.failure.matched_nodes)}
-    misses = []
-    for occurrence in match_all(index.graph, shape, index=index):
-        if any(n.id in covered or n.id in seen for n in occurrence.nodes):
+    occurrences = [o for o in match_all(index.graph, shape, index=index)
+                   if not any(n.id in covered for n in o.nodes)]
+    in_occurrence = {n.id for o in occurrences for n in o.nodes}
+    misses = [m for m in found if all_sites or any(
+        n.id in in_occurrence for n in (m.site, *m.failure.matched_nodes))]
+    seen = {n.id for m in misses for n in (m.site, *m.failure.matched_nodes)}
+    for occurrence in occurrences:
+        if any(n.id in seen for n in occurrence.nodes):
             continue
         best: NearMiss | None = None
         for root in _below(occurrence.root, reach, compiled.root_ops):
