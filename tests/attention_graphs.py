@@ -58,9 +58,12 @@ class _Builder:
         bias = self.floats(self.rng.standard_normal(width_out) * 0.1, f"{hint}_b")
         return self.add("Add", [self.add("MatMul", [x, weight]), bias], hint)
 
-    def heads(self, projected: str, head: int) -> str:
-        """[B, S, N·H] → [B, N, S, H]."""
+    def heads(self, projected: str, head: int, rotary: tuple[str, str] | None = None) -> str:
+        """[B, S, N·H] → [B, N, S, H]; with ``rotary`` (cos, sin) the [B, S, N, H] heads are
+        rotated before they move forward (GPT-J style)."""
         split = self.add("Reshape", [projected, self.ints([0, 0, -1, head])])
+        if rotary is not None:
+            split = self.rotary(split, head, *rotary)
         return self.add("Transpose", [split], perm=[0, 2, 1, 3])
 
     def rotary(self, x: str, head: int, cos: str, sin: str) -> str:
@@ -86,11 +89,13 @@ class _Builder:
 
 
 def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past: bool = False,
-                      rotary: bool = False, mask: str = "causal", fill: float = -np.inf,
+                      rotary: bool | str = False, mask: str = "causal", fill: float = -np.inf,
                       window: int = 2, nan_guard: bool = False, grouped_query: bool = False,
                       dtype: int = F, opset: int = 17, seq: int | str = "seq") -> Graph:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
-    hidden], head split, rotary (written out; ``recognize_rotary_like`` fuses it), KV cache
+    hidden], head split, rotary (written out; ``recognize_rotary_like`` fuses it; applied
+    to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
+    "before_split"), KV cache
     (``past``: inputs past_key/past_value [batch, kv_heads, past, head], outputs
     present_key/present_value), repeat-kv (Unsqueeze at axis 2, Expand, Reshape) or, with
     ``grouped_query``, Q reshaped to [B, N_kv, rep·S, H] (one query token), Q·Kᵀ scaled,
@@ -100,10 +105,13 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     b = _Builder(dtype)
     hidden, rep = heads * head, heads // kv_heads
     x = b.input("x", dtype, ["batch", seq, hidden])
-    q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head)
-    k = b.heads(b.linear(x, hidden, kv_heads * head, "k_proj"), head)
+    early = None
+    if rotary == "before_split":
+        early = tuple(b.input(n, dtype, [1, seq, 1, head]) for n in ("cos", "sin"))
+    q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head, early)
+    k = b.heads(b.linear(x, hidden, kv_heads * head, "k_proj"), head, early)
     v = b.heads(b.linear(x, hidden, kv_heads * head, "v_proj"), head)
-    if rotary:
+    if rotary and early is None:
         cos, sin = (b.input(n, dtype, [1, 1, seq, head]) for n in ("cos", "sin"))
         q, k = b.rotary(q, head, cos, sin), b.rotary(k, head, cos, sin)
     if past:

@@ -159,6 +159,8 @@ GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
 ATTENTION_CASES = {
     "gqa_causal": (lambda: decoder_attention(), None, GQA),
     "gqa_rotary": (lambda: _rotary_recognized(decoder_attention(rotary=True)), None, GQA),
+    "gqa_rotary_before_split": (
+        lambda: _rotary_recognized(decoder_attention(rotary="before_split")), None, GQA),
     "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
     "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
     "gqa_select_min": (lambda: decoder_attention(mask="select", fill=-3.4e38), None, GQA),

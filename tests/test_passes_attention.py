@@ -165,6 +165,7 @@ DECODER_FORMS = {  # name: (decoder_attention keywords, attributes the fused nod
     "mqa": ({"kv_heads": 1}, {"kv_num_heads": 1, "causal": 1}),
     "mha": ({"kv_heads": 4}, {"kv_num_heads": 4}),
     "rotary": ({"rotary": True}, {"rotary": 1}),
+    "rotary_before_split": ({"rotary": "before_split"}, {"rotary": 1}),
     "kv_cache": ({"past": True}, {"past": 1, "causal": 1}),
     "grouped_query_decode": ({"grouped_query": True, "past": True, "seq": 1},
                              {"kv_num_heads": 2, "past": 1}),

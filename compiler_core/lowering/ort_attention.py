@@ -214,7 +214,7 @@ def _common_reason(block: Block) -> str | None:
         return ("its K/V heads are repeated in another order than the operator's "
                 "(each K/V head read by consecutive query heads)")
     if block.attr("rotary") and _rank(block["q_rotated"]) != 4:
-        return "its rotary works on a layout other than [B, N, S, H]"
+        return "its rotary works on a layout other than [B, N, S, H] or [B, S, N, H]"
     bias = _bias_reason(block)
     if bias:
         return bias
@@ -281,7 +281,7 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
                     "inline_for_onnxruntime")
     emit = _Emitter(graph, node)
     seq_first = block.attr("layout") != "batch-first"
-    query, key = (emit.as_bsh(block.outer(graph, block[f"{r}_rotated"])) if block[f"{r}_rotary"]
+    query, key = (emit.rotated(block, r) if block[f"{r}_rotary"]
                   else emit.from_input(block.outer(graph, block[f"{r}_in"]), seq_first)
                   for r in "qk")
     value = emit.from_input(block.outer(graph, block["v_in"]), seq_first)
@@ -350,8 +350,13 @@ class _Emitter:
         sequence first)."""
         return self.op("Transpose", [value], {"perm": [1, 0, 2]}) if seq_first else value
 
-    def as_bsh(self, heads: Value) -> Value:
-        """[B, N, S, H] per-head tensor → [B, S, N·H]."""
+    def rotated(self, block: Block, role: str) -> Value:
+        """The rotated Q or K as [B, S, N·H]: the rotary node's output, from [B, N, S, H]
+        (rotary after the heads move forward) or [B, S, N, H] (before)."""
+        before = block[f"{role}_rotated_before_split"]
+        if before is not None:
+            return self.op("Reshape", [block.outer(self.graph, before), self.ints([0, 0, -1])])
+        heads = block.outer(self.graph, block[f"{role}_rotated"])
         moved = self.op("Transpose", [heads], {"perm": [0, 2, 1, 3]})
         return self.op("Reshape", [moved, self.ints([0, 0, -1])])
 

@@ -11,7 +11,7 @@ Each piece is a named part, so a near miss says which one did not fit ("key › 
 
 from __future__ import annotations
 
-from ...ir import FUSED_DOMAIN, Value
+from ...ir import FUSED_DOMAIN, Node, Value
 from ..checks import predicate
 from ..language import OpPattern, Pattern, any_value, const, op
 from .common import as_float, scalar_const
@@ -47,16 +47,25 @@ def _source(role: str) -> Pattern:
 
 
 def _heads(role: str) -> Pattern:
-    """The projection's output split into heads: [B, S, N·H] → [B, N, S, H] (batch first);
+    """The projection's output split into heads: [B, S, N·H] → [B, N, S, H] (batch first;
+    GPT-J-style models rotate the [B, S, N, H] heads before moving them forward);
     [S, B, N·H] → [S, B·N, H] → [B·N, S, H], then [B, N, S, H] or kept 3-D (sequence first,
     PyTorch's nn.MultiheadAttention)."""
-    batch_first = _op("Transpose", _op("Reshape", _source(role), any_value()), perm=HEAD_SPLIT)
+    split = _op("Reshape", _source(role), any_value())
+    rotated = op(ROTARY_OP, split, ..., domain=FUSED_DOMAIN).allow_external_uses().tag(
+        f"{role}_rotary", 1).bind(f"{role}_rotated_before_split", _output)
+    batch_first = _op("Transpose", split | rotated | _written_out_rotary(split),
+                      perm=HEAD_SPLIT)
     seq_first = _op("Transpose", _op("Reshape", _source(role), any_value()),
                     perm=SEQ_FIRST_SPLIT)
     return (batch_first.tag(f"{role}_layout", "batch-first")
             | _op("Reshape", seq_first, any_value()).tag(f"{role}_layout", "sequence-first")
             | seq_first.tag(f"{role}_layout", "sequence-first")).bind(f"{role}_heads").part(
                 "head split")
+
+
+def _output(node: Node) -> Value:
+    return node.outputs[0]
 
 
 def _written_out_rotary(x: Pattern) -> Pattern:
@@ -230,7 +239,8 @@ def attention() -> Pattern:
     Bindings: ``q_in``, ``k_in``, ``v_in`` (the tensors split into heads), ``q_heads``,
     ``k_heads``, ``v_heads`` (the per-head tensors; ``k_heads`` is None when K is transposed
     in the same op that splits it), ``q_rotated``, ``k_rotated`` (the heads after rotary, or
-    the heads), ``q_grouped`` (1 when Q is reshaped for grouped-query broadcasting),
+    the heads), ``q_rotated_before_split``, ``k_rotated_before_split`` (the rotary node's
+    [B, S, N, H] output when rotary comes before the heads move forward), ``q_grouped`` (1 when Q is reshaped for grouped-query broadcasting),
     ``q_layout``,
     ``k_layout``, ``v_layout`` ("batch-first" or "sequence-first"), ``q_rotary``,
     ``k_rotary`` (1, or None without rotary), ``past_key``, ``past_value`` (the cache inputs,
