@@ -58,13 +58,22 @@ class _Builder:
         bias = self.floats(self.rng.standard_normal(width_out) * 0.1, f"{hint}_b")
         return self.add("Add", [self.add("MatMul", [x, weight]), bias], hint)
 
-    def heads(self, projected: str, head: int, rotary: tuple[str, str] | None = None) -> str:
-        """[B, S, N·H] → [B, N, S, H]; with ``rotary`` (cos, sin) the [B, S, N, H] heads are
-        rotated before they move forward (GPT-J style)."""
+    def heads(self, projected: str, head: int, rotary: tuple[str, str] | None = None,
+              perm: tuple[int, ...] = (0, 2, 1, 3)) -> str:
+        """[B, S, N·H] → [B, N, S, H] (or [B, N, H, S] with ``perm`` (0, 2, 3, 1)); with
+        ``rotary`` (cos, sin) the [B, S, N, H] heads are rotated before they move forward
+        (GPT-J style)."""
         split = self.add("Reshape", [projected, self.ints([0, 0, -1, head])])
         if rotary is not None:
             split = self.rotary(split, head, *rotary)
-        return self.add("Transpose", [split], perm=[0, 2, 1, 3])
+        return self.add("Transpose", [split], perm=list(perm))
+
+    def partial_rotary(self, x: str, head: int, cos: str, sin: str) -> str:
+        """The first half of the head dims rotated, the rest concatenated back (GPT-NeoX)."""
+        axis, half = self.ints([3]), head // 2
+        first = self.add("Slice", [x, self.ints([0]), self.ints([half]), axis])
+        rest = self.add("Slice", [x, self.ints([half]), self.ints([BIG]), axis])
+        return self.add("Concat", [self.rotary(first, half, cos, sin), rest], axis=-1)
 
     def rotary(self, x: str, head: int, cos: str, sin: str) -> str:
         """x·cos + rotate_half(x)·sin (the half-split form, as HF Llama writes it)."""
@@ -91,14 +100,18 @@ class _Builder:
 def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past: bool = False,
                       rotary: bool | str = False, mask: str = "causal", fill: float = -np.inf,
                       window: int = 2, nan_guard: bool = False, grouped_query: bool = False,
-                      dtype: int = F, opset: int = 17, seq: int | str = "seq") -> Graph:
+                      dtype: int = F, opset: int = 17, seq: int | str = "seq",
+                      packed_heads: bool = False, key_split_transposed: bool = False) -> Graph:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
     hidden], head split, rotary (written out; ``recognize_rotary_like`` fuses it; applied
     to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
-    "before_split"), KV cache
+    "before_split"; only the first half of each head with "partial"), KV cache
     (``past``: inputs past_key/past_value [batch, kv_heads, past, head], outputs
     present_key/present_value), repeat-kv (Unsqueeze at axis 2, Expand, Reshape) or, with
-    ``grouped_query``, Q reshaped to [B, N_kv, rep·S, H] (one query token), Q·Kᵀ scaled,
+    ``grouped_query``, Q reshaped to [B, N_kv, rep·S, H] (one query token); with
+    ``packed_heads`` one projection viewed as [B, S, N, 3·H] and split after the heads move
+    forward (GPT-NeoX; as many K/V heads as Q heads); with ``key_split_transposed`` Kᵀ made
+    in the Transpose that moves the heads forward (eager BERT, GPT-J), Q·Kᵀ scaled,
     ``mask`` ("causal", "window", "trilu" (SDPA's is_causal, built from Q's and K's shapes),
     "padding" (an attention_mask input), "additive" (a float mask input), "select",
     "select_masked", "none"), Softmax, NaN guard, ·V, head merge, output projection."""
@@ -108,12 +121,23 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     early = None
     if rotary == "before_split":
         early = tuple(b.input(n, dtype, [1, seq, 1, head]) for n in ("cos", "sin"))
-    q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head, early)
-    k = b.heads(b.linear(x, hidden, kv_heads * head, "k_proj"), head, early)
-    v = b.heads(b.linear(x, hidden, kv_heads * head, "v_proj"), head)
+    if packed_heads:
+        packed = b.add("Reshape", [b.linear(x, hidden, 3 * hidden, "qkv_proj"),
+                                   b.ints([0, 0, heads, 3 * head])])
+        moved = b.add("Transpose", [packed], perm=[0, 2, 1, 3])
+        q, k, v = (f"qkv_{i}" for i in range(3))
+        b.nodes.append(helper.make_node("Split", [moved, b.ints([head] * 3)], [q, k, v],
+                                        axis=-1, name="split_heads"))
+    else:
+        q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head, early)
+        k = b.heads(b.linear(x, hidden, kv_heads * head, "k_proj"), head, early,
+                    (0, 2, 3, 1) if key_split_transposed else (0, 2, 1, 3))
+        v = b.heads(b.linear(x, hidden, kv_heads * head, "v_proj"), head)
     if rotary and early is None:
-        cos, sin = (b.input(n, dtype, [1, 1, seq, head]) for n in ("cos", "sin"))
-        q, k = b.rotary(q, head, cos, sin), b.rotary(k, head, cos, sin)
+        width = head // 2 if rotary == "partial" else head
+        cos, sin = (b.input(n, dtype, [1, 1, seq, width]) for n in ("cos", "sin"))
+        turn = b.partial_rotary if rotary == "partial" else b.rotary
+        q, k = turn(q, head, cos, sin), turn(k, head, cos, sin)
     if past:
         past_k, past_v = (b.input(n, dtype, ["batch", kv_heads, "past", head])
                           for n in ("past_key", "past_value"))
@@ -126,7 +150,8 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
         k, v = (b.add("Reshape", [b.add("Expand", [b.add("Unsqueeze", [t, b.ints([2])]),
                                                    b.ints([1, 1, rep, 1, 1])]),
                                   b.ints([0, heads, -1, head])]) for t in (k, v))
-    scores = b.add("MatMul", [q, b.add("Transpose", [k], perm=[0, 1, 3, 2])], "qk")
+    keys = k if key_split_transposed else b.add("Transpose", [k], perm=[0, 1, 3, 2])
+    scores = b.add("MatMul", [q, keys], "qk")
     scores = b.add("Mul", [scores, b.floats(head ** -0.5)], "scaled")
     total = "total" if past else seq
     scores = _apply_mask(b, mask, scores, q, k, x, (seq, total), past, fill, window)

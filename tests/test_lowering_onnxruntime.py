@@ -159,6 +159,10 @@ GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
 ATTENTION_CASES = {
     "gqa_causal": (lambda: decoder_attention(), None, GQA),
     "gqa_rotary": (lambda: _rotary_recognized(decoder_attention(rotary=True)), None, GQA),
+    "mha_packed_heads_partial_rotary": (lambda: _rotary_recognized(decoder_attention(
+        packed_heads=True, kv_heads=4, rotary="partial")), None, MHA),
+    "mha_gptj_key": (lambda: _rotary_recognized(decoder_attention(
+        rotary="before_split", key_split_transposed=True, kv_heads=4)), None, MHA),
     "gqa_rotary_before_split": (
         lambda: _rotary_recognized(decoder_attention(rotary="before_split")), None, GQA),
     "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),

@@ -166,6 +166,11 @@ DECODER_FORMS = {  # name: (decoder_attention keywords, attributes the fused nod
     "mha": ({"kv_heads": 4}, {"kv_num_heads": 4}),
     "rotary": ({"rotary": True}, {"rotary": 1}),
     "rotary_before_split": ({"rotary": "before_split"}, {"rotary": 1}),
+    "partial_rotary": ({"rotary": "partial"}, {"rotary": 1}),
+    "gptj_key": ({"rotary": "before_split", "key_split_transposed": True, "kv_heads": 4},
+                 {"rotary": 1, "kv_num_heads": 4}),
+    "packed_heads": ({"packed_heads": True, "kv_heads": 4, "rotary": "partial"},
+                     {"num_heads": 4, "kv_num_heads": 4, "rotary": 1}),
     "kv_cache": ({"past": True}, {"past": 1, "causal": 1}),
     "grouped_query_decode": ({"grouped_query": True, "past": True, "seq": 1},
                              {"kv_num_heads": 2, "past": 1}),
@@ -204,9 +209,11 @@ def test_every_decoder_form_fuses_into_one_attention_node(form):
     shot = fuse(graph, sizes)
     (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
     assert {k: node.attrs[k] for k in expected} == expected
-    assert node.attrs["head_size"] == 8 and node.attrs["qkv"] == "separate"
+    packed = kwargs.get("packed_heads", False)
+    assert node.attrs["head_size"] == 8
+    assert node.attrs["qkv"] == ("packed" if packed else "separate")
     body = ops(node.body)
-    assert body["Softmax"] == 1 and body["MatMul"] == 5  # 3 projections, Q·Kᵀ, ·V
+    assert body["Softmax"] == 1 and body["MatMul"] == (3 if packed else 5)  # + Q·Kᵀ, ·V
     assert "Softmax" not in ops(shot.graph) and "RotaryEmbedding" not in ops(shot.graph)
     assert body["RotaryEmbedding"] == (2 if kwargs.get("rotary") else 0)
 

@@ -281,10 +281,7 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
                     "inline_for_onnxruntime")
     emit = _Emitter(graph, node)
     seq_first = block.attr("layout") != "batch-first"
-    query, key = (emit.rotated(block, r) if block[f"{r}_rotary"]
-                  else emit.from_input(block.outer(graph, block[f"{r}_in"]), seq_first)
-                  for r in "qk")
-    value = emit.from_input(block.outer(graph, block["v_in"]), seq_first)
+    query, key, value = (emit.operand(block, role, seq_first) for role in "qkv")
     past = [block.outer(graph, block[n]) if block[n] is not None else None
             for n in ("past_key", "past_value")]
     bias = emit.bias(block, query, key, past[0])
@@ -350,15 +347,22 @@ class _Emitter:
         sequence first)."""
         return self.op("Transpose", [value], {"perm": [1, 0, 2]}) if seq_first else value
 
-    def rotated(self, block: Block, role: str) -> Value:
-        """The rotated Q or K as [B, S, N·H]: the rotary node's output, from [B, N, S, H]
-        (rotary after the heads move forward) or [B, S, N, H] (before)."""
-        before = block[f"{role}_rotated_before_split"]
-        if before is not None:
-            return self.op("Reshape", [block.outer(self.graph, before), self.ints([0, 0, -1])])
-        heads = block.outer(self.graph, block[f"{role}_rotated"])
-        moved = self.op("Transpose", [heads], {"perm": [0, 2, 1, 3]})
-        return self.op("Reshape", [moved, self.ints([0, 0, -1])])
+    def operand(self, block: Block, role: str, seq_first: bool) -> Value:
+        """Q, K or V as [B, S, N·H]: the tensor the head split read (transposed when sequence
+        first), or, after rotary or a cut of packed heads, the per-head tensor made flat
+        again — from [B, S, N, H] (rotary before the heads move forward) or [B, N, S, H]."""
+        if block[f"{role}_rotary"] and block[f"{role}_rotated_before_split"] is not None:
+            return self.flat(block.outer(self.graph, block[f"{role}_rotated_before_split"]))
+        if block[f"{role}_rotary"] or block["heads_packed"]:
+            heads = block[f"{role}_rotated"] if block[f"{role}_rotary"] else (
+                block[f"{role}_heads"])
+            moved = self.op("Transpose", [block.outer(self.graph, heads)], {"perm": [0, 2, 1, 3]})
+            return self.flat(moved)
+        return self.from_input(block.outer(self.graph, block[f"{role}_in"]), seq_first)
+
+    def flat(self, value: Value) -> Value:
+        """[B, S, N, H] → [B, S, N·H]."""
+        return self.op("Reshape", [value, self.ints([0, 0, -1])])
 
     def dim(self, value: Value, axis: int) -> Value:
         """``value``'s size along ``axis`` as a 1-element int64 tensor."""

@@ -56,14 +56,16 @@ def _head_size(match: Match) -> int | None:
 
 
 def _num_heads(match: Match, role: str, head_size: int | None) -> int | None:
-    """Heads of Q (or K): the projection's width over the head size, else the heads axis of
-    the 4-D per-head tensor."""
-    width = _positive((match[f"{role}_in"].shape or (None,))[-1])
-    if width is not None and head_size and width % head_size == 0:
-        return width // head_size
+    """Heads of Q (or K): the heads axis of the 4-D per-head tensor, else the projection's
+    width over the head size (not for packed heads: their projection holds Q, K and V)."""
     heads: Value | None = match[f"{role}_heads"]
     shape = heads.shape if heads is not None else None
-    return _positive(shape[1]) if shape is not None and len(shape) == 4 else None
+    if shape is not None and len(shape) == 4 and _positive(shape[1]):
+        return _positive(shape[1])
+    width = _positive((match[f"{role}_in"].shape or (None,))[-1])
+    if width is not None and head_size and width % head_size == 0 and not match["heads_packed"]:
+        return width // head_size
+    return None
 
 
 def _first_reshape(value: Value) -> Node | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ...ir import FUSED_DOMAIN, Node, Value
 from ..checks import predicate
-from ..language import OpPattern, Pattern, any_value, const, op
+from ..language import OpPattern, Pattern, any_value, const, op, optional
 from .common import as_float, scalar_const
 from .registry import register
 
@@ -28,6 +28,9 @@ SWAPS_LAST_TWO = predicate(
     lambda p: len(p) >= 3 and list(p) == [*range(len(p) - 2), len(p) - 1, len(p) - 2],
     "swapping the last two axes")
 SEQUENCE_AXIS = predicate(lambda a: a in (-2, 2), "-2 or 2 (the sequence axis)")
+LAST_AXIS = predicate(lambda a: a in (-1, 3), "-1 or 3 (the last axis)")
+LAST_AXIS_CONSTANT = predicate(lambda a: a.size == 1 and int(a.reshape(-1)[0]) in (-1, 3),
+                               "[-1] or [3] (the last axis)")
 
 
 def _op(op_type: str, *inputs, **attrs) -> OpPattern:
@@ -46,16 +49,32 @@ def _source(role: str) -> Pattern:
     return any_value().bind(f"{role}_in")
 
 
-def _heads(role: str) -> Pattern:
-    """The projection's output split into heads: [B, S, N·H] → [B, N, S, H] (batch first;
-    GPT-J-style models rotate the [B, S, N, H] heads before moving them forward);
-    [S, B, N·H] → [S, B·N, H] → [B·N, S, H], then [B, N, S, H] or kept 3-D (sequence first,
-    PyTorch's nn.MultiheadAttention)."""
+class _PackedHeads:
+    """GPT-NeoX-style heads: one projection viewed as [B, S, N, 3·H], moved to [B, N, S, 3·H]
+    and cut into Q, K, V along the last axis (a Split, or one Slice each).  One element per
+    shared node, so Q, K and V match the very same Transpose and Split."""
+
+    def __init__(self):
+        source = any_value().bind("q_in").bind("k_in").bind("v_in")
+        self.heads = _op("Transpose", _op("Reshape", source, any_value()), perm=HEAD_SPLIT)
+        self.split = _op("Split", self.heads, optional(any_value()), axis=LAST_AXIS)
+
+    def part(self, index: int) -> Pattern:
+        cut = _op("Slice", self.heads, const(), const(), const(where=LAST_AXIS_CONSTANT), ...)
+        return (self.split.output(index) | cut).tag("heads_packed", 1)
+
+
+def _split_heads(role: str) -> Pattern:
+    """[B, S, N·H] → [B, S, N, H] (rotated there by GPT-J-style models)."""
     split = _op("Reshape", _source(role), any_value())
-    rotated = op(ROTARY_OP, split, ..., domain=FUSED_DOMAIN).allow_external_uses().tag(
-        f"{role}_rotary", 1).bind(f"{role}_rotated_before_split", _output)
-    batch_first = _op("Transpose", split | rotated | _written_out_rotary(split),
-                      perm=HEAD_SPLIT)
+    return _rotary_forms(split, role, "before_split", lambda before: split | before)
+
+
+def _heads(role: str, packed: _PackedHeads, index: int) -> Pattern:
+    """The projection's output split into heads: [B, S, N·H] → [B, N, S, H] (batch first, or
+    cut from packed heads); [S, B, N·H] → [S, B·N, H] → [B·N, S, H], then [B, N, S, H] or kept
+    3-D (sequence first, PyTorch's nn.MultiheadAttention)."""
+    batch_first = _op("Transpose", _split_heads(role), perm=HEAD_SPLIT) | packed.part(index)
     seq_first = _op("Transpose", _op("Reshape", _source(role), any_value()),
                     perm=SEQ_FIRST_SPLIT)
     return (batch_first.tag(f"{role}_layout", "batch-first")
@@ -77,10 +96,24 @@ def _written_out_rotary(x: Pattern) -> Pattern:
                        "not fuse it)")
 
 
-def _rotated(x: Pattern, role: str) -> Pattern:
-    """x through recognize_rotary's RotaryEmbedding node, or x as it is."""
+def _rotary_forms(x: Pattern, role: str, where: str, around) -> Pattern:
+    """``around(rotated x)``: x through recognize_rotary's RotaryEmbedding node, or the first
+    dims of x rotated and concatenated with the rest (partial rotary whose node covers only
+    its slice), or — to say so — rotary written out.  Tags ``{role}_rotary``, binds
+    ``{role}_rotated_{where}`` to the rotated value."""
     fused = op(ROTARY_OP, x, ..., domain=FUSED_DOMAIN).allow_external_uses()
-    return (fused.tag(f"{role}_rotary", 1) | x | _written_out_rotary(x)).bind(
+    cut = _op("Split", x, optional(any_value()), axis=LAST_AXIS)
+    first = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...) | cut
+    rest = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...) | cut.output(1)
+    part = op(ROTARY_OP, first, ..., domain=FUSED_DOMAIN).allow_external_uses()
+    partial = _op("Concat", part | _written_out_rotary(first), rest, axis=LAST_AXIS)
+    rotated = (fused | partial).tag(f"{role}_rotary", 1).bind(f"{role}_rotated_{where}")
+    return around(rotated) | _written_out_rotary(x)
+
+
+def _rotated(x: Pattern, role: str) -> Pattern:
+    """x through rotary (see ``_rotary_forms``), or x as it is; bound ``{role}_rotated``."""
+    return _rotary_forms(x, role, "heads", lambda rotated: rotated | x).bind(
         f"{role}_rotated").part("rotary")
 
 
@@ -104,23 +137,24 @@ def _scaled(x: Pattern, name: str) -> Pattern:
     return _op("Mul", x, scalar_const().bind(name, as_float)) | x
 
 
-def _query() -> Pattern:
+def _query(packed: _PackedHeads) -> Pattern:
     """Q per head, rotated; for grouped-query attention by broadcasting, reshaped to
     [B, N_kv, rep·S, H] so each K/V head meets its group of query heads in one MatMul."""
-    rotated = _rotated(_heads("q"), "q")
+    rotated = _rotated(_heads("q", packed, 0), "q")
     grouped = rotated | _op("Reshape", rotated, any_value()).tag("q_grouped", 1)
     return _scaled(grouped, "q_scale").part("query", group=True)
 
 
-def _key() -> Pattern:
+def _key(packed: _PackedHeads) -> Pattern:
     """Kᵀ per head, from the key heads through rotary, cache and repeat-kv; or straight from
-    the projection in one Transpose (eager BERT) or one sequence-first Transpose (dynamo)."""
-    expanded, full = _repeated(_cached(_rotated(_heads("k"), "k"), "key"))
+    the projection in one Transpose (eager BERT, GPT-J) or one sequence-first Transpose
+    (dynamo)."""
+    expanded, full = _repeated(_cached(_rotated(_heads("k", packed, 1), "k"), "key"))
     swapped = _op("Transpose", full, perm=SWAPS_LAST_TWO)
     # dynamo: the last two axes swapped through a 3-D Reshape → Transpose → Reshape
     through_3d = _op("Reshape", _op("Transpose", _op("Reshape", expanded | full, any_value()),
                                     perm=(0, 2, 1)), any_value())
-    direct = _op("Transpose", _op("Reshape", _source("k"), any_value()), perm=KEY_SPLIT)
+    direct = _op("Transpose", _split_heads("k"), perm=KEY_SPLIT)
     direct_seq = _op("Transpose", _op("Reshape", _source("k"), any_value()),
                      perm=SEQ_FIRST_KEY_SPLIT)
     transposed = (swapped | through_3d | direct.tag("k_layout", "batch-first")
@@ -129,8 +163,8 @@ def _key() -> Pattern:
     return _scaled(transposed, "k_scale").part("key", group=True)
 
 
-def _value() -> Pattern:
-    _, full = _repeated(_cached(_heads("v"), "value"))
+def _value(packed: _PackedHeads) -> Pattern:
+    _, full = _repeated(_cached(_heads("v", packed, 2), "value"))
     return _maybe("Cast", full).part("value", group=True)
 
 
@@ -138,10 +172,10 @@ def _reciprocal(value: Value) -> float:
     return 1.0 / as_float(value)
 
 
-def _scores() -> Pattern:
+def _scores(packed: _PackedHeads) -> Pattern:
     """Q·Kᵀ (cast to float32 in some float16 exports), with the scale on the product (Mul, or
     Div by √head_size) when it is not on the factors."""
-    qk = _maybe("Cast", _op("MatMul", _query(), _key()))
+    qk = _maybe("Cast", _op("MatMul", _query(packed), _key(packed)))
     return (_op("Mul", qk, scalar_const().bind("score_scale", as_float))
             | _op("Div", qk, scalar_const().bind("score_scale", _reciprocal)) | qk)
 
@@ -173,10 +207,10 @@ def _axis_found(value: Value, _: dict) -> str:
     return f"axis {axis} (rank {rank})"
 
 
-def _probabilities() -> Pattern:
+def _probabilities(packed: _PackedHeads) -> Pattern:
     """Softmax over the last axis (Casts around it in float16 models computing it in float32),
     with SDPA's NaN guard after it (Where(IsNaN(p), 0, p): rows with every key masked)."""
-    softmax = _op("Softmax", _maybe("Cast", _masked(_scores()))).bind("softmax").where(
+    softmax = _op("Softmax", _maybe("Cast", _masked(_scores(packed)))).bind("softmax").where(
         _along_last_axis, "softmax over the last axis", _axis_found)
     guarded = _op("Where", _op("IsNaN", softmax), const(0.0), softmax).tag("nan_guard", 1)
     return _maybe("Cast", guarded | softmax).part("probabilities")
@@ -226,7 +260,9 @@ def attention() -> Pattern:
     added (Add), selected (Where, either way round) or absent; Casts around Q·Kᵀ, the Softmax
     and V (float16 models computing attention in float32); SDPA's NaN guard after the
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
-    folded into the batch).  Cross-attention is the same pattern with K and V computed from
+    folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
+    V); rotary on [B, S, N, H] before the heads move forward (GPT-J), and partial rotary (the
+    first dims rotated, the rest concatenated back).  Cross-attention is the same pattern with K and V computed from
     another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
@@ -236,13 +272,15 @@ def attention() -> Pattern:
     instead of writing them to memory and reading them back for the scale, mask, Softmax and
     ·V (onnxruntime's Attention, MultiHeadAttention, GroupQueryAttention, FlashAttention).
 
-    Bindings: ``q_in``, ``k_in``, ``v_in`` (the tensors split into heads), ``q_heads``,
+    Bindings: ``q_in``, ``k_in``, ``v_in`` (the tensors split into heads; one tensor for
+    GPT-NeoX-style packed heads, tagged ``heads_packed``), ``q_heads``,
     ``k_heads``, ``v_heads`` (the per-head tensors; ``k_heads`` is None when K is transposed
     in the same op that splits it), ``q_rotated``, ``k_rotated`` (the heads after rotary, or
-    the heads), ``q_rotated_before_split``, ``k_rotated_before_split`` (the rotary node's
-    [B, S, N, H] output when rotary comes before the heads move forward), ``q_grouped`` (1 when Q is reshaped for grouped-query broadcasting),
-    ``q_layout``,
-    ``k_layout``, ``v_layout`` ("batch-first" or "sequence-first"), ``q_rotary``,
+    the heads), ``q_rotated_heads``, ``k_rotated_heads`` (the rotated [B, N, S, H] heads, or
+    None), ``q_rotated_before_split``, ``k_rotated_before_split`` (the rotated [B, S, N, H]
+    heads when rotary comes before they move forward, or None), ``q_grouped`` (1 when Q is
+    reshaped for grouped-query broadcasting), ``q_layout``, ``k_layout``, ``v_layout``
+    ("batch-first" or "sequence-first"), ``q_rotary``,
     ``k_rotary`` (1, or None without rotary), ``past_key``, ``past_value`` (the cache inputs,
     or None), ``key_cache``, ``value_cache`` (the present K, V per head: the cache's Concat,
     or the heads), ``repeat_kv`` (1 when K/V heads are repeated), ``mask`` (the value added,
@@ -252,8 +290,9 @@ def attention() -> Pattern:
     ``score_scale`` (floats, None when absent; their product is the scale).  The merged
     output is the root node's output.
     """
-    probs = _probabilities()
-    context = _maybe("Cast", _op("MatMul", probs, _value()))
+    packed = _PackedHeads()
+    probs = _probabilities(packed)
+    context = _maybe("Cast", _op("MatMul", probs, _value(packed)))
     return _op("Reshape", _merged(context), any_value()).described_as(
         "Scaled-dot-product attention (multi-head, grouped- or multi-query, self or cross): "
         "head split, rotary, KV cache, repeat-kv, Q·Kᵀ, scale, mask, Softmax over the last "
