@@ -4,8 +4,8 @@
 KV cache, causal / sliding-window / padding masks, float32 or float16, any opset from 14);
 ``cross_attention`` reads K and V from an encoder output; ``sequence_first_attention`` is
 PyTorch's nn.MultiheadAttention (one packed in-projection, [seq, batch, hidden]).
-``recognize_rotary_like`` stands in for recognize_rotary: it fuses the written-out rotary into
-the RotaryEmbedding node the attention pattern accepts.
+Rotary is written out, as exporters write it; the recognize_rotary pass makes it the one
+RotaryEmbedding node the attention pattern accepts.
 """
 
 from __future__ import annotations
@@ -13,10 +13,7 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto, helper
 
-from compiler_core.ir import FUSED_DOMAIN, Graph
-from compiler_core.passes import PassContext
-from compiler_core.passes.rewrite import fuse_nodes
-from compiler_core.patterns import any_value, match_all, op
+from compiler_core.ir import Graph
 from passes_helpers import build, tensor
 
 F, F16, I64 = TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.INT64
@@ -103,7 +100,7 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
                       dtype: int = F, opset: int = 17, seq: int | str = "seq",
                       packed_heads: bool = False, key_split_transposed: bool = False) -> Graph:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
-    hidden], head split, rotary (written out; ``recognize_rotary_like`` fuses it; applied
+    hidden], head split, rotary (written out, for recognize_rotary; applied
     to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
     "before_split"; only the first half of each head with "partial"), KV cache
     (``past``: inputs past_key/past_value [batch, kv_heads, past, head], outputs
@@ -281,22 +278,3 @@ def sequence_first_attention(*, heads: int = 4, head: int = 8, four_d: bool = Tr
     y = b.add("Reshape", [out, b.add("Shape", [src])])
     b.output(y, "y", F, ["seq", "batch", hidden])
     return b.graph(opset)
-
-
-def _rotary_pattern():
-    x = any_value().bind("x")
-    half = op("Concat", op("Neg", op("Slice", x, ...)), op("Slice", x, ...))
-    return op("Add", op("Mul", x, any_value().bind("cos")),
-              op("Mul", half, any_value().bind("sin")))
-
-
-def recognize_rotary_like(graph: Graph) -> int:
-    """Fuse every written-out rotary into one RotaryEmbedding node (x, cos, sin), as
-    recognize_rotary does; returns how many."""
-    matches = match_all(graph, _rotary_pattern())
-    for match in matches:
-        fuse_nodes(graph, PassContext(pass_name="recognize_rotary"), match.nodes,
-                   "RotaryEmbedding", "recognize_rotary", {},
-                   [match["x"], match["cos"], match["sin"]])
-    assert all(n.domain == FUSED_DOMAIN for n in graph.nodes if n.op_type == "RotaryEmbedding")
-    return len(matches)

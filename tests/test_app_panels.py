@@ -381,6 +381,29 @@ def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeyp
     assert check.runtime_line() in str(render(check))
 
 
+def test_a_model_that_fixes_its_sizes_inside_is_viewed_and_checked_at_them(services):
+    """nn.MultiheadAttention's TorchScript export fixes the sequence length in a Reshape: the
+    view takes that length, not a representative one, and the numerical check says why."""
+    import hashlib
+
+    import sized_models
+    from graphlab.app.numeric_check import check_step
+    from graphlab.app.panels.numerics import render
+    from graphlab.app.workbench import ModelSource
+
+    data = sized_models.seq_first_heads().SerializeToString()   # as an upload arrives
+    source = ModelSource("heads.onnx", "sha256:" + hashlib.sha256(data).hexdigest(), data=data)
+    workspace = services.workbench.workspace(source, "O2", {})
+    assert workspace.sizes.bindings == {"seq": 5, "batch": 1}
+    check = check_step(workspace, len(workspace.result.snapshots) - 1)
+    assert check.report.ok and check.runtime.ok
+    assert check.detail().startswith(
+        "onnxruntime on generated inputs x float32[5, 1, 16] at seq=5,batch=1 (representative "
+        "— seq: the model's structure: fixed by node 'split_heads': a Reshape to "
+        "[5, 4*batch, 4]")
+    assert check.detail() in str(render(check))
+
+
 def test_the_bindings_box_shows_the_sizes_the_view_is_computed_at(services, cnn):
     from graphlab.app.panels.controls import sizes_source
 

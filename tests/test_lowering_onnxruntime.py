@@ -13,16 +13,17 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from attention_graphs import (F16, cross_attention, decoder_attention, recognize_rotary_like,
-                              sequence_first_attention)
-from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_model_proto
+from attention_graphs import cross_attention, decoder_attention, sequence_first_attention
+from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_bytes, to_model_proto
 from compiler_core.lowering import INLINE, lower_for_onnxruntime
 from compiler_core.passes import PassManager
-from compiler_core.runtime_check import run_isolated_many
+from compiler_core.runtime_check import run_isolated, run_isolated_many
 from compiler_core.verify import compare_outputs, make_inputs, run
 from graphlab.cli import main
 from graphlab.samples import get_sample
-from passes_helpers import ops
+from llm_graphs import (F16, ROTARY_FORMS, decoder_norms_nodes, positions_cos_sin, rmsnorm_nodes,
+                        rotary_form_graph, rotary_nodes, silu_nodes, swiglu_mlp_nodes)
+from passes_helpers import build, ops, run_checked, tensor
 
 MS = "com.microsoft:"
 # Per sample: how many fused nodes must become each op (ops not listed may appear too).
@@ -36,6 +37,12 @@ EXPECTED = {
     "gpt2_tiny": {MS + "Attention": 2, MS + "FastGelu": 2, MS + "SkipLayerNormalization": 1,
                   "ai.onnx:LayerNormalization": 4},
     "bart_tiny": {MS + "Attention": 4, MS + "MultiHeadAttention": 2},  # 2 of them cross
+    "llama_tiny_dynamo": {"ai.onnx:SimplifiedLayerNormalization": 1,
+                          MS + "SkipSimplifiedLayerNormalization": 4, MS + "RotaryEmbedding": 4,
+                          MS + "GroupQueryAttention": 2},
+    "llama_tiny_torchscript": {"ai.onnx:SimplifiedLayerNormalization": 1,
+                               MS + "SkipSimplifiedLayerNormalization": 4,
+                               MS + "RotaryEmbedding": 4, MS + "GroupQueryAttention": 2},
     "cnn_bn": {MS + "FusedConv": 3},
     "mobilenet_tiny": {MS + "FusedConv": 9},
     "mlp_dropout": {MS + "FusedGemm": 2},
@@ -158,13 +165,13 @@ GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
 # name: (graph builder, its sizes, the op the Attention node becomes, or the inline reason)
 ATTENTION_CASES = {
     "gqa_causal": (lambda: decoder_attention(), None, GQA),
-    "gqa_rotary": (lambda: _rotary_recognized(decoder_attention(rotary=True)), None, GQA),
-    "mha_packed_heads_partial_rotary": (lambda: _rotary_recognized(decoder_attention(
-        packed_heads=True, kv_heads=4, rotary="partial")), None, MHA),
-    "mha_gptj_key": (lambda: _rotary_recognized(decoder_attention(
-        rotary="before_split", key_split_transposed=True, kv_heads=4)), None, MHA),
+    "gqa_rotary": (lambda: decoder_attention(rotary=True), None, GQA),
+    "mha_packed_heads_partial_rotary": (lambda: decoder_attention(
+        packed_heads=True, kv_heads=4, rotary="partial"), None, MHA),
+    "mha_gptj_key": (lambda: decoder_attention(
+        rotary="before_split", key_split_transposed=True, kv_heads=4), None, MHA),
     "gqa_rotary_before_split": (
-        lambda: _rotary_recognized(decoder_attention(rotary="before_split")), None, GQA),
+        lambda: decoder_attention(rotary="before_split"), None, GQA),
     "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
     "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
     "gqa_select_min": (lambda: decoder_attention(mask="select", fill=-3.4e38), None, GQA),
@@ -189,15 +196,11 @@ ATTENTION_CASES = {
 }
 
 
-def _rotary_recognized(graph):
-    recognize_rotary_like(graph)
-    return graph
-
-
 @lru_cache(maxsize=None)
 def _attention_lowered(name: str):
     build_graph, sizes, _ = ATTENTION_CASES[name]
-    final = PassManager(["fuse_sibling_matmuls", "fuse_attention"]).run(build_graph()).final
+    final = PassManager(["fuse_sibling_matmuls", "recognize_rotary", "fuse_attention"]).run(
+        build_graph()).final
     inputs = make_inputs(final, sizes)
     if "attention_mask" in inputs:
         inputs["attention_mask"][0] = 0  # a sequence with every key masked: the NaN guard's case
@@ -243,3 +246,141 @@ def test_group_query_attention_returns_the_present_keys_and_values():
     assert [v.name for v in gqa.inputs[3:5]] == ["past_key", "past_value"]
     assert all(v.is_graph_output for v in gqa.outputs[1:3])
     assert (gqa.attrs["num_heads"], gqa.attrs["kv_num_heads"], gqa.attrs["causal"]) == (4, 2, 0)
+
+
+# --------------------------------------------------------------- LLM decoder pieces
+def _lowered(graph, pipeline, bindings=None):
+    """``graph`` through ``pipeline`` and lowered; the lowering must compute what the function
+    form computes, and load and run in onnxruntime at ORT_ENABLE_ALL in a child process."""
+    final = run_checked(graph, pipeline, bindings=bindings).final
+    lowering = lower_for_onnxruntime(final)
+    lowering.graph.check()
+    inputs = make_inputs(final, bindings)
+    reference = run(final, inputs)  # the function form, onnxruntime's optimizations off
+    assert compare_outputs(reference, run(lowering.graph, inputs)).ok
+    ran = run_isolated(to_bytes(lowering.graph), [inputs], level="all")
+    assert ran.ok, ran.describe()
+    report = compare_outputs(reference, ran.outputs[0])
+    assert report.ok, report.to_dict()
+    return lowering
+
+
+def _results(lowering, fused_op: str) -> list:
+    return [r for r in lowering.nodes if r.fused_op == fused_op]
+
+
+def _rmsnorm_model(**form):
+    nodes, inits = rmsnorm_nodes("x", "y", 16, **form)
+    elem = F16 if form.get("float16") or form.get("cast") else TensorProto.FLOAT
+    return build(nodes, [tensor("x", elem, ["batch", 5, 16])], [tensor("y", elem, None)],
+                 inits, opset=18)
+
+
+@pytest.mark.parametrize("form, ops_after", [
+    (dict(divide="reciprocal"), ["SimplifiedLayerNormalization"]),
+    # float16 statistics in float32, cast back, then the weight: the Mul stays after the op
+    (dict(cast="after"), ["SimplifiedLayerNormalization", "Cast", "Mul"]),
+    # the weight applied in float32, then cast back: the Cast follows
+    (dict(cast="before", divide="pow_half"), ["SimplifiedLayerNormalization", "Cast"]),
+], ids=["fp32", "fp16_weight_after_cast", "fp16_weight_before_cast"])
+def test_rmsnorm_lowers_to_simplified_layernorm_exactly(form, ops_after):
+    lowering = _lowered(_rmsnorm_model(**form), "recognize_rmsnorm,dce", {"batch": 2})
+    assert [r.result for r in lowering.nodes] == ["ai.onnx:SimplifiedLayerNormalization"]
+    assert [n.op_type for n in lowering.graph.nodes] == ops_after
+
+
+def test_rmsnorm_computed_in_float16_is_written_inline():
+    lowering = _lowered(_rmsnorm_model(float16=True), "recognize_rmsnorm,dce", {"batch": 2})
+    (record,) = lowering.nodes
+    assert record.result == INLINE and "computes in float16" in record.reason
+
+
+def test_skip_rmsnorm_lowers_with_the_sum_as_fourth_output():
+    nodes, inits = decoder_norms_nodes("x", "y", 16)
+    graph = build(nodes, [tensor("x", TensorProto.FLOAT, ["batch", 5, 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], inits, opset=18)
+    lowering = _lowered(graph, "O2", {"batch": 2})
+    assert lowering.counts() == {MS + "SkipSimplifiedLayerNormalization": 2,
+                                 "ai.onnx:SimplifiedLayerNormalization": 1}
+    read_on, last = [n for n in lowering.graph.nodes
+                     if n.op_type == "SkipSimplifiedLayerNormalization"]
+    assert [v and v.name for v in read_on.outputs] == ["h1", None, None, "sum0"]
+    assert [v.name for v in last.outputs] == ["y"]
+
+
+def test_float16_skip_rmsnorm_is_inline_and_its_norm_lowered():
+    nodes, inits = decoder_norms_nodes("x", "y", 16, cast="after")
+    graph = build(nodes, [tensor("x", F16, ["batch", 5, 16])], [tensor("y", F16, None)],
+                  inits, opset=18)
+    lowering = _lowered(graph, "O2", {"batch": 2})
+    skips = _results(lowering, "SkipSimplifiedLayerNormalization")
+    assert len(skips) == 2 and all("float32 only" in r.reason for r in skips)
+    assert lowering.counts()["ai.onnx:SimplifiedLayerNormalization"] == 3
+
+
+@pytest.mark.parametrize("form, cache_rows", [
+    ("half", "offset"),                    # cos [1, 1, S, 16]: one row per position
+    ("half_partial_tables", "per_token"),  # cos gathered per token: [B·S] rows
+    ("interleaved_slices", "per_token"),   # [B, S, N, H] goes in as [B, S, N·H]
+    ("interleaved_gather", "per_token")])
+def test_rotary_lowers_to_onnxruntime_rotary_embedding(form, cache_rows):
+    lowering = _lowered(rotary_form_graph(form), "O1,recognize_rotary,dce",
+                        {"batch": 2, "seq": 5})
+    assert [r.result for r in lowering.nodes] == [MS + "RotaryEmbedding"]
+    (rotary,) = [n for n in lowering.graph.nodes if n.op_type == "RotaryEmbedding"]
+    expected = ROTARY_FORMS[form][3]
+    assert rotary.attrs["interleaved"] == expected["interleaved"]
+    partial = expected["rotary_dim"] != 16 or form == "interleaved_slices"
+    assert rotary.attrs.get("rotary_embedding_dim", 0) == (expected["rotary_dim"] if partial
+                                                          else 0)
+    positions = rotary.inputs[1]
+    if cache_rows == "offset":
+        assert positions.constant_value().tolist() == [0]
+    else:
+        assert positions.producer.op_type == "Reshape"
+
+
+def test_rotary_lowering_shares_caches_between_queries_and_keys():
+    nodes, inits = positions_cos_sin("q", 16)
+    for name in ("q", "k"):
+        rotary, rotary_inits = rotary_nodes(name, f"{name}_rot", 16, prefix=f"{name}/")
+        nodes += rotary
+        inits.update(rotary_inits)
+    shape = ["batch", 4, "seq", 16]
+    graph = build(nodes, [tensor("q", TensorProto.FLOAT, shape),
+                          tensor("k", TensorProto.FLOAT, shape)],
+                  [tensor("q_rot", TensorProto.FLOAT, None),
+                   tensor("k_rot", TensorProto.FLOAT, None)], inits)
+    lowering = _lowered(graph, "O1,recognize_rotary,dce", {"batch": 2, "seq": 5})
+    rotaries = [n for n in lowering.graph.nodes if n.op_type == "RotaryEmbedding"]
+    assert len(rotaries) == 2
+    assert rotaries[0].inputs[2] is rotaries[1].inputs[2]  # one cos cache
+    assert rotaries[0].inputs[3] is rotaries[1].inputs[3]
+
+
+def test_rotary_falls_back_inline_with_the_reason():
+    float16 = _lowered(rotary_form_graph("half", float16=True), "O1,recognize_rotary,dce",
+                       {"batch": 2, "seq": 5})
+    assert "float32 only" in _results(float16, "RotaryEmbedding")[0].reason
+    # cos and sin given by the caller: nothing shows both features of a pair share an angle
+    nodes, inits = rotary_nodes("x", "y", 16)
+    table = tensor("cos", TensorProto.FLOAT, [1, 1, "seq", 16])
+    graph = build(nodes, [tensor("x", TensorProto.FLOAT, ["batch", 4, "seq", 16]), table,
+                          tensor("sin", TensorProto.FLOAT, [1, 1, "seq", 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], inits)
+    given = _lowered(graph, "O1,recognize_rotary,dce", {"batch": 2, "seq": 5})
+    assert "cannot be proven to repeat each angle" in _results(given, "RotaryEmbedding")[0].reason
+
+
+def test_swish_lowers_to_quick_gelu_and_swiglu_is_inline():
+    nodes, inits = swiglu_mlp_nodes("x", "mlp", 16, 32)
+    silu, silu_inits = silu_nodes("mlp", "y", alpha=1.702)
+    graph = build(nodes + silu, [tensor("x", TensorProto.FLOAT, ["batch", 5, 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], {**inits, **silu_inits}, opset=18)
+    lowering = _lowered(graph, "O1,recognize_silu,dce", {"batch": 2})
+    (swish,) = _results(lowering, "Swish")
+    assert swish.result == MS + "QuickGelu"
+    (quick,) = [n for n in lowering.graph.nodes if n.op_type == "QuickGelu"]
+    assert quick.attrs["alpha"] == pytest.approx(1.702)
+    (gate,) = _results(lowering, "SwiGLU")
+    assert gate.result == INLINE and "no operator for a fused SwiGLU" in gate.reason

@@ -119,3 +119,21 @@ def test_every_sample_is_fully_sized_at_its_manifest_sizes(name):
     sizes = choose_sizes(graph, hints=size_hints(name))
     assert sizes.bindings == size_hints(name)
     assert graph_cost(graph, "asic32", sizes.bindings).ops_with_assumed_dims == 0
+
+
+def test_sizes_the_model_fixes_inside_win_over_names_and_hints():
+    import sized_models
+    from compiler_core.ir import load_model
+
+    def loaded(proto):
+        return load_model(proto.SerializeToString())
+
+    chosen = sizes_of(loaded(sized_models.seq_first_heads()), hints={"seq": 64})
+    assert chosen["seq"][0] == 5
+    assert chosen["seq"][1].startswith("the model's structure: fixed by node 'split_heads'")
+    assert chosen["batch"] == (1, "a batch-like name: one example")
+    cache = sizes_of(loaded(sized_models.kv_cache()))
+    assert cache["past"][0] == cache["seq"][0] == SEQUENCE_LENGTH    # 'past' is a sequence
+    assert cache["total"][0] == 2 * SEQUENCE_LENGTH                  # and the mask covers both
+    written = sizes_of(loaded(sized_models.expression_dim()), given={"past": 10})
+    assert written["past + 1"] == (11, "written as past + 1")

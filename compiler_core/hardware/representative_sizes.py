@@ -6,6 +6,8 @@ the opposite of the truth, so the analyses price a model at representative sizes
 every view says which sizes it used and why:
 
 - the user's own bindings always win (``given``);
+- then what the model's own structure fixes (``input_sizes``: a Reshape target holding the
+  sequence length an export was traced at, a mask that must cover past and new positions);
 - then the model's usual sizes as its maker wrote them down (``hints``: a sample's manifest);
 - then the dim's name and the model itself: batch-like names take 1; sequence-like names take
   `SEQUENCE_LENGTH`, or fewer when the model holds a position table with fewer rows (a longer
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..input_sizes import plan_sizes
 from ..ir import Graph
 
 SEQUENCE_LENGTH = 128
@@ -27,7 +30,8 @@ GIVEN = "given"
 HINT = "the sample's usual size"
 
 _BATCH = re.compile(r"batch|^(n|b|bs|bsz|num_seqs)$", re.IGNORECASE)
-_SEQUENCE = re.compile(r"seq|sequence|len|length|token|position|time|step|^(s|t|l)$",
+_SEQUENCE = re.compile(r"seq|sequence|len|length|token|position|time|step|past|cache|"
+                       r"^(s|t|l)$",
                        re.IGNORECASE)
 _SPATIAL = re.compile(r"height|width|^(h|w)$", re.IGNORECASE)
 _POSITION_TABLE = re.compile(r"position|pos_emb|wpe|pos_embed", re.IGNORECASE)
@@ -107,7 +111,27 @@ def choose_sizes(graph: Graph, given: dict[str, int] | None = None,
                 chosen[dim] = _by_name(dim, axis, len(shape), positions)
     for dim, size in given.items():
         chosen.setdefault(dim, ChosenSize(dim, size, GIVEN))
-    return ChosenSizes(tuple(chosen.values()))
+    return ChosenSizes(tuple(_fitted(graph, chosen).values()))
+
+
+def _fitted(graph: Graph, chosen: dict[str, ChosenSize]) -> dict[str, ChosenSize]:
+    """The choices with what the model's structure says: a size it fixes replaces the one a
+    name or a hint suggested, and a dim written as an expression ('past + 1') follows."""
+    plan = plan_sizes(graph, {d: c.size for d, c in chosen.items() if c.given},
+                      preferred={d: c.size for d, c in chosen.items()})
+    written = {d.name: d.size.evaluate(plan.sizes) for d in plan.dims}
+    fitted = {}
+    for dim, choice in chosen.items():
+        if choice.given or dim not in written:
+            fitted[dim] = choice
+        elif dim in plan.reasons:
+            fitted[dim] = ChosenSize(dim, plan.sizes[dim], f"the model's structure: "
+                                                           f"{plan.reasons[dim]}")
+        elif dim not in plan.sizes:
+            fitted[dim] = ChosenSize(dim, int(written[dim]), f"written as {dim}")
+        else:
+            fitted[dim] = ChosenSize(dim, plan.sizes[dim], choice.reason)
+    return fitted
 
 
 def _by_name(dim: str, axis: int, rank: int, positions: int | None) -> ChosenSize:

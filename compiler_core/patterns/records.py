@@ -80,6 +80,12 @@ class PatternRecord:
         """Near misses per reason, most frequent first."""
         return dict(Counter(m.reason for m in self.near_misses).most_common())
 
+    def __repr__(self) -> str:
+        top = next(iter(self.reasons), None)
+        return (f"<PatternRecord {self.name}: {len(self.matches)} matches, "
+                f"{len(self.near_misses)} near misses" + (f"; most often: {top}" if top else "")
+                + ">")
+
     def to_dict(self) -> dict:
         return {"name": self.name, "description": self.description,
                 "matches": [m.to_dict() for m in self.matches],

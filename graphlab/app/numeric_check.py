@@ -2,9 +2,10 @@
 
 The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
 loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
-once per workspace (at its sizes, `Workspace.sizes`), and every answer is kept with the workspace.  The check also
-loads and runs the pass's model at onnxruntime's default level (what a user's session does) in
-a child process, so a model that crashes onnxruntime is an answer on the page.
+once per workspace (at its sizes, `Workspace.sizes`, which respect the sizes a model fixes
+inside), and every answer is kept with the workspace.  The check also loads and runs the
+pass's model at onnxruntime's default level (what a user's session does) in a child process,
+so a model that crashes onnxruntime is an answer on the page.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from .workbench import Workspace
 
 @dataclass
 class StepCheck:
-    """One pass's check: the report, its tolerance note, the inputs it ran on, and the same
-    model at onnxruntime's default level."""
+    """One pass's check: the report, its tolerance note, the inputs it ran on (with the sizes
+    they were made at and why), and the same model at onnxruntime's default level."""
 
     step: int
     pass_name: str
@@ -43,7 +44,7 @@ class StepCheck:
     def detail(self) -> str:
         tolerance = self.tolerance_note or (f"tolerance {self.report.rtol:g} of each output's "
                                             f"scale")
-        return f"onnxruntime on generated inputs {self.inputs}; {tolerance}"
+        return f"onnxruntime on {self.inputs}; {tolerance}"
 
     def runtime_line(self) -> str:
         mark = "✓" if self.runtime.ok else "✗"
@@ -65,9 +66,17 @@ def check_step(workspace: Workspace, step: int) -> StepCheck:
         graph = result.snapshots[step].graph
         report = verifier.check(graph, rtol)
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
-                                           note, describe_inputs(verifier.inputs),
+                                           note, _inputs_text(verifier, workspace),
                                            check_at_level(verifier, graph, rtol, DEFAULT_LEVEL))
     return workspace.derived[key]
+
+
+def _inputs_text(verifier: Verifier, workspace: Workspace) -> str:
+    """The inputs the check ran on, at the view's sizes — with why each size was chosen (a
+    size the model fixes inside says so)."""
+    if verifier.generated is None or not workspace.sizes.chosen:
+        return verifier.describe_inputs()
+    return f"generated inputs {describe_inputs(verifier.inputs)} at {workspace.sizes.describe()}"
 
 
 def _check_key(step: int) -> tuple:

@@ -20,6 +20,7 @@ from ..user_input import parse_bindings
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+MAX_NAME_CHARS = 200   # a model name (the workbench refuses names it does not offer)
 MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
 
 
@@ -63,6 +64,8 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
+    versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
 
     @cached_property
@@ -85,7 +88,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
-             "rules": "rules"}
+             "versus": "vs", "versus_after": "vsout", "rules": "rules"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -99,9 +102,12 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
+    "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
 }
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "rules")
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+                   "versus_after", "rules")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:

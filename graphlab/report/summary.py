@@ -19,6 +19,8 @@ def outcome(story: Story) -> Markup:
         check = (f"outputs changed beyond tolerance after {', '.join(failed)}" if failed else
                  f"every pass keeps the outputs within tolerance (largest error "
                  f"{max(r.max_abs_err for r in checked):.2g})")
+        if result.verifier is not None:
+            check += f", on {result.verifier.describe_inputs()}"
     else:
         check = story.verify_note or "not run"
     speedup = story.costs.speedup

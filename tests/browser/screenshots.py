@@ -121,6 +121,10 @@ def main() -> None:
 
         chart_panels(browser)
 
+        query = node_id("bert_tiny_op13", "/bert/encoder/layer.0/attention/self/query/MatMul")
+        browser.show(f"?model=bert_tiny_op13&vs=bert_tiny_dynamo&panel=compare&node={query}")
+        browser.save("compare.png")
+
         if args.large:
             step, _ = first_pass(args.large, lambda s: s.pass_name == "fuse_attention")
             browser.show(f"?pass={step}")

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import onnx
-
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match, Pattern, get_pattern
 from ..base import PassContext
 from ..registry import register
+from ..rewrite import with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
 from .attention_layout import describe
 
 FUSED_OP = "Attention"
-_INTEGER_TYPES = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
 # What a projection feeding the head split may be made of: the linear layer, GPT-2's Gemm on
 # the flattened input, and the ops that split a packed projection into Q, K and V.
 _PROJECTION_OPS = frozenset({"MatMul", "Add", "Gemm", "Split", "Reshape", "Unsqueeze",
@@ -35,8 +33,10 @@ class AttentionRule(Rule):
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str | Failure:
         nodes = block_nodes(graph, match)
-        return (_outside_reader(nodes, match)
-                or self.fuse(graph, ctx, nodes, FUSED_OP, describe(match, nodes)))
+        results = _results(match, nodes)
+        return (self.outside_reader_failure(match, nodes, results)
+                or self.fuse(graph, ctx, nodes, FUSED_OP, describe(match, nodes),
+                             results=results))
 
 
 @register
@@ -85,9 +85,19 @@ def block_nodes(graph: Graph, match: Match) -> list[Node]:
     starts = [match[name] for name in ("q_in", "k_in", "v_in")]
     changed = True
     while changed:
-        changed = _absorb_shape_arithmetic(members)
-        changed |= _absorb_projections(starts, members)
+        count = len(members)
+        members = {n.id: n for n in with_private_shape_arithmetic(list(members.values()))}
+        changed = _absorb_projections(starts, members) or len(members) > count
     return list(members.values())
+
+
+def _results(match: Match, nodes: list[Node]) -> list[Value]:
+    """What the fused node returns: the merged heads, then the present keys and values when
+    the model reads them (a KV cache's outputs)."""
+    inside = {node.id for node in nodes}
+    present = [v for v in (match["key_cache"], match["value_cache"]) if v is not None and (
+        v.is_graph_output or any(u.id not in inside for u in v.users()))]
+    return [match.root.outputs[0], *present]
 
 
 def _sandwiched(graph: Graph, members: dict[int, Node]) -> list[Node]:
@@ -113,11 +123,6 @@ def _sandwiched(graph: Graph, members: dict[int, Node]) -> list[Node]:
     return [upstream[i] for i in depends]
 
 
-def _absorb_shape_arithmetic(members: dict[int, Node]) -> bool:
-    """Integer-valued producers only the members read (Shape → Gather → Concat targets)."""
-    return _absorb(members, _integer_valued)
-
-
 def _absorb_projections(starts: list[Value], members: dict[int, Node]) -> bool:
     """The private part of each chain from a head split's input up to its linear layer,
     taken from the head split upwards until a node is also read elsewhere."""
@@ -130,26 +135,6 @@ def _absorb_projections(starts: list[Value], members: dict[int, Node]) -> bool:
                 members[node.id] = node
                 changed = True
     return changed
-
-
-def _absorb(members: dict[int, Node], allowed) -> bool:
-    """Grow ``members`` by producers that pass ``allowed`` and that only members read."""
-    added = False
-    frontier = list(members.values())
-    seen: set[int] = set()
-    while frontier:
-        node = frontier.pop()
-        if node.id in seen:
-            continue
-        seen.add(node.id)
-        if node.id not in members:
-            if not (allowed(node) and _read_only_by(node, members)):
-                continue
-            members[node.id] = node
-            added = True
-        frontier += [v.producer for v in node.inputs
-                     if v is not None and v.producer is not None and v.producer.id not in members]
-    return added
 
 
 def _projection_chain(start: Value) -> list[Node]:
@@ -186,41 +171,6 @@ def _data_input(node: Node) -> Value | None:
     return runtime[0] if len(runtime) == 1 else None
 
 
-def _integer_valued(node: Node) -> bool:
-    return all(v is None or v.elem_type in _INTEGER_TYPES for v in node.outputs)
-
-
 def _read_only_by(node: Node, members: dict[int, Node]) -> bool:
     return all(v is None or (not v.is_graph_output and all(u.id in members for u in v.users()))
                for v in node.outputs)
-
-
-def _outside_reader(members: list[Node], match: Match) -> Failure | None:
-    """Why the set cannot become one node — an intermediate also read outside it, or a model
-    output — as a near miss in the matcher's own words; None when nothing blocks.  The
-    present keys and values of a KV cache may be read outside: they become outputs."""
-    inside = {node.id for node in members}
-    allowed = {id(v) for v in (match["key_cache"], match["value_cache"]) if v is not None}
-    for node in members:
-        if node is match.root:
-            continue
-        for value in filter(None, node.outputs):
-            if id(value) in allowed:
-                continue
-            reader = next((u for u in value.users() if u.id not in inside), None)
-            if reader is not None:
-                blocker = f"{reader.op_type} '{reader.name}'"
-                return _blocked(match, node, f"also used by {blocker}",
-                                f"{node.op_type} output has another consumer ({blocker})", reader)
-            if value.is_graph_output:
-                return _blocked(match, node, f"graph output '{value.name}'",
-                                f"{node.op_type} output is a graph output")
-    return None
-
-
-def _blocked(match: Match, node: Node, found: str, reason: str,
-             reader: Node | None = None) -> Failure:
-    size = len(match.nodes)  # the whole structure matched
-    return Failure((), node.op_type, node.op_type, "output used only inside the match", found,
-                   failed_node=node, blocking_node=reader, matched_nodes=tuple(match.nodes),
-                   matched=size, custom_reason=reason).with_score(size)

@@ -97,18 +97,15 @@ def _written_out_rotary(x: Pattern) -> Pattern:
 
 
 def _rotary_forms(x: Pattern, role: str, where: str, around) -> Pattern:
-    """``around(rotated x)``: x through recognize_rotary's RotaryEmbedding node, or the first
-    dims of x rotated and concatenated with the rest (partial rotary whose node covers only
-    its slice), or — to say so — rotary written out.  Tags ``{role}_rotary``, binds
-    ``{role}_rotated_{where}`` to the rotated value."""
+    """``around(rotated x)``: x through recognize_rotary's RotaryEmbedding node (partial rotary
+    included); or — to say so — rotary written out, on the whole of x or on its first dims
+    concatenated back with the rest.  Tags ``{role}_rotary``, binds ``{role}_rotated_{where}``
+    to the rotated value."""
     fused = op(ROTARY_OP, x, ..., domain=FUSED_DOMAIN).allow_external_uses()
-    cut = _op("Split", x, optional(any_value()), axis=LAST_AXIS)
-    first = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...) | cut
-    rest = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...) | cut.output(1)
-    part = op(ROTARY_OP, first, ..., domain=FUSED_DOMAIN).allow_external_uses()
-    partial = _op("Concat", part | _written_out_rotary(first), rest, axis=LAST_AXIS)
-    rotated = (fused | partial).tag(f"{role}_rotary", 1).bind(f"{role}_rotated_{where}")
-    return around(rotated) | _written_out_rotary(x)
+    rotated = fused.tag(f"{role}_rotary", 1).bind(f"{role}_rotated_{where}", _output)
+    first = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...)
+    partial = _op("Concat", _written_out_rotary(first), any_value(), axis=LAST_AXIS)
+    return around(rotated) | _written_out_rotary(x) | partial
 
 
 def _rotated(x: Pattern, role: str) -> Pattern:
@@ -261,8 +258,7 @@ def attention() -> Pattern:
     and V (float16 models computing attention in float32); SDPA's NaN guard after the
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
     folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
-    V); rotary on [B, S, N, H] before the heads move forward (GPT-J), and partial rotary (the
-    first dims rotated, the rest concatenated back).  Cross-attention is the same pattern with K and V computed from
+    V); rotary on [B, S, N, H] before the heads move forward (GPT-J).  Cross-attention is the same pattern with K and V computed from
     another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
