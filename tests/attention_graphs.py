@@ -65,12 +65,13 @@ class _Builder:
             split = self.rotary(split, head, *rotary)
         return self.add("Transpose", [split], perm=list(perm))
 
-    def partial_rotary(self, x: str, head: int, cos: str, sin: str) -> str:
-        """The first half of the head dims rotated, the rest concatenated back (GPT-NeoX)."""
-        axis, half = self.ints([3]), head // 2
-        first = self.add("Slice", [x, self.ints([0]), self.ints([half]), axis])
-        rest = self.add("Slice", [x, self.ints([half]), self.ints([BIG]), axis])
-        return self.add("Concat", [self.rotary(first, half, cos, sin), rest], axis=-1)
+    def partial_rotary(self, x: str, head: int, cos: str, sin: str, rotated: int) -> str:
+        """The first ``rotated`` head dims rotated, the rest concatenated back (GPT-NeoX; Phi-3
+        writes it so even when every dim is rotated and the rest is empty)."""
+        axis = self.ints([3])
+        first = self.add("Slice", [x, self.ints([0]), self.ints([rotated]), axis])
+        rest = self.add("Slice", [x, self.ints([rotated]), self.ints([BIG]), axis])
+        return self.add("Concat", [self.rotary(first, rotated, cos, sin), rest], axis=-1)
 
     def rotary(self, x: str, head: int, cos: str, sin: str) -> str:
         """x·cos + rotate_half(x)·sin (the half-split form, as HF Llama writes it)."""
@@ -102,7 +103,8 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
     hidden], head split, rotary (written out, for recognize_rotary; applied
     to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
-    "before_split"; only the first half of each head with "partial"), KV cache
+    "before_split"; only the first half of each head with "partial"; every dim, then
+    concatenated with an empty rest, with "empty_rest"), KV cache
     (``past``: inputs past_key/past_value [batch, kv_heads, past, head], outputs
     present_key/present_value), repeat-kv (Unsqueeze at axis 2, Expand, Reshape) or, with
     ``grouped_query``, Q reshaped to [B, N_kv, rep·S, H] (one query token); with
@@ -133,8 +135,10 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     if rotary and early is None:
         width = head // 2 if rotary == "partial" else head
         cos, sin = (b.input(n, dtype, [1, 1, seq, width]) for n in ("cos", "sin"))
-        turn = b.partial_rotary if rotary == "partial" else b.rotary
-        q, k = turn(q, head, cos, sin), turn(k, head, cos, sin)
+        if rotary in ("partial", "empty_rest"):
+            q, k = (b.partial_rotary(t, head, cos, sin, width) for t in (q, k))
+        else:
+            q, k = b.rotary(q, head, cos, sin), b.rotary(k, head, cos, sin)
     if past:
         past_k, past_v = (b.input(n, dtype, ["batch", kv_heads, "past", head])
                           for n in ("past_key", "past_value"))

@@ -166,6 +166,7 @@ GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
 ATTENTION_CASES = {
     "gqa_causal": (lambda: decoder_attention(), None, GQA),
     "gqa_rotary": (lambda: decoder_attention(rotary=True), None, GQA),
+    "gqa_rotary_with_empty_rest": (lambda: decoder_attention(rotary="empty_rest"), None, GQA),
     "mha_packed_heads_partial_rotary": (lambda: decoder_attention(
         packed_heads=True, kv_heads=4, rotary="partial"), None, MHA),
     "mha_gptj_key": (lambda: decoder_attention(

@@ -166,6 +166,7 @@ DECODER_FORMS = {  # name: (decoder_attention keywords, attributes the fused nod
     "rotary": ({"rotary": True}, {"rotary": 1}),
     "rotary_before_split": ({"rotary": "before_split"}, {"rotary": 1}),
     "partial_rotary": ({"rotary": "partial"}, {"rotary": 1}),
+    "rotary_with_empty_rest": ({"rotary": "empty_rest"}, {"rotary": 1}),
     "gptj_key": ({"rotary": "before_split", "key_split_transposed": True, "kv_heads": 4},
                  {"rotary": 1, "kv_num_heads": 4}),
     "packed_heads": ({"packed_heads": True, "kv_heads": 4, "rotary": "partial"},

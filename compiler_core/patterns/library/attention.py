@@ -11,7 +11,7 @@ Each piece is a named part, so a near miss says which one did not fit ("key › 
 
 from __future__ import annotations
 
-from ...ir import FUSED_DOMAIN, Node, Value
+from ...ir import FUSED_DOMAIN, Value
 from ..checks import predicate
 from ..language import OpPattern, Pattern, any_value, const, op, optional
 from .common import as_float, scalar_const
@@ -56,12 +56,24 @@ class _PackedHeads:
 
     def __init__(self):
         source = any_value().bind("q_in").bind("k_in").bind("v_in")
-        self.heads = _op("Transpose", _op("Reshape", source, any_value()), perm=HEAD_SPLIT)
+        self.heads = _op("Transpose", _op("Reshape", source, any_value()), perm=HEAD_SPLIT).where(
+            _cut_in_three, "heads cut into Q, K and V (a 3-way Split or three Slices)",
+            _readers, needs_bindings=False)
         self.split = _op("Split", self.heads, optional(any_value()), axis=LAST_AXIS)
 
     def part(self, index: int) -> Pattern:
         cut = _op("Slice", self.heads, const(), const(), const(where=LAST_AXIS_CONSTANT), ...)
         return (self.split.output(index) | cut).tag("heads_packed", 1)
+
+
+def _cut_in_three(value: Value, _: dict) -> bool:
+    readers = [u for u in value.users() if u.op_type != "Shape"]
+    return (len(readers) == 1 and readers[0].op_type == "Split" and len(readers[0].outputs) == 3
+            or len(readers) == 3 and all(u.op_type == "Slice" for u in readers))
+
+
+def _readers(value: Value, _: dict) -> str:
+    return "read by " + ", ".join(sorted(u.op_type for u in value.users()))
 
 
 def _split_heads(role: str) -> Pattern:
@@ -83,10 +95,6 @@ def _heads(role: str, packed: _PackedHeads, index: int) -> Pattern:
                 "head split")
 
 
-def _output(node: Node) -> Value:
-    return node.outputs[0]
-
-
 def _written_out_rotary(x: Pattern) -> Pattern:
     """x·cos + rotate(x)·sin left as primitive ops: matched only to say so (the fusion takes
     rotary as recognize_rotary's one node, which later passes and runtimes understand)."""
@@ -96,16 +104,23 @@ def _written_out_rotary(x: Pattern) -> Pattern:
                        "not fuse it)")
 
 
+def _first_dims(x: Pattern) -> Pattern:
+    return _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...)
+
+
 def _rotary_forms(x: Pattern, role: str, where: str, around) -> Pattern:
-    """``around(rotated x)``: x through recognize_rotary's RotaryEmbedding node (partial rotary
-    included); or — to say so — rotary written out, on the whole of x or on its first dims
-    concatenated back with the rest.  Tags ``{role}_rotary``, binds ``{role}_rotated_{where}``
-    to the rotated value."""
+    """``around(rotated x)``: x through recognize_rotary's RotaryEmbedding node, or x or its
+    first dims through one, concatenated with the rest (partial rotary as Phi-3's TorchScript
+    export writes it, even when the rest is empty); or — to say so — rotary written out, on
+    the whole of x or its first dims.  Tags ``{role}_rotary``, binds
+    ``{role}_rotated_{where}`` to the rotated value."""
     fused = op(ROTARY_OP, x, ..., domain=FUSED_DOMAIN).allow_external_uses()
-    rotated = fused.tag(f"{role}_rotary", 1).bind(f"{role}_rotated_{where}", _output)
-    first = _op("Slice", x, const(), const(), const(where=LAST_AXIS_CONSTANT), ...)
-    partial = _op("Concat", _written_out_rotary(first), any_value(), axis=LAST_AXIS)
-    return around(rotated) | _written_out_rotary(x) | partial
+    part = op(ROTARY_OP, _first_dims(x), ..., domain=FUSED_DOMAIN).allow_external_uses()
+    partial = _op("Concat", fused | part, any_value(), axis=LAST_AXIS)
+    rotated = (fused | partial).tag(f"{role}_rotary", 1).bind(f"{role}_rotated_{where}")
+    written_partial = _op("Concat", _written_out_rotary(_first_dims(x)), any_value(),
+                          axis=LAST_AXIS)
+    return around(rotated) | _written_out_rotary(x) | written_partial
 
 
 def _rotated(x: Pattern, role: str) -> Pattern:
