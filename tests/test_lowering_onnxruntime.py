@@ -13,16 +13,17 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from attention_graphs import cross_attention, decoder_attention, sequence_first_attention
 from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_bytes, to_model_proto
 from compiler_core.lowering import INLINE, lower_for_onnxruntime
 from compiler_core.passes import PassManager
-from compiler_core.runtime_check import run_isolated
+from compiler_core.runtime_check import run_isolated, run_isolated_many
 from compiler_core.verify import compare_outputs, make_inputs, run
 from graphlab.cli import main
 from graphlab.samples import get_sample
 from llm_graphs import (F16, ROTARY_FORMS, decoder_norms_nodes, positions_cos_sin, rmsnorm_nodes,
                         rotary_form_graph, rotary_nodes, silu_nodes, swiglu_mlp_nodes)
-from passes_helpers import build, run_checked, tensor
+from passes_helpers import build, ops, run_checked, tensor
 
 MS = "com.microsoft:"
 # Per sample: how many fused nodes must become each op (ops not listed may appear too).
@@ -35,11 +36,13 @@ EXPECTED = {
                          MS + "SkipLayerNormalization": 5},
     "gpt2_tiny": {MS + "Attention": 2, MS + "FastGelu": 2, MS + "SkipLayerNormalization": 1,
                   "ai.onnx:LayerNormalization": 4},
+    "bart_tiny": {MS + "Attention": 4, MS + "MultiHeadAttention": 2},  # 2 of them cross
     "llama_tiny_dynamo": {"ai.onnx:SimplifiedLayerNormalization": 1,
-                          MS + "SkipSimplifiedLayerNormalization": 4, MS + "RotaryEmbedding": 4},
+                          MS + "SkipSimplifiedLayerNormalization": 4, MS + "RotaryEmbedding": 4,
+                          MS + "GroupQueryAttention": 2},
     "llama_tiny_torchscript": {"ai.onnx:SimplifiedLayerNormalization": 1,
                                MS + "SkipSimplifiedLayerNormalization": 4,
-                               MS + "RotaryEmbedding": 4},
+                               MS + "RotaryEmbedding": 4, MS + "GroupQueryAttention": 2},
     "cnn_bn": {MS + "FusedConv": 3},
     "mobilenet_tiny": {MS + "FusedConv": 9},
     "mlp_dropout": {MS + "FusedGemm": 2},
@@ -155,6 +158,95 @@ def test_compile_json_reports_what_each_fused_node_became(capsys, tmp_path):
 def test_default_runtime_keeps_the_function_form(capsys):
     assert main(["compile", get_sample("teach_gelu").path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["export"] == {"runtime": "onnx"}
+
+
+# ------------------------------------------------------------------ attention operators
+GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
+# name: (graph builder, its sizes, the op the Attention node becomes, or the inline reason)
+ATTENTION_CASES = {
+    "gqa_causal": (lambda: decoder_attention(), None, GQA),
+    "gqa_rotary": (lambda: decoder_attention(rotary=True), None, GQA),
+    "gqa_rotary_with_empty_rest": (lambda: decoder_attention(rotary="empty_rest"), None, GQA),
+    "mha_packed_heads_partial_rotary": (lambda: decoder_attention(
+        packed_heads=True, kv_heads=4, rotary="partial"), None, MHA),
+    "mha_gptj_key": (lambda: decoder_attention(
+        rotary="before_split", key_split_transposed=True, kv_heads=4), None, MHA),
+    "gqa_rotary_before_split": (
+        lambda: decoder_attention(rotary="before_split"), None, GQA),
+    "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
+    "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
+    "gqa_select_min": (lambda: decoder_attention(mask="select", fill=-3.4e38), None, GQA),
+    "gqa_padding_nan_guard": (lambda: decoder_attention(mask="padding", nan_guard=True), None,
+                              GQA),
+    "mqa_float16": (lambda: decoder_attention(kv_heads=1, dtype=F16, fill=-65504.0), None, GQA),
+    "gqa_decode_step": (lambda: decoder_attention(past=True, seq=1),
+                        {"batch": 2, "past": 4, "total": 5}, GQA),
+    "gqa_grouped_query_decode": (lambda: decoder_attention(past=True, seq=1, grouped_query=True),
+                                 {"batch": 2, "past": 4, "total": 5}, GQA),
+    "mha_kv_cache": (lambda: decoder_attention(kv_heads=4, past=True),
+                     {"batch": 2, "seq": 3, "past": 4, "total": 7}, MHA),
+    "mha_cross": (lambda: cross_attention(layers=2), None, MHA),
+    "mha_sequence_first": (lambda: sequence_first_attention(), None, MHA),
+    "gqa_kv_cache_prefill": (lambda: decoder_attention(past=True),
+                             {"batch": 2, "seq": 3, "past": 4, "total": 7},
+                             "needs one query token or one sequence"),
+    "select_small_fill": (lambda: decoder_attention(mask="select", fill=-1e9), None,
+                          "adding it instead would change rows with every key masked"),
+    "head_size_4": (lambda: decoder_attention(heads=8, head=4), None,
+                    "head_size a multiple of 8, not 4"),
+}
+
+
+@lru_cache(maxsize=None)
+def _attention_lowered(name: str):
+    build_graph, sizes, _ = ATTENTION_CASES[name]
+    final = PassManager(["fuse_sibling_matmuls", "recognize_rotary", "fuse_attention"]).run(
+        build_graph()).final
+    inputs = make_inputs(final, sizes)
+    if "attention_mask" in inputs:
+        inputs["attention_mask"][0] = 0  # a sequence with every key masked: the NaN guard's case
+    return final, lower_for_onnxruntime(final), inputs
+
+
+@pytest.fixture(scope="module")
+def attention_at_every_level():
+    """Each case's onnxruntime export run at ORT_ENABLE_ALL, all in one child process."""
+    names = sorted(ATTENTION_CASES)
+    jobs = []
+    for name in names:
+        _, lowering, inputs = _attention_lowered(name)
+        jobs.append((to_model_proto(lowering.graph).SerializeToString(), [inputs]))
+    return dict(zip(names, run_isolated_many(jobs, level="all")))
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_CASES))
+def test_attention_lowers_to_the_operator_that_fits_or_says_why_not(
+        name, attention_at_every_level):
+    final, lowering, inputs = _attention_lowered(name)
+    expected = ATTENTION_CASES[name][2]
+    records = [r for r in lowering.nodes if r.fused_op == "Attention"]
+    assert records
+    for record in records:
+        if expected.startswith(MS):
+            assert (record.result, record.reason) == (expected, None)
+        else:
+            assert record.result == INLINE and expected in record.reason
+    lowering.graph.check()
+    assert "Softmax" not in ops(lowering.graph) or not expected.startswith(MS)
+    tolerance = 2e-3 if any(v.elem_type == TensorProto.FLOAT16 for v in final.inputs) else 1e-4
+    reference = run(final, inputs)  # the function form, onnxruntime's optimizations off
+    assert compare_outputs(reference, run(lowering.graph, inputs), rtol=tolerance).ok
+    outcome = attention_at_every_level[name]
+    assert outcome.ok, outcome.describe()
+    assert compare_outputs(reference, outcome.outputs[0], rtol=tolerance).ok
+
+
+def test_group_query_attention_returns_the_present_keys_and_values():
+    _, lowering, _ = _attention_lowered("gqa_decode_step")
+    (gqa,) = lowering.graph.nodes_of_type("GroupQueryAttention", "com.microsoft")
+    assert [v.name for v in gqa.inputs[3:5]] == ["past_key", "past_value"]
+    assert all(v.is_graph_output for v in gqa.outputs[1:3])
+    assert (gqa.attrs["num_heads"], gqa.attrs["kv_num_heads"], gqa.attrs["causal"]) == (4, 2, 0)
 
 
 # --------------------------------------------------------------- LLM decoder pieces

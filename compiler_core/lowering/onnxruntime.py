@@ -72,6 +72,9 @@ def lower_for_onnxruntime(graph: Graph) -> Lowering:
         made, reason = _lower(lowered, node)
         if made is not None:
             result.nodes.append(LoweredNode(node.name, node.op_type, made))
+            # an operator may keep parts of the body inline (attention: its rotary nodes)
+            known = {n.id for n in pending}
+            pending += [n for n in lowered.nodes if n.body is not None and n.id not in known]
             continue
         opened = open_fused_node(lowered, ctx, node, "inline_for_onnxruntime")
         result.nodes.append(LoweredNode(node.name, node.op_type, INLINE, reason))

@@ -16,7 +16,7 @@ import numpy as np
 from ..ir import Graph, Node, Value
 from .budget import MatchBudget, paced
 from .failure import Failure
-from .language import OpPattern, OrPattern, AndPattern, OutputOf, Pattern
+from .language import AndPattern, OpPattern, OrPattern, OutputOf, PartPattern, Pattern
 from .records import MatchRecord, NodeRef
 from .state import MatchState
 
@@ -158,6 +158,8 @@ def _root_ops(element: Pattern) -> frozenset[str] | None:
         return element.op_types
     if isinstance(element, OutputOf):
         return element.node_pattern.op_types
+    if isinstance(element, PartPattern):
+        return _root_ops(element.inner)
     if isinstance(element, OrPattern):
         branch_ops = [_root_ops(b) for b in element.branches]
         return None if any(o is None for o in branch_ops) else frozenset().union(*branch_ops)
@@ -251,12 +253,13 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
     bindings = dict.fromkeys(compiled.binding_names)
     bindings.update(st.bindings)
     st.bindings = bindings
-    for pattern, check, value, path in st.deferred:
+    for pattern, check, value, path, parts in st.deferred:
         if not check.holds(value, bindings):
             return st.explain and st.fail(
                 path, pattern.label, pattern.subject(path, value), check.expected,
                 check.found(value, bindings),
-                value.producer if value.producer else (path[-1][0] if path else root))
+                value.producer if value.producer else (path[-1][0] if path else root),
+                part=parts)
     inside = st.node_owner
     for node, pattern, path in st.nodes:
         if node is root or pattern.allow_external:

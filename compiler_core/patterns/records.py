@@ -54,10 +54,11 @@ class NearMissRecord:
     blocking_node: NodeRef | None = None
     matched_nodes: tuple[NodeRef, ...] = ()
     failed_node: NodeRef | None = None
-    alternatives: tuple[dict, ...] = ()  # each OR branch: path, expected, found, reason
+    alternatives: tuple[dict, ...] = ()  # each OR branch: path, part, expected, found, reason
+    part: str = ""  # the named part of the pattern that failed ("key › head split")
 
     def to_dict(self) -> dict:
-        return {"site": self.site.name, "score": self.score, "path": self.path,
+        return {"site": self.site.name, "score": self.score, "path": self.path, "part": self.part,
                 "expected": self.expected, "found": self.found, "reason": self.reason,
                 "blocking_node": _name(self.blocking_node),
                 "matched_nodes": [n.name for n in self.matched_nodes],

@@ -75,7 +75,8 @@ def focus_view(focus: PatternFocus) -> html.Div:
         return html.Div([html.B(f"{focus.pattern}: match"),
                          html.Div("nodes: " + ", ".join(n.name for n in item.nodes))],
                         className="focus match")
-    rows = [("reason", item.reason), ("failed at", _name(item.failed_node)),
+    rows = [("reason", item.reason), ("part", item.part),
+            ("failed at", _name(item.failed_node)),
             ("expected", item.expected), ("found", item.found),
             ("path", item.path), ("blocking consumer", _name(item.blocking_node)),
             ("matched so far", ", ".join(n.name for n in item.matched_nodes))]
