@@ -1,7 +1,9 @@
 """The child process of ``runtime_check``: load models one after another, run each, write answers.
 
-Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT``.  FOLDER holds, for
-each job number i, ``i.onnx`` and ``i.inputs.pkl`` (a list of {input name: array} batches); job
+Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT [save]``.  FOLDER
+holds, for each job number i, ``i.onnx`` and ``i.inputs.pkl`` (a list of {input name: array}
+batches); with ``save``, the model onnxruntime made of it at LEVEL is written to
+``i.optimized.onnx``; job
 i's answer goes to ``i.answer.pkl`` as (stage, error, outputs) as soon as it is known, so when
 onnxruntime kills this process the parent knows which model did it and which ones are done.
 Only onnxruntime and numpy are imported here, so a child starts fast; one child serves many
@@ -16,7 +18,7 @@ import sys
 from pathlib import Path
 
 
-def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
+def main(folder: str, level: str, threads: str, start: str, count: str, save: str = "") -> None:
     import onnxruntime as ort
 
     where = Path(folder)
@@ -27,6 +29,8 @@ def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
     for job in range(int(start), int(count)):
         with open(where / f"{job}.inputs.pkl", "rb") as handle:
             batches = pickle.load(handle)
+        if save:
+            options.optimized_model_filepath = str(where / f"{job}.optimized.onnx")
         answer = run_one(ort, str(where / f"{job}.onnx"), options, batches)
         partial = where / f"{job}.answer.part"
         with open(partial, "wb") as handle:
@@ -61,4 +65,4 @@ def ort_message(err: Exception) -> str:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

@@ -9,6 +9,14 @@ turn a pass into what the two panes draw.
 """
 
 from .config import AppConfig
-from .factory import create_app
 
 __all__ = ["AppConfig", "create_app"]
+
+
+def __getattr__(name: str):
+    # The factory imports dash and every panel: loaded when an app is made, not when a
+    # command only reads the app's settings (`graphlab serve`'s parser imports `config`).
+    if name == "create_app":
+        from .factory import create_app
+        return create_app
+    raise AttributeError(f"module 'graphlab.app' has no attribute {name!r}")
