@@ -24,6 +24,15 @@ def test_bad_worker_count_is_refused(capsys):
     assert "--workers" in capsys.readouterr().err
 
 
+def test_build_limits_are_checked_and_reach_the_config(capsys):
+    assert main(["serve", "--no-browser", "--build-memory-mb", "-1"]) == 2
+    assert "--build-memory-mb must be 0 (no limit) or more" in capsys.readouterr().err
+    assert main(["serve", "--no-browser", "--build-seconds", "0"]) == 2
+    assert "--build-seconds must be between 1 and" in capsys.readouterr().err
+    config = config_from_args(args_for("--build-memory-mb", "512", "--build-seconds", "20"))
+    assert (config.build_memory_mb, config.build_seconds) == (512, 20)
+
+
 def test_sample_and_file_models_become_the_default_view():
     assert config_from_args(args_for("--model", "teach_gelu")).default_model == "teach_gelu"
     path = resolve_model("teach_gelu")

@@ -40,6 +40,11 @@ def failing_build(on_progress=None):
     raise GraphLabError("cannot read the model: it is not ONNX")
 
 
+def greedy_build(megabytes: int, on_progress=None) -> int:
+    """What a hostile or huge model does to a builder: asks for a lot of memory."""
+    return len(bytearray(megabytes << 20))
+
+
 def dying_build(on_progress=None):
     os.kill(os.getpid(), signal.SIGKILL)   # what the out-of-memory killer does
 
@@ -201,3 +206,13 @@ def test_a_build_over_its_time_limit_is_stopped_with_a_message(tmp_path):
                                             r"limit and was stopped"):
         limited.get_or_start(job(tmp_path, "endless", seconds=30.0), grace=20)
     assert limited.ready("endless") is None
+
+
+def test_a_build_over_its_memory_limit_is_stopped_with_a_message(tmp_path):
+    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, memory_mb=64)
+    greedy = BuildJob("greedy", "greedy model", functools.partial(greedy_build, 512))
+    with pytest.raises(GraphLabError, match=r"greedy model: the build needed more than its 64 MB "
+                                            r"memory limit and was stopped \(pick a smaller"):
+        limited.get_or_start(greedy, grace=20)
+    modest = BuildJob("modest", "modest model", functools.partial(greedy_build, 16))
+    assert limited.get_or_start(modest, grace=20) == 16 << 20   # within the limit: built

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.skipif(
 
 from benchmarks.dash_client import Tab  # noqa: E402
 from benchmarks.local_cluster import start_cluster  # noqa: E402
+from compiler_core.errors import GraphLabError  # noqa: E402
 from graphlab.app.builds import Builds  # noqa: E402
 from graphlab.app.shared_storage import SharedStorage  # noqa: E402
 
@@ -51,6 +52,17 @@ def wait_until(condition, seconds: float, what: str):
             return found
         time.sleep(0.1)
     raise AssertionError(f"{what} within {seconds:g} s")
+
+
+def failure_of(services, state) -> str:
+    """What the user's next poll says once the view's build failed."""
+    def failed():
+        try:
+            services.workspace_or_build(state, None)
+        except GraphLabError as err:
+            return str(err)
+        return None
+    return wait_until(failed, 60, "the build was not stopped")
 
 
 def test_a_session_whose_clicks_alternate_between_servers_sees_one_view(cluster):
@@ -109,12 +121,38 @@ def test_a_build_past_its_time_limit_is_stopped_on_the_worker(cluster):
     services = Services.from_config(AppConfig(cache_dir=str(cluster.folder / "limited"),
                                               redis_url=cluster.redis_url, build_seconds=1))
     wanted = ViewState(model="gpt2_tiny", pipeline=",".join(["clean"] * 40))
-    key = services.workspace_or_build(wanted, None).key
-    failed = wait_until(lambda: (s := services.build_status(key)) and s.state == "failed" and s,
-                        60, "the build was not stopped")
-    assert failed.text() == ("gpt2_tiny: the build took longer than its 1 s limit and was "
+    assert failure_of(services, wanted) == ("gpt2_tiny: the build took longer than its 1 s limit and was "
                              "stopped (pick a smaller model or fewer passes, or ask the "
                              "operator for a longer --build-seconds)")
+
+
+def test_a_build_over_its_memory_limit_is_stopped_and_the_worker_lives_on(cluster, tmp_path):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from graphlab.app.config import AppConfig
+    from graphlab.app.services import Services
+    from graphlab.app.view_state import ViewState
+    from graphlab.app.workbench import Workspace
+
+    weights = numpy_helper.from_array(np.zeros((32, 1 << 20), np.float32), "weights")  # 128 MB
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "weights"], ["y"], name="add")], "heavy",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 1 << 20])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 1 << 20])], [weights])
+    path = tmp_path / "heavy.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    services = Services.from_config(AppConfig(
+        cache_dir=str(cluster.folder / "small"), redis_url=cluster.redis_url,
+        extra_model_path=str(path), build_memory_mb=64))
+    assert failure_of(services, ViewState(model="heavy.onnx", pipeline="clean")) == ("heavy.onnx: the build needed more than its 64 MB memory limit and "
+                             "was stopped (pick a smaller model or fewer passes, or ask the "
+                             "operator for a larger --build-memory-mb)")
+    assert all(worker.poll() is None for worker in cluster.workers)
+    light = ViewState(model="teach_gelu", pipeline="clean")
+    wait_until(lambda: isinstance(services.workspace_or_build(light, None), Workspace), 60,
+               "a build after it did not finish")
 
 
 def test_redis_away_shows_a_banner_and_the_app_recovers_by_itself(cluster):

@@ -51,7 +51,8 @@ def _run_builder(builds: Builds, job: BuildJob, claim: str) -> None:
     """Run the builder; if it dies without saying so (killed, out of memory), say it."""
     process = _context().Process(
         target=_build_in_child,
-        args=(builds.storage, builds.ttl, builds.time_limit, job, loaded_sources(), claim),
+        args=(builds.storage, builds.ttl, builds.time_limit, builds.memory_mb, job,
+              loaded_sources(), claim),
         name=f"graphlab-build-{job.key}")
     try:
         process.start()
@@ -69,6 +70,6 @@ def _run_builder(builds: Builds, job: BuildJob, claim: str) -> None:
     process.close()
 
 
-def _build_in_child(storage: SharedStorage, ttl: int, seconds: float, job: BuildJob,
-                    plugins: list[str], claim: str) -> None:
-    run_build(Builds(storage, ttl, seconds), job, plugins, claim)
+def _build_in_child(storage: SharedStorage, ttl: int, seconds: float, memory_mb: int,
+                    job: BuildJob, plugins: list[str], claim: str) -> None:
+    run_build(Builds(storage, ttl, seconds, memory_mb), job, plugins, claim)

@@ -12,7 +12,7 @@ store), or the build's status after starting it unless someone already is.  A wh
 (or a whole course, across machines) opening the same sample therefore builds it once.
 
 Who runs a build is the launcher's one job; everything else — the claim, the progress, the
-heartbeat, the time limit, the failure message — is the same code (`run_build`) for both:
+heartbeat, the time and memory limits, the failure message — is the same code (`run_build`) for both:
 - one machine (`build_launchers.LocalLauncher`): fresh builder processes forked from a clean
   single-threaded server process (multiprocessing's "forkserver"), never from a threaded web
   server, at most one per core;
@@ -40,6 +40,11 @@ from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Callable, Iterator
 
+try:
+    import resource
+except ImportError:  # pragma: no cover - Windows: no per-process memory limit
+    resource = None
+
 from compiler_core.errors import GraphLabError
 from compiler_core.plugins import load_sources
 
@@ -56,6 +61,7 @@ OUTCOME_SECONDS = 60.0      # a finished build's outcome (done, or why it failed
 MAX_RUNNING = max(1, os.cpu_count() or 1)   # builds at once on one machine
 GRACE_SECONDS = 0.4         # a build that finishes this fast is answered in the same request
 BUILD_SECONDS = 300         # a build running longer is stopped (`serve --build-seconds`)
+BUILD_MEMORY_MB = 4096      # a build taking more memory is stopped (`serve --build-memory-mb`)
 
 
 @dataclass(frozen=True)
@@ -111,14 +117,20 @@ class BuildTimeout(GraphLabError):
     """A build ran past its time limit (a hostile or huge model cannot hold a builder)."""
 
 
+class BuildOutOfMemory(GraphLabError):
+    """A build asked for more memory than its limit (rather than the machine's OOM killer
+    picking a victim, maybe a web server)."""
+
+
 class Builds:
     """The store, the board and the launcher of one shared storage (module docstring)."""
 
     def __init__(self, storage: SharedStorage, ttl_seconds: int,
-                 time_limit: float = BUILD_SECONDS):
+                 time_limit: float = BUILD_SECONDS, memory_mb: int = BUILD_MEMORY_MB):
         self.storage = storage
         self.ttl = ttl_seconds
         self.time_limit = time_limit
+        self.memory_mb = memory_mb
         self.store = storage.cache("workspaces", size_limit=STORE_BYTES)
         self.board = storage.cache("builds")
 
@@ -271,7 +283,7 @@ def run_build(builds: Builds, job: BuildJob, plugins: list[str], claim: str) -> 
         while not done.wait(HEARTBEAT_SECONDS):
             try:
                 publish()
-            except GraphLabError:   # the shared storage is away for a moment: beat again later
+            except (GraphLabError, MemoryError):   # storage away, memory at its limit: later
                 pass
 
     def progress(index: int, total: int, name: str) -> None:
@@ -281,7 +293,7 @@ def run_build(builds: Builds, job: BuildJob, plugins: list[str], claim: str) -> 
     threading.Thread(target=heartbeat, daemon=True).start()
     started = time.monotonic()
     try:
-        with time_limit(builds.time_limit):
+        with time_limit(builds.time_limit), memory_limit(builds.memory_mb):
             load_sources(plugins)
             workspace = job.build(progress)
         publish(stage="saving")
@@ -318,3 +330,41 @@ def time_limit(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def memory_limit(megabytes: int) -> Iterator[None]:
+    """Allocations that would take this process more than ``megabytes`` past its size now
+    fail (the address-space limit, RLIMIT_AS) and the build stops with BuildOutOfMemory.
+    Only in a builder's main thread (the limit is the whole process's), on systems that have
+    it; 0: no limit."""
+    size = _address_space() if resource is not None else None
+    if megabytes <= 0 or size is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = resource.getrlimit(resource.RLIMIT_AS)
+    ceiling = size + (megabytes << 20)
+    if previous[1] != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, previous[1])
+    resource.setrlimit(resource.RLIMIT_AS, (ceiling, previous[1]))
+    exceeded = False
+    try:
+        yield
+    except MemoryError:
+        exceeded = True
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, previous)
+    if exceeded:
+        raise BuildOutOfMemory(f"the build needed more than its {megabytes:,} MB memory limit "
+                               f"and was stopped",
+                               hint="pick a smaller model or fewer passes, or ask the operator "
+                                    "for a larger --build-memory-mb")
+
+
+def _address_space() -> int | None:
+    """This process's virtual size in bytes (what RLIMIT_AS counts); None: not Linux."""
+    try:
+        with open("/proc/self/statm") as handle:
+            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return None

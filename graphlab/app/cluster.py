@@ -14,7 +14,9 @@ private to the cluster either way), and the worker runs the same `builds.run_bui
   taken over and does nothing);
 - the time limit: the builder stops itself (`builds.time_limit`); a build stuck in native
   code is killed by Celery's hard limit a little later, and the worker's main process writes
-  the failure on the board.
+  the failure on the board;
+- the memory limit: the builder's allocations past it fail and the build stops with a
+  message (`builds.memory_limit`); the worker process lives on.
 Workers announce themselves in Redis every few seconds, so a server can tell a user that no
 worker runs rather than leave a build waiting in silence.
 """
@@ -65,7 +67,7 @@ class CeleryLauncher:
         jobs.set(claim, (job, loaded_sources()),
                  expire=QUEUE_SECONDS + builds.time_limit + HARD_MARGIN)
         args = (builds.storage.directory, builds.storage.redis_url, builds.ttl,
-                builds.time_limit, claim)
+                builds.time_limit, builds.memory_mb, claim)
         try:
             with reaching(self.redis_url):
                 celery_app(self.redis_url).send_task(
@@ -81,8 +83,9 @@ class BuildTask(Task):
 
     name = TASK
 
-    def run(self, directory: str, redis_url: str, ttl: int, seconds: float, claim: str):
-        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds)
+    def run(self, directory: str, redis_url: str, ttl: int, seconds: float, memory_mb: int,
+            claim: str):
+        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds, memory_mb)
         queued = builds.storage.cache(JOBS).get(claim)
         if queued is None:   # expired: the next request for the view queues it again
             return
@@ -100,8 +103,8 @@ class BuildTask(Task):
         """Celery's hard time limit killed the builder: say so on the board."""
         if not isinstance(exc, TimeLimitExceeded):
             return
-        directory, redis_url, ttl, seconds, claim = args
-        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds)
+        directory, redis_url, ttl, seconds, memory_mb, claim = args
+        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds, memory_mb)
         queued = builds.storage.cache(JOBS).get(claim)
         current = None if queued is None else builds.status(queued[0].key)
         if current is not None and current.claim == claim:

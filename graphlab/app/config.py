@@ -6,7 +6,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from .builds import BUILD_SECONDS
+from .builds import BUILD_MEMORY_MB, BUILD_SECONDS
 from .shared_storage import SharedStorage
 
 DEFAULT_MODEL = "cnn_bn"          # small enough to read on a projector, and BatchNorm folds
@@ -28,6 +28,7 @@ class AppConfig:
     allow_code: bool = False  # `serve --allow-code`: a browser may name Python modules to load
     redis_url: str | None = None   # `serve --redis URL`: shared state in Redis, builds on workers
     build_seconds: int = BUILD_SECONDS   # a build running longer is stopped
+    build_memory_mb: int = BUILD_MEMORY_MB   # a build taking more memory is stopped (0: no limit)
 
     @property
     def storage(self) -> SharedStorage:

@@ -137,7 +137,8 @@ class Workbench:
     def __init__(self, config: AppConfig, sessions: SessionStore):
         self.config = config
         self.sessions = sessions
-        self.builds = Builds(sessions.storage, config.upload_ttl_seconds, config.build_seconds)
+        self.builds = Builds(sessions.storage, config.upload_ttl_seconds, config.build_seconds,
+                             config.build_memory_mb)
 
     def model_options(self) -> list[dict]:
         options = [{"label": s.name, "value": s.name} for s in list_samples()]

@@ -8,7 +8,7 @@ import webbrowser
 
 from compiler_core.errors import GraphLabError
 
-from ..app.builds import BUILD_SECONDS
+from ..app.builds import BUILD_MEMORY_MB, BUILD_SECONDS
 from ..app.config import DEFAULT_MODEL, DEFAULT_UPLOAD_LIMIT, AppConfig
 from ..app.shared_storage import redacted
 from ..samples import get_sample
@@ -40,6 +40,10 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--build-seconds", type=int, default=BUILD_SECONDS,
                         help=f"stop a build (import + pipeline) that runs longer "
                              f"(default {BUILD_SECONDS})")
+    parser.add_argument("--build-memory-mb", type=int, default=BUILD_MEMORY_MB,
+                        help=f"stop a build that takes more memory than this, so one upload "
+                             f"cannot exhaust a builder's machine (default {BUILD_MEMORY_MB}; "
+                             f"0: no limit)")
     add_redis_option(parser, "keep uploads, builds and their progress in this Redis and run "
                              "builds on `graphlab worker` processes, so several servers on "
                              "several machines serve one class")
@@ -54,8 +58,10 @@ def config_from_args(args) -> AppConfig:
         raise GraphLabError("--max-upload-mb must be at least 1")
     if not 1 <= args.build_seconds <= MAX_BUILD_SECONDS:
         raise GraphLabError(f"--build-seconds must be between 1 and {MAX_BUILD_SECONDS}")
+    if args.build_memory_mb < 0:
+        raise GraphLabError("--build-memory-mb must be 0 (no limit) or more")
     extras = {"allow_code": args.allow_code, "redis_url": redis_url(args),
-              "build_seconds": args.build_seconds}
+              "build_seconds": args.build_seconds, "build_memory_mb": args.build_memory_mb}
     if args.cache_dir:
         extras["cache_dir"] = args.cache_dir
     if get_sample(args.model) is not None:
