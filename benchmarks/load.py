@@ -62,10 +62,11 @@ def start_server(workers: int, cache_dir: str, extra: tuple[str, ...] = ()
     return server, url
 
 
-def launch_server(workers: int, cache_dir: str, extra: tuple[str, ...] = ()
-                  ) -> tuple[subprocess.Popen, str]:
-    """Start it and return at once (several start side by side; then `wait_for_server`)."""
-    port = free_port()
+def launch_server(workers: int, cache_dir: str, extra: tuple[str, ...] = (),
+                  port: int | None = None) -> tuple[subprocess.Popen, str]:
+    """Start it and return at once (several start side by side; then `wait_for_server`);
+    on a free port unless ``port`` is given (a server started again where it was)."""
+    port = port or free_port()
     command = [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--port", str(port),
                "--workers", str(workers), "--cache-dir", cache_dir, *extra]
     log = Path(cache_dir) / "server.log"   # a file, not a pipe: a full pipe would stall it

@@ -1,5 +1,6 @@
 """A whole cluster on this machine, on loopback: a redis-server, `graphlab serve --redis`
-processes and `graphlab worker` processes — what the cluster tests and `load.py` run.
+processes, `graphlab worker` processes and a round-robin balancer in front of the servers —
+what the cluster tests and `load.py` run.
 
 Every process writes its log to a file in the folder given (a pipe nobody reads would stall
 it) and is stopped by its own process id.
@@ -19,6 +20,7 @@ from pathlib import Path
 import redis
 
 from benchmarks.load import free_port, launch_server, wait_for_server
+from benchmarks.round_robin import RoundRobin
 
 START_SECONDS = 60
 
@@ -30,6 +32,8 @@ class LocalCluster:
     redis: subprocess.Popen | None = None
     servers: list[tuple[subprocess.Popen, str]] = field(default_factory=list)
     workers: list[subprocess.Popen] = field(default_factory=list)
+    balancer: RoundRobin | None = None
+    server_processes: int = 1
 
     @property
     def redis_url(self) -> str:
@@ -54,16 +58,18 @@ class LocalCluster:
         self.redis = None
 
     def start_worker(self, concurrency: int = 1) -> subprocess.Popen:
-        index = len(self.workers)
-        with open(self.folder / f"worker{index}.log", "w") as log:
-            worker = subprocess.Popen(
+        self.workers.append(self._launch_worker(len(self.workers), concurrency))
+        return self.workers[-1]
+
+    def _launch_worker(self, index: int, concurrency: int) -> subprocess.Popen:
+        with open(self.folder / f"worker{index}.log", "a") as log:
+            return subprocess.Popen(
                 [sys.executable, "-m", "graphlab", "worker", "--redis", self.redis_url,
                  "--concurrency", str(concurrency)], stdout=log, stderr=subprocess.STDOUT)
-        self.workers.append(worker)
-        return worker
 
     def start_servers(self, count: int, processes: int = 1) -> None:
         """Start ``count`` servers side by side, then wait until each answers."""
+        self.server_processes = processes
         started = []
         for _ in range(count):
             cache = self.folder / f"server{len(self.servers)}"
@@ -72,6 +78,31 @@ class LocalCluster:
             started.append((*self.servers[-1], str(cache)))
         for process, url, cache in started:
             wait_for_server(process, url, cache)
+
+    def start_balancer(self) -> str:
+        """A round-robin balancer over the servers; its URL."""
+        self.balancer = RoundRobin(self.urls).start()
+        return self.balancer.url
+
+    def revive(self) -> None:
+        """Start again whatever a fault test stopped: Redis, servers (on their own ports, so
+        the balancer finds them), workers (one build at a time)."""
+        if self.redis is None:
+            self.start_redis()
+        restarted = []
+        for index, (process, url) in enumerate(self.servers):
+            if process.poll() is not None:
+                cache = str(self.folder / f"server{index}")
+                self.servers[index] = launch_server(
+                    self.server_processes, cache, ("--redis", self.redis_url),
+                    port=int(url.rsplit(":", 1)[1]))
+                restarted.append((*self.servers[index], cache))
+        for process, url, cache in restarted:
+            wait_for_server(process, url, cache)
+        for index, worker in enumerate(self.workers):
+            if worker.poll() is not None:
+                self.workers[index] = self._launch_worker(index, 1)
+        self.wait_for_workers()
 
     def wait_for_workers(self) -> None:
         from graphlab.app.cluster import live_workers
@@ -88,6 +119,8 @@ class LocalCluster:
         return self.worker_log().count("graphlab build done: ")
 
     def stop(self) -> None:
+        if self.balancer is not None:
+            self.balancer.stop()
         for process, _ in self.servers:
             _stop(process)
         for worker in self.workers:

@@ -6,8 +6,34 @@ still come from the installed package, so the suite tests what users install.
 """
 
 import os
+import shutil
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.append(ROOT)
+
+
+@pytest.fixture(scope="session")
+def local_cluster(tmp_path_factory):
+    """`serve --redis` with the real parts, started once for every cluster test: a
+    redis-server on a loopback port, two servers behind a round-robin balancer, two workers."""
+    pytest.importorskip("celery", reason="the cluster extra is not installed: "
+                                         "pip install '.[cluster]'")
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed (Debian: apt-get install redis-server)")
+    from benchmarks.local_cluster import start_cluster
+
+    running = start_cluster(str(tmp_path_factory.mktemp("cluster")), servers=2, workers=2)
+    running.start_balancer()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def cluster(local_cluster):
+    """The cluster whole again, whatever the test before stopped (a server, a worker, Redis)."""
+    local_cluster.revive()
+    return local_cluster

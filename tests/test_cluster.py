@@ -7,33 +7,17 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import threading
 import time
 
-import pytest
-
-pytest.importorskip("celery", reason="the cluster extra is not installed: pip install '.[cluster]'")
-pytestmark = pytest.mark.skipif(
-    shutil.which("redis-server") is None,
-    reason="redis-server is not installed (Debian: apt-get install redis-server)")
-
-from benchmarks.dash_client import Tab  # noqa: E402
-from benchmarks.local_cluster import start_cluster  # noqa: E402
-from compiler_core.errors import GraphLabError  # noqa: E402
-from graphlab.app.builds import Builds  # noqa: E402
-from graphlab.app.shared_storage import SharedStorage  # noqa: E402
+from benchmarks.dash_client import Tab
+from compiler_core.errors import GraphLabError
+from graphlab.app.builds import Builds
+from graphlab.app.shared_storage import SharedStorage
 
 SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
 BANNER_POLL = "service-banner-poll"
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    running = start_cluster(str(tmp_path_factory.mktemp("cluster")), servers=2, workers=2)
-    yield running
-    running.stop()
 
 
 def board(cluster) -> Builds:
