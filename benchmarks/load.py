@@ -1,7 +1,7 @@
 """A class of students on one machine, or on a cluster: how fast are the clicks?
 
     python benchmarks/load.py [--users 30] [--think 1.0] [--server-processes N]
-                              [--servers 2 --workers 2]
+                              [--servers 2 --workers 2] [--rate-builds 16]
 
 The single-machine mode starts `graphlab serve --no-browser --workers N` (N: the
 `--server-processes`, default cores + 1) on a free port with a fresh cache dir.  With
@@ -14,8 +14,10 @@ Each simulated browser (`dash_client.Tab`: the renderer's real callback requests
 sample (taken in turn, so the first users also start the builds), steps through every pass
 and opens every side panel, pausing `--think` seconds (±50 %) between actions like a student
 reading.  Prints, mode beside mode, the callback latency (p50 / p95 / max), the errors and the
-builds per minute, then the slowest callbacks.  Targets (the issues): zero errors, p95 <= 1 s
-on a 2-core machine, and the cluster on one machine within 1.2x the single machine's p95.
+builds per minute, then the slowest callbacks.  With `--servers`, it then gives 1 .. W workers
+the same `--rate-builds` distinct builds at once and prints builds per minute for each: how
+build capacity grows with workers.  Targets (the issues): zero errors, p95 <= 1 s on a 2-core
+machine, and the cluster on one machine within 1.2x the single machine's p95.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ TABS = "side-tabs"
 MODEL = "model-select"
 NEXT = "step-next"
 PASS_ROW = "pass-row"
+RATE_MODEL = "bart_tiny"   # the largest sample: its O2 build is the heaviest a class starts
 
 
 def free_port() -> int:
@@ -212,9 +215,46 @@ def cluster(args: argparse.Namespace) -> Outcome:
             running.stop()
 
 
+def build_rates(args: argparse.Namespace) -> list[tuple[int, float]]:
+    """(workers, builds per minute) for 1 .. --workers workers, each given --rate-builds
+    distinct builds at once: how the build capacity grows with the workers."""
+    from benchmarks.local_cluster import start_cluster
+    from graphlab.app.config import AppConfig
+    from graphlab.app.services import Services
+    from graphlab.app.view_state import ViewState
+
+    rates = []
+    for workers in range(1, args.workers + 1):
+        with tempfile.TemporaryDirectory(prefix="graphlab-load-rate-") as folder:
+            running = start_cluster(folder, servers=0, workers=workers)
+            try:
+                services = Services.from_config(AppConfig(cache_dir=os.path.join(folder, "web"),
+                                                          redis_url=running.redis_url))
+                started = time.perf_counter()
+                for extra in range(args.rate_builds):   # distinct pipelines: distinct builds
+                    services.workspace_or_build(ViewState(
+                        model=RATE_MODEL, pipeline=",".join(["O2"] + ["clean"] * extra)), None)
+                while running.builds_done() < args.rate_builds:
+                    if time.perf_counter() - started > 600:
+                        raise RuntimeError(f"{workers} workers did not finish "
+                                           f"{args.rate_builds} builds in 10 minutes")
+                    time.sleep(0.05)
+                rates.append((workers, args.rate_builds / (time.perf_counter() - started) * 60))
+            finally:
+                running.stop()
+    return rates
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def report_rates(rates: list[tuple[int, float]], builds: int) -> None:
+    print(f"build capacity: {builds} distinct {RATE_MODEL} O2 builds at once")
+    print(f"{'workers':>7s} {'builds/min':>10s} {'x one worker':>12s}")
+    for workers, rate in rates:
+        print(f"{workers:7d} {rate:10.1f} {rate / rates[0][1]:12.2f}")
 
 
 def report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
@@ -256,6 +296,9 @@ def main() -> int:
                         help="build workers (`graphlab worker`) of the cluster mode")
     parser.add_argument("--think", type=float, default=1.0,
                         help="mean seconds between a student's actions (0: as fast as possible)")
+    parser.add_argument("--rate-builds", type=int, default=16,
+                        help="with --servers: distinct builds given at once to 1 .. --workers "
+                             "workers, to show how build capacity grows (0: skip)")
     parser.add_argument("--client-processes", type=int, default=os.cpu_count() or 1,
                         help="processes the simulated browsers run in")
     args = parser.parse_args()
@@ -263,6 +306,8 @@ def main() -> int:
     if args.servers > 0:
         outcomes.append(cluster(args))
     report(outcomes, args)
+    if args.servers > 0 and args.rate_builds > 0:
+        report_rates(build_rates(args), args.rate_builds)
     return 0 if not any(o.errors for o in outcomes) else 1
 
 
