@@ -5,6 +5,7 @@ build past its time limit, a server killed."""
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ from benchmarks.dash_client import Tab
 from compiler_core.errors import GraphLabError
 from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage
+from graphlab.samples import resolve_model
 
 SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
 BANNER_POLL = "service-banner-poll"
@@ -81,6 +83,28 @@ def test_the_same_request_on_both_servers_is_built_once(cluster):
     wait_until(lambda: cluster.builds_done() == before + 1, 10, "one build logged")
     time.sleep(1)
     assert cluster.builds_done() == before + 1
+
+
+def test_an_upload_on_one_server_is_built_by_a_worker_and_compared_on_the_other(cluster):
+    first, second = cluster.urls
+    tab = Tab.open(first, "?model=teach_gelu")
+    tab.settle()
+    with open(resolve_model("teach_conv_bn"), "rb") as handle:
+        data = base64.b64encode(handle.read()).decode()
+    before = cluster.builds_done()
+    tab.set("model-upload", contents=f"data:application/octet-stream;base64,{data}",
+            filename="mine.onnx")
+    tab.settle()
+    assert tab.get("view-state", "data")["model"] == "upload"
+    assert "model=upload" in tab.get("url", "search")
+    tab.base_url = second            # the upload's bytes are in Redis, by their sha256
+    tab.set("compare-versus", value="onnxruntime:basic")
+    tab.settle()
+    assert tab.get("pane-before-title", "children").startswith("A: mine.onnx")
+    assert tab.get("pane-after-title", "children").startswith("B: onnxruntime basic")
+    wait_until(lambda: cluster.builds_done() == before + 2, 10,   # the view, the comparison
+               "two builds logged")
+    assert not tab.errors
 
 
 def test_a_worker_killed_mid_build_hands_it_to_another(cluster):
