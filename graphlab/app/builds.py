@@ -61,7 +61,18 @@ OUTCOME_SECONDS = 60.0      # a finished build's outcome (done, or why it failed
 MAX_RUNNING = max(1, os.cpu_count() or 1)   # builds at once on one machine
 GRACE_SECONDS = 0.4         # a build that finishes this fast is answered in the same request
 BUILD_SECONDS = 300         # a build running longer is stopped (`serve --build-seconds`)
-BUILD_MEMORY_MB = 4096      # a build taking more memory is stopped (`serve --build-memory-mb`)
+
+
+def _half_the_memory_mb() -> int:
+    """Half of this machine's memory: one build can never take the whole machine, and a big
+    model still builds on a big machine."""
+    try:
+        return max(1024, (os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2) >> 20)
+    except (AttributeError, ValueError, OSError):   # no sysconf (Windows): a fixed budget
+        return 4096
+
+
+BUILD_MEMORY_MB = _half_the_memory_mb()   # a build taking more is stopped (`--build-memory-mb`)
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,8 @@ def add_parser(subparsers) -> None:
                              f"(default {BUILD_SECONDS})")
     parser.add_argument("--build-memory-mb", type=int, default=BUILD_MEMORY_MB,
                         help=f"stop a build that takes more memory than this, so one upload "
-                             f"cannot exhaust a builder's machine (default {BUILD_MEMORY_MB}; "
-                             f"0: no limit)")
+                             f"cannot exhaust a builder's machine (default: half of this "
+                             f"machine's memory, {BUILD_MEMORY_MB}; 0: no limit)")
     add_redis_option(parser, "keep uploads, builds and their progress in this Redis and run "
                              "builds on `graphlab worker` processes, so several servers on "
                              "several machines serve one class")
