@@ -1,7 +1,8 @@
-"""`graphlab serve --redis` with the real parts: a redis-server on a loopback port, two servers
-and two Celery workers (`graphlab worker`), a session whose clicks alternate between the
-servers, and the faults a class meets — a worker killed mid-build, Redis gone for a while, a
-build past its time limit, a server killed."""
+"""`graphlab serve --redis` with the real parts (the `cluster` fixture): a redis-server on a
+loopback port, two servers and two Celery workers (`graphlab worker`); a session whose clicks
+alternate between the servers, an upload made on one server and used on the other, and the
+faults a class meets — a worker killed mid-build, Redis gone for a while, a build past its time
+or memory limit, a server killed."""
 
 from __future__ import annotations
 
