@@ -17,7 +17,8 @@ from benchmarks.dash_client import Tab
 from compiler_core.errors import GraphLabError
 from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage
-from graphlab.samples import resolve_model
+
+import bad_models
 
 SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
 BANNER_POLL = "service-banner-poll"
@@ -88,10 +89,9 @@ def test_the_same_request_on_both_servers_is_built_once(cluster):
 
 def test_an_upload_on_one_server_is_built_by_a_worker_and_compared_on_the_other(cluster):
     first, second = cluster.urls
-    tab = Tab.open(first, "?model=teach_gelu")
+    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
-    with open(resolve_model("teach_conv_bn"), "rb") as handle:
-        data = base64.b64encode(handle.read()).decode()
+    data = base64.b64encode(bad_models.good_bytes()).decode()   # content no other test builds
     before = cluster.builds_done()
     tab.set("model-upload", contents=f"data:application/octet-stream;base64,{data}",
             filename="mine.onnx")
@@ -176,6 +176,7 @@ def test_redis_away_shows_a_banner_and_the_app_recovers_by_itself(cluster):
         tab.click("step-next")            # a view this server holds still answers
         assert pass_number(tab) == step + 1
         tab.set("model-select", value="teach_gelu")   # one it must read from Redis waits
+        # (no other test opens teach_gelu's default view: no server holds it in memory)
         assert "cannot be reached" in str(tab.get("nav-message", "children"))
         assert tab.get("build-pending", "data")["view"]["model"] == "teach_gelu"
     finally:

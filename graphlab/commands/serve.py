@@ -27,8 +27,8 @@ def add_parser(subparsers) -> None:
                              f"(default {DEFAULT_MODEL})")
     parser.add_argument("--no-browser", action="store_true", help="do not open a browser")
     parser.add_argument("--workers", type=int, default=1,
-                        help="server processes; more than 1 runs under gunicorn (for a room: "
-                             "the number of cores + 1)")
+                        help="server processes; more than 1, or any with --redis, run under "
+                             "gunicorn (for a room: the number of cores + 1)")
     parser.add_argument("--cache-dir", default=None,
                         help="where uploads and built models are kept (shared by the workers)")
     parser.add_argument("--max-upload-mb", type=int, default=DEFAULT_UPLOAD_LIMIT >> 20,
@@ -89,7 +89,7 @@ def run(args) -> int:
     if not args.no_browser:
         threading.Timer(1.5, webbrowser.open, args=(url,)).start()
     print(f"GraphLab pass debugger on {url}  (Ctrl+C stops it)")
-    if args.workers == 1:
+    if args.workers == 1 and not config.redis_url:   # one user: Flask's own server is enough
         create_app(config).run(host=args.host, port=args.port, debug=False)
         return 0
     from ..app.multiprocess import serve_with_gunicorn
