@@ -44,9 +44,12 @@ BERT_BASE = REPO / "sample_models" / "large" / "bert_base.onnx"
 HIDDEN = 16
 
 
-def generated_model(layers: int, branches: int, depth: int) -> onnx.ModelProto:
-    """A transformer-like stack with name scopes: each layer forks into ``branches`` chains of
-    ``depth`` ops that are summed and added back to the residual stream."""
+def generated_model(layers: int, branches: int, depth: int, scoped: bool = True
+                    ) -> onnx.ModelProto:
+    """A transformer-like stack: each layer forks into ``branches`` chains of ``depth`` ops
+    that are summed and added back to the residual stream.  Its nodes are named after their
+    module path (``/model/layers/layer.3/branch.0/op5``), or with ``scoped=False`` as the
+    dynamo exporter names them without metadata (``node_MatMul_12``)."""
     rng = np.random.default_rng(0)
     nodes, inits = [], []
     current = "x"
@@ -76,6 +79,9 @@ def generated_model(layers: int, branches: int, depth: int) -> onnx.ModelProto:
         name = f"{scope}/residual/Add"
         nodes.append(helper.make_node("Add", [current, total], [name + "_out"], name=name))
         current = name + "_out"
+    if not scoped:
+        for index, node in enumerate(nodes):
+            node.name = f"node_{node.op_type}_{index}"
     graph = helper.make_graph(
         nodes, "generated",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 8, HIDDEN])],

@@ -84,6 +84,7 @@ class Timing:
     seconds: float
     status: int
     sent: float      # wall-clock time the request left
+    bytes: int = 0   # the response body's size
 
 
 @dataclass
@@ -247,7 +248,8 @@ class Tab:
             self.timings.append(Timing(callback.name, time.perf_counter() - started, 0, sent))
             self.errors.append(f"{callback.name}: {type(err).__name__}")
             return callback, [], []
-        self.timings.append(Timing(callback.name, time.perf_counter() - started, status, sent))
+        self.timings.append(Timing(callback.name, time.perf_counter() - started, status, sent,
+                                   len(reply.content)))
         if status == 204:
             return callback, [], []
         if status != 200:

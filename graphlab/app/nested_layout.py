@@ -28,6 +28,7 @@ from .graph_layout import Box, LayerOrder, LayoutOptions, Position, Size, layere
 from .group_elements import collapsed_size
 from .scopes import ScopeTree, pipeline_scopes
 from .stable_positions import PipelineGraph, pipeline_graph
+from .structure_scopes import structure_scopes
 
 Item = Key   # a slot (node id, 'in:x', 'out:y') or a group id ('g:/bert/encoder')
 
@@ -41,9 +42,11 @@ PLACEMENTS_CACHED = 16
 
 
 def pipeline_layout(result: PipelineResult) -> NestedLayout:
-    """The scope groups of every snapshot, and the layout of the whole pipeline's graph."""
-    scopes = ScopeTree(pipeline_scopes([result.initial] + [s.graph for s in result.snapshots])
-                       .items())
+    """The scope groups of every snapshot (crowded scopes cut by structure), and the layout
+    of the whole pipeline's graph."""
+    structured = structure_scopes(result.initial, pipeline_scopes([result.initial]))
+    graphs = [result.initial] + [s.graph for s in result.snapshots]
+    scopes = ScopeTree(pipeline_scopes(graphs, structured).items())
     return NestedLayout(pipeline_graph(result, scopes.group_of.get), scopes)
 
 
