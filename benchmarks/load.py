@@ -31,6 +31,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.dash_client import Tab, Timing  # noqa: E402
+from benchmarks.graphlab_page import clientside  # noqa: E402
 
 TABS = "side-tabs"
 MODEL = "model-select"
@@ -93,7 +94,7 @@ def student(url: str, sample: str, think: float, rng: random.Random) -> Tab:
     def pause() -> None:
         time.sleep(think * rng.uniform(0.5, 1.5))
 
-    tab = Tab.open(url, f"?model={sample}")
+    tab = Tab.open(url, f"?model={sample}", clientside=clientside())
     tab.settle()
     for _ in range(len(tab.find(PASS_ROW)) - 1):
         pause()

@@ -14,3 +14,9 @@ TABS = "side-tabs"
 
 BEFORE = "pane-before"
 AFTER = "pane-after"
+
+
+def tab_view(tab: str) -> str:
+    """The store through which the tab's panels hear the view: it follows the view only while
+    the tab is open (`panels/tab_gate`)."""
+    return f"view-for-{tab}"

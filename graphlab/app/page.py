@@ -24,6 +24,7 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
         dcc.Store(id=ids.COMPARE_UPLOAD, storage_type="session"),
         dcc.Store(id=ids.VIEW_PATCH, storage_type="memory"),
+        *[dcc.Store(id=ids.tab_view(panel.name), storage_type="memory") for panel in placed(TAB)],
         html.Header(className="top", children=[
             html.H1(["GraphLab ", html.Span("pass debugger", className="muted")]),
             *layouts(TOP),

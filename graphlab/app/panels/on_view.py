@@ -29,12 +29,13 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     """Registers the decorated ``draw`` as a callback of the view and the ``inputs``.
 
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
-    tab: draw only while this tab is open.  idle: the outputs without a view (or while the
-    tab is closed).
+    tab: draw only while this tab is open — a closed tab's callback does not even fire
+    (`tab_gate`).  idle: the outputs without a view.
     message: the output that shows an error; without one, errors change nothing (another
     part of the page says what is wrong).  failed(state): further outputs set on an error.
     """
-    view = (Input if view_triggers else State)(ids.VIEW, "data")
+    view = (Input(ids.tab_view(tab) if tab else ids.VIEW, "data") if view_triggers
+            else State(ids.VIEW, "data"))
     dependencies = {"inputs": {**(inputs or {}), **({"view": view} if view_triggers else {})},
                     "state": {**(state or {}), "upload": State(ids.UPLOAD_TOKEN, "data"),
                               "upload_b": State(ids.COMPARE_UPLOAD, "data"),
