@@ -16,7 +16,6 @@ from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.scopes import ScopeTree, pipeline_scopes
 from graphlab.app.services import Services
 from graphlab.app.structure_scopes import CROWDED, LEAF_SIZE, MAX_CHILDREN, structure_scopes
-from graphlab.app.view_state import ViewState
 
 
 def load(model: onnx.ModelProto):

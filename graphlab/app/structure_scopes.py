@@ -34,6 +34,7 @@ from .scopes import normalise_scope
 CROWDED = 120          # a scope with more nodes of its own than this is cut by structure
 LEAF_SIZE = CROWDED    # a piece this small is drawn as its nodes
 MAX_CHILDREN = 16      # items per level
+RUNS = 10              # too many blocks for one level: gathered in about this many runs
 MIN_PERIOD = 4         # a repeated block has at least this many nodes
 MATCH = 0.9            # share of positions two neighbouring blocks agree on
 SAME_PERIOD = 0.02     # a shorter period missing this little more than the best is preferred
@@ -261,14 +262,15 @@ def stretch_label(ops: list[str], start: int, end: int) -> str:
 
 
 def _in_runs(pieces: list[Piece], ops: list[str]) -> list[Piece]:
-    """At most MAX_CHILDREN items: consecutive blocks gathered in runs of a round number
-    ("blocks 10–19"; runs of runs if need be), else any consecutive pieces."""
+    """At most MAX_CHILDREN items: else consecutive blocks gathered in runs of a round number
+    ("blocks 10–19"; runs of runs if need be), about RUNS of them, else any consecutive
+    pieces."""
     if len(pieces) <= MAX_CHILDREN:
         return pieces
     per_run = 2
     while per_run < len(pieces):
         gathered = _gather_blocks(pieces, ops, per_run)
-        if len(gathered) <= MAX_CHILDREN:
+        if len(gathered) <= RUNS:
             return gathered
         per_run = _next_round(per_run)
     per_run = -(-len(pieces) // MAX_CHILDREN)
