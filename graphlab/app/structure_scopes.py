@@ -35,7 +35,9 @@ CROWDED = 120          # a scope with more nodes of its own than this is cut by 
 LEAF_SIZE = CROWDED    # a piece this small is drawn as its nodes
 MAX_CHILDREN = 16      # items per level
 RUNS = 10              # too many blocks for one level: gathered in about this many runs
-MIN_PERIOD = 4         # a repeated block has at least this many nodes
+MIN_PERIOD = 4         # a repeated block has at least this many nodes...
+MAX_PERIOD = 2048      # ...and at most this many
+SAMPLE = 16384         # the period is sought in the first this many nodes of a range
 MATCH = 0.9            # share of positions two neighbouring blocks agree on
 SAME_PERIOD = 0.02     # a shorter period missing this little more than the best is preferred
 COVERED = 0.3          # repeated blocks must cover this share of a range to be used
@@ -148,24 +150,22 @@ class Order:
         for (a, b), is_block in zip(windows, repeated):
             if not is_block:
                 continue
-            if a > gap:
-                found += self._stretches(gap, a) if a - gap > LEAF_SIZE * MAX_CHILDREN \
-                    else [self._stretch(gap, a)]
+            if a > gap:   # what lies between blocks (cut again inside when big)
+                found.append(self._stretch(gap, a))
             found.append(Piece(f"block {number}", a, b, block=number))
             number += 1
             gap = b
         if gap < end:
-            found += self._stretches(gap, end) if end - gap > LEAF_SIZE * MAX_CHILDREN \
-                else [self._stretch(gap, end)]
+            found.append(self._stretch(gap, end))
         return found
 
     def period(self, start: int, end: int) -> int | None:
         """The shift at which the op types of [start, end) repeat over the most positions
         counting only runs of agreement at least a period long, where a whole block repeats
         (the shortest of the near-best: one layer, not two)."""
-        codes = self.codes[start:end]
+        codes = self.codes[start:min(end, start + SAMPLE)]
         n = len(codes)
-        shifts = np.arange(MIN_PERIOD, n // 2 + 1)
+        shifts = np.arange(MIN_PERIOD, min(n // 2, MAX_PERIOD) + 1)
         if not len(shifts):
             return None
         covered = np.array([_long_runs(codes[:-p] == codes[p:], p) for p in shifts])
@@ -267,10 +267,11 @@ def _in_runs(pieces: list[Piece], ops: list[str]) -> list[Piece]:
     pieces."""
     if len(pieces) <= MAX_CHILDREN:
         return pieces
+    others = sum(1 for piece in pieces if piece.block is None)
     per_run = 2
     while per_run < len(pieces):
         gathered = _gather_blocks(pieces, ops, per_run)
-        if len(gathered) <= RUNS:
+        if len(gathered) - others <= RUNS and len(gathered) <= MAX_CHILDREN:
             return gathered
         per_run = _next_round(per_run)
     per_run = -(-len(pieces) // MAX_CHILDREN)
