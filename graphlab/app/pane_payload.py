@@ -27,7 +27,8 @@ from .view_state import ViewState
 from .workbench import Workspace
 
 MAX_AUTO_OPEN_SEARCH_HITS = 40
-ELEMENTS_KEPT = 6          # element lists kept per workspace (per process)
+ELEMENTS_KEPT = 12         # element lists kept per workspace (per process)
+BEFORE, AFTER = "before", "after"
 _KEPT_LOCK = threading.Lock()
 
 
@@ -111,31 +112,52 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
 
 
 def pane_elements_of(ws: Workspace, drawn: Drawn) -> tuple[list[dict], list[dict]]:
-    """Both panes' elements for ``drawn``; the last few are kept, so the previous answer (what
-    the browser holds) is at hand to compare the next one with."""
+    """Both panes' elements for ``drawn``."""
+    return _pane_elements(ws, drawn, BEFORE), _pane_elements(ws, drawn, AFTER)
+
+
+def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
+    """One pane's elements, kept by what they show: the graph (the last pass that changed it),
+    the marks of the pass (when it changed anything), the open groups and bodies, the overlay.
+    Passes that changed nothing draw the same graph unmarked: one list serves them all, and
+    the previous answer (what the browser holds) is at hand to compare the next one with."""
+    snapshot = ws.result.snapshots[drawn.step]
+    shown = drawn.step if side == AFTER else drawn.step - 1
+    key = (side, _last_change(ws, shown), drawn.step if snapshot.changed else None,
+           drawn.expanded, drawn.opened, drawn.overlay)
     kept = ws.derived.setdefault("pane elements", OrderedDict())
     with _KEPT_LOCK:
-        found = kept.get(drawn)
+        found = kept.get(key)
         if found is not None:
-            kept.move_to_end(drawn)
+            kept.move_to_end(key)
             return found
-    before, after = ws.graphs_of_step(drawn.step)
+    graph = ws.graphs_of_step(drawn.step)[0 if side == BEFORE else 1]
+    diff = snapshot.diff
+    marks = {i: "modified" for i in diff.modified}
+    marks.update({i: "removed" for i in diff.removed} if side == BEFORE
+                 else {i: "added" for i in diff.added})
     placement = ws.layout.placement(drawn.expanded, drawn.opened)
-    diff = ws.result.snapshots[drawn.step].diff
-    left = pane_elements(before, placement, ws.scopes, drawn.expanded,
-                         {**{i: "modified" for i in diff.modified},
-                          **{i: "removed" for i in diff.removed}}, set(drawn.opened))
-    right = pane_elements(after, placement, ws.scopes, drawn.expanded,
-                          {**{i: "modified" for i in diff.modified},
-                           **{i: "added" for i in diff.added}}, set(drawn.opened))
+    elements = pane_elements(graph, placement, ws.scopes, drawn.expanded, marks,
+                             set(drawn.opened))
     if drawn.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
-        paint(left, band_classes(ws, before, drawn.overlay))
-        paint(right, band_classes(ws, after, drawn.overlay))
+        paint(elements, band_classes(ws, graph, drawn.overlay))
     with _KEPT_LOCK:
-        kept[drawn] = left, right
+        kept[key] = elements
         while len(kept) > ELEMENTS_KEPT:
             kept.popitem(last=False)
-    return left, right
+    return elements
+
+
+def _last_change(ws: Workspace, step: int) -> int:
+    """The last pass up to ``step`` that changed the graph (-1: the input graph)."""
+    changes = ws.derived.get("last change")
+    if changes is None:
+        last, changes = -1, []
+        for snapshot in ws.result.snapshots:
+            last = snapshot.index if snapshot.changed else last
+            changes.append(last)
+        ws.derived["last change"] = changes
+    return changes[step] if step >= 0 else -1
 
 
 def drawn_groups(ws: Workspace, state: ViewState, ui: UiState) -> set[str]:

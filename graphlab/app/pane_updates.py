@@ -25,6 +25,8 @@ def element_update(old: list[dict] | None, new: list[dict]) -> dict | None:
     """
     if old is None:
         return {"full": new}
+    if old is new:   # the same list (kept by content): a pass that changed nothing
+        return None
     held = {e["data"]["id"]: e for e in old}
     wanted = {e["data"]["id"] for e in new}
     upsert = [e for e in new if held.get(e["data"]["id"]) != e]
