@@ -83,9 +83,11 @@ def register(app, services: Services) -> None:
     @on_view(app, services, {"word": Output(SIZES_SOURCE, "children"),
                              "why": Output(BINDINGS_FIELD, "title"),
                              "empty": Output(BINDINGS, "placeholder")},
-             prevent_initial_call=True)
-    def show_sizes_source(_state, workspace):
+             state={"shown": State(BINDINGS_FIELD, "title")}, prevent_initial_call=True)
+    def show_sizes_source(_state, workspace, shown):
         word, why = sizes_source(workspace.sizes)
+        if why == shown:
+            return {}   # a step within the same workspace: the box already says it
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 
