@@ -53,12 +53,15 @@ def test_the_repeated_layer_of_an_unscoped_stack_becomes_a_block_each():
     tree = tree_of(graph)
     blocks = [g for g in tree.groups.values() if g.label.startswith("block ")]
     assert len(blocks) == 40
-    assert sorted(g.size for g in blocks)[1:] == [14] * 39   # one layer each (the first
-    # may give its first node to what precedes it: the cut goes where fewest edges cross)
+    # one layer each, from its first op to its residual Add: the cut goes where only the
+    # residual stream crosses (one value, though five nodes read it)
+    assert [g.size for g in blocks] == [14] * 40
+    layers = [n for n in graph.nodes if n.op_type == "Add"][1::2]   # each layer's residual Add
+    assert {tree.group_of[n.id] for n in layers} == {g.id for g in blocks}
     runs = [g.label for g in tree.groups.values() if g.label.startswith("blocks ")]
     assert sorted(runs) == sorted(f"blocks {k}–{k + 4}" for k in range(0, 40, 5))   # round
     # runs, as few as fit in one level
-    assert len(tree.top_level_nodes) <= 1   # the last layer's last node, if the cut left it
+    assert not tree.top_level_nodes
 
 
 def test_every_level_holds_a_readable_handful_and_every_node_is_placed():
@@ -103,7 +106,7 @@ def test_an_unscoped_graph_opens_collapsed_into_a_short_column(flat_workspace):
     payload = build_panes(workspace, state, UiState())
     drawn = [e for e in payload.after if "position" in e]
     ops = [e for e in drawn if "op" in e["classes"].split()]
-    assert len(ops) <= 1, "groups at first (and perhaps the last layer's last node)"
+    assert not ops, "groups only, at first"
     collapsed = [e for e in drawn if "collapsed" in e["classes"]]
     assert 2 <= len(collapsed) <= MAX_CHILDREN
     heights = [e["position"]["y"] for e in drawn]

@@ -40,7 +40,7 @@ BODY_PADDING = 12.0         # around an opened fused op's body
 BODY_LABEL_HEIGHT = 44.0    # a fused op's two-line label above its opened body
 LABEL_CHAR_WIDTH = 9.5      # of the 16 px frame labels, to keep a long label inside the box
 PLACEMENTS_CACHED = 16
-LAYOUT_VERSION = 2          # of the grouping and the layout: a change makes cached ones stale
+LAYOUT_VERSION = 3          # of the grouping and the layout: a change makes cached ones stale
 
 
 def pipeline_layout(result: PipelineResult) -> NestedLayout:

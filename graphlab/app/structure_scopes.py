@@ -7,8 +7,9 @@ topological order, the order exporters write a model's modules in:
 
 - **Repeated blocks.**  The op types along the order repeat with a period where a model
   repeats a layer.  The period is the shift that lines up the most op types with themselves;
-  the cuts go where the fewest edges cross (between two transformer layers only the residual
-  stream does), and each stretch of one period that repeats its neighbour is a block.
+  the cuts go where the fewest values cross (between two transformer layers only the residual
+  stream does, however many nodes read it), and each stretch of one period that repeats its
+  neighbour is a block.
 - **Stretches.**  What does not repeat is cut into pieces of similar length at the cheapest
   cuts, each labelled by its main ops and its place in the order.
 
@@ -76,7 +77,7 @@ def structure_scopes(graph: Graph, scopes: dict[int, str]) -> dict[int, str]:
 def _paths(nodes: list[Node]) -> dict[int, str]:
     """'/blocks 0–9/block 3/…' for each node, from the pieces of its stretch of the order."""
     ops = [n.op_type for n in nodes]
-    order = Order(ops, _edges(nodes))
+    order = Order(ops, _spans(nodes))
     paths: dict[int, str] = {}
 
     def walk(pieces: list[Piece], prefix: str) -> None:
@@ -92,27 +93,29 @@ def _paths(nodes: list[Node]) -> dict[int, str]:
     return paths
 
 
-def _edges(nodes: list[Node]) -> list[tuple[int, int]]:
+def _spans(nodes: list[Node]) -> list[tuple[int, int]]:
+    """(producer's position, last reader's position) of every value made and read in the
+    range: a value read by five nodes crosses a cut once, as it does on the drawn graph."""
     position = {n.id: i for i, n in enumerate(nodes)}
-    edges = []
+    spans: dict[int, tuple[int, int]] = {}
     for j, node in enumerate(nodes):
         for value in list(node.inputs) + list(node.implicit_inputs):
             producer = value.producer if value is not None else None
             i = position.get(producer.id) if producer is not None else None
             if i is not None and i < j:
-                edges.append((i, j))
-    return edges
+                spans[id(value)] = (i, j)   # readers come in order: the last one stays
+    return list(spans.values())
 
 
 class Order:
-    """The op types along the topological order, and how many edges cross each cut."""
+    """The op types along the topological order, and how many values cross each cut."""
 
-    def __init__(self, ops: list[str], edges: Iterable[tuple[int, int]]):
+    def __init__(self, ops: list[str], spans: Iterable[tuple[int, int]]):
         self.ops = ops
         codes = {op: k for k, op in enumerate(dict.fromkeys(ops))}
         self.codes = np.array([codes[op] for op in ops], dtype=np.int64)
         crossing = np.zeros(len(ops) + 2, dtype=np.int64)
-        for i, j in edges:   # the edge i -> j crosses every cut c with i < c <= j
+        for i, j in spans:   # made at i, last read at j: it crosses every cut c with i < c <= j
             crossing[i + 1] += 1
             crossing[j + 1] -= 1
         self.crossing = np.cumsum(crossing)[:len(ops) + 1]
@@ -175,7 +178,7 @@ class Order:
         return int(shifts[int(np.argmax(covered >= (1 - SAME_PERIOD) * best))])
 
     def _windows(self, start: int, end: int, period: int) -> list[tuple[int, int]]:
-        """Consecutive stretches of one period, cut at the phase the fewest edges cross (on a
+        """Consecutive stretches of one period, cut at the phase the fewest values cross (on a
         tie: where the repetition begins)."""
         cuts = self.crossing[start:end + 1].astype(float)
         rows = -(-len(cuts) // period)
@@ -227,7 +230,7 @@ class Order:
         return np.count_nonzero(a == b) >= MATCH * length
 
     def _stretches(self, start: int, end: int) -> list[Piece]:
-        """[start, end) in pieces of similar length, each cut where the fewest edges cross."""
+        """[start, end) in pieces of similar length, each cut where the fewest values cross."""
         size = max(LEAF_SIZE, -(-(end - start) // MAX_CHILDREN))
         count = -(-(end - start) // size)
         if count <= 1:
