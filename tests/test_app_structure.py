@@ -107,6 +107,7 @@ def test_an_unscoped_graph_opens_collapsed_into_a_short_column(flat_workspace):
     drawn = [e for e in payload.after if "position" in e]
     ops = [e for e in drawn if "op" in e["classes"].split()]
     assert not ops, "groups only, at first"
+    assert workspace.scopes.structured   # so the page says where the groups came from
     collapsed = [e for e in drawn if "collapsed" in e["classes"]]
     assert 2 <= len(collapsed) <= MAX_CHILDREN
     heights = [e["position"]["y"] for e in drawn]

@@ -48,7 +48,7 @@ def pipeline_layout(result: PipelineResult) -> NestedLayout:
     of the whole pipeline's graph."""
     structured = structure_scopes(result.initial, pipeline_scopes([result.initial]))
     graphs = [result.initial] + [s.graph for s in result.snapshots]
-    scopes = ScopeTree(pipeline_scopes(graphs, structured).items())
+    scopes = ScopeTree(pipeline_scopes(graphs, structured).items(), structured=bool(structured))
     return NestedLayout(pipeline_graph(result, scopes.group_of.get), scopes)
 
 

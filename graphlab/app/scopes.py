@@ -30,9 +30,14 @@ class Group:
 
 
 class ScopeTree:
-    """The groups of a set of nodes, and which group or node represents a node when collapsed."""
+    """The groups of a set of nodes, and which group or node represents a node when collapsed.
 
-    def __init__(self, node_scopes: Iterable[tuple[int, str]]):
+    structured: some groups were found from the graph's structure (`structure_scopes`), not
+    named by the exporter, so the page says what they are.
+    """
+
+    def __init__(self, node_scopes: Iterable[tuple[int, str]], structured: bool = False):
+        self.structured = structured
         self.groups: dict[str, Group] = {}
         self.group_of: dict[int, str] = {}
         raw: dict[str, set[str]] = {"": set()}

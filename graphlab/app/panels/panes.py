@@ -53,6 +53,11 @@ LEGEND = [
     ("search", "search hit"),
 ]
 
+STRUCTURE_NOTE = ("Groups found from the structure (the model's nodes carry no name scopes): "
+                  "\"block k\" is one repeat of a layer the graph repeats, \"blocks 0–9\" a "
+                  "run of them; other groups are stretches of the order named by their main "
+                  "ops and positions (\"MatMul · Add 41–80\").")
+
 
 def layout(_: Services) -> html.Div:
     return html.Div(className="panes-area", children=[
@@ -75,10 +80,12 @@ def layout(_: Services) -> html.Div:
     ])
 
 
-def legend_items(comparing: bool) -> list[html.Span]:
+def legend_items(comparing: bool, structured: bool = False) -> list[html.Span]:
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
-    return [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
-                      className="legend-item") for key, text in entries]
+    items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
+                       className="legend-item") for key, text in entries]
+    return items + ([html.Span(STRUCTURE_NOTE, className="legend-item legend-note")]
+                    if structured else [])
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -116,7 +123,8 @@ def register(app, services: Services) -> None:
                  "after_title": (f"B: {comparison.b_label}" if comparison else
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
-                 "legend": legend_items(comparing=comparison is not None),
+                 "legend": legend_items(comparing=comparison is not None,
+                                        structured=workspace.scopes.structured),
                  "message": "", "fit_key": workspace.key,
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         return {**shown, **pane_changes(workspace, payload, drawn)}
