@@ -198,7 +198,7 @@ def pattern_editor_figures(workspace, state: ViewState) -> dict:
 
 def browser_pattern_editor(driver, url: str) -> float:
     """Seconds from a click on the GELU example to its results listed and its matches
-    highlighted in the left pane."""
+    highlighted in the left pane (or the results saying there is none)."""
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver.get(url + "?panel=editor")
@@ -207,8 +207,8 @@ def browser_pattern_editor(driver, url: str) -> float:
     start = time.perf_counter()
     WebDriverWait(driver, 60, poll_frequency=0.02).until(lambda d: d.execute_script(
         "var r = document.getElementById('editor-results');"
-        "return !!r && r.textContent.includes('gelu') && window.graphlabPanes.before"
-        ".nodes().some(n => n.style('border-width') === '5px');"))
+        "return !!r && r.textContent.includes('gelu') && (r.textContent.includes('No match')"
+        " || window.graphlabPanes.before.nodes().some(n => n.style('border-width') === '5px'));"))
     return time.perf_counter() - start
 
 
@@ -270,11 +270,20 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{os.cpu_count()} cores, load average {_load()}")
     server = {label: server_figures(label, path, cache_dir=caches[label])
               for label, path in models.items()}
+    browser = {} if args.no_browser else {
+        label: browser_figures(label, path, args.runs, caches[label])
+        for label, path in models.items()}
+    print_goals(models, server, browser)
     if not args.no_browser:
-        browser = {label: browser_figures(label, path, args.runs, caches[label])
-                   for label, path in models.items()}
-        for label, path in list(models.items())[:2]:
+        print("\ninteractions in headless Chromium (once each):")
+        for label, path in models.items():
             browser_interaction_figures(label, path, caches[label])
+    return 0
+
+
+def print_goals(models: dict, server: dict, browser: dict) -> None:
+    """Each target, met or missed (before the interactions, which take long on 10,000 nodes
+    with every group open)."""
     medium, large = (server[label] for label in list(models)[:2])
     worst = max(v for k, v in medium.items() if k.startswith("select_pass_max_ms"))
     print(f"\nselect-a-pass target 300 ms on {medium['nodes']} nodes, any grouping: worst "
@@ -287,13 +296,12 @@ def main(argv: list[str] | None = None) -> int:
           f"({'met' if toggle <= 300 else 'MISSED'}), open all {large['open_all_ms']:.0f} ms, "
           f"select a pass (default grouping) worst "
           f"{large['select_pass_max_ms[default grouping]']:.0f} ms")
-    for label in list(models)[1:] if not args.no_browser else []:
-        figures = browser[label]
+    for index, (label, figures) in enumerate(browser.items()):
         met = figures["first_render"] <= 3 and figures["step_max"] <= 1
+        goal = ("BERT-base before: 1.4 s / 0.5 s a step" if index == 0 else
+                f"goal <= 3 s / every step <= 1 s: {'met' if met else 'MISSED'}")
         print(f"{label}: first render {figures['first_render']:.2f} s, steps median "
-              f"{figures['step_median']:.2f} s, max {figures['step_max']:.2f} s "
-              f"(goal <= 3 s / every step <= 1 s: {'met' if met else 'MISSED'})")
-    return 0
+              f"{figures['step_median']:.2f} s, max {figures['step_max']:.2f} s ({goal})")
 
 
 if __name__ == "__main__":
