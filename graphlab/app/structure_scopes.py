@@ -8,8 +8,8 @@ topological order, the order exporters write a model's modules in:
 - **Repeated blocks.**  The op types along the order repeat with a period where a model
   repeats a layer.  The period is the shift that lines up the most op types with themselves;
   the cuts go where the fewest values cross (between two transformer layers only the residual
-  stream does, however many nodes read it), and each stretch of one period that repeats its
-  neighbour is a block.
+  stream does, however many nodes read it; on a tie, the fewest edges), and each stretch of
+  one period that repeats its neighbour is a block.
 - **Stretches.**  What does not repeat is cut into pieces of similar length at the cheapest
   cuts, each labelled by its main ops and its place in the order.
 
@@ -77,7 +77,7 @@ def structure_scopes(graph: Graph, scopes: dict[int, str]) -> dict[int, str]:
 def _paths(nodes: list[Node]) -> dict[int, str]:
     """'/blocks 0–9/block 3/…' for each node, from the pieces of its stretch of the order."""
     ops = [n.op_type for n in nodes]
-    order = Order(ops, _spans(nodes))
+    order = Order(ops, _links(nodes))
     paths: dict[int, str] = {}
 
     def walk(pieces: list[Piece], prefix: str) -> None:
@@ -93,32 +93,46 @@ def _paths(nodes: list[Node]) -> dict[int, str]:
     return paths
 
 
-def _spans(nodes: list[Node]) -> list[tuple[int, int]]:
-    """(producer's position, last reader's position) of every value made and read in the
-    range: a value read by five nodes crosses a cut once, as it does on the drawn graph."""
+def _links(nodes: list[Node]) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """(spans, edges) of the values made and read in the range, as positions in the order:
+    a span runs from a value's producer to its last reader (a value read by five nodes
+    crosses a cut once), an edge from its producer to each reader.  Constants (nodes reading
+    nothing) are left out: an exporter writes them anywhere, and they say nothing about
+    where a layer ends."""
     position = {n.id: i for i, n in enumerate(nodes)}
     spans: dict[int, tuple[int, int]] = {}
+    edges: list[tuple[int, int]] = []
     for j, node in enumerate(nodes):
         for value in list(node.inputs) + list(node.implicit_inputs):
             producer = value.producer if value is not None else None
             i = position.get(producer.id) if producer is not None else None
-            if i is not None and i < j:
+            if i is not None and i < j and (producer.inputs or producer.implicit_inputs):
                 spans[id(value)] = (i, j)   # readers come in order: the last one stays
-    return list(spans.values())
+                edges.append((i, j))
+    return list(spans.values()), edges
+
+
+def _crossing(size: int, links: Iterable[tuple[int, int]]) -> np.ndarray:
+    """How many links cross each cut c (0..size): a link i -> j crosses every c, i < c <= j."""
+    crossing = np.zeros(size + 2, dtype=np.int64)
+    for i, j in links:
+        crossing[i + 1] += 1
+        crossing[j + 1] -= 1
+    return np.cumsum(crossing)[:size + 1]
 
 
 class Order:
-    """The op types along the topological order, and how many values cross each cut."""
+    """The op types along the topological order, and how many values cross each cut, and
+    how many edges (which break the ties between cuts as few values cross: in a real export
+    a dozen phases of a layer may have only the residual stream and the mask crossing)."""
 
-    def __init__(self, ops: list[str], spans: Iterable[tuple[int, int]]):
+    def __init__(self, ops: list[str], links: tuple[list, list]):
         self.ops = ops
         codes = {op: k for k, op in enumerate(dict.fromkeys(ops))}
         self.codes = np.array([codes[op] for op in ops], dtype=np.int64)
-        crossing = np.zeros(len(ops) + 2, dtype=np.int64)
-        for i, j in spans:   # made at i, last read at j: it crosses every cut c with i < c <= j
-            crossing[i + 1] += 1
-            crossing[j + 1] -= 1
-        self.crossing = np.cumsum(crossing)[:len(ops) + 1]
+        spans, edges = links
+        self.crossing = _crossing(len(ops), spans)
+        self.crossing_edges = _crossing(len(ops), edges)
 
     # -- the pieces of a range ----------------------------------------------------------------
     def pieces(self, start: int, end: int) -> list[Piece]:
@@ -179,13 +193,11 @@ class Order:
 
     def _windows(self, start: int, end: int, period: int) -> list[tuple[int, int]]:
         """Consecutive stretches of one period, cut at the phase the fewest values cross (on a
-        tie: where the repetition begins)."""
-        cuts = self.crossing[start:end + 1].astype(float)
-        rows = -(-len(cuts) // period)
-        padded = np.full(rows * period, np.nan)
-        padded[:len(cuts)] = cuts
-        cost = np.nanmean(padded.reshape(rows, period), axis=0)
-        cheapest = np.flatnonzero(cost <= cost.min() + 1e-9)
+        tie: the fewest edges, then where the repetition begins)."""
+        values, edges = (_phase_cost(crossing[start:end + 1], period)
+                         for crossing in (self.crossing, self.crossing_edges))
+        fewest = np.flatnonzero(values <= values.min() + 1e-9)
+        cheapest = fewest[edges[fewest] <= edges[fewest].min() + 1e-9]
         begins = (self._repetition_start(start, end, period) - start) % period
         phase = begins if begins in cheapest else int(cheapest[0])
         bounds = sorted({start, end, *range(start + phase, end, period)})
@@ -239,13 +251,22 @@ class Order:
         for k in range(1, count):
             ideal = start + round(k * (end - start) / count)
             low, high = max(cuts[-1] + 1, ideal - size // 4), min(end - 1, ideal + size // 4)
-            window = self.crossing[low:high + 1]
-            cuts.append(low + int(np.argmin(window)) if high >= low else ideal)
+            cheapest = np.lexsort((self.crossing_edges[low:high + 1],
+                                   self.crossing[low:high + 1]))
+            cuts.append(low + int(cheapest[0]) if high >= low else ideal)
         cuts.append(end)
         return [self._stretch(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
 
     def _stretch(self, start: int, end: int) -> Piece:
         return Piece(stretch_label(self.ops[start:end], start, end), start, end)
+
+
+def _phase_cost(cuts: np.ndarray, period: int) -> np.ndarray:
+    """The mean crossing of the cuts at each phase of the period."""
+    rows = -(-len(cuts) // period)
+    padded = np.full(rows * period, np.nan)
+    padded[:len(cuts)] = cuts
+    return np.nanmean(padded.reshape(rows, period), axis=0)
 
 
 def _long_runs(agree: np.ndarray, length: int) -> int:
