@@ -214,20 +214,10 @@ def browser_pattern_editor(driver, url: str) -> float:
 
 def browser_figures(label: str, path: str, runs: int, cache_dir: str | None) -> dict:
     """First render and every step in headless Chromium, ``runs`` times; medians."""
-    loads, steps, sent = [], [], []
-    for _ in range(runs):
-        figures = browser_timing.measure(path, loads=1, steps=STEPS_PER_WALK,
-                                         cache_dir=cache_dir, url_query="?pass=1")
-        loads += figures.first_render
-        steps += [s.seconds for s in figures.steps]
-        sent += [s.bytes for s in figures.steps]
-    print(f"\nin headless Chromium, {label} (load average {_load()}): first render median "
-          f"{statistics.median(loads):.2f} s (of {len(loads)}: "
-          f"{', '.join(f'{x:.2f}' for x in loads)}); {len(steps)} steps: median "
-          f"{statistics.median(steps):.2f} s, max {max(steps):.2f} s; answers per step median "
-          f"{statistics.median(sent) / 1e3:.1f} kB, max {max(sent) / 1e3:.1f} kB")
-    return {"first_render": statistics.median(loads), "step_median": statistics.median(steps),
-            "step_max": max(steps)}
+    found = browser_timing.walks(path, runs, STEPS_PER_WALK, cache_dir)
+    print(f"\nin headless Chromium, {label}: {found.summary()}")
+    return {"first_render": found.first_render, "step_median": found.step_median,
+            "step_max": found.step_max}
 
 
 def browser_interaction_figures(label: str, path: str, cache_dir: str | None) -> None:
@@ -238,10 +228,6 @@ def browser_interaction_figures(label: str, path: str, cache_dir: str | None) ->
             print(f"  {label}: {action} -> both panes redrawn: {seconds:.2f} s")
         print(f"  {label}: pattern editor, click the GELU example -> results and highlights "
               f"drawn: {browser_pattern_editor(driver, url):.2f} s")
-
-
-def _load() -> str:
-    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -267,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
             onnx.save(generated_model(layers=100, branches=4, depth=24, scoped=scoped), path)
         models[f"10,000 nodes {'with' if scoped else 'without'} name scopes"] = path
     caches = {label: os.path.join(work, f"cache-{i}") for i, label in enumerate(models)}
-    print(f"{os.cpu_count()} cores, load average {_load()}")
+    print(f"{os.cpu_count()} cores, load average {browser_timing.load_average()}")
     server = {label: server_figures(label, path, cache_dir=caches[label])
               for label, path in models.items()}
     browser = {} if args.no_browser else {

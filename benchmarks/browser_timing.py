@@ -11,6 +11,7 @@ Used by `benchmarks/app.py` and by the browser rows of `benchmarks/scale.py`.
 from __future__ import annotations
 
 import logging
+import os
 import statistics
 import tempfile
 import threading
@@ -52,16 +53,6 @@ class Step:
 class BrowserFigures:
     first_render: list[float] = field(default_factory=list)   # one per page load
     steps: list[Step] = field(default_factory=list)
-
-    def summary(self) -> str:
-        steps = [s.seconds for s in self.steps]
-        sent = [s.bytes for s in self.steps]
-        if not steps:
-            return f"first render median {statistics.median(self.first_render):.2f} s"
-        return (f"first render median {statistics.median(self.first_render):.2f} s "
-                f"(of {len(self.first_render)}); {len(steps)} steps: median "
-                f"{statistics.median(steps):.2f} s, max {max(steps):.2f} s; answers per step "
-                f"median {statistics.median(sent) / 1e3:.1f} kB, max {max(sent) / 1e3:.1f} kB")
 
 
 @contextmanager
@@ -145,6 +136,45 @@ def measure(path: str, *, loads: int = 3, steps: int = 12, cache_dir: str | None
             figures.first_render.append(first_render(driver, url))
         figures.steps = step_through(driver, steps)
     return figures
+
+
+@dataclass
+class Walks:
+    """Medians over several page loads and walks through the passes: what the goals read."""
+
+    first_render: float        # seconds, median
+    step_median: float
+    step_max: float
+    bytes_median: float       # the server's answers per step
+    bytes_max: float
+    loads: list[float]
+    steps: int
+    load_average: str          # the machine's, when measured
+
+    def summary(self) -> str:
+        return (f"first render median {self.first_render:.2f} s (of {len(self.loads)}: "
+                f"{', '.join(f'{x:.2f}' for x in self.loads)}); {self.steps} steps: median "
+                f"{self.step_median:.2f} s, max {self.step_max:.2f} s; answers per step "
+                f"median {self.bytes_median / 1e3:.1f} kB, max {self.bytes_max / 1e3:.1f} kB "
+                f"(load average {self.load_average})")
+
+
+def walks(path: str, runs: int = 3, steps: int = 40, cache_dir: str | None = None,
+          url_query: str = "?pass=1") -> Walks:
+    """``runs`` times: a fresh browser and page (the workspace built once, before the first),
+    its first render, then up to ``steps`` "Next ▶" presses from the first pass."""
+    loads, seconds, sent = [], [], []
+    for _ in range(runs):
+        figures = measure(path, loads=1, steps=steps, cache_dir=cache_dir, url_query=url_query)
+        loads += figures.first_render
+        seconds += [s.seconds for s in figures.steps]
+        sent += [s.bytes for s in figures.steps]
+    return Walks(statistics.median(loads), statistics.median(seconds), max(seconds),
+                 statistics.median(sent), max(sent), loads, len(seconds), load_average())
+
+
+def load_average() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def grouping(driver) -> dict[str, float]:
