@@ -288,15 +288,20 @@ class Tab:
         return (callback, *self._apply([body.get("sideUpdate") or {}, body.get("response") or {}]))
 
     def _run_locally(self, callback: Callback):
-        """A clientside callback, by its Python stand-in (one output)."""
+        """A clientside callback, by its Python stand-in (a value per output when it has more
+        than one)."""
         payload = self._payload(callback, [])
         values = [[i.get("value") for i in d] if isinstance(d, list) else d.get("value")
                   for d in payload["inputs"] + payload["state"]]
         value = callback.local(*values)
-        if value is NO_UPDATE:
+        answers = value if len(callback.outputs) > 1 else [value]
+        section: dict[str, dict] = {}
+        for target, answer in zip(callback.outputs, answers):
+            if answer is not NO_UPDATE:
+                section.setdefault(id_key(target.id), {})[target.prop] = answer
+        if not section:
             return callback, [], []
-        target = callback.outputs[0]
-        return (callback, *self._apply([{id_key(target.id): {target.prop: value}}]))
+        return (callback, *self._apply([section]))
 
     def _apply(self, sections: list[dict]) -> tuple[list, list]:
         """Set the answered props; (props changed, components added)."""

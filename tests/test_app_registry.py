@@ -66,7 +66,8 @@ def texts(value) -> list[str]:
 def call(app, output: str, view: dict | None) -> dict:
     """Post the view to the callback of ``output`` as the browser does; its answer's JSON."""
     spec = app.callback_map[output]
-    values = {("view-state", "data"): view}   # and a tab's store, open on the view's panel
+    values = {("view-state", "data"): view,   # and the stores the page fills from it: a
+              (ids.VIEW_SETTINGS, "data"): view}   # tab's, open on the view's panel
     values.update({(ids.tab_view(tab), "data"): view for tab in registry.tab_names()
                    if view and view.get("panel") == tab})
     body = {"output": output,

@@ -7,7 +7,7 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import navigation, registry, tab_gate
+from .panels import navigation, registry, settings_gate, tab_gate
 from .services import Services
 
 
@@ -22,6 +22,7 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     app.layout = page(services)
     navigation.register(app, services)
     tab_gate.register(app)
+    settings_gate.register(app)
     for panel in registry.PANELS:
         panel.register(app, services)
     return app

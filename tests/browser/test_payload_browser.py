@@ -1,4 +1,5 @@
-"""What a step sends, watched in a real browser: a closed tab gets nothing until it is opened,
+"""What a step sends, watched in a real browser: a closed tab gets nothing until it is opened
+(nor does what a step cannot change: the sizes word, the comparison chosen),
 a pass that changed nothing re-sends no graph, a step sends only the elements that changed
 and draws what a fresh page draws, and a graph without name scopes opens grouped."""
 
@@ -69,13 +70,14 @@ def unchanged_pair(model: str, tmp_path) -> int:
                 if not s.changed and not snapshots[s.index - 1].changed)
 
 
-def tab_callbacks(app, tab: str) -> set[str]:
-    """The outputs of every callback that hears the view through ``tab``'s store."""
+def callbacks_of(app, store: str) -> set[str]:
+    """The outputs of every callback that hears the view through ``store``."""
     return {output for output, spec in app.callback_map.items()
-            if any(i["id"] == ids.tab_view(tab) for i in spec["inputs"])}
+            if any(i["id"] == store for i in spec["inputs"])}
 
 
-def test_a_closed_tab_gets_nothing_until_it_is_opened(started, graphlab_app):
+def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(started,
+                                                                         graphlab_app):
     dash_duo = started
     settled(dash_duo, "After pass 2")
     dash_duo.driver.execute_script(RECORD_ANSWERS)
@@ -83,10 +85,12 @@ def test_a_closed_tab_gets_nothing_until_it_is_opened(started, graphlab_app):
     settled(dash_duo, "After pass 3")
     asked = {a["output"] for a in answers(dash_duo)}
     assert any("pane-before-update" in o for o in asked), asked   # the step was answered
-    closed = {tab: tab_callbacks(graphlab_app, tab) for tab in registry.tab_names()
+    closed = {tab: callbacks_of(graphlab_app, ids.tab_view(tab)) for tab in registry.tab_names()
               if tab != "inspector"}   # the tab open at first
     assert all(closed.values()), closed   # every tab's panels hear the view through its store
     assert not asked & set().union(*closed.values()), asked
+    settled_only = callbacks_of(graphlab_app, ids.VIEW_SETTINGS)   # the sizes word, the
+    assert len(settled_only) >= 2 and not asked & settled_only, asked  # comparison chosen
 
     dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
     dash_duo.wait_for_contains_text("#patterns", "Patterns in pass 3", timeout=20)

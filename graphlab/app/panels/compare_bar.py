@@ -46,8 +46,8 @@ def layout(services: Services) -> html.Div:
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
-    @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"), Input(ids.VIEW, "data"),
-                  State(VERSUS, "value"), State(AFTER, "value"))
+    @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"),
+                  Input(ids.VIEW_SETTINGS, "data"), State(VERSUS, "value"), State(AFTER, "value"))
     def show_choice(view, versus, after):
         if not view:
             return no_update, no_update

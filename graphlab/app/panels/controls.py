@@ -83,7 +83,8 @@ def register(app, services: Services) -> None:
     @on_view(app, services, {"word": Output(SIZES_SOURCE, "children"),
                              "why": Output(BINDINGS_FIELD, "title"),
                              "empty": Output(BINDINGS, "placeholder")},
-             state={"shown": State(BINDINGS_FIELD, "title")}, prevent_initial_call=True)
+             state={"shown": State(BINDINGS_FIELD, "title")}, settings_only=True,
+             prevent_initial_call=True)
     def show_sizes_source(_state, workspace, shown):
         word, why = sizes_source(workspace.sizes)
         if why == shown:
