@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from ..ir import FUSED_DOMAIN, Graph, Node
 from ..passes.base import PassContext
+from ..passes.cleanup.cse import EliminateCommonSubexpressions
 from ..passes.cleanup.dead_code import EliminateDeadCode
 from ..passes.fusion.attention import FUSED_OP as ATTENTION
 from ..passes.recognition.rotary import FUSED_OP as ROTARY
@@ -80,6 +81,8 @@ def lower_for_onnxruntime(graph: Graph) -> Lowering:
         result.nodes.append(LoweredNode(node.name, node.op_type, INLINE, reason))
         pending[:0] = [inner for inner in opened if inner.body is not None]
     EliminateDeadCode().run(lowered, ctx)  # shape arithmetic only the fused bodies read
+    # operators' helpers that every layer computes alike (attention's sizes and mask bias)
+    EliminateCommonSubexpressions().run(lowered, ctx)
     if any(n.domain == MS_DOMAIN for n in lowered.nodes):
         lowered.opset_imports[MS_DOMAIN] = 1
     lowered.opset_imports.pop(FUSED_DOMAIN, None)

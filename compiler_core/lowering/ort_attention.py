@@ -155,6 +155,8 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
     if inner.producer is not None:
         return "its mask is computed inside the block; onnxruntime's Attention reads it as input"
     mask = block.outer(graph, inner)
+    if _adds_zero(mask):
+        return None
     if mask.elem_type != _FLOAT or mask.rank is None or mask.rank > 4:
         return (f"its additive mask {mask.name!r} ({mask.describe_type()}) is not a float32 "
                 f"tensor of rank 4 or less")
@@ -284,11 +286,11 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     query, key, value = (emit.operand(block, role, seq_first) for role in "qkv")
     past = [block.outer(graph, block[n]) if block[n] is not None else None
             for n in ("past_key", "past_value")]
-    bias = emit.bias(block, query, key, past[0])
+    bias = emit.bias(block)
     attrs = {"num_heads": int(block.attr("num_heads")), "scale": float(block.attr("scale"))}
     if op_type == "GroupQueryAttention":
         attrs.update(kv_num_heads=int(block.attr("kv_num_heads")), causal=0)
-        lengths, total = emit.sequence_lengths(query, key, past[0])
+        lengths, total = emit.sequence_lengths(block)
         inputs = [query, key, value, *past, lengths, total, None, None, None, bias]
     else:
         inputs = [query, key, value, None, None, bias, *past]
@@ -303,7 +305,7 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     result = emit.op(op_type, inputs, attrs, outputs=[f"{node.name}/attention", *presents],
                      domain=MS_DOMAIN)
     made = result.producer
-    if block["nan_guard"]:
+    if block["nan_guard"] and _may_hide_a_whole_row(graph, block):
         zero = emit.scalar(0.0, block["q_in"].elem_type)
         result = emit.op("Where", [emit.op("IsNaN", [result]), zero, result])
     if seq_first:
@@ -315,12 +317,53 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     return made
 
 
+def _adds_zero(mask: Value) -> bool:
+    """Whether an additive mask is zero everywhere (dynamo's SDPA without a mask: Where of an
+    all-true condition, broadcast to the scores' shape, selecting 0)."""
+    data = mask.constant_value()
+    if data is not None:
+        return not data.any()
+    node = mask.producer
+    if node is None or node.op_type != "Where":
+        return False
+    condition, chosen = node.inputs[0], node.inputs[1].constant_value()
+    if chosen is None or chosen.any():
+        return False
+    if condition.producer is not None and condition.producer.op_type == "Expand":
+        condition = condition.producer.inputs[0]
+    data = condition.constant_value()
+    return data is not None and bool(data.all())
+
+
+def _may_hide_a_whole_row(graph: Graph, block: Block) -> bool:
+    """Whether the mask may hide every key of a query with −inf (the operators then give NaN,
+    which SDPA's guard turns into 0): not when it selects or adds only finite values."""
+    kind = block["mask_kind"]
+    if kind == "none":
+        return False
+    if kind != "additive":
+        return block["mask_fill"] == -np.inf
+    mask = block.outer(graph, block["mask"])
+    data = mask.constant_value()
+    if data is not None:
+        return bool(np.isneginf(data).any())
+    node = mask.producer
+    if node is not None and node.op_type == "Where":
+        branches = [v.constant_value() for v in node.inputs[1:]]
+        return any(b is None or not np.isfinite(b).all() for b in branches)
+    return True
+
+
 class _Emitter:
-    """Small ops written where the fused node was, named after it."""
+    """Small ops written where the fused node was, named after it.  Sizes the model's inputs
+    fix (a dim named like an input's) are read from that input once per model, so every
+    layer's operator shares them."""
+
+    SIZES = "attention_sizes"  # the prefix of the shared size nodes
 
     def __init__(self, graph: Graph, node: Node):
         self.graph, self.node, self.count = graph, node, 0
-        self.made: dict[tuple, Value] = {}  # sizes already read, each computed once
+        self.made: dict[tuple, Value] = {}  # sizes already read in this block
 
     def op(self, op_type: str, inputs: list, attrs: dict | None = None,
            outputs: list | None = None, domain: str = "") -> Value:
@@ -364,47 +407,82 @@ class _Emitter:
         """[B, S, N, H] → [B, S, N·H]."""
         return self.op("Reshape", [value, self.ints([0, 0, -1])])
 
-    def dim(self, value: Value, axis: int) -> Value:
-        """``value``'s size along ``axis`` as a 1-element int64 tensor."""
+    def dim(self, value: Value, axis: int, known=None) -> Value:
+        """``value``'s size along ``axis`` as a 1-element int64 tensor: a constant when the
+        shape ``known`` fixes it, read once per model from an input with the same named dim,
+        else read from ``value``."""
+        if isinstance(known, int) and known > 0:
+            return self.ints([known])
+        shared = self._input_dim(known) if isinstance(known, str) else None
+        if shared is not None:
+            return shared
         key = ("dim", value.name, axis)
         if key not in self.made:
             self.made[key] = self.op("Slice", [self.op("Shape", [value]), self.ints([axis]),
                                                self.ints([axis + 1])])
         return self.made[key]
 
-    def total_length(self, key: Value, past: Value | None) -> Value:
+    def _input_dim(self, name: str) -> Value | None:
+        """The size of dim ``name`` read from the first model input that has it, one node per
+        model (found again by its name)."""
+        made = self.graph.node_by_name(f"{self.SIZES}/{name}")
+        if made is not None:
+            return made.outputs[0]
+        for value in self.graph.inputs:
+            if value.shape and name in value.shape:
+                axis = list(value.shape).index(name)
+                shape = self.graph.add_node("Shape", [value], 1, name=f"{self.SIZES}/{name}/shape",
+                                            provenance=self.node.provenance, order=-1.0)
+                bounds = [self.graph.add_initializer(f"{self.SIZES}/{name}/{end}",
+                                                     np.array([a], dtype=np.int64))
+                          for end, a in (("start", axis), ("end", axis + 1))]
+                return self.graph.add_node("Slice", [shape.outputs[0], *bounds], 1,
+                                           name=f"{self.SIZES}/{name}",
+                                           provenance=self.node.provenance,
+                                           order=-1.0).outputs[0]
+        return None
+
+    def length(self, block: Block, role: str) -> Value:
+        """Tokens in Q (role "q") or in the new K/V ("k"), from the tensor the head split read."""
+        inner = block[f"{role}_in"]
+        axis = 1 if block.attr("layout") == "batch-first" else 0
+        return self.dim(block.outer(self.graph, inner), axis, (inner.shape or (None,) * 3)[axis])
+
+    def total_length(self, block: Block) -> Value:
         """Keys seen by each query: the new ones plus the past ones."""
-        new = self.dim(key, 1)
+        new, past = self.length(block, "k"), block["past_key"]
         if past is None:
             return new
-        cache_key = ("total", key.name, past.name)
-        if cache_key not in self.made:
-            self.made[cache_key] = self.op("Add", [new, self.dim(past, 2)])
-        return self.made[cache_key]
+        key = ("total", new.name)
+        if key not in self.made:
+            past_length = self.dim(block.outer(self.graph, past), 2, (past.shape or (None,) * 4)[2])
+            self.made[key] = self.op("Add", [new, past_length])
+        return self.made[key]
 
-    def bias(self, block: Block, query: Value, key: Value, past: Value | None) -> Value | None:
+    def bias(self, block: Block) -> Value | None:
         """The mask as attention_bias [B or 1, N or 1, S, T]: the tensor the body adds (a
         selecting Where made additive), expanded over the query and key axes."""
         kind = block["mask_kind"]
-        if kind == "none":
+        mask = block.outer(self.graph, block["mask"]) if kind != "none" else None
+        if mask is None or (kind == "additive" and _adds_zero(mask)):
             return None
-        mask = block.outer(self.graph, block["mask"])
         if kind != "additive":
             dtype = block["q_in"].elem_type
             fill, zero = self.scalar(block["mask_fill"], dtype), self.scalar(0.0, dtype)
             mask = self.op("Where", [mask, zero, fill] if kind == "select" else
                            [mask, fill, zero])
-        target = self.op("Concat", [self.ints([1, 1]), self.dim(query, 1),
-                                    self.total_length(key, past)], {"axis": 0})
+        target = self.op("Concat", [self.ints([1, 1]), self.length(block, "q"),
+                                    self.total_length(block)], {"axis": 0})
         return self.op("Expand", [mask, target])
 
-    def sequence_lengths(self, query: Value, key: Value, past: Value | None,
-                         ) -> tuple[Value, Value]:
+    def sequence_lengths(self, block: Block) -> tuple[Value, Value]:
         """GroupQueryAttention's seqlens_k (total length − 1 per sequence, int32 [B]) and
         total_sequence_length (int32 scalar): every sequence uses the whole cache."""
-        total = self.total_length(key, past)
-        minus_one = self.op("Sub", [total, self.ints([1])])
-        lengths = self.op("Expand", [minus_one, self.dim(query, 0)])
+        total = self.total_length(block)
+        q_in = block["q_in"]
+        axis = 0 if block.attr("layout") == "batch-first" else 1
+        batch = self.dim(block.outer(self.graph, q_in), axis, (q_in.shape or (None,) * 3)[axis])
+        lengths = self.op("Expand", [self.op("Sub", [total, self.ints([1])]), batch])
         to_int32 = {"to": onnx.TensorProto.INT32}
         return (self.op("Cast", [lengths], to_int32),
                 self.op("Cast", [self.op("Squeeze", [total, self.ints([0])])], to_int32))
