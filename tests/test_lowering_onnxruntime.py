@@ -115,6 +115,27 @@ def test_attention_reads_packed_weights_and_the_shared_mask_once():
     assert lowering.graph.values[biases.pop()].producer.op_type == "Expand"
 
 
+def _attention_biases(graph) -> list:
+    """The attention_bias input of every onnxruntime attention operator in ``graph``."""
+    at = {"Attention": 5, "MultiHeadAttention": 5, "GroupQueryAttention": 10}
+    return [n.inputs[at[n.op_type]] for n in graph.nodes
+            if n.domain == "com.microsoft" and n.op_type in at]
+
+
+def test_a_mask_already_shaped_as_attention_bias_is_read_without_expand():
+    # BART's masks are [batch, 1, seq, seq] (self) and [batch, 1, target, seq] (cross): the
+    # operators take them as they are; BERT's [batch, 1, 1, seq] still needs its broadcast
+    _, bart = _compiled("bart_tiny")
+    biases = _attention_biases(bart.graph)
+    assert len(biases) == 6 and {b.producer.op_type for b in biases} == {"Where"}
+    assert "Expand" not in {n.op_type for n in bart.graph.nodes if n.name.endswith(
+        "attention_bias")}
+    _, bert = _compiled("bert_tiny_op20")
+    assert {b.producer.op_type for b in _attention_biases(bert.graph)} == {"Expand"}
+    _, lowering, _ = _attention_lowered("gqa_additive")
+    assert [b.name for b in _attention_biases(lowering.graph)] == ["mask"]
+
+
 def _skip_layernorm_model(x_shape, skip_shape):
     nodes = [helper.make_node("Add", ["x", "skip"], ["sum"]),
              helper.make_node("LayerNormalization", ["sum", "g", "b"], ["y"], epsilon=1e-5)]
@@ -190,6 +211,7 @@ ATTENTION_CASES = {
     "gqa_rotary_before_split": (
         lambda: decoder_attention(rotary="before_split"), None, GQA),
     "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
+    "gqa_additive": (lambda: decoder_attention(mask="additive"), None, GQA),
     "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
     "gqa_select_min": (lambda: decoder_attention(mask="select", fill=-3.4e38), None, GQA),
     "gqa_padding_nan_guard": (lambda: decoder_attention(mask="padding", nan_guard=True), None,

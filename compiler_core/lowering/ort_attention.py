@@ -3,7 +3,8 @@
 - ``com.microsoft:Attention`` computes softmax(scale · Q·Kᵀ + attention_bias) · V per head from
   the hidden states and one packed [H_in, 3H] projection: what GraphLab's Attention bodies hold
   for BERT- and GPT-2-style self-attention once horizontal fusion has packed the Q, K, V
-  weights.  The additive mask becomes attention_bias, expanded to [B or 1, 1, S, S].
+  weights.  The additive mask becomes attention_bias, expanded to [B or 1, 1, S, S] unless
+  its shape already is such.
 - ``com.microsoft:GroupQueryAttention`` for fewer K/V heads than Q heads (grouped- and
   multi-query): Q, K, V as [B, S, N·H] (rotary applied before, by the body's own rotary
   nodes), K/V heads repeated as repeat_interleave does (the Expand of an Unsqueeze at axis 2,
@@ -144,7 +145,8 @@ def _split_sizes(split: Node, block: Block, total: int) -> list[int] | None:
 
 
 def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
-    """The additive mask as attention_bias [B or 1, 1, S, S], one Expand per model."""
+    """The additive mask as attention_bias [B or 1, 1, S, S]: as it is when it has that shape,
+    else through one Expand per model."""
     kind = block["mask_kind"]
     if kind == "none":
         return None
@@ -160,6 +162,9 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
     if mask.elem_type != _FLOAT or mask.rank is None or mask.rank > 4:
         return (f"its additive mask {mask.name!r} ({mask.describe_type()}) is not a float32 "
                 f"tensor of rank 4 or less")
+    batch, sequence = (x.shape or (None, None))[:2]
+    if bias_shape_fits(mask, batch, block.attr("num_heads"), sequence, sequence):
+        return mask
     shared = graph.node_by_name(f"{mask.name}/attention_bias")
     if shared is not None:  # one broadcast serves every layer
         return shared.outputs[0]
@@ -317,6 +322,20 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     return made
 
 
+def bias_shape_fits(mask: Value, batch, heads, rows, columns) -> bool:
+    """Whether ``mask`` already has the operators' attention_bias shape [B or 1, N or 1, S, T]:
+    rank 4, its last two dims the query and key lengths (the same number or the same named
+    dim), so it is passed as it is instead of through an Expand and the shape arithmetic
+    that Expand needs.  Unknown dims never fit."""
+    shape = mask.shape
+    if shape is None or len(shape) != 4 or rows is None or columns is None:
+        return False
+    first, second, third, fourth = shape
+    return (first == 1 or (batch is not None and first == batch)) and (
+        second == 1 or (heads is not None and second == heads)) and (
+        third == rows and fourth == columns)
+
+
 def _adds_zero(mask: Value) -> bool:
     """Whether an additive mask is zero everywhere (dynamo's SDPA without a mask: Where of an
     all-true condition, broadcast to the scores' shape, selecting 0)."""
@@ -461,19 +480,32 @@ class _Emitter:
 
     def bias(self, block: Block) -> Value | None:
         """The mask as attention_bias [B or 1, N or 1, S, T]: the tensor the body adds (a
-        selecting Where made additive), expanded over the query and key axes."""
+        selecting Where made additive), expanded over the query and key axes unless its
+        shape already is [B or 1, N or 1, S, T]."""
         kind = block["mask_kind"]
         mask = block.outer(self.graph, block["mask"]) if kind != "none" else None
         if mask is None or (kind == "additive" and _adds_zero(mask)):
             return None
+        fits = bias_shape_fits(mask, *self.sizes_named(block))
         if kind != "additive":
             dtype = block["q_in"].elem_type
             fill, zero = self.scalar(block["mask_fill"], dtype), self.scalar(0.0, dtype)
             mask = self.op("Where", [mask, zero, fill] if kind == "select" else
                            [mask, fill, zero])
+        if fits:
+            return mask
         target = self.op("Concat", [self.ints([1, 1]), self.length(block, "q"),
                                     self.total_length(block)], {"axis": 0})
         return self.op("Expand", [mask, target])
+
+    @staticmethod
+    def sizes_named(block: Block) -> tuple:
+        """The batch, heads, query length and total key length as the block's shapes name
+        them (an int, a dim name, or None when unknown; the total is unknown with a past)."""
+        axis = 1 if block.attr("layout") == "batch-first" else 0
+        q_shape, k_shape = (block[f"{role}_in"].shape or (None,) * 3 for role in "qk")
+        total = k_shape[axis] if block["past_key"] is None else None
+        return q_shape[1 - axis], block.attr("num_heads"), q_shape[axis], total
 
     def sequence_lengths(self, block: Block) -> tuple[Value, Value]:
         """GroupQueryAttention's seqlens_k (total length − 1 per sequence, int32 [B]) and
