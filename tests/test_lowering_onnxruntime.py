@@ -217,6 +217,16 @@ ATTENTION_CASES = {
     "gqa_padding_nan_guard": (lambda: decoder_attention(mask="padding", nan_guard=True), None,
                               GQA),
     "mqa_float16": (lambda: decoder_attention(kv_heads=1, dtype=F16, fill=-65504.0), None, GQA),
+    # float16 computing the softmax (and ·V) in float32: the float16 operator, cast up after
+    "gqa_float16_upcast_softmax": (lambda: decoder_attention(dtype=F16, upcast="softmax"),
+                                   None, GQA),
+    "gqa_float16_upcast_context_padding": (lambda: decoder_attention(
+        dtype=F16, upcast="context", rotary=True, mask="padding", nan_guard=True), None, GQA),
+    "mha_float16_upcast_context": (lambda: decoder_attention(
+        dtype=F16, upcast="context", kv_heads=4), None, MHA),
+    "float16_upcast_float32_mask_input": (lambda: decoder_attention(
+        dtype=F16, upcast="context", mask="additive"), None,
+        "values that type cannot hold exactly"),
     "gqa_decode_step": (lambda: decoder_attention(past=True, seq=1),
                         {"batch": 2, "past": 4, "total": 5}, GQA),
     "gqa_grouped_query_decode": (lambda: decoder_attention(past=True, seq=1, grouped_query=True),

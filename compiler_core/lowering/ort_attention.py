@@ -18,9 +18,12 @@ Exactness: the mask is passed as attention_bias, the same tensor the body adds (
 Where with a −inf or float32-minimum fill becomes the equal additive mask), and no causal
 flag is set, so nothing is inferred about what the mask holds.  SDPA's NaN guard (rows whose
 every key is masked give 0, not NaN) is applied to the operator's output, which is NaN on
-exactly those rows.  A block computing part of attention in another precision (Casts inside
-it) is written inline: the operators compute in their input type.  Anything else that does not
-fit is written inline with the reason.
+exactly those rows.  A float16 block that computes part of attention in float32 (Casts up
+around the scores, the softmax or ·V, as eager attention does) becomes the float16 operator,
+its result cast to the block's output type and a float32 mask cast to float16 when that is
+exact (0 and −inf): the kernel rounds its own way, which the export's float16 tolerance covers.
+Casts of any other kind keep the block inline.  Anything else that does not fit is written
+inline with the reason.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ from .attention_block import Block, read_block
 from .ort_ops import MS_DOMAIN, add_before, replace_fused
 
 _FLOAT, _FLOAT16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+# Ops whose output elements are elements of their first input (no arithmetic)
+_MOVES_ELEMENTS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                             "Transpose", "Expand", "Slice", "Tile", "Gather"})
 _ABSORBING_FILL = -1e30  # s + fill == fill in float32 for any finite score |s| < 1e30
 
 
@@ -73,6 +79,9 @@ def _packed_attention(graph: Graph, block: Block) -> Node | str:
     x, weights, bias, sizes = projection
     if x.rank != 3 or x.elem_type != _FLOAT:
         return "onnxruntime's Attention takes float32 hidden states [B, S, H]"
+    precision = _precision_reason(block)  # a float32 block: any Cast inside is one too many
+    if precision:
+        return precision
     heads = int(block.attr("num_heads"))
     if sizes[0] != sizes[1] or sizes[0] % heads or sizes[2] % heads:
         return f"Q, K, V sizes {sizes} do not split into {heads} heads of equal Q/K size"
@@ -182,14 +191,14 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
 
 # --------------------------------------------- MultiHeadAttention, GroupQueryAttention
 def _multi_head(graph: Graph, block: Block) -> Node | str:
-    reason = _common_reason(block)
+    reason = _common_reason(graph, block)
     if reason:
         return reason
     return _emit(graph, block, "MultiHeadAttention")
 
 
 def _group_query(graph: Graph, block: Block) -> Node | str:
-    reason = _common_reason(block)
+    reason = _common_reason(graph, block)
     if reason:
         return reason
     head_size = int(block.attr("head_size"))
@@ -204,14 +213,14 @@ def _group_query(graph: Graph, block: Block) -> Node | str:
     return _emit(graph, block, "GroupQueryAttention")
 
 
-def _common_reason(block: Block) -> str | None:
+def _common_reason(graph: Graph, block: Block) -> str | None:
     """Why the block does not fit MultiHeadAttention / GroupQueryAttention, or None."""
     q_in = block["q_in"]
     if q_in.elem_type not in (_FLOAT, _FLOAT16) or q_in.rank != 3:
         return f"its Q input is {q_in.describe_type()}; the operators take float [B, S, N·H]"
-    if any(n.op_type == "Cast" for n in block.match.nodes):
-        return ("it computes part of attention in another precision (Casts inside); "
-                "onnxruntime's operators compute in their input type")
+    precision = _precision_reason(block)
+    if precision:
+        return precision
     layouts = {block[f"{r}_layout"] for r in "qkv"}
     if len(layouts) != 1:
         return f"its Q, K, V layouts differ ({', '.join(sorted(map(str, layouts)))})"
@@ -222,7 +231,7 @@ def _common_reason(block: Block) -> str | None:
                 "(each K/V head read by consecutive query heads)")
     if block.attr("rotary") and _rank(block["q_rotated"]) != 4:
         return "its rotary works on a layout other than [B, N, S, H] or [B, S, N, H]"
-    bias = _bias_reason(block)
+    bias = _bias_reason(graph, block)
     if bias:
         return bias
     root = block.match.root.outputs[0]
@@ -254,7 +263,23 @@ def _one_token_or_sequence(block: Block) -> bool:
     return len(shape) == 3 and (shape[seq_axis] == 1 or shape[batch_axis] == 1)
 
 
-def _bias_reason(block: Block) -> str | None:
+def _precision_reason(block: Block) -> str | None:
+    """Why the block's Casts keep it from the operators (which compute in their input type),
+    or None: it has none, or it is float16 computing parts in float32 (Casts between the
+    two only), which the float16 operator computes to float16 precision."""
+    casts = [n for n in block.match.nodes if n.op_type == "Cast"]
+    if not casts:
+        return None
+    operands = {block[f"{role}_in"].elem_type for role in "qkv"}
+    if operands == {_FLOAT16} and all({n.inputs[0].elem_type, n.attrs.get("to")} <= {
+            _FLOAT16, _FLOAT} for n in casts):
+        return None
+    return ("it computes part of attention in another precision (Casts inside, other than "
+            "float16 Q, K, V computed on in float32); onnxruntime's operators compute in "
+            "their input type")
+
+
+def _bias_reason(graph: Graph, block: Block) -> str | None:
     kind, mask = block["mask_kind"], block["mask"]
     if kind == "none":
         return None
@@ -264,8 +289,11 @@ def _bias_reason(block: Block) -> str | None:
         if not (fill == -np.inf or (dtype == _FLOAT and fill <= _ABSORBING_FILL)):
             return (f"its mask selects a fill value of {fill:g} with Where; adding it instead "
                     f"would change rows with every key masked")
-    elif mask.elem_type != block["q_in"].elem_type:
-        return "its additive mask has another type than Q"
+    elif mask.elem_type != block["q_in"].elem_type and not _casts_exactly(
+            mask if mask.producer is not None else block.outer(graph, mask),
+            block["q_in"].elem_type):
+        return ("its additive mask has another type than Q and values that type cannot hold "
+                "exactly")
     if mask.rank is None or mask.rank > 4:
         return "its mask is not a tensor of rank 4 or less"
     if block["q_grouped"] and (mask.shape is None or mask.rank < 2 or mask.shape[-2] != 1) \
@@ -313,6 +341,8 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     if block["nan_guard"] and _may_hide_a_whole_row(graph, block):
         zero = emit.scalar(0.0, block["q_in"].elem_type)
         result = emit.op("Where", [emit.op("IsNaN", [result]), zero, result])
+    if root.elem_type and root.elem_type != block["q_in"].elem_type:  # float16 cast up after
+        result = emit.op("Cast", [result], {"to": root.elem_type})
     if seq_first:
         result = emit.op("Transpose", [result], {"perm": [1, 0, 2]})
         if root.rank == 2:
@@ -334,6 +364,23 @@ def bias_shape_fits(mask: Value, batch, heads, rows, columns) -> bool:
     return (first == 1 or (batch is not None and first == batch)) and (
         second == 1 or (heads is not None and second == heads)) and (
         third == rows and fourth == columns)
+
+
+def _casts_exactly(mask: Value, elem_type: int) -> bool:
+    """Whether every value ``mask`` can hold is the same once cast to ``elem_type``: constant
+    data, or a Where choosing between constants (a 0 / −inf mask), that survives the cast,
+    maybe reshaped, broadcast or sliced on the way."""
+    node = mask.producer
+    while node is not None and node.op_type in _MOVES_ELEMENTS:
+        mask, node = node.inputs[0], node.inputs[0].producer
+    choices = [mask] if node is None or node.op_type != "Where" else node.inputs[1:]
+    datas = [v.constant_value() for v in choices]
+    if any(d is None for d in datas):
+        return False
+    dtype = np.float16 if elem_type == _FLOAT16 else np.float32
+    with np.errstate(over="ignore"):
+        return all(np.array_equal(d.astype(dtype).astype(d.dtype), d, equal_nan=True)
+                   for d in datas)
 
 
 def _adds_zero(mask: Value) -> bool:
@@ -492,6 +539,8 @@ class _Emitter:
             fill, zero = self.scalar(block["mask_fill"], dtype), self.scalar(0.0, dtype)
             mask = self.op("Where", [mask, zero, fill] if kind == "select" else
                            [mask, fill, zero])
+        elif mask.elem_type != block["q_in"].elem_type:  # exact: _bias_reason checked it
+            mask = self.op("Cast", [mask], {"to": block["q_in"].elem_type})
         if fits:
             return mask
         target = self.op("Concat", [self.ints([1, 1]), self.length(block, "q"),
