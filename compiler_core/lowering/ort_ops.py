@@ -165,14 +165,14 @@ def lower_rmsnorm(graph: Graph, node: Node) -> Node | str:
 def lower_skip_rmsnorm(graph: Graph, node: Node) -> Node | str:
     """SkipSimplifiedLayerNormalization(input, skip, gamma, bias) -> RMSNorm(input + skip +
     bias) · gamma, and the sum as its fourth output when the fused node returns it.
-    onnxruntime's op takes a 3-D input and a skip of its shape, [1, S, H] or [S, H].  Float32
-    only: in float16 it normalizes the float32 sum where the model normalizes the sum rounded
-    to float16."""
+    onnxruntime's op takes a 3-D input and a skip of its shape, [1, S, H] or [S, H], all of
+    one type.  In float16 it normalizes the float32 sum where the model normalizes the sum
+    rounded to float16: a float16 operator, within the export's float16 tolerance."""
     x, skip, gamma = node.inputs[:3]
     types = {v.elem_type for v in (*node.inputs, node.outputs[0])}
-    if types != {TensorProto.FLOAT}:
-        return (f"onnxruntime's SkipSimplifiedLayerNormalization matches the model exactly in "
-                f"float32 only; here {x.describe_type()} + {skip.describe_type()}, scale "
+    if len(types) != 1 or not types <= _FLOATS:
+        return (f"onnxruntime's SkipSimplifiedLayerNormalization takes and returns one float "
+                f"type; here {x.describe_type()} + {skip.describe_type()}, scale "
                 f"{gamma.describe_type()} -> {node.outputs[0].describe_type()} (the norm "
                 f"inside is lowered on its own)")
     if any(v.rank != 1 for v in node.inputs[2:]):
@@ -188,12 +188,11 @@ def lower_gelu(graph: Graph, node: Node) -> Node | str:
 
 def lower_swish(graph: Graph, node: Node) -> Node | str:
     """Swish x·Sigmoid(α·x) -> com.microsoft QuickGelu with the same alpha (its formula).
-    Float32 only: in float16 onnxruntime's kernel rounds once where the model rounds the
-    Sigmoid and the product each."""
+    In float16 its kernel rounds once where the model rounds the Sigmoid and the product
+    each: a float16 operator, within the export's float16 tolerance."""
     x = node.inputs[0]
-    if x.elem_type != TensorProto.FLOAT:
-        return (f"onnxruntime's QuickGelu matches the model exactly in float32 only; here "
-                f"{x.describe_type()}")
+    if x.elem_type not in _FLOATS:
+        return f"onnxruntime's QuickGelu takes float32 or float16; here {x.describe_type()}"
     return replace_fused(graph, node, "QuickGelu", [x], {"alpha": float(node.attrs["alpha"])})
 
 
