@@ -172,7 +172,7 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
         return (f"its additive mask {mask.name!r} ({mask.describe_type()}) is not a float32 "
                 f"tensor of rank 4 or less")
     batch, sequence = (x.shape or (None, None))[:2]
-    if bias_shape_fits(mask, batch, block.attr("num_heads"), sequence, sequence):
+    if _bias_shape_fits(mask, batch, block.attr("num_heads"), sequence, sequence):
         return mask
     shared = graph.node_by_name(f"{mask.name}/attention_bias")
     if shared is not None:  # one broadcast serves every layer
@@ -352,7 +352,7 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     return made
 
 
-def bias_shape_fits(mask: Value, batch, heads, rows, columns) -> bool:
+def _bias_shape_fits(mask: Value, batch, heads, rows, columns) -> bool:
     """Whether ``mask`` already has the operators' attention_bias shape [B or 1, N or 1, S, T]:
     rank 4, its last two dims the query and key lengths (the same number or the same named
     dim), so it is passed as it is instead of through an Expand and the shape arithmetic
@@ -533,7 +533,7 @@ class _Emitter:
         mask = block.outer(self.graph, block["mask"]) if kind != "none" else None
         if mask is None or (kind == "additive" and _adds_zero(mask)):
             return None
-        fits = bias_shape_fits(mask, *self.sizes_named(block))
+        fits = _bias_shape_fits(mask, *self.sizes_named(block))
         if kind != "additive":
             dtype = block["q_in"].elem_type
             fill, zero = self.scalar(block["mask_fill"], dtype), self.scalar(0.0, dtype)
