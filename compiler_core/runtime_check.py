@@ -74,9 +74,11 @@ def check_level(level: str) -> str:
     return level
 
 
-def run_isolated(model: bytes, batches: list[dict] | None = None, *, level: str = DEFAULT_LEVEL,
-                 threads: int = 1, timeout: float = DEFAULT_TIMEOUT_SECONDS) -> RuntimeOutcome:
-    """Load ``model`` (serialized ONNX) in a child onnxruntime at ``level`` and run each batch.
+def run_isolated(model: bytes | Path, batches: list[dict] | None = None, *,
+                 level: str = DEFAULT_LEVEL, threads: int = 1,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> RuntimeOutcome:
+    """Load ``model`` (serialized ONNX, or the path of an .onnx file, e.g. one with external
+    data) in a child onnxruntime at ``level`` and run each batch.
 
     With no batches the child only creates the session (does the model load at all?).
     """
@@ -84,7 +86,7 @@ def run_isolated(model: bytes, batches: list[dict] | None = None, *, level: str 
                              timeout=timeout)[0]
 
 
-def run_isolated_many(jobs: list[tuple[bytes, list[dict] | None]], *,
+def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
                       level: str = DEFAULT_LEVEL, threads: int = 1,
                       timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[RuntimeOutcome]:
     """``run_isolated`` for many (model, batches) jobs, one outcome per job, in order.
@@ -98,7 +100,10 @@ def run_isolated_many(jobs: list[tuple[bytes, list[dict] | None]], *,
     with tempfile.TemporaryDirectory(prefix="graphlab-ort-") as scratch:
         folder = Path(scratch)
         for number, (model, batches) in enumerate(jobs):
-            (folder / f"{number}.onnx").write_bytes(model)
+            if isinstance(model, bytes):
+                (folder / f"{number}.onnx").write_bytes(model)
+            else:   # the file stays where it is: its external data lies beside it
+                (folder / f"{number}.path").write_text(str(Path(model).resolve()))
             with open(folder / f"{number}.inputs.pkl", "wb") as handle:
                 pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
         while len(outcomes) < len(jobs):

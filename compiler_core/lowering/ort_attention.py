@@ -100,7 +100,7 @@ def _packed_projection(match: Match, x_name: str, outer_of: dict[str, Value],
     weight_data = weight.constant_value()
     if weight_data is None or weight_data.ndim != 2:
         return "its packed projection weight is not a 2-D constant"
-    if bias is not None and (bias.constant_value() is None or bias.constant_value().ndim != 1):
+    if bias is not None and (not bias.is_constant or bias.constant_data().ndim != 1):
         return "its packed projection bias is not a constant vector"
     total = weight_data.shape[0 if transposed else 1]
     sizes = _split_sizes(split, total)

@@ -122,7 +122,7 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
         mapping[value.name] = body.add_input(Value(value.name, value.elem_type, value.shape,
                                                    type_proto=value.type_proto))
     for value in constants:
-        mapping[value.name] = body.add_initializer(value.name, value.constant_value())
+        mapping[value.name] = body.add_initializer(value.name, value.constant_data())
     for node in nodes:
         copy = body.add_node(
             node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
@@ -185,7 +185,7 @@ def open_fused_node(graph: Graph, ctx: PassContext, node: Node,
     mapping: dict[str, Value] = {inner.name: outer for inner, outer
                                  in zip(body.inputs, node.inputs)}
     for name, constant in body.initializers.items():
-        mapping[name] = graph.add_initializer(name, constant.const)
+        mapping[name] = graph.add_initializer(name, constant.stored)
     results = {inner.name: outer for inner, outer in zip(body.outputs, node.outputs)}
     start, step = node.order - 1.0, 1.0 / (len(body) + 1)
     graph.remove_node(node)
@@ -244,7 +244,7 @@ def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],
     names = {v.name for v in kept if v is not None}
     constants = [v for v in inputs if v.name not in names]
     for value in constants:
-        if value.constant_value() is None:
+        if not value.is_constant:
             raise ValueError(f"{value.name!r} is read by the fused nodes but is neither an "
                              f"operand nor a constant")
     return kept, constants

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 
 from ...ir import Graph, Node, Value
+from ...ir.computed_tensors import TransposedTensor
 from ..base import Pass, PassContext, PassResult
 from ..constants import remove_dead
 from ..rewrite import bypass_or_decline, replace_node, standard_nodes
@@ -97,9 +97,9 @@ class CancelTransposes(Pass):
                 continue
             weight = transpose.inputs[0]
             if weight.is_initializer:
-                folded = np.ascontiguousarray(np.transpose(weight.const, perm))
-                node.replace_input(index, graph.add_initializer(f"{weight.name}_transposed",
-                                                                folded))
+                name = f"{weight.name}_transposed"
+                folded = TransposedTensor(name, weight.constant_data(), perm)
+                node.replace_input(index, graph.add_initializer(name, folded))
                 remove_dead(graph, [transpose])
                 result.rewrites += 1
             elif perm == SWAP_2D:

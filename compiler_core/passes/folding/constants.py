@@ -68,8 +68,8 @@ def _foldable(node: Node) -> bool:
     for value in node.inputs:
         if value is None:
             continue
-        array = value.constant_value()
-        if array is None or array.dtype.kind not in NUMERIC_KINDS:
+        data = value.constant_data()   # its dtype, without reading a weight
+        if data is None or data.dtype.kind not in NUMERIC_KINDS:
             return False
     return all(v is None or v.is_tensor for v in node.outputs)
 

@@ -195,7 +195,7 @@ def _is_causal(mask: Value) -> bool:
             continue
         seen.add(node.id)
         if node.op_type in _COMPARISONS and all(
-                v.constant_value() is None for v in node.inputs):
+                not v.is_constant for v in node.inputs):
             return True
         stack.extend(v for v in node.inputs if v is not None)
     return False
