@@ -19,6 +19,7 @@ from typing import Iterator
 
 from .exporter import (ExternalData, model_pieces, piece_size, pieces_size, to_bytes,
                        write_model, write_pieces)
+from ..errors import GraphLabError
 from .graph import Graph
 from .model_limits import PROTOBUF_LIMIT, ModelTooLargeError, format_size
 
@@ -49,8 +50,20 @@ class SavedModel:
 def save_model(graph: Graph, path: str | os.PathLike,
                external_data: bool | None = None) -> SavedModel:
     """Write ``graph`` to ``path``; with ``external_data`` (None: when one file would pass the
-    limit) the weights go to ``<path>.data`` beside it, written straight from their arrays."""
+    limit) the weights go to ``<path>.data`` beside it, written straight from their arrays.
+    A write the system refuses (no such folder, a full disk) is a ModelWriteError."""
     target = Path(path)
+    if not target.parent.is_dir():
+        raise ModelWriteError(f"cannot write {target}: the folder {target.parent} does not "
+                              f"exist", where=str(target), hint="create it first")
+    try:
+        return _save(graph, target, external_data)
+    except OSError as err:
+        raise ModelWriteError(f"cannot write {target}: {err.strerror or err}",
+                              where=str(target)) from None
+
+
+def _save(graph: Graph, target: Path, external_data: bool | None) -> SavedModel:
     single = None if external_data else model_pieces(graph)  # views: nothing copied
     if single is not None and pieces_size(single) > PROTOBUF_LIMIT:
         if external_data is False:
@@ -113,6 +126,10 @@ def model_for_runtime(graph: Graph) -> Iterator[bytes | Path]:
         path = Path(folder) / "model.onnx"
         save_model(graph, path, external_data=True)
         yield path
+
+
+class ModelWriteError(GraphLabError):
+    """The system refused a model's file (nothing is left behind)."""
 
 
 class _CountingWriter:

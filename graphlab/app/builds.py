@@ -142,13 +142,16 @@ class Builds:
         """The finished workspace from memory or the store, or None."""
         found = _memory_get(key)
         if found is None:
+            if key not in self.store:
+                return None
             try:
                 with _gc_paused():   # unpickling many small objects: the collector only slows it
                     found = self.store.get(key)
-            except (OSError, GraphLabError):   # its model or spilled tensors changed or went
-                self.store.delete(key)
+            except GraphLabError:    # a file it maps changed since (StoredTensorError)
                 found = None
-            if found is not None:
+            if found is None:        # diskcache also says None when a file it maps is gone
+                self.store.delete(key)   # so it is built again
+            else:
                 _memory_put(key, found)
         return found
 
