@@ -11,6 +11,9 @@ first.  Every step runs in a fresh interpreter, as a user runs it: wall time fro
 exit, peak memory the process's own high-water mark (VmHWM; a server's while it serves).
 Outputs go to a scratch folder beside the models and are deleted after each step.
 
+Wall time depends on what else the machine runs; the CPU seconds (user + system, of the step's
+process and its children) beside it do much less, so both are printed.
+
 Steps: onnx.load with and without weights; onnxscript's optimize_for_ort and save;
 onnxruntime's offline optimization (ORT_ENABLE_EXTENDED, optimized_model_filepath); GraphLab's
 `info`, `compile -p O2`, `explain` and `serve` start-up (ready = the page's first response).
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import subprocess
@@ -99,11 +103,17 @@ class Measure:
     peak: int | None = None     # bytes
     error: str = ""
     extra: dict = field(default_factory=dict)
+    cpu: float | None = None    # user + system seconds
 
     def cell(self) -> str:
         if self.error:
-            return f"{'failed' if self.seconds is not None else 'skipped':>19}"
-        return f"{self.seconds:7.1f} s {_size(self.peak):>9}"
+            return f"{'failed' if self.seconds is not None else 'skipped':>27}"
+        return f"{self.seconds:7.1f} s {self.cpu or 0:6.1f} cpu {_size(self.peak):>9}"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def _size(count: int | None) -> str:
@@ -136,7 +146,7 @@ def run_step(body: str, work: Path, timeout: float = STEP_TIMEOUT) -> Measure:
     code = _CHILD.format(body=textwrap.indent(textwrap.dedent(body), "    "),
                          report=str(report))
     log = work / "step.log"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     with open(log, "w") as handle:
         try:
             process = subprocess.run([sys.executable, "-c", code], stdout=handle,
@@ -144,16 +154,15 @@ def run_step(body: str, work: Path, timeout: float = STEP_TIMEOUT) -> Measure:
                                      env={**os.environ, "PYTHONPATH": str(REPO)})
         except subprocess.TimeoutExpired:
             return Measure(timeout, None, f"did not finish in {timeout:.0f} s")
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
     if process.returncode < 0:
         return Measure(seconds, None, f"killed by signal {-process.returncode} "
                                       f"(out of memory?)")
     if not report.exists():
         return Measure(seconds, None, _tail(log))
     result = json.loads(report.read_text())
-    if result["status"]:
-        return Measure(seconds, result["peak"], _tail(log), result["extra"])
-    return Measure(seconds, result["peak"], "", result["extra"])
+    return Measure(seconds, result["peak"], _tail(log) if result["status"] else "",
+                   result["extra"], cpu)
 
 
 def _tail(log: Path) -> str:
@@ -172,28 +181,32 @@ def measure_serve(model: Path, work: Path) -> Measure:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     log = open(work / "serve.log", "w")
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     server = subprocess.Popen(
         [sys.executable, "-m", "graphlab", "serve", "--model", str(model), "--no-browser",
          "--port", str(port), "--cache-dir", str(work / "serve-cache")],
         stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
         env={**os.environ, "PYTHONPATH": str(REPO)})
+    measure = Measure(SERVE_TIMEOUT, None, f"no answer in {SERVE_TIMEOUT} s")
     try:
         while time.perf_counter() - start < SERVE_TIMEOUT:
             if server.poll() is not None:
-                return Measure(time.perf_counter() - start, None, _tail(work / "serve.log"))
+                measure = Measure(time.perf_counter() - start, None, _tail(work / "serve.log"))
+                break
             try:
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
                     if page.status == 200:
-                        seconds = time.perf_counter() - start
-                        return Measure(seconds, _process_peak(server.pid))
+                        measure = Measure(time.perf_counter() - start,
+                                          _process_peak(server.pid))
+                        break
             except OSError:
                 time.sleep(0.1)
-        return Measure(SERVE_TIMEOUT, None, f"no answer in {SERVE_TIMEOUT} s")
     finally:
         server.terminate()
         server.wait(timeout=30)
         log.close()
+    measure.cpu = _children_cpu() - cpu   # the server's, including its last idle moments
+    return measure
 
 
 def _process_peak(pid: int) -> int:
@@ -274,7 +287,15 @@ BROWSER_STEPS: list[Step] = []
 # ---------------------------------------------------------------------------------- checking
 def compare_on_prompt(original: Path, compiled: Path, work: Path) -> dict:
     """Both models in onnxruntime at its default level (each in its own process, one after
-    the other, so two big models never share the memory) on the same short prompt."""
+    the other, so two big models never share the memory) on the same short prompt.
+
+    onnxruntime runs a float16 decoder on CPU in float32 (it inserts Casts), so it needs
+    about twice the weights' size in memory; a model that would not fit is not run."""
+    need, available = 2.5 * _model_bytes(original), _available_memory()
+    if need > available:
+        return {"ran": False, "error": f"onnxruntime would need about {need / GIB:.0f} GiB "
+                                       f"to run it here, {available / GIB:.0f} GiB are "
+                                       f"available"}
     logits = []
     for index, path in enumerate((original, compiled)):
         out = work / f"logits{index}.npy"
@@ -286,7 +307,8 @@ def compare_on_prompt(original: Path, compiled: Path, work: Path) -> dict:
                      "attention_mask": np.ones_like(ids)}})[0].astype(np.float32))
         """, work)
         if measure.error:
-            return {"ok": False, "error": f"onnxruntime on {path.name}: {measure.error}"}
+            return {"ran": True, "ok": False,
+                    "error": f"onnxruntime on {path.name}: {measure.error}"}
         logits.append(out)
     import numpy as np
 
@@ -294,8 +316,8 @@ def compare_on_prompt(original: Path, compiled: Path, work: Path) -> dict:
     scale = float(np.abs(expected).max()) or 1.0
     error = float(np.abs(expected - found).max())
     same_tokens = bool((expected.argmax(-1) == found.argmax(-1)).all())
-    return {"ok": error <= MATCH_TOLERANCE * scale, "max_abs_err": error, "scale": scale,
-            "same_next_tokens": same_tokens}
+    return {"ran": True, "ok": error <= MATCH_TOLERANCE * scale, "max_abs_err": error,
+            "scale": scale, "same_next_tokens": same_tokens}
 
 
 @dataclass
@@ -330,15 +352,15 @@ def _compile_goal(model: str):
         if theirs is not None and not theirs.error:
             notes.append(f"onnxscript {theirs.seconds:.1f} s")
             ok = ok and ours.seconds <= theirs.seconds
-        if match is not None:
-            notes.append("output matches the input in onnxruntime "
-                         f"(max abs err {match['max_abs_err']:.3g} of {match['scale']:.3g}, "
-                         f"same next tokens: {match['same_next_tokens']})" if match["ok"]
-                         else f"output does NOT match: {match.get('error') or match}")
-            ok = ok and match["ok"]
-        else:
-            notes.append("output not run in onnxruntime")
-        return ok, "; ".join(notes)
+        if match is None or not match["ran"]:
+            notes.append("output not run in onnxruntime"
+                         + (f": {match['error']}" if match else ""))
+            return (False if not ok else None), "; ".join(notes)
+        notes.append("output matches the input in onnxruntime "
+                     f"(max abs err {match['max_abs_err']:.3g} of {match['scale']:.3g}, same "
+                     f"next tokens: {match['same_next_tokens']})" if match["ok"]
+                     else f"output does NOT match: {match.get('error') or match}")
+        return ok and match["ok"], "; ".join(notes)
     return check
 
 
@@ -355,6 +377,12 @@ GOALS = [
 
 # ---------------------------------------------------------------------------------- running
 VERIFY = True
+
+
+def _available_memory() -> int:
+    with open("/proc/meminfo") as handle:
+        return next(int(line.split()[1]) * 1024 for line in handle
+                    if line.startswith("MemAvailable:"))
 
 
 def machine() -> str:
@@ -424,14 +452,14 @@ def _model_bytes(path: Path) -> int:
 
 def print_table(models: list[Model], steps: list[Step], results: dict) -> None:
     print()
-    print(f"{'':40}" + "".join(f"{m.label:>21}" for m in models))
+    print(f"{'':40}" + "".join(f"{m.label:>29}" for m in models))
     for model in models:
         if model.skipped:
             print(f"  {model.label}: not measured ({model.skipped})")
     for step in steps:
         cells = [results.get((m.key, step.key)) for m in models]
         print(f"{step.label:40}" + "".join(
-            f"  {c.cell() if c else '-':>19}" for c in cells))
+            f"  {c.cell() if c else '-':>27}" for c in cells))
     failures = [(m, s, r) for (m, s), r in results.items() if r.error]
     for model, step, measure in failures:
         print(f"  {model} / {step}: {measure.error}")

@@ -6,6 +6,8 @@ The mechanism is tested with the limit lowered; one test writes a real model ove
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -134,3 +136,12 @@ def test_a_write_the_system_refuses_is_named_and_leaves_nothing(tmp_path):
     with pytest.raises(ModelWriteError, match="cannot write"):
         save_model(load_sample("cnn_bn"), tmp_path / "taken")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_verification_runs_a_model_past_the_limit_from_a_file_with_external_data(
+        small_limit, capsys):
+    from graphlab.cli import main
+
+    assert main(["compile", "mobilenet_zeropad", "-p", "clean", "--verify", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verify"]["ok"] and report["runtime_check"]["ok"]

@@ -10,6 +10,7 @@ exporter can turn it into a model-local function that onnxruntime runs.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterable, Iterator, Sequence
 
 from ..ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
@@ -251,11 +252,33 @@ def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],
 
 
 def in_execution_order(graph: Graph, nodes: Iterable[Node]) -> list[Node]:
-    """``nodes`` as the graph runs them.  Not by ``order`` keys: those only break ties, and a
-    rewrite may give a node and its reader the same key (horizontal fusion puts the fused
-    MatMul and the Split of its result both at the first sibling's place)."""
-    wanted = {node.id for node in nodes}
-    return [node for node in graph.nodes if node.id in wanted]
+    """``nodes`` as the graph runs them.  Not by ``order`` keys alone: those only break ties,
+    and a rewrite may give a node and its reader the same key (horizontal fusion puts the
+    fused MatMul and the Split of its result both at the first sibling's place).
+
+    The set is sorted on its own (its edges, ties by order key as in ``graph.nodes``): sorting
+    the whole graph for every fusion made fusing a model's N sites cost N whole-graph sorts.
+    A set a path leaves and re-enters would fuse into a cycle and is refused after this."""
+    members = {node.id: node for node in nodes}
+    readers: dict[int, list[Node]] = {i: [] for i in members}
+    waiting: dict[int, int] = {}
+    for node in members.values():
+        producers = {v.producer.id for v in (*node.inputs, *node.implicit_inputs)
+                     if v is not None and v.producer is not None and v.producer.id in members}
+        waiting[node.id] = len(producers)
+        for producer in producers:
+            readers[producer].append(node)
+    ready = [(n.order, n.id) for n in members.values() if waiting[n.id] == 0]
+    heapq.heapify(ready)
+    ordered = []
+    while ready:
+        node = members[heapq.heappop(ready)[1]]
+        ordered.append(node)
+        for reader in readers[node.id]:
+            waiting[reader.id] -= 1
+            if waiting[reader.id] == 0:
+                heapq.heappush(ready, (reader.order, reader.id))
+    return ordered
 
 
 def fused_name(op_type: str, members: Sequence[Node]) -> str:
