@@ -222,6 +222,7 @@ class Step:
     label: str
     run: Callable[[Model, Path], Measure]
     writes: bool = False        # needs free disk for an output as big as the model
+    holds: float = 0.0          # needs this many times the model's size in memory
 
 
 def _body_step(body: Callable[[Path, Path], str]) -> Callable[[Model, Path], Measure]:
@@ -265,7 +266,7 @@ def _compile(model: Model, work: Path) -> Measure:
 
 STEPS = [
     Step("load", "onnx.load with weights",
-         _body_step(lambda p, w: f"import onnx\nonnx.load({str(p)!r})")),
+         _body_step(lambda p, w: f"import onnx\nonnx.load({str(p)!r})"), holds=1.2),
     Step("load-structure", "onnx.load without weights",
          _body_step(lambda p, w: f"import onnx\nonnx.load({str(p)!r}, "
                                  f"load_external_data=False)")),
@@ -437,6 +438,10 @@ def _run(step: Step, model: Model, cache: Path) -> Measure:
         if step.writes and shutil.disk_usage(cache).free < size * 1.1:
             return Measure(None, None, f"needs {size * 1.1 / GIB:.1f} GiB of free disk for "
                                        f"its output")
+        if step.holds * size > _available_memory():
+            return Measure(None, None, f"needs about {step.holds * size / GIB:.0f} GiB of "
+                                       f"memory, {_available_memory() / GIB:.0f} GiB are "
+                                       f"available")
         print(f"{model.label}: {step.label} ...", end=" ", flush=True)
         measure = step.run(model, work)
         print(measure.error or measure.cell().strip(), flush=True)

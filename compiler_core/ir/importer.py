@@ -49,7 +49,7 @@ def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) 
         buffer, base_dir = MappedFile.open(str(path)), str(path.parent)
     model, spans = read_structure(buffer, label)
     graph = _import(model, base_dir, infer_shapes, owned=True,
-                    inline=lambda index: spans[index] and (buffer, spans[index]))
+                    placed=[(buffer, span) if span else None for span in spans])
     if buffer.size > PROTOBUF_LIMIT:
         graph.warnings.append(
             f"{label} is {format_size(buffer.size)} in one file, over protobuf's 2 GiB limit: "
@@ -117,12 +117,12 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
     With ``owned`` (the proto is ours to change) shape inference runs on the parsed proto
     itself, stripped of its big weights, instead of on a fresh export.
     """
-    return _import(model, base_dir, infer_shapes, owned, inline=lambda index: None)
+    return _import(model, base_dir, infer_shapes, owned, placed=[])
 
 
 def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, owned: bool,
-            inline) -> Graph:
-    """``inline(i)``: (buffer, span) of initializer i's raw_data when the wire scan kept it
+            placed: list[tuple[MappedFile | InMemory, Span] | None]) -> Graph:
+    """``placed[i]``: (buffer, span) of initializer i's raw_data when the wire scan kept it
     out of the proto, else None.  Every weight then lies in a buffer: the mapped file, the
     uploaded bytes, a data file, or the bytes protobuf returns for a raw_data field."""
     limit = memory_limit_bytes()
@@ -130,12 +130,12 @@ def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, ow
     weights = []
     for index, tensor in enumerate(g.initializer):
         what = f"initializer {tensor.name!r}"
-        placed = inline(index)
-        if placed is None and tensor.HasField("raw_data"):
+        where = placed[index] if index < len(placed) else None
+        if where is None and tensor.HasField("raw_data"):
             raw = tensor.raw_data   # one copy out of the proto, viewed from here on
-            placed = InMemory(raw), Span(0, len(raw))
-        check_tensor(tensor, what, limit, raw_bytes=placed[1].length if placed else None)
-        weights.append(_weight(tensor, what, base_dir, placed))
+            where = InMemory(raw), Span(0, len(raw))
+        check_tensor(tensor, what, limit, raw_bytes=where[1].length if where else None)
+        weights.append(_weight(tensor, what, base_dir, where))
     nested = list(iter_tensors(g, initializers=False))  # kept as protos: read now
     for tensor, what in nested:
         check_tensor(tensor, what, limit)
