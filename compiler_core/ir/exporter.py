@@ -23,11 +23,11 @@ from onnx import helper, numpy_helper
 from . import attributes, wire
 from .dtypes import from_numpy
 from .graph import Graph
+from .lazy_tensors import LazyTensor, StoredTensor
 from .node import Node
 from .model_limits import check_fits_in_one_message
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
 from .schema_checks import ASSUMED_OPSET
-from .lazy_tensors import LazyTensor, StoredTensor
 from .value import Value
 from .wire import encode_varint
 

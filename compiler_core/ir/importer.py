@@ -19,12 +19,12 @@ from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
 from .external_data import external_tensor, iter_tensors, load_external_data
 from .graph import Graph
+from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
 from .model_limits import PROTOBUF_LIMIT, format_size
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, value_from_type
 from .schema_checks import check_schemas, opset_versions
 from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
-from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
 from .tensors import check_tensor, memory_limit_bytes, sparse_to_dense, to_readonly_array
 from .value import Value
 from .wire import Span, WireError, split_inline_weights
