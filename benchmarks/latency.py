@@ -13,7 +13,8 @@ run in onnxruntime (ORT_ENABLE_ALL, intra_op_num_threads=2, CPU):
 - graphlab-ort: the same graph exported for onnxruntime (`compile --runtime onnxruntime`).
 
 All four load into one child process (onnxruntime may crash on a malformed model) and run on
-the same inputs (generated with --bind sizes; the models themselves stay dynamic), interleaved
+the same inputs (generated at --bind sizes, or at sizes the model runs at — `fit_inputs`; the
+models themselves stay dynamic), interleaved
 round by round so that machine noise hits all alike; each figure is the median over rounds of
 the mean of --runs runs.  The table prints milliseconds and graphlab-ort's ratio to the best of
 the others (goal: <= 1.0).
@@ -80,9 +81,9 @@ def child(files: dict[str, str], bindings: dict[str, int], rounds: int, runs: in
     import onnxruntime as ort
 
     from compiler_core.ir import load_model
-    from compiler_core.verify import make_inputs
+    from compiler_core.verify import fit_inputs
 
-    inputs = make_inputs(load_model(files["original"]), bindings)
+    inputs = fit_inputs(load_model(files["original"]), bindings).inputs
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = THREADS

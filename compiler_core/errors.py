@@ -39,6 +39,16 @@ class VerificationError(GraphLabError):
     """A numerical check could not be run (not: the check ran and found a difference)."""
 
 
+class RunFailedError(VerificationError):
+    """onnxruntime loaded the model but could not run it on the inputs given (often: sizes
+    the model does not accept); ``cause`` is onnxruntime's own message."""
+
+    def __init__(self, message: str, *, where: str | None = None, hint: str | None = None,
+                 cause: str = ""):
+        self.cause = cause
+        super().__init__(message, where=where, hint=hint)
+
+
 class UnknownSampleError(GraphLabError):
     """A model name is neither a file nor a bundled sample."""
 

@@ -37,10 +37,11 @@ def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
         partial.rename(where / f"{job}.answer.pkl")  # whole answers only: the parent may look now
 
 
-def run_one(ort, model_path: str, options, batches: list[dict]) -> tuple:
-    """(stage, error, outputs) for one model: "load", "run" or "ran"."""
+def run_one(ort, model: str | bytes, options, batches: list[dict]) -> tuple:
+    """(stage, error, outputs) for one model (a path or serialized bytes): "load", "run" or
+    "ran"."""
     try:
-        session = ort.InferenceSession(model_path, options, providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
     except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
         return ("load", ort_message(err), [])
     names = [o.name for o in session.get_outputs()]

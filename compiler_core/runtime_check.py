@@ -99,9 +99,10 @@ def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
     outcomes: list[RuntimeOutcome] = []
     with tempfile.TemporaryDirectory(prefix="graphlab-ort-") as scratch:
         folder = Path(scratch)
+        written: dict[int, Path] = {}   # one file per distinct model; the others link to it
         for number, (model, batches) in enumerate(jobs):
             if isinstance(model, bytes):
-                (folder / f"{number}.onnx").write_bytes(model)
+                _write_model(folder / f"{number}.onnx", model, written)
             else:   # the file stays where it is: its external data lies beside it
                 (folder / f"{number}.path").write_text(str(Path(model).resolve()))
             with open(folder / f"{number}.inputs.pkl", "wb") as handle:
@@ -109,6 +110,19 @@ def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
         while len(outcomes) < len(jobs):
             outcomes += _serve(folder, len(outcomes), len(jobs), level, threads, timeout)
     return outcomes
+
+
+def _write_model(path: Path, model: bytes, written: dict[int, Path]) -> None:
+    """Write ``model`` to ``path``, or link the file already written for the same bytes (a
+    model tried on many inputs is written once)."""
+    if id(model) in written:
+        try:
+            os.link(written[id(model)], path)
+            return
+        except OSError:
+            pass
+    path.write_bytes(model)
+    written[id(model)] = path
 
 
 def _serve(folder: Path, start: int, count: int, level: str, threads: int,

@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .errors import VerificationError
+from .errors import RunFailedError, VerificationError
+from .input_sizes import SizePlan, collect_facts, solve
+from .input_sizes.candidates import candidate_plans
+from .input_sizes.trials import Attempt, first_that_runs
 from .ir import Graph, Node, Value, model_for_runtime
 from .ir.dtypes import dtype_name, to_numpy
 from .ort_child import ort_message
@@ -88,9 +91,10 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
         try:
             results = session.run(names, feed)
         except Exception as err:  # noqa: BLE001
-            raise VerificationError(
+            cause = ort_message(err)
+            raise RunFailedError(
                 f"onnxruntime failed to run graph {graph.name!r} on inputs "
-                f"{describe_inputs(feed)}: {ort_message(err)}", where=graph.name,
+                f"{describe_inputs(feed)}: {cause}", where=graph.name, cause=cause,
                 hint="a model exported at fixed sizes only runs at those: bind its dims to "
                      "them (e.g. batch=1,seq=128) or give real inputs in an .npz file") from None
         outputs.append(dict(zip(names, results)))
@@ -189,9 +193,28 @@ class Verifier:
 
     def __init__(self, reference: Graph, inputs: dict | None = None,
                  bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL):
-        self.inputs = inputs if inputs is not None else make_inputs(reference, bindings)
         self.rtol = rtol
-        self.reference_outputs = run(with_inference_semantics(reference), self.inputs)
+        model = with_inference_semantics(reference)
+        # None when the user gave the inputs; else how they were made, at which sizes
+        self.generated: GeneratedInputs | None = None
+        if inputs is None:
+            self.generated = fit_inputs(model, bindings)
+            self.inputs, self.reference_outputs = self.generated.inputs, self.generated.outputs
+        else:
+            self.inputs, self.reference_outputs = inputs, run(model, inputs)
+
+    def inputs_record(self) -> dict:
+        """What the check ran on, for reports: shapes, and the sizes and why when generated."""
+        shapes = {name: list(np.shape(array)) for name, array in self.inputs.items()}
+        if self.generated is None:
+            return {"generated": False, "shapes": shapes}
+        return {"generated": True, "shapes": shapes, **self.generated.to_dict()}
+
+    def describe_inputs(self) -> str:
+        """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2` or `given ...`."""
+        if self.generated is None:
+            return f"given inputs {describe_inputs(self.inputs)}"
+        return self.generated.describe()
 
     def check(self, candidate: Graph, rtol: float | None = None) -> VerifyReport:
         """Compare ``candidate`` with the reference (``rtol`` overrides the verifier's own)."""
@@ -229,30 +252,12 @@ def load_inputs(path: str, graph: Graph) -> dict[str, np.ndarray]:
     return {name: arrays[name] for name in expected}
 
 
-def bind_dims(graph: Graph, bindings: dict[str, int] | None = None) -> dict[str, int]:
-    """A size for every symbolic dim of the graph inputs: the user's, else a small default."""
-    bound = dict(bindings or {})
-    for value in graph.inputs:
-        for axis, dim in enumerate(value.shape or ()):
-            if isinstance(dim, str) and dim not in bound:
-                bound[dim] = _default_size(dim, axis, len(value.shape))
-    return bound
-
-
-def _default_size(dim: str, axis: int, rank: int) -> int:
-    lowered = dim.lower()
-    if "batch" in lowered or axis == 0 and rank > 1:
-        return 2
-    if rank == 4 and axis >= 2:
-        return 32  # spatial dims of an image: large enough for a few strided convs
-    return 8
-
-
-def make_inputs(graph: Graph, bindings: dict[str, int] | None = None,
-                seed: int = 0) -> dict[str, np.ndarray]:
-    """Valid random inputs for every graph input (deterministic for a given seed)."""
+def make_inputs(graph: Graph, bindings: dict[str, int] | None = None, seed: int = 0,
+                plan: SizePlan | None = None) -> dict[str, np.ndarray]:
+    """Valid random inputs for every graph input (deterministic for a given seed), at the
+    sizes of ``plan`` (by default: planned from ``bindings`` and the model's structure)."""
     rng = np.random.default_rng(seed)
-    sizes = bind_dims(graph, bindings)
+    plan = plan or solve(collect_facts(graph), bindings)
     inputs: dict[str, np.ndarray] = {}
     total = 0
     for value in graph.inputs:
@@ -260,8 +265,7 @@ def make_inputs(graph: Graph, bindings: dict[str, int] | None = None,
             raise VerificationError(f"cannot generate data for input {value.name!r} "
                                     f"({value.describe_type()})", where=value.name,
                                     hint="give the inputs in an .npz file")
-        shape = tuple(sizes[d] if isinstance(d, str) else (1 if d is None else d)
-                      for d in (value.shape or ()))
+        shape = plan.input_shape(value.name, value.shape or ())
         nbytes = int(np.prod(shape, dtype=np.int64)) * to_numpy(value.elem_type).itemsize
         total += nbytes
         if total > MAX_INPUT_BYTES:
@@ -270,6 +274,75 @@ def make_inputs(graph: Graph, bindings: dict[str, int] | None = None,
                                     hint="bind symbolic dims to smaller sizes (--bind)")
         inputs[value.name] = _sample(value, shape, rng)
     return inputs
+
+
+@dataclass
+class GeneratedInputs:
+    """Inputs made for a check, the sizes they were made at, why, and what was tried first."""
+
+    inputs: dict[str, np.ndarray]
+    plan: SizePlan
+    outputs: dict[str, np.ndarray]                            # the model's, on these inputs
+    attempts: list[Attempt] = field(default_factory=list)     # sizes that did not run
+
+    def describe(self) -> str:
+        """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2`."""
+        text = f"generated inputs {describe_inputs(self.inputs)}"
+        if self.plan.sizes:
+            text += f" at {self.plan.describe()}"
+        if self.attempts:
+            text += (f"; found by trying {self.plan.origin} after {len(self.attempts)} "
+                     f"other size(s) did not run")
+        return text
+
+    def to_dict(self) -> dict:
+        return {"sizes": dict(self.plan.sizes), "found": dict(self.plan.reasons),
+                "bound": dict(self.plan.bindings), "origin": self.plan.origin,
+                "tried": [a.to_dict() for a in self.attempts]}
+
+
+def fit_inputs(graph: Graph, bindings: dict[str, int] | None = None,
+               seed: int = 0) -> GeneratedInputs:
+    """Inputs ``graph`` runs on, and its outputs on them.
+
+    The sizes come from the model's structure (``input_sizes``); when onnxruntime refuses
+    them, other sizes the model suggests are tried.  Refuses with every size tried when none
+    runs."""
+    facts = collect_facts(graph)
+    plan = solve(facts, bindings)
+    inputs = make_inputs(graph, seed=seed, plan=plan)
+    try:
+        return GeneratedInputs(inputs, plan, run(graph, inputs))
+    except RunFailedError as err:
+        if not plan.sizes:
+            raise   # no free dim: no other size to try
+        first = Attempt(dict(plan.sizes), plan.origin, err.cause)
+    candidates = candidate_plans(facts, plan, bindings)
+    found, attempts = first_that_runs(graph, candidates,
+                                      lambda p: make_inputs(graph, seed=seed, plan=p))
+    attempts.insert(0, first)
+    if found is None:
+        raise _no_sizes_error(graph, plan, attempts, bindings)
+    inputs = make_inputs(graph, seed=seed, plan=found)
+    return GeneratedInputs(inputs, found, run(graph, inputs), attempts)
+
+
+def _no_sizes_error(graph: Graph, plan: SizePlan, attempts: list[Attempt],
+                    bindings: dict[str, int] | None) -> RunFailedError:
+    shown = "; ".join(a.describe() for a in attempts[:3])
+    more = f" (and {len(attempts) - 3} more)" if len(attempts) > 3 else ""
+    conflicts = f"; the model's structure says: {'; '.join(plan.conflicts[:2])}" \
+        if plan.conflicts else ""
+    named = [s for d in plan.dims if d.named for s in sorted(d.size.symbols())]
+    example = ",".join(f"{s}=..." for s in dict.fromkeys(named))
+    bound = f" with {', '.join(f'{k}={v}' for k, v in bindings.items())} bound" \
+        if bindings else ""
+    return RunFailedError(
+        f"found no input sizes at which onnxruntime runs graph {graph.name!r}{bound}: tried "
+        f"{shown}{more}{conflicts}", where=graph.name,
+        hint=(f"pass the sizes the model was exported at with --bind {example}" if named
+              else "its dims have no names to bind") + ", or give real inputs in an .npz "
+                                                     "file (--inputs)")
 
 
 def _sample(value: Value, shape: tuple, rng: np.random.Generator) -> np.ndarray:

@@ -25,11 +25,13 @@ class Sample:
     tags: tuple[str, ...]
     test_data: str | None
     notes: str
+    sizes: tuple[tuple[str, int], ...] = ()   # its symbolic dims' usual sizes (manifest)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "path": self.path, "description": self.description,
                 "exporter": self.exporter, "opset": self.opset, "tags": list(self.tags),
-                "test_data": self.test_data, "size_bytes": os.path.getsize(self.path)}
+                "test_data": self.test_data, "sizes": dict(self.sizes),
+                "size_bytes": os.path.getsize(self.path)}
 
 
 @lru_cache(maxsize=1)
@@ -44,12 +46,21 @@ def list_samples() -> tuple[Sample, ...]:
         Sample(e["name"], os.path.join(folder, e["file"]), e.get("description", ""),
                e.get("exporter", ""), e.get("opset"), tuple(e.get("tags", ())),
                os.path.join(folder, e["test_data"]) if e.get("test_data") else None,
-               e.get("notes", ""))
+               e.get("notes", ""), tuple(e.get("sizes", {}).items()))
         for e in entries)
 
 
 def get_sample(name: str) -> Sample | None:
     return next((s for s in list_samples() if s.name == name), None)
+
+
+def size_hints(name_or_path: str) -> dict[str, int]:
+    """The usual sizes of a sample's symbolic dims, by its name or its file ({} for any
+    other model): the sizes analyses use where the user binds none."""
+    sample = get_sample(name_or_path) or next(
+        (s for s in list_samples() if os.path.exists(name_or_path)
+         and os.path.samefile(s.path, name_or_path)), None)
+    return dict(sample.sizes) if sample else {}
 
 
 def resolve_model(name_or_path: str) -> str:

@@ -6,6 +6,7 @@ Run from the repository root:
     python sample_models/make_samples.py --only cnn_bn,teach_gelu
     python sample_models/make_samples.py --large sample_models/large   # bert_base.onnx, not committed
     python sample_models/make_samples.py --bert-eager sample_models/large  # 3-layer eager BERT
+    python sample_models/make_samples.py --transformers DIR  # today's transformer family, not committed
 
 This is the only file in GraphLab that needs torch / transformers / scikit-learn. Everything it
 writes (small .onnx files, one .npz test set, manifest.json) is committed, so the app and the tests
@@ -41,6 +42,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 HERE = Path(__file__).resolve().parent
 MANIFEST = "manifest.json"
+# Sizes the analyses use for a sample's symbolic dims when the user binds none.
+TRANSFORMER_SIZES = {"batch": 1, "seq": 128}
 # onnxruntime 1.31 reads IR versions <= 13, onnx 1.23 writes 14 by default.
 MAX_IR_VERSION = 10
 
@@ -236,7 +239,7 @@ def make_cnn_bn(out: Path) -> dict:
         "torchscript", ["cnn", "batchnorm", "identity"],
         "Eval-mode export with do_constant_folding=False keeps BatchNormalization unfolded. "
         "aux_head starts as a copy of head, so the exporter deduplicated the equal initializers "
-        "into Identity nodes. Dynamic batch; input 1x3x32x32.")
+        "into Identity nodes. Dynamic batch; input 1x3x32x32.", sizes={"batch": 1})
 
 
 def make_mlp_dropout(out: Path) -> dict:
@@ -270,7 +273,7 @@ def make_mlp_dropout(out: Path) -> dict:
         "torchscript", ["mlp", "dropout", "training-mode"],
         "Dropout nodes carry training_mode=true (a Constant input) and ratios 0.1 and 0.2. "
         "onnxruntime's default graph optimizations eliminate them anyway (output equals the eval "
-        "model); with ORT_DISABLE_ALL they drop activations at random.")
+        "model); with ORT_DISABLE_ALL they drop activations at random.", sizes={"batch": 1})
 
 
 def _same_padding(size, kernel: int, stride: int, dilation: int = 1):
@@ -345,7 +348,8 @@ def make_mobilenet_tiny(out: Path) -> dict:
         "torchscript", ["cnn", "depthwise", "dynamic-shape", "shape-subgraph", "pad"],
         "Dynamic batch, height and width (bind e.g. 1x3x32x32). Each stride-2 conv is preceded by "
         "a run-time padding subgraph (Shape/Gather/Cast/Div/Ceil/Sub/Clip/Concat/Pad), as timm's "
-        "Conv2dSame exports. BatchNorm was folded into the convs by the exporter.")
+        "Conv2dSame exports. BatchNorm was folded into the convs by the exporter.",
+        sizes={"batch": 1, "height": 32, "width": 32})
 
 
 def make_mobilenet_zeropad(out: Path) -> dict:
@@ -476,7 +480,7 @@ def make_digits_cnn(out: Path) -> dict:
         f"Trained 20 epochs (Adam) on {len(y_train)} images; test split: {len(y_test)} images "
         f"(test_size=0.25, random_state=0, stratified), pixels scaled to [0, 1]. Accuracy measured "
         f"with onnxruntime. BatchNormalization left unfolded.",
-        test_data="digits_cnn_test.npz", test_accuracy=accuracy)
+        test_data="digits_cnn_test.npz", test_accuracy=accuracy, sizes={"batch": 1})
 
 
 # --------------------------------------------------------------------------------------------
@@ -611,7 +615,7 @@ def make_bert_tiny_op13(out: Path) -> dict:
     return _entry("bert_tiny_op13", path, BERT_TINY_DESC, "torchscript",
                   ["transformer", "bert", "decomposed-layernorm", "erf-gelu", "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Dynamic axes batch and seq "
-                  f"(max {MAX_POS} positions).")
+                  f"(max {MAX_POS} positions).", sizes=TRANSFORMER_SIZES)
 
 
 def make_bert_tiny_op20(out: Path) -> dict:
@@ -623,7 +627,7 @@ def make_bert_tiny_op20(out: Path) -> dict:
                   ["transformer", "bert", "layernormalization", "gelu-op", "shape-subgraph",
                    "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Same weights as bert_tiny_op13. "
-                  f"Dynamic axes batch and seq.")
+                  f"Dynamic axes batch and seq.", sizes=TRANSFORMER_SIZES)
 
 
 def make_bert_tiny_dynamo(out: Path) -> dict:
@@ -652,7 +656,8 @@ def make_bert_tiny_dynamo(out: Path) -> dict:
     return _entry("bert_tiny_dynamo", path, BERT_TINY_DESC, "dynamo",
                   ["transformer", "bert", "layernormalization", "gelu-op", "dynamic-shape"],
                   f"attention implementation: {attn}.{note} Same weights as bert_tiny_op13. "
-                  f"torch.onnx.export(dynamo=True), dynamic batch and seq (seq <= {MAX_POS}).")
+                  f"torch.onnx.export(dynamo=True), dynamic batch and seq (seq <= {MAX_POS}).",
+                  sizes=TRANSFORMER_SIZES)
 
 
 def make_gpt2_tiny(out: Path) -> dict:
@@ -696,7 +701,60 @@ def make_gpt2_tiny(out: Path) -> dict:
         "torchscript", ["transformer", "gpt2", "decoder", "tanh-gelu", "decomposed-layernorm",
                         "dynamic-shape"],
         f"attention implementation: {attn}.{note} activation gelu_new (tanh GELU), no past key "
-        f"values (use_cache=False). LM head tied to the token embedding. Dynamic batch and seq.")
+        f"values (use_cache=False). LM head tied to the token embedding. Dynamic batch and seq.",
+        sizes=TRANSFORMER_SIZES)
+
+
+# --------------------------------------------------------------------------------------------
+# today's LLMs (the architectures live in transformer_family.py)
+# --------------------------------------------------------------------------------------------
+
+
+def _family_sample(out: Path, name: str, model: str, exporter: str, tags: list[str],
+                   notes: str, sizes: dict[str, int]) -> dict:
+    """One export of the transformer family, renamed to a sample and checked against torch."""
+    import transformer_family  # noqa: PLC0415  (needs torch: imported only when building)
+
+    spec = transformer_family.FAMILY[model]()
+    with tempfile.TemporaryDirectory() as scratch:
+        written = transformer_family.export(spec, exporter, Path(scratch))
+        path = out / f"{name}.onnx"
+        path.write_bytes(written.read_bytes())
+    return _entry(name, path, spec.teaches, exporter, tags, notes, sizes=sizes)
+
+
+LLAMA_NOTES = ("Hidden 64, 2 layers, 4 query heads sharing 2 key/value heads (head size 16), "
+               "SwiGLU MLP of width 128, vocab 256, random weights. Inputs input_ids and "
+               "attention_mask [batch, seq] (seq <= 120), output logits.")
+
+
+def make_llama_tiny_torchscript(out: Path) -> dict:
+    """GQA with repeat-kv written as Unsqueeze/Expand/Reshape, rotary as rotate-half
+    (Slice/Neg/Concat) with cos/sin gathered from caches, RMSNorm as Pow/ReduceMean/Add/Sqrt/
+    Div, SwiGLU as Sigmoid/Mul: the TorchScript exporter's spelling at opset 17."""
+    return _family_sample(out, "llama_tiny_torchscript", "llama", "torchscript",
+                          ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES, TRANSFORMER_SIZES)
+
+
+def make_llama_tiny_dynamo(out: Path) -> dict:
+    """The same architecture through the dynamo exporter (opset 20): far fewer nodes, RMSNorm
+    with Reciprocal + Mul, positions computed in the graph."""
+    return _family_sample(out, "llama_tiny_dynamo", "llama", "dynamo",
+                          ["transformer", "llm", "decoder", "gqa", "rotary", "rmsnorm", "swiglu",
+                           "causal-mask", "dynamic-shape"], LLAMA_NOTES, TRANSFORMER_SIZES)
+
+
+def make_bart_tiny(out: Path) -> dict:
+    """Encoder-decoder: the decoder's cross-attention reads Q from the decoder and K/V from
+    the encoder output, so its two sequence lengths differ."""
+    return _family_sample(out, "bart_tiny", "bart", "dynamo",
+                          ["transformer", "encoder-decoder", "cross-attention", "padding-mask",
+                           "causal-mask", "dynamic-shape"],
+                          "Hidden 64, 2 encoder and 2 decoder layers, 4 heads, vocab 256, random "
+                          "weights. Inputs input_ids, attention_mask [batch, seq] and "
+                          "decoder_input_ids [batch, target], output logits.",
+                          {**TRANSFORMER_SIZES, "target": 32})
 
 
 # --------------------------------------------------------------------------------------------
@@ -915,6 +973,9 @@ SAMPLES = {
     "bert_tiny_op20": make_bert_tiny_op20,
     "bert_tiny_dynamo": make_bert_tiny_dynamo,
     "gpt2_tiny": make_gpt2_tiny,
+    "llama_tiny_torchscript": make_llama_tiny_torchscript,
+    "llama_tiny_dynamo": make_llama_tiny_dynamo,
+    "bart_tiny": make_bart_tiny,
     "mobilenet_tiny": make_mobilenet_tiny,
     "mobilenet_zeropad": make_mobilenet_zeropad,
     "digits_cnn": make_digits_cnn,
@@ -936,7 +997,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="only write a small BERT with eager attention at opset 13 (not "
                              "committed) into OUT_DIR, with --layers layers")
     parser.add_argument("--layers", type=int, default=3, help="layers of --bert-eager's BERT")
+    parser.add_argument("--transformers", type=Path, metavar="OUT_DIR",
+                        help="only write the transformer family (Llama, Qwen2, Mistral, MQA, a "
+                             "KV-cache decode step, nn.TransformerEncoder, BART, ViT; both "
+                             "exporters; not committed) into OUT_DIR")
     args = parser.parse_args(argv)
+
+    if args.transformers is not None:
+        import transformer_family  # noqa: PLC0415
+
+        for path in transformer_family.export_family(args.transformers):
+            print(summarize(path))
+        return
 
     if args.large is not None:
         path = make_bert_base(args.large)

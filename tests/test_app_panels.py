@@ -131,11 +131,11 @@ def test_the_overlay_paints_the_panes_only_when_asked(services, cnn):
     assert painted.key != plain.key
     assert not any(" ai-" in e.get("classes", "") for e in plain.after)
     after = cnn.graphs_of_step(1)[1]
-    expected = band_classes(cnn, after, "asic32", {})
+    expected = band_classes(cnn, after, "asic32")
     for element in painted.after:
         if element["data"].get("kind") == "node":
             assert expected[element["data"]["node_id"]] in element["classes"].split()
-    assert cost_of(cnn, after, "asic32", {}) is cost_of(cnn, after, "asic32", {})   # cached
+    assert cost_of(cnn, after, "asic32") is cost_of(cnn, after, "asic32")   # cached
 
 
 # ---- systolic array -------------------------------------------------------------------------
@@ -290,7 +290,7 @@ def test_patches_change_only_what_panels_may_change():
     state = ViewState(model="cnn_bn", panel="roofline", node=3)
     assert with_patch(state, {"node": 7}) == state.with_changes(node=7)
     assert with_patch(state, {"model": "evil", "step": 9, "dataflow": "IS"}) == \
-        state.with_changes(dataflow="is")
+        state.with_changes(step=9, dataflow="is")
     assert with_patch(state, {"panel": "nowhere", "overlay": "x"}) == state
     assert with_patch(state, None) == state
 
@@ -312,15 +312,15 @@ def test_checking_a_pass_compares_it_with_the_input_model_and_is_kept(cnn):
     from graphlab.app.numeric_check import cached_check, check_step
 
     step = step_named(cnn, "fold_batchnorm")
-    assert cached_check(cnn, step, {}) is None
-    check = check_step(cnn, step, {})
+    assert cached_check(cnn, step) is None
+    check = check_step(cnn, step)
     assert check.report.ok and check.report.max_abs_err < 1e-4
     assert check.headline().startswith(f"✓ after pass {step + 1} (fold_batchnorm)")
-    assert "image float32[2, 3, 32, 32]" in check.detail()   # the generated batch
+    assert "image float32[1, 3, 32, 32]" in check.detail()   # at the workspace's sizes
     assert check.runtime.ok and check.runtime.report.max_abs_err < 1e-4
     assert check.runtime_line().startswith("✓ as users load it: the model loads and runs in "
                                            "onnxruntime at ORT_ENABLE_ALL; outputs match")
-    assert cached_check(cnn, step, {}) is check
+    assert cached_check(cnn, step) is check
 
 
 def test_a_quantized_pass_is_checked_with_its_looser_tolerance(services):
@@ -328,9 +328,9 @@ def test_a_quantized_pass_is_checked_with_its_looser_tolerance(services):
 
     ws = services.workspace(ViewState(model="digits_cnn", pipeline="O2-int8"), None)
     step = step_named(ws, "quantize_int8")
-    check = check_step(ws, step, {})
+    check = check_step(ws, step)
     assert check.report.rtol == 0.05 and "quantize_int8" in check.detail()
-    assert check_step(ws, step - 1, {}).report.rtol == 1e-4
+    assert check_step(ws, step - 1).report.rtol == 1e-4
 
 
 def test_a_wrong_graph_is_reported_output_by_output(cnn):
@@ -355,6 +355,7 @@ def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeyp
     import numpy as np
     from onnx import helper
 
+    from compiler_core.hardware.representative_sizes import ChosenSizes
     from compiler_core.ir import exporter
     from compiler_core.passes import PassManager
     from graphlab.app.numeric_check import check_step
@@ -369,8 +370,9 @@ def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeyp
                   [tensor("x", F, [2, 8])], [tensor("y", F, [2, 6])],
                   {"g": rng.random(8, dtype=np.float32) + 0.5, "b": np.ones(8, np.float32),
                    "w": np.ones((8, 6), np.float32), "c": np.zeros(6, np.float32)})
-    workspace = SimpleNamespace(result=PassManager("fold_norm_affine").run(graph), derived={})
-    check = check_step(workspace, 0, {})
+    workspace = SimpleNamespace(result=PassManager("fold_norm_affine").run(graph), derived={},
+                                sizes=ChosenSizes())
+    check = check_step(workspace, 0)
     assert check.report.ok  # onnxruntime with its optimizer off runs it fine
     assert check.runtime.outcome.stage == "crash"
     assert check.runtime_line().startswith("✗ as users load it: the model crashes onnxruntime "
@@ -379,11 +381,108 @@ def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeyp
     assert check.runtime_line() in str(render(check))
 
 
-def test_the_bindings_box_shows_the_models_own_dims(services, cnn):
-    from graphlab.app.panels.controls import bindings_placeholder
+def test_a_model_that_fixes_its_sizes_inside_is_viewed_and_checked_at_them(services):
+    """nn.MultiheadAttention's TorchScript export fixes the sequence length in a Reshape: the
+    view takes that length, not a representative one, and the numerical check says why."""
+    import hashlib
 
-    assert bindings_placeholder(cnn.result.initial) == "batch=2"
-    bert = services.workspace(ViewState(model="bert_tiny_op13"), None)
-    assert bindings_placeholder(bert.result.initial) == "batch=2,seq=8"
+    import sized_models
+    from graphlab.app.numeric_check import check_step
+    from graphlab.app.panels.numerics import render
+    from graphlab.app.workbench import ModelSource
+
+    data = sized_models.seq_first_heads().SerializeToString()   # as an upload arrives
+    source = ModelSource("heads.onnx", "sha256:" + hashlib.sha256(data).hexdigest(), data=data)
+    workspace = services.workbench.workspace(source, "O2", {})
+    assert workspace.sizes.bindings == {"seq": 5, "batch": 1}
+    check = check_step(workspace, len(workspace.result.snapshots) - 1)
+    assert check.report.ok and check.runtime.ok
+    assert check.detail().startswith(
+        "onnxruntime on generated inputs x float32[5, 1, 16] at seq=5,batch=1 (representative "
+        "— seq: the model's structure: fixed by node 'split_heads': a Reshape to "
+        "[5, 4*batch, 4]")
+    assert check.detail() in str(render(check))
+
+
+def test_the_bindings_box_shows_the_sizes_the_view_is_computed_at(services, cnn):
+    from graphlab.app.panels.controls import sizes_source
+
+    assert cnn.sizes.text() == "batch=1"                    # the sample's manifest
+    assert sizes_source(cnn.sizes)[0] == "(representative)"
+    bert = services.workspace(ViewState(model="bert_tiny_op13", bindings="seq=64"), None)
+    assert bert.sizes.text() == "batch=1,seq=64"            # yours, and the rest chosen
+    word, why = sizes_source(bert.sizes)
+    assert word == "(representative)" and "seq: given" in why
+    assert bert.result.snapshots[-1].graph.inputs[0].shape == (1, 64)   # the pipeline bound them
+    mine = services.workspace(ViewState(model="bert_tiny_op13", bindings="batch=2,seq=16"), None)
+    assert sizes_source(mine.sizes)[0] == "(yours)"
     static = services.workspace(ViewState(model="teach_gelu"), None)
-    assert bindings_placeholder(static.result.initial) == "no symbolic dims"
+    assert static.sizes.text() == "" and sizes_source(static.sizes)[0] == ""
+
+
+
+
+# ---- first view, sizes and the traffic story ------------------------------------------------
+
+def test_a_new_view_opens_on_the_first_pass_that_changed_the_graph(services, cnn):
+    first = cnn.clamp_step(None)
+    assert cnn.result.snapshots[first].changed
+    assert not any(s.changed for s in cnn.result.snapshots[:first])
+    assert from_query("", ViewState(model="cnn_bn")).step is None
+    assert from_query("?pass=1", ViewState(model="cnn_bn")).step == 0
+    picked = _apply(ViewState(model="cnn_bn", step=4), "model-select", "model-select",
+                    {"model": "bert_tiny_op13"})
+    assert picked.step is None
+    assert with_patch(ViewState(model="cnn_bn", step=0), {"step": 3}).step == 3
+
+
+def test_the_inspector_of_a_fused_attention_shows_what_fusion_keeps_on_chip(services):
+    from graphlab.app.inspector_data import describe_node
+    from graphlab.app.node_metrics import SAVED, UNFUSED
+
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    step = step_named(ws, "fuse_attention")
+    attention = next(n for n in ws.result.snapshots[step].graph.nodes
+                     if n.op_type == "Attention")
+    info = describe_node(ws, step, attention.id, "asic32")
+    moved = int(info["metrics"]["bytes moved"].replace(",", ""))
+    unfused = int(info["metrics"][UNFUSED].replace(",", ""))
+    assert unfused > 2 * moved
+    assert info["metrics"][SAVED].startswith(f"{1 - moved / unfused:.0%}")
+    body = [n for n in attention.body.nodes]
+    assert "run one by one they would move" in info["metrics_note"] and len(body) > 5
+
+
+def test_the_roofline_crosses_ops_priced_with_an_unknown_dim():
+    from hardware_graphs import Builder
+    from graphlab.app.roofline_view import ASSUMED_LABEL, assumed_caption
+
+    b = Builder()
+    x = b.input("x", ("batch", 16))
+    k = b.input("k", (1,), onnx.TensorProto.INT64)
+    top = b.op("TopK", [x, k], ("batch", "unk__0"))
+    graph = b.outputs(b.op("Relu", [top], ("batch", "unk__0")))
+    found = op_points(graph, graph_cost(graph, "asic32", {"batch": 2}))
+    assert [p.op_type for p in found.points if p.assumed] == ["TopK", "Relu"]
+    figure = roofline_figure(get_target("asic32"), found, "t")
+    crossed = [t for t in figure.data if t.name == ASSUMED_LABEL]
+    assert len(crossed) == 1 and len(crossed[0].x) == 2
+    assert assumed_caption(found).startswith("2 ops (crossed) are priced with a dim")
+
+
+def test_the_traffic_chart_follows_the_pipeline_and_marks_the_selected_pass(services, cnn):
+    from graphlab.app.graph_analyses import traffic_of
+    from graphlab.app.traffic_view import fusion_caption, picked_pass, traffic_figure
+
+    traffic = traffic_of(cnn, "asic32")
+    assert traffic is traffic_of(cnn, "asic32")
+    assert len(traffic.steps) == 1 + len(cnn.result.snapshots)
+    figure = traffic_figure(traffic, 3)
+    lines = [t for t in figure.data if t.mode == "lines+markers"]
+    assert [t.name for t in lines] == ["bytes moved", "estimated time", "FLOPs", "arena peak"]
+    first, last = traffic.steps[0], traffic.steps[-1]
+    assert lines[0].y[0] == 1 and lines[0].y[-1] == pytest.approx(last.bytes / first.bytes)
+    assert all(shape.x0 == 4 for shape in figure.layout.shapes)   # pass 4 = index 3
+    assert picked_pass({"points": [{"customdata": [5, "", ""]}]}) == 5
+    assert picked_pass({"points": [{"customdata": [-1, "", ""]}]}) is None
+    assert "FusedConv ×3" in fusion_caption(traffic)

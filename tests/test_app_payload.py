@@ -35,7 +35,7 @@ def ids_of(elements, kind):
 
 def test_both_panes_draw_every_node_of_a_small_model(services):
     ws = workspace(services, "cnn_bn")
-    payload = build_panes(ws, ViewState(model="cnn_bn"), UiState())
+    payload = build_panes(ws, ViewState(model="cnn_bn", step=0), UiState())
     before, after = ws.graphs_of_step(0)
     assert ids_of(payload.before, "node") == {element_id(n.id) for n in before.nodes}
     assert ids_of(payload.after, "node") == {element_id(n.id) for n in after.nodes}
@@ -115,7 +115,7 @@ def test_inspector_describes_op_types_history_and_cost(services):
     assert info["status"].startswith("removed by this pass")
     assert any("removed by pass" in line for line in info["history"])
     conv = next(n for n in ws.result.initial.nodes if n.op_type == "Conv")
-    info = describe_node(ws, 0, conv.id, "asic32", {"batch": 1})
+    info = describe_node(ws, 0, conv.id, "asic32")
     assert info["inputs"][1]["link"] == "weight"
     assert set(info["metrics"]) >= {"FLOPs", "bytes moved", "intensity (FLOP/byte)"}
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import base64
 import functools
 import os
+import re
+import subprocess
 import signal
 import threading
 import time
@@ -141,8 +143,12 @@ def server(tmp_path_factory):
 
     process, url = start_server(2, str(tmp_path_factory.mktemp("cache")))
     yield url
-    process.terminate()
-    process.wait(timeout=30)
+    process.terminate()  # gunicorn lets in-flight requests finish for its graceful timeout (30 s)
+    try:
+        process.wait(timeout=40)
+    except subprocess.TimeoutExpired:  # a loaded machine: stop waiting for the slow build
+        process.kill()
+        process.wait(timeout=10)
 
 
 def test_a_long_build_does_not_hold_up_another_session(server):
@@ -150,7 +156,8 @@ def test_a_long_build_does_not_hold_up_another_session(server):
 
     stepping = Tab.open(server, "?model=teach_conv_bn")
     stepping.settle()
-    assert "Before pass 1" in stepping.get("pane-before-title", "children")
+    title = stepping.get("pane-before-title", "children")   # the first pass that changed it
+    first = int(re.match(r"Before pass (\d+):", title).group(1))
 
     waiting = Tab.open(server, f"?model=gpt2_tiny&pipeline={SLOW_PIPELINE}")
     assert waiting.get("view-state", "data") is None            # no view until it is built
@@ -159,7 +166,7 @@ def test_a_long_build_does_not_hold_up_another_session(server):
 
     for _ in range(5):
         stepping.click("step-next")
-    assert "Before pass 6" in stepping.get("pane-before-title", "children")
+    assert f"Before pass {first + 5}:" in stepping.get("pane-before-title", "children")
     waiting.set("build-poll", n_intervals=1)                    # one tick of its poll
     progress = str(waiting.get("build-progress", "children"))
     # the other session's five steps were all answered while the build was still running

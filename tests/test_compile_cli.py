@@ -16,6 +16,7 @@ from onnx import helper
 from compiler_core.passes import Pass, PassResult, registry
 from graphlab.cli import main
 from graphlab.samples import get_sample
+import sized_models
 from passes_helpers import F, tensor
 
 PASS_KEYS = {"name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds", "verify"}
@@ -65,7 +66,9 @@ def test_compile_json_reports_every_pass(capsys):
     assert set(first["verify"]) == {"max_abs_err", "ok", "rtol"} and first["verify"]["ok"] is True
     assert first["verify"]["rtol"] == 1e-4
     assert report["passes"][1]["changed"] is False
-    assert report["verify"] == {"max_abs_err": 0.0, "ok": True}
+    assert report["verify"] == {"max_abs_err": 0.0, "ok": True, "inputs": {
+        "generated": True, "shapes": {"x": [2, 32]}, "sizes": {"batch": 2}, "found": {},
+        "bound": {}, "origin": "the model's structure", "tried": []}}
     assert report["output"] is None and report["output_files"] is None
 
 
@@ -108,6 +111,7 @@ def test_compile_verifies_with_user_inputs(capsys):
                                   data])
     assert code == 0 and report["verify"]["ok"]
     assert all(p["verify"] is not None for p in report["passes"])
+    assert report["verify"]["inputs"] == {"generated": False, "shapes": {"image": [450, 1, 8, 8]}}
 
 
 def test_failed_verification_exits_1_and_says_so(capsys, breaking_pass):
@@ -124,6 +128,29 @@ def test_failed_verification_exits_1_and_says_so(capsys, breaking_pass):
     runtime = report["runtime_check"]
     assert (runtime["ok"], runtime["stage"]) == (False, "ran")
     assert runtime["first_failing_pass"] == breaking_pass and "differ" in runtime["error"]
+
+
+def test_verify_finds_and_reports_the_sizes_a_model_fixes_inside(capsys, tmp_path):
+    path = tmp_path / "heads.onnx"
+    onnx.save(sized_models.seq_first_heads(), path)
+    assert main(["compile", str(path), "--pipeline", "O2", "--verify"]) == 0
+    out = capsys.readouterr().out
+    assert ("inputs    generated inputs x float32[5, 2, 16] at seq=5 (fixed by node "
+            "'split_heads': a Reshape to [5, 4*batch, 4]") in out
+    code, report = _json(capsys, ["compile", str(path), "--pipeline", "clean", "--verify"])
+    inputs = report["verify"]["inputs"]
+    assert code == 0 and report["runtime_check"]["ok"]
+    assert inputs["shapes"] == {"x": [5, 2, 16]} and inputs["sizes"] == {"seq": 5, "batch": 2}
+    assert set(inputs["found"]) == {"seq"} and inputs["tried"] == []
+
+
+def test_verify_refuses_a_model_that_runs_at_no_size_in_one_line(capsys, tmp_path):
+    path = tmp_path / "impossible.onnx"
+    onnx.save(sized_models.impossible(), path)
+    assert main(["compile", str(path), "--verify"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("graphlab: error: found no input sizes") and "\n" not in err
+    assert "--bind n=..." in err
 
 
 @pytest.mark.parametrize("argv", [

@@ -9,10 +9,13 @@ import subprocess
 import sys
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler_core.hardware.cost import graph_cost
 from compiler_core.hardware.memory import plan_memory
+from compiler_core.passes import PassManager
 from compiler_core.hardware.targets import list_targets
 from graphlab.cli import main
 from hardware_graphs import load_sample
@@ -101,6 +104,78 @@ def test_roofline_with_a_pipeline_reports_the_speedup(capsys):
     assert data["initial"]["total_flops"] == data["total_flops"]
     text = run_text(capsys, "roofline", "teach_gelu", "--pipeline", "O2")
     assert "speed-up" in text and "ridge 13.33 ops/byte" in text
+
+
+def test_roofline_with_no_flags_prices_bert_at_representative_sizes(capsys):
+    text = run_text(capsys, "roofline", "bert_tiny_op13", "--top", "0")
+    lines = text.splitlines()
+    assert lines[0].startswith("sizes: batch=1,seq=128 (representative")
+    assert "--bind" in lines[0]
+    data = run_json(capsys, "roofline", "bert_tiny_op13")
+    assert data["sizes"]["bindings"] == {"batch": 1, "seq": 128}
+    assert data["ops_with_assumed_dims"] == 0
+    ridge = data["target"]["ridge_point"]
+    ffn = [op for op in data["ops"] if op["node"].endswith("/intermediate/dense/MatMul")]
+    assert len(ffn) == 2 and all(op["intensity"] > ridge for op in ffn)
+    priced = [op for op in data["ops"] if op["flops"] > 0 and op["bound"] != "none"]
+    right = sum(1 for op in priced if op["intensity"] >= ridge)
+    assert f"ridge: {len(priced) - right} ops left of it (memory-bound), {right} right of" in text
+    assert "priced with a dim nobody could size" not in text
+
+
+def test_bind_overrides_the_representative_sizes(capsys):
+    data = run_json(capsys, "roofline", "bert_tiny_op13", "--bind", "batch=2,seq=32")
+    assert data["sizes"]["all_given"] and data["sizes"]["bindings"] == {"batch": 2, "seq": 32}
+    ffn = next(op for op in data["ops"] if op["node"].endswith("0/intermediate/dense/MatMul"))
+    assert ffn["flops"] == 2 * (2 * 32) * 64 * 256
+    text = run_text(capsys, "roofline", "bert_tiny_op13", "--bind", "batch=2,seq=32")
+    assert text.splitlines()[0] == "sizes: batch=2,seq=32 (as given)"
+
+
+def test_an_op_priced_with_an_unknown_dim_is_starred(capsys, tmp_path):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 16])
+    k = helper.make_tensor_value_info("k", TensorProto.INT64, [1])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("TopK", ["x", "k"], ["v", "i"], name="top"),
+                               helper.make_node("Relu", ["v"], ["y"], name="relu")],
+                              "topk", [x, k], [y])
+    path = tmp_path / "topk.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    text = run_text(capsys, "roofline", str(path))
+    assert "Relu*" in text and "ops are priced with a dim nobody could size" in text
+    data = run_json(capsys, "roofline", str(path))
+    relu = next(op for op in data["ops"] if op["node"] == "relu")
+    assert relu["assumed_dims"] and data["ops_with_assumed_dims"] >= 1
+
+
+def test_roofline_per_pass_tells_the_traffic_story(capsys):
+    bindings = {"batch": 1, "seq": 128}
+    data = run_json(capsys, "roofline", "bert_tiny_op13", "--per-pass")
+    assert data["pipeline"] == "O2" and data["sizes"]["bindings"] == bindings
+    steps = data["passes"]
+    result = PassManager("O2", bindings=bindings).run(load_sample("bert_tiny_op13"))
+    assert steps[0]["pass"] == "(input model)" and len(steps) == 1 + len(result.snapshots)
+    for step, snapshot in zip(steps[1:], result.snapshots):
+        assert step["pass"] == snapshot.pass_name and step["nodes"] == len(snapshot.graph)
+        assert step["changed"] == snapshot.changed
+    last = graph_cost(result.final, "asic32", bindings)
+    assert steps[-1]["bytes"] == last.total_bytes and steps[-1]["flops"] == last.total_flops
+    assert steps[-1]["arena_peak_bytes"] == plan_memory(result.final, bindings).peak_bytes
+    assert steps[-1]["bytes"] < 0.5 * steps[0]["bytes"]       # fusion cut the traffic ...
+    assert steps[-1]["flops"] == pytest.approx(steps[0]["flops"], rel=0.01)   # ... not the work
+    attention = data["fused_by_op"]["graphlab.Attention"]
+    assert attention["count"] == 2 and attention["unfused_bytes"] > attention["bytes"]
+    assert attention["saving"] == pytest.approx(1 - attention["bytes"] / attention["unfused_bytes"])
+    text = run_text(capsys, "roofline", "bert_tiny_op13", "--per-pass")
+    assert "fuse_attention" in text and "graphlab.Attention x2" in text
+    assert f"({attention['saving']:.0%} less)" in text
+
+
+def test_memory_and_schedule_print_the_sizes_first(capsys):
+    assert run_text(capsys, "memory", "gpt2_tiny").startswith("sizes: batch=1,seq=128")
+    text = run_text(capsys, "schedule", "bert_tiny_op13", "--node",
+                    "/bert/encoder/layer.0/intermediate/dense/MatMul")
+    assert text.startswith("sizes: batch=1,seq=128") and "(128 x 64) . (64 x 256)" in text
 
 
 # ---------------------------------------------------------------- schedule
@@ -229,6 +304,7 @@ def test_memory_record_and_invariants(capsys, name, argv):
 
 def test_memory_json_is_the_library_record(capsys):
     data = run_json(capsys, "memory", "gpt2_tiny", "--bind", "batch=1,seq=16")
+    assert data.pop("sizes")["bindings"] == {"batch": 1, "seq": 16}
     assert data == json.loads(json.dumps(
         plan_memory(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}).to_dict()))
 

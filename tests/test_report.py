@@ -58,7 +58,7 @@ def test_roofline_and_memory_plan_are_told(conv_bn_page):
     assert re.search(r"Estimated speed-up on asic32: \d+\.\d\d×", page)
     for figure in ("arena peak", "naive total", "lower bound"):
         assert figure in page
-    assert conv_bn_page.count("<svg") == 2 and 'class="roof"' in conv_bn_page
+    assert conv_bn_page.count("<svg") == 3 and 'class="roof"' in conv_bn_page   # + per pass
     assert conv_bn_page.count('class="buffer') >= 3   # the offset × time chart's tensors
 
 
@@ -93,3 +93,20 @@ def test_names_from_a_model_cannot_inject_markup():
     cell = tag("td", "<script>alert(1)</script>", title='a" onmouseover="x')
     assert "<script>" not in cell and 'title="a&quot; onmouseover=&quot;x"' in cell
     assert tag("p", Markup("<b>kept</b>")) == "<p><b>kept</b></p>"
+
+
+def test_the_traffic_story_follows_every_pass(tmp_path, capsys):
+    out = tmp_path / "bert.html"
+    assert main(["report", "bert_tiny_op13", "-o", str(out)]) == 0
+    assert capsys.readouterr().out.startswith("sizes: batch=1,seq=128 (representative")
+    page = out.read_text(encoding="utf-8")
+    section = page[page.index('<section id="traffic"'):]
+    section = section[:section.index("</section>")]
+    marks = re.findall(r"<circle[^>]*><title>([^<]*)</title>", section)
+    names = resolve_pipeline("O2")
+    assert len(marks) == 4 * (1 + len(names))       # four figures, the input and every pass
+    assert any(t.startswith("after pass 21 (fuse_attention): bytes moved") for t in marks)
+    fused = text_of(section[section.index('class="fused"'):])
+    attention = re.search(r"graphlab.Attention 2 ([\d.]+ \w+) ([\d.]+ \w+) (\d+)%", fused)
+    assert attention and int(attention.group(3)) > 50
+    assert "Symbolic dims priced at batch=1,seq=128" in text_of(page)

@@ -23,16 +23,17 @@ MANIFEST_PATH = SAMPLES_DIR / "manifest.json"
 
 EXPECTED = [
     "cnn_bn", "mlp_dropout", "bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny",
-    "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
+    "llama_tiny_torchscript", "llama_tiny_dynamo", "bart_tiny", "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
     "teach_matmul_bias",
 ]
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
 BERTS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo"]
 ENTRY_KEYS = {"name", "file", "description", "exporter", "opset", "tags", "test_data", "notes"}
+OPTIONAL_KEYS = {"sizes"}   # only samples with symbolic dims
 
 # small values for the symbolic dimensions the samples declare
-DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32}
-DIMS_ALT = {"batch": 2, "seq": 5, "height": 45, "width": 29}
+DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32, "target": 4}
+DIMS_ALT = {"batch": 2, "seq": 5, "height": 45, "width": 29, "target": 3}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -168,7 +169,7 @@ def test_manifest_parses_and_lists_every_sample():
     assert names == EXPECTED
     for e in data["samples"]:
         extra = {"test_accuracy"} if e["name"] == "digits_cnn" else set()
-        assert set(e) == ENTRY_KEYS | extra, e["name"]
+        assert ENTRY_KEYS | extra <= set(e) <= ENTRY_KEYS | extra | OPTIONAL_KEYS, e["name"]
         assert e["file"] == f"{e['name']}.onnx"
         assert e["exporter"] in {"torchscript", "dynamo", "onnx.helper"}
         assert isinstance(e["opset"], int) and e["opset"] >= 13
@@ -224,6 +225,19 @@ def test_runs_in_onnxruntime(name):
                 assert e is None or g == e, (name, vi.name, got.shape, expected)
             assert np.isfinite(got).all(), (name, vi.name)
             assert got.std() > 1e-4, f"{name}: output {vi.name} is constant"
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_manifest_sizes_name_every_symbolic_dim_and_run(name):
+    """The sizes the analyses price a sample at are the sample's dims, at sizes it accepts."""
+    m = model(name)
+    symbolic = {d.dim_param for vi in m.graph.input for d in vi.type.tensor_type.shape.dim
+                if d.HasField("dim_param")}
+    sizes = entry(name).get("sizes", {})
+    assert set(sizes) == symbolic
+    if sizes:
+        outs = run(name, make_feeds(name, sizes))
+        assert all(np.isfinite(out).all() for out in outs.values())
 
 
 # ------------------------------------------------------------------------------------------------
@@ -345,6 +359,51 @@ def test_gpt2_has_tanh_gelu_and_is_causal():
                                "attention_mask": np.ones((1, 5), np.int64)})["logits"]
     np.testing.assert_allclose(full[:, :5], prefix, atol=1e-4)  # the future is not seen
     assert np.abs(full[:, 5] - full[:, 4]).max() > 1e-3
+
+
+LLAMAS = ["llama_tiny_torchscript", "llama_tiny_dynamo"]
+
+
+@pytest.mark.parametrize("name", LLAMAS)
+def test_llama_has_grouped_query_attention_rotary_rmsnorm_and_swiglu(name):
+    m = model(name)
+    ops = op_counts(m)
+    assert ops.get("Softmax") == 2  # one attention per layer
+    assert ops.get("Neg") == 4  # rotate_half of Q and K in each layer
+    assert ops.get("Sigmoid") == 2  # SiLU of each SwiGLU MLP
+    squares = [n for n in m.graph.node if n.op_type == "ReduceMean"
+               and producer(m, n.input[0]).op_type == "Pow"]
+    assert len(squares) == 5  # RMSNorm: two per layer and the final one
+    projections = sorted(constant_value(m, n.input[1]).shape[-1] for n in m.graph.node
+                         if n.op_type == "MatMul" and constant_value(m, n.input[1]) is not None)
+    assert projections.count(32) == 4  # K and V project to 2 heads of 16: fewer than Q's 4
+
+
+@pytest.mark.parametrize("name", LLAMAS)
+def test_llama_is_causal_and_reads_the_padding_mask(name):
+    ids = np.random.default_rng(3).integers(0, 256, (1, 8), dtype=np.int64)
+    full = run(name, {"input_ids": ids, "attention_mask": np.ones_like(ids)})["logits"]
+    prefix = run(name, {"input_ids": ids[:, :5],
+                        "attention_mask": np.ones((1, 5), np.int64)})["logits"]
+    np.testing.assert_allclose(full[:, :5], prefix, atol=1e-4)  # the future is not seen
+    padded = np.ones_like(ids)
+    padded[0, :2] = 0
+    masked = run(name, {"input_ids": ids, "attention_mask": padded})["logits"]
+    assert np.abs(masked[0, -1] - full[0, -1]).max() > 1e-4
+
+
+def test_llama_exports_compute_the_same_function():
+    feeds = make_feeds("llama_tiny_dynamo", DIMS_ALT)
+    np.testing.assert_allclose(run("llama_tiny_torchscript", feeds)["logits"],
+                               run("llama_tiny_dynamo", feeds)["logits"], atol=1e-4)
+
+
+def test_bart_decoder_cross_attends_to_the_encoder():
+    feeds = make_feeds("bart_tiny", DIMS_ALT)
+    base = run("bart_tiny", feeds)["logits"]
+    changed = dict(feeds, input_ids=(feeds["input_ids"] + 7) % 256)
+    assert np.abs(run("bart_tiny", changed)["logits"] - base).max() > 1e-4
+    assert op_counts(model("bart_tiny")).get("Softmax") == 6  # 2 encoder, 2x2 decoder
 
 
 def test_mobilenet_has_runtime_padding_and_depthwise_convs():

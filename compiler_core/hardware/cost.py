@@ -16,9 +16,11 @@ each partition also pays for moving its inputs and outputs over the host link.
 
 Each op runs at the target's peak for its dtype; time is the roofline bound
 max(flops / peak, bytes / bandwidth), and a graph's estimate is the sum over its ops (one
-kernel after another, nothing overlapped). Symbolic dims are resolved with ``bindings``; a dim
-nobody bound counts as 1 and the op's ``note`` says so, because a roofline of an unbound
-dynamic model is only an illustration.
+kernel after another, nothing overlapped). Symbolic dims are resolved with ``bindings`` (the
+callers choose representative sizes for dims the user left unbound: `representative_sizes`),
+and the dims shape inference could not name are learnt by specializing a copy of the graph at
+those sizes (`shape_transfer.sized`).  A dim that still has no size counts as 1, and the op
+lists it in ``assumed_dims``, so every view can mark the ops whose figures are too small.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
 from .quantized_io import folded_into_kernel, is_int8_kernel, stored_value
-from .shape_transfer import borrow_shapes, is_static
+from .shape_transfer import sized
 from .roofline import TargetLike, attainable_ops_per_s, classify, estimate_seconds
 from .targets import Target, get_target
 from .tensor_sizes import SizeResolver
@@ -56,13 +58,24 @@ class OpCost:
     dtype: str
     modelled: bool = True   # False: the op's semantics or shapes are unknown (cost 0 assumed)
     note: str = ""
+    assumed_dims: tuple[str, ...] = ()   # dims of its shapes nobody sized, each counted as 1
+    unfused_bytes: int | None = None     # a fused node: what its body would move op by op
+
+    @property
+    def fusion_saving(self) -> float | None:
+        """The share of its body's traffic a fused node keeps on chip (None: not fused)."""
+        if not self.unfused_bytes:
+            return None
+        return 1 - self.bytes / self.unfused_bytes
 
     def to_dict(self) -> dict:
         return {"node": self.node, "op_type": self.op_type, "flops": self.flops,
                 "bytes": self.bytes, "intensity": _finite(self.intensity), "bound": self.bound,
                 "attainable_ops_per_s": self.attainable_ops_per_s,
                 "est_seconds": self.est_seconds, "dtype": self.dtype,
-                "modelled": self.modelled, "note": self.note}
+                "modelled": self.modelled, "note": self.note,
+                "assumed_dims": list(self.assumed_dims), "unfused_bytes": self.unfused_bytes,
+                "fusion_saving": self.fusion_saving}
 
 
 @dataclass
@@ -87,10 +100,15 @@ class GraphCost:
     def unmodelled_ops(self) -> list[str]:
         return sorted({op.op_type for op in self.ops if not op.modelled})
 
+    @property
+    def ops_with_assumed_dims(self) -> int:
+        return sum(1 for op in self.ops if op.assumed_dims)
+
     def totals(self) -> dict:
         return {"total_est_seconds": self.total_est_seconds, "total_flops": self.total_flops,
                 "total_bytes": self.total_bytes, "nodes": len(self.ops),
-                "unmodelled_ops": self.unmodelled_ops}
+                "unmodelled_ops": self.unmodelled_ops,
+                "ops_with_assumed_dims": self.ops_with_assumed_dims}
 
     def to_dict(self) -> dict:
         target = self.target
@@ -175,13 +193,19 @@ def compute_dtype(node: Node) -> str:
     return "float32"
 
 
-def _fusion_note(node: Node, sizes: SizeResolver, moved: int | None) -> str:
-    """How much traffic the fused node keeps on chip: its body's ops moved one by one."""
-    unfused = [node_bytes(inner, sizes) for inner in node.body.nodes]
-    if moved is None or any(b is None for b in unfused):
+def unfused_bytes(node: Node, sizes: SizeResolver) -> int | None:
+    """Bytes a fused node's body would move run op by op (every intermediate written out and
+    read back), None when a size is unknown."""
+    moved = [node_bytes(inner, sizes) for inner in node.body.nodes]
+    return None if any(b is None for b in moved) else sum(moved)
+
+
+def _fusion_note(node: Node, unfused: int | None, moved: int | None) -> str:
+    """How much traffic the fused node keeps on chip."""
+    if moved is None or not unfused:
         return f"fused body of {len(node.body)} ops"
     return (f"fused body of {len(node.body)} ops; run one by one they would move "
-            f"{sum(unfused):,} bytes, fused {moved:,}")
+            f"{unfused:,} bytes, fused {moved:,} ({1 - moved / unfused:.0%} less)")
 
 
 def _link_bytes(node: Node, sizes: SizeResolver) -> int:
@@ -215,13 +239,16 @@ def _node_cost(node: Node, target: Target, sizes: SizeResolver,
     moved = node_bytes(node, sizes)
     dtype = compute_dtype(node)
     notes = []
+    unfused = None
     if node.body is not None:
-        notes.append(_fusion_note(node, sizes, moved))
+        unfused = unfused_bytes(node, sizes)
+        notes.append(_fusion_note(node, unfused, moved))
     modelled = flops is not None and moved is not None
     if not modelled:
         notes.append(f"GraphLab cannot price {node.qualified_op} ({_unpriced_reason(node)})")
         flops, moved = flops or 0, moved or 0
-    if sizes.assumed:
+    assumed = tuple(sorted(sizes.assumed))
+    if assumed:
         notes.append(sizes.assumed_note())
     if flops == 0 and moved == 0:
         intensity, bound, attainable, seconds = 0.0, "none", 0.0, 0.0
@@ -244,19 +271,21 @@ def _node_cost(node: Node, target: Target, sizes: SizeResolver,
             notes.append(f"plus {crossing:,} activation bytes over the host link (weights "
                          f"stay on the chip)")
     return OpCost(node.name, node.qualified_op, int(flops), int(moved), intensity, bound,
-                  attainable, seconds, dtype, modelled, "; ".join(notes))
+                  attainable, seconds, dtype, modelled, "; ".join(notes), assumed, unfused)
 
 
 def graph_cost(graph: Graph, target: TargetLike = None,
                bindings: dict[str, int] | None = None) -> GraphCost:
-    """Cost of every node, in execution order, and the whole-graph roofline estimate."""
+    """Cost of every node, in execution order, and the whole-graph roofline estimate; shapes
+    the graph leaves unknown are learnt at ``bindings`` first (module docstring)."""
     chosen = get_target(target)
+    priced = sized(graph, bindings)
     sizes = SizeResolver(bindings)
     ops = []
     assumed: set[str] = set()
     partitioned = chosen.host is not None and any(
-        n.op_type == PARTITION_OP for n in graph.nodes)
-    for node in graph.nodes:
+        n.op_type == PARTITION_OP for n in priced.nodes)
+    for node in priced.nodes:
         on_host = partitioned and node.op_type != PARTITION_OP
         ops.append(_node_cost(node, chosen, sizes, on_host))
         assumed |= sizes.assumed
@@ -267,18 +296,8 @@ def graph_cost(graph: Graph, target: TargetLike = None,
 def compare_costs(before: Graph, after: Graph, target: TargetLike = None,
                   bindings: dict[str, int] | None = None) -> CostComparison:
     """Both graphs priced on one target with the same bindings (e.g. a pipeline's first and
-    last snapshot): the estimated speed-up is before / after.
-
-    When ``before`` has dims its own shapes leave symbolic and ``after`` knows them (it was
-    specialized), ``before`` is priced with shapes borrowed from ``after`` (`shape_transfer`),
-    so both sides count the same tensor sizes.
-    """
+    last snapshot): the estimated speed-up is before / after.  Each is sized at the bindings
+    (`graph_cost`), so both sides count the same tensor sizes."""
     chosen = get_target(target)
-    priced_before = before
-    if not is_static(before) and is_static(after):
-        priced_before = borrow_shapes(before, after, bindings)
-    before_cost = graph_cost(priced_before, chosen, bindings)
-    if priced_before is not before:
-        before_cost.notes.insert(0, "shapes the first graph leaves symbolic were taken from "
-                                    "the second (specialized) graph")
-    return CostComparison(before_cost, graph_cost(after, chosen, bindings))
+    return CostComparison(graph_cost(before, chosen, bindings),
+                          graph_cost(after, chosen, bindings))

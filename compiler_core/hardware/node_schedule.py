@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import GraphLabError
 from ..ir import Graph
 from .cost import compute_dtype
+from .shape_transfer import sized
 from .gemm_shapes import GemmProblem, gemm_problems, has_gemm
 from .systolic import Schedule, ScheduleError, schedule_conv, schedule_gemm
 from .targets import get_target
@@ -33,6 +34,7 @@ def schedule_node(graph: Graph, name: str, *, bindings: dict[str, int] | None = 
                   timing: str = "overlap", target=None) -> dict:
     """The schedule record of node ``name`` (keys: the simulator's report, plus node,
     op_type and parts); a clear error when the node does not exist or has no GEMM."""
+    graph = sized(graph, bindings)
     node = graph.node_by_name(name)
     candidates = [n.name for n in graph.nodes if has_gemm(n)]
     if node is None:

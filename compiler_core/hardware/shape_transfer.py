@@ -1,25 +1,63 @@
-"""Concrete shapes for an unspecialized graph, learnt from a specialized snapshot of it.
+"""Concrete shapes for an unspecialized graph, learnt from a specialized copy of it.
 
 A dynamic export computes its shapes at run time (Shape -> Gather -> Concat -> Reshape), so
 even with `batch` and `seq` bound, shape inference leaves dims like 'unk__7' behind; the cost
-model would count them as 1 and the raw graph would look far cheaper than it is. A pipeline
-that specializes and folds (O1, O2) learns every shape. Comparing the two snapshots fairly needs
-the raw graph priced at the same sizes, so its values borrow the shapes of the same-named
-values of the specialized graph (names survive passes, and a fused node's body keeps the
-values it swallowed), and shape inference carries them to the values no pass kept. A borrowed
-shape must agree with every concrete dim already known.
+model would count them as 1 and the raw graph would look far cheaper than it is.  Specializing
+a copy at the bound sizes (`specialize_dims`) and folding its shape arithmetic learns every
+shape; the graph's values then borrow the shapes of the same-named values of that copy (names
+survive passes, and a fused node's body keeps the values it swallowed), and shape inference
+carries them to the values no pass kept.  A borrowed shape must agree with every concrete dim
+already known.  The graph the user looks at keeps its own (symbolic) shapes: only the analyses
+price the sized copy.
 """
 
 from __future__ import annotations
 
 from ..ir import Graph, Value, infer_shapes
 
+# Shape arithmetic folds into tiny integer vectors; nothing bigger is worth computing here.
+SHAPE_FOLD_LIMIT = 1 << 12
+MAX_FOLD_ROUNDS = 16
 
-def is_static(graph: Graph) -> bool:
-    """True when every node output has a shape made only of ints."""
-    return all(value.static_shape() is not None
+
+def is_sized(graph: Graph, bindings: dict[str, int]) -> bool:
+    """True when every node output's dims are ints or names ``bindings`` gives a size."""
+    return all(value.shape is not None and all(
+                   isinstance(d, int) or isinstance(d, str) and d in bindings
+                   for d in value.shape)
                for node in graph.nodes for value in node.outputs
                if value is not None and value.is_tensor)
+
+
+def sized(graph: Graph, bindings: dict[str, int] | None = None) -> Graph:
+    """``graph`` itself when the bindings size every dim; otherwise a copy whose shapes were
+    learnt by specializing the inputs at ``bindings`` (module docstring)."""
+    bindings = bindings or {}
+    if is_sized(graph, bindings):
+        return graph
+    return borrow_shapes(graph, specialized(graph, bindings), bindings)
+
+
+def specialized(graph: Graph, bindings: dict[str, int]) -> Graph:
+    """A copy with its inputs bound and its shape queries folded until shapes stop changing.
+
+    Best effort: a graph the passes cannot specialize is returned as copied, and the
+    analyses mark every op whose size they still had to assume.
+    """
+    # The passes import the hardware models (partitioning prices ops), so import them here.
+    from ..passes.base import PassContext
+    from ..passes.cleanup.specialize import SpecializeDims
+    from ..passes.folding.constants import FoldConstants
+    copy = graph.copy()
+    ctx = PassContext(bindings=dict(bindings), explain=False, fold_size_limit=SHAPE_FOLD_LIMIT)
+    try:
+        SpecializeDims().run(copy, ctx)
+        for _ in range(MAX_FOLD_ROUNDS):
+            if not FoldConstants().run(copy, ctx).rewrites:
+                break
+    except Exception:  # noqa: BLE001 - sizes are best effort; unknown dims get marked instead
+        return graph.copy()
+    return copy
 
 
 def borrow_shapes(graph: Graph, reference: Graph,

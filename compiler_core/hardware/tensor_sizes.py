@@ -3,7 +3,7 @@
 An exported model usually has symbolic dims ('batch', 'seq', or 'unk__3' where shape inference
 gave up). The cost model, the memory planner and the GEMM mapper all need numbers, so they
 resolve dims through one `SizeResolver`: a bound dim takes its binding, an unbound one counts
-as 1 and is remembered, so every report can say which sizes were assumed.
+as 1 and is remembered, so every report can say which sizes were assumed (and which ops).
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ class SizeResolver:
         """'unbound dims counted as 1: batch, seq' or '' when nothing was assumed.
 
         Dims shape inference could not name ('unk__7', '?') are counted, not listed: no
-        binding reaches them, but binding the inputs' dims and specializing (the O1
-        pipeline) makes them concrete.
+        binding reaches them.  The analyses price a copy specialized at the bindings
+        (`shape_transfer.sized`), so the ones left are those no size could be learnt for
+        (a TopK whose k is an input, NonZero).
         """
         if not self.assumed:
             return ""
@@ -57,8 +58,8 @@ class SizeResolver:
         anonymous = len(self.assumed) - len(named)
         parts = [", ".join(named)] if named else []
         if anonymous:
-            parts.append(f"{anonymous} dim(s) shape inference could not name (bind the "
-                         f"inputs' dims and run the O1 pipeline to resolve them)")
+            parts.append(f"{anonymous} dim(s) shape inference could not name, even with "
+                         f"the inputs' dims bound (the ops they size are marked)")
         return "unbound dims counted as 1: " + "; ".join(parts)
 
 

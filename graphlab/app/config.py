@@ -19,3 +19,4 @@ class AppConfig:
     upload_limit: int = DEFAULT_UPLOAD_LIMIT
     upload_ttl_seconds: int = 24 * 3600
     group_budget: int = 250   # drawn items per pane before scope groups start collapsed
+    allow_code: bool = False  # `serve --allow-code`: a browser may name Python modules to load

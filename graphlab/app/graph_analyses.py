@@ -1,42 +1,66 @@
 """The hardware analyses of a workspace's graphs (per-op cost, memory plan), each computed once
-per graph and kept in the workspace's cache, so the roofline, the intensity overlay and the
-memory panel all read the same record and stepping back and forth recomputes nothing.
+per graph and kept in the workspace's cache, so the roofline, the intensity overlay, the
+inspector and the memory panel all read the same record and stepping back and forth
+recomputes nothing.
 
-Graphs are keyed by identity: a workspace holds its snapshots' graphs for its whole life.
-``sizes`` are the view's bindings, already read (`ViewState.bound`).
+Graphs are keyed by identity: a workspace holds its snapshots' graphs for its whole life.  The
+sizes are the workspace's (`Workspace.sizes`: the user's bindings and representative sizes for
+the rest), and a graph whose shapes those sizes do not fix is priced through its sized copy
+(`shape_transfer.sized`), made once.
 """
 
 from __future__ import annotations
 
-from compiler_core.hardware.cost import GraphCost, graph_cost
+from compiler_core.hardware.cost import GraphCost, OpCost, graph_cost
 from compiler_core.hardware.memory import MemoryPlan, plan_memory
+from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
+from compiler_core.hardware.shape_transfer import sized
 from compiler_core.ir import Graph
 
 from .intensity_bands import node_bands
 from .workbench import Workspace
 
 
-def cost_of(ws: Workspace, graph: Graph, target: str, sizes: dict[str, int]) -> GraphCost:
-    key = ("cost", id(graph), target, sizes_key(sizes))
+def sized_of(ws: Workspace, graph: Graph) -> Graph:
+    """``graph`` with every shape the workspace's sizes can fix made concrete (same node ids)."""
+    key = ("sized", id(graph))
     if key not in ws.derived:
-        ws.derived[key] = graph_cost(graph, target, sizes)
+        ws.derived[key] = sized(graph, ws.sizes.bindings)
     return ws.derived[key]
 
 
-def memory_plan_of(ws: Workspace, graph: Graph, sizes: dict[str, int]) -> MemoryPlan:
-    key = ("memory", id(graph), sizes_key(sizes))
+def cost_of(ws: Workspace, graph: Graph, target: str) -> GraphCost:
+    key = ("cost", id(graph), target)
     if key not in ws.derived:
-        ws.derived[key] = plan_memory(graph, sizes)
+        ws.derived[key] = graph_cost(sized_of(ws, graph), target, ws.sizes.bindings)
     return ws.derived[key]
 
 
-def band_classes(ws: Workspace, graph: Graph, target: str, sizes: dict[str, int]
-                 ) -> dict[int, str]:
+def op_cost_of(ws: Workspace, graph: Graph, node_id: int, target: str) -> OpCost | None:
+    """The cost record of one node of ``graph`` (None: not one of its nodes)."""
+    key = ("op costs", id(graph), target)
+    if key not in ws.derived:
+        ws.derived[key] = {node.id: op for node, op in
+                           zip(graph.nodes, cost_of(ws, graph, target).ops)}
+    return ws.derived[key].get(node_id)
+
+
+def memory_plan_of(ws: Workspace, graph: Graph) -> MemoryPlan:
+    key = ("memory", id(graph))
+    if key not in ws.derived:
+        ws.derived[key] = plan_memory(sized_of(ws, graph), ws.sizes.bindings)
+    return ws.derived[key]
+
+
+def band_classes(ws: Workspace, graph: Graph, target: str) -> dict[int, str]:
     """Node id -> intensity band class, for the panes' overlay."""
-    cost = cost_of(ws, graph, target, sizes)
+    cost = cost_of(ws, graph, target)
     return node_bands(graph, cost, cost.target)
 
 
-def sizes_key(sizes: dict[str, int]) -> tuple:
-    """Bindings as part of a cache key: the same sizes however they were typed."""
-    return tuple(sorted(sizes.items()))
+def traffic_of(ws: Workspace, target: str) -> PipelineTraffic:
+    """FLOPs, bytes, time and arena peak after every pass of the workspace's pipeline."""
+    key = ("traffic", target)
+    if key not in ws.derived:
+        ws.derived[key] = pipeline_traffic(ws.result, target, ws.sizes.bindings)
+    return ws.derived[key]

@@ -7,15 +7,16 @@ it and what replaced it.
 
 from __future__ import annotations
 
+from compiler_core.hardware.cost import OpCost, node_cost
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.printer import format_attr
 
+from .graph_analyses import op_cost_of, sized_of
 from .node_metrics import node_metrics
 from .workbench import Workspace
 
 
-def describe_node(ws: Workspace, step: int, node_id: int, target: str,
-                  sizes: dict[str, int] | None = None) -> dict | None:
+def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict | None:
     step = ws.clamp_step(step)
     before, after = ws.graphs_of_step(step)
     snapshot = ws.result.snapshots[step]
@@ -23,7 +24,7 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
     node = graph.node_by_id(node_id) or _body_member(node_id, before, after)
     if node is None:
         return None
-    metrics, metrics_note = node_metrics(node, target, sizes or {})
+    metrics, metrics_note = node_metrics(_cost(ws, graph, node, target))
     return {
         "title": node.qualified_op,
         "name": node.name,
@@ -40,6 +41,18 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str,
         if node.body else [],
         "fused": node.body is not None,
     }
+
+
+def _cost(ws: Workspace, graph: Graph, node: Node, target: str) -> OpCost | None:
+    """The node's record in its graph's cost; a node inside a fused body, priced alone."""
+    cost = op_cost_of(ws, graph, node.id, target)
+    if cost is not None:
+        return cost
+    member = _body_member(node.id, sized_of(ws, graph)) or node
+    try:
+        return node_cost(member, target, ws.sizes.bindings)
+    except Exception:  # noqa: BLE001 - a figure we cannot compute is not an app error
+        return None
 
 
 def _body_member(node_id: int, *graphs: Graph) -> Node | None:

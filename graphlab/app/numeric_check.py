@@ -2,9 +2,10 @@
 
 The CLI checks every pass with `compile --verify`; in the app a check runs when asked, since
 loading a big model into onnxruntime takes seconds.  The input model's outputs are computed
-once per workspace and bound sizes, and every answer is kept with the workspace.  The check also
-loads and runs the pass's model at onnxruntime's default level (what a user's session does) in
-a child process, so a model that crashes onnxruntime is an answer on the page.
+once per workspace (at its sizes, `Workspace.sizes`, which respect the sizes a model fixes
+inside), and every answer is kept with the workspace.  The check also loads and runs the
+pass's model at onnxruntime's default level (what a user's session does) in a child process,
+so a model that crashes onnxruntime is an answer on the page.
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
 
-from .graph_analyses import sizes_key
 from .workbench import Workspace
 
 
 @dataclass
 class StepCheck:
-    """One pass's check: the report, its tolerance note, the inputs it ran on, and the same
-    model at onnxruntime's default level."""
+    """One pass's check: the report, its tolerance note, the inputs it ran on (with the sizes
+    they were made at and why), and the same model at onnxruntime's default level."""
 
     step: int
     pass_name: str
@@ -44,39 +44,48 @@ class StepCheck:
     def detail(self) -> str:
         tolerance = self.tolerance_note or (f"tolerance {self.report.rtol:g} of each output's "
                                             f"scale")
-        return f"onnxruntime on generated inputs {self.inputs}; {tolerance}"
+        return f"onnxruntime on {self.inputs}; {tolerance}"
 
     def runtime_line(self) -> str:
         mark = "✓" if self.runtime.ok else "✗"
         return f"{mark} as users load it: the model {self.runtime.describe()}"
 
 
-def cached_check(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck | None:
+def cached_check(workspace: Workspace, step: int) -> StepCheck | None:
     """The check of pass ``step`` if somebody already asked for it."""
-    return workspace.derived.get(_check_key(step, sizes))
+    return workspace.derived.get(_check_key(step))
 
 
-def check_step(workspace: Workspace, step: int, sizes: dict[str, int]) -> StepCheck:
+def check_step(workspace: Workspace, step: int) -> StepCheck:
     """Compare the graph after pass ``step`` with the input model (cached per workspace)."""
-    key = _check_key(step, sizes)
+    key = _check_key(step)
     if key not in workspace.derived:
-        verifier = _verifier(workspace, sizes)
+        verifier = _verifier(workspace)
         result = workspace.result
         rtol, note = result.tolerance_after(step)
         graph = result.snapshots[step].graph
         report = verifier.check(graph, rtol)
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,
-                                           note, describe_inputs(verifier.inputs),
+                                           note, _inputs_text(verifier, workspace),
                                            check_at_level(verifier, graph, rtol, DEFAULT_LEVEL))
     return workspace.derived[key]
 
 
-def _check_key(step: int, sizes: dict[str, int]) -> tuple:
-    return ("numeric-check", step, sizes_key(sizes))
+def _inputs_text(verifier: Verifier, workspace: Workspace) -> str:
+    """The inputs the check ran on, at the view's sizes — with why each size was chosen (a
+    size the model fixes inside says so)."""
+    if verifier.generated is None or not workspace.sizes.chosen:
+        return verifier.describe_inputs()
+    return f"generated inputs {describe_inputs(verifier.inputs)} at {workspace.sizes.describe()}"
 
 
-def _verifier(workspace: Workspace, sizes: dict[str, int]) -> Verifier:
-    key = ("numeric-reference", sizes_key(sizes))
+def _check_key(step: int) -> tuple:
+    return ("numeric-check", step)
+
+
+def _verifier(workspace: Workspace) -> Verifier:
+    key = ("numeric-reference",)
     if key not in workspace.derived:
-        workspace.derived[key] = Verifier(workspace.result.initial, bindings=sizes)
+        workspace.derived[key] = Verifier(workspace.result.initial,
+                                          bindings=workspace.sizes.bindings)
     return workspace.derived[key]

@@ -18,6 +18,7 @@ from compiler_core.ir import Graph
 from .elements import element_id, pane_elements
 from .graph_analyses import band_classes
 from .intensity_bands import paint
+from .onnxscript_view import rule_focus
 from .pattern_view import PatternFocus, resolve_focus
 from .styles import Highlights, stylesheet
 from .view_state import ViewState
@@ -65,7 +66,7 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     step = ws.clamp_step(state.step)
     before, after = ws.graphs_of_step(step)
     snapshot = ws.result.snapshots[step]
-    focus = resolve_focus(ws, step, state.highlight)
+    focus = resolve_focus(ws, step, state.highlight) or rule_focus(state.highlight)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
@@ -78,8 +79,8 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
                           {**{i: "modified" for i in diff.modified},
                            **{i: "added" for i in diff.added}}, set(ui.opened))
     if state.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
-        paint(left, band_classes(ws, before, state.target, state.bound.checked()))
-        paint(right, band_classes(ws, after, state.target, state.bound.checked()))
+        paint(left, band_classes(ws, before, state.target))
+        paint(right, band_classes(ws, after, state.target))
     key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened),
                              state.overlay and state.target)).encode()
                        ).hexdigest()[:16]
@@ -107,7 +108,8 @@ def focus_groups(ws: Workspace, state: ViewState) -> frozenset[str]:
     before, after = ws.graphs_of_step(step)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
-    return _focus_groups(ws, step, selected, resolve_focus(ws, step, state.highlight), hits)
+    focus = resolve_focus(ws, step, state.highlight) or rule_focus(state.highlight)
+    return _focus_groups(ws, step, selected, focus, hits)
 
 
 def _focus_groups(ws: Workspace, step: int, selected: list[int], focus: PatternFocus | None,

@@ -30,6 +30,7 @@ ROOF = "#323f4b"
 SELECTED = "#1c7ed6"        # the panes' selection colour (styles.COLORS)
 MAX_ARROWS = 200
 FONT = {"size": 15}
+ASSUMED_LABEL = "size unknown: a dim counted as 1"
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,7 @@ class OpPoint:
     seconds: float
     bound: str
     dtype: str
+    assumed: bool = False   # priced with a dim nobody could size (counted as 1): too small
 
 
 @dataclass
@@ -74,7 +76,8 @@ def op_points(graph: Graph, cost: GraphCost) -> RooflinePoints:
             found.left_out.setdefault(reason, Counter())[op.op_type] += 1
             continue
         found.points.append(OpPoint(node.id, op.node, op.op_type, op.intensity,
-                                    op.attainable_ops_per_s, op.est_seconds, op.bound, op.dtype))
+                                    op.attainable_ops_per_s, op.est_seconds, op.bound, op.dtype,
+                                    bool(op.assumed_dims)))
     return found
 
 
@@ -98,6 +101,15 @@ def left_out_caption(found: RooflinePoints) -> str:
         parts.append(f"{count} op{'s' if count != 1 else ''} {reason} ({listed}{more})")
     return ("Not on the chart (no place on a log axis): " + "; ".join(parts) + ".") if parts \
         else ""
+
+
+def assumed_caption(found: RooflinePoints) -> str:
+    """What the crossed points mean ('' when every op is sized)."""
+    marked = sum(1 for p in found.points if p.assumed)
+    if not marked:
+        return ""
+    return (f"{marked} op{'s' if marked != 1 else ''} (crossed) {'are' if marked != 1 else 'is'} "
+            f"priced with a dim nobody could size, counted as 1: their figures are too small.")
 
 
 def pass_change(before: Graph, before_points: RooflinePoints, after: Graph,
@@ -159,6 +171,13 @@ def roofline_figure(target: Target, found: RooflinePoints, title: str,
                                   xref="x", yref="y", axref="x", ayref="y", showarrow=True,
                                   arrowhead=3, arrowsize=1.4, arrowwidth=1.6, arrowcolor=ROOF,
                                   opacity=0.8, text="")
+    assumed = [p for p in points if p.assumed]
+    if assumed:
+        figure.add_trace(go.Scatter(
+            x=[p.intensity for p in assumed], y=[p.flops_per_s for p in assumed],
+            mode="markers", name=ASSUMED_LABEL, hoverinfo="skip",
+            marker={"symbol": "x-thin-open", "size": 14, "color": ROOF,
+                    "line": {"width": 2, "color": ROOF}}))
     chosen = [p for p in everything if p.node_id == selected]
     if chosen:
         figure.add_trace(go.Scatter(

@@ -20,6 +20,7 @@ from ..user_input import parse_bindings
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,9 @@ class ViewState:
     pipeline: str = "O2"
     target: str = DEFAULT_TARGET
     bindings: str = ""
-    step: int = 0                 # index of the selected pass (the URL shows it 1-based)
+    # index of the selected pass (the URL shows it 1-based); None until the view is checked:
+    # the first pass that changed the graph, so a new view never opens on an unchanged pass
+    step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
     highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
@@ -60,6 +63,7 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
 
     @cached_property
     def bound(self) -> Bindings:
@@ -80,11 +84,13 @@ class ViewState:
 _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bindings": "bind",
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
-             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm"}
+             "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "rules": "rules"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
 _CHECKS = {
+    "step": lambda text, fallback: _int(text, fallback, minimum=0),   # clamped when checked
     "node": lambda text, fallback: _int(text, None, minimum=0),
     "panel": lambda text, fallback: text if text in _tab_names() else fallback,
     "overlay": lambda text, fallback: text if text in OVERLAYS else fallback,
@@ -93,8 +99,9 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
 }
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm")
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "rules")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
@@ -116,7 +123,7 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
                                     if k in ("model", "pipeline", "target", "bindings",
                                              "highlight", "search")})
     return state.with_changes(
-        step=_int(values.get("step"), default.step + 1, minimum=1) - 1,
+        step=_step(values.get("step"), default.step),
         node=_int(values.get("node"), None, minimum=0),
         panel=_CHECKS["panel"](values.get("panel"), default.panel),
         hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"),
@@ -145,6 +152,12 @@ def _format(value) -> str:
     if isinstance(value, bool):
         return "1" if value else ""
     return str(value)
+
+
+def _step(text: str | None, fallback: int | None) -> int | None:
+    """The URL's 1-based pass number as an index."""
+    number = _int(text, None, minimum=1)
+    return fallback if number is None else number - 1
 
 
 def _int(text: str | None, fallback: int | None, minimum: int) -> int | None:

@@ -1,5 +1,7 @@
 """Turns "model + pipeline + bindings" into a Workspace: the pipeline's snapshots plus what the
-views need (the nested layout, scope groups, each node's history).
+views need (the nested layout, scope groups, each node's history).  Dims the user did not bind
+take representative sizes (`representative_sizes`; a sample's own from its manifest), chosen
+once the model is loaded; the pipeline runs with them and every panel prices at them.
 
 Workspaces are keyed by content (a file's identity or an upload's sha256, the pass list, the
 bindings): they are caches, not state.  Building one is the heavy step (import + pipeline +
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from compiler_core.errors import GraphLabError
+from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
 from compiler_core.ir import Graph, load_model
 from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 
@@ -40,6 +43,7 @@ class ModelSource:
     digest: str
     path: str | None = None
     data: bytes | None = field(default=None, compare=False, repr=False)
+    size_hints: tuple[tuple[str, int], ...] = ()   # a sample's usual sizes (its manifest)
 
     def load(self) -> Graph:
         return load_model(self.path if self.path is not None else self.data)
@@ -80,13 +84,18 @@ class Workspace:
     scopes: ScopeTree
     default_expanded: frozenset[str]
     history: NodeHistory
+    sizes: ChosenSizes = ChosenSizes()   # what the pipeline and the analyses bound dims to
     derived: dict = field(default_factory=dict)   # lazily computed views (a cache)
 
     def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
         """(graph before pass ``step``, graph after it)."""
         return self.result.graph_before(step), self.result.snapshots[step].graph
 
-    def clamp_step(self, step: int) -> int:
+    def clamp_step(self, step: int | None) -> int:
+        """A pass that exists; no pass named (None): the first that changed the graph, so a
+        new view never opens on two identical graphs (the first pass when none changed)."""
+        if step is None:
+            return next((s.index for s in self.result.snapshots if s.changed), 0)
         return max(0, min(step, len(self.result.snapshots) - 1))
 
 
@@ -117,7 +126,7 @@ class Workbench:
         if sample is None:
             raise GraphLabError(f"there is no model named {model!r} here",
                                 hint="pick a sample from the list or upload an .onnx file")
-        return _file_source(sample.name, sample.path)
+        return _file_source(sample.name, sample.path, sample.sizes)
 
     def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
                   on_progress: Progress | None = None) -> Workspace:
@@ -139,21 +148,24 @@ class Workbench:
                         functools.partial(_build_workspace, source, passes, bound, budget))
 
 
-def _file_source(label: str, path: str) -> ModelSource:
+def _file_source(label: str, path: str, size_hints: tuple = ()) -> ModelSource:
     try:
         stat = os.stat(path)
     except OSError as err:
         raise GraphLabError(f"cannot read {label}: {err.strerror}") from err
     return ModelSource(label, f"file:{os.path.abspath(path)}:{stat.st_size}:{stat.st_mtime_ns}",
-                       path=path)
+                       path=path, size_hints=size_hints)
 
 
 def _build_workspace(source: ModelSource, passes: tuple[str, ...],
                      bindings: tuple[tuple[str, int], ...], group_budget: int,
                      on_progress: Progress | None) -> Workspace:
     graph = source.load()
-    result = PassManager(list(passes), bindings=dict(bindings)).run(graph, on_progress=on_progress)
+    sizes = choose_sizes(graph, dict(bindings), dict(source.size_hints))
+    result = PassManager(list(passes), bindings=sizes.bindings).run(graph,
+                                                                    on_progress=on_progress)
     layout = pipeline_layout(result)
     key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
     return Workspace(key, source.label, result, layout, layout.scopes,
-                     frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result))
+                     frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result),
+                     sizes)

@@ -119,7 +119,8 @@ def compile_report(result: PipelineResult, saved: SavedModel | None,
         "op_histogram_after": op_histogram(result.final),
         "passes": passes,
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
-                   "ok": all(r.ok for r in checked)} if checked else None,
+                   "ok": all(r.ok for r in checked),
+                   "inputs": result.verifier.inputs_record()} if checked else None,
         "runtime_check": runtime.to_dict() if runtime else None,
         "output": saved.path if saved else None,
         "output_files": saved.to_dict() if saved else None,
@@ -148,6 +149,8 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
                   f"{len(snapshot.declined) - MAX_DECLINES_SHOWN} more (see --json or the app)")
         for note in snapshot.notes:
             print(f"note      {snapshot.pass_name}: {note}")
+    if result.verifier is not None:
+        print(f"inputs    {result.verifier.describe_inputs()}")
     if runtime is not None:
         print(f"runtime   {runtime['level']}: {'ok' if runtime['ok'] else 'FAILED'}: "
               f"{runtime['summary']}")

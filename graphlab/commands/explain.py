@@ -10,6 +10,7 @@ from __future__ import annotations
 from compiler_core.errors import GraphLabError
 from compiler_core.patterns import PatternReport, explain, list_patterns
 
+from . import onnxscript_rules
 from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
                      print_json)
 
@@ -28,6 +29,7 @@ def add_parser(subparsers) -> None:
                         help="explain only what concerns this node (by name)")
     parser.add_argument("--all-sites", action="store_true",
                         help="also list sites where nothing but the root op matched")
+    onnxscript_rules.add_option(parser)
     add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
@@ -35,6 +37,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     graph = load_graph(args.model)
+    if args.onnxscript_rules:
+        return onnxscript_rules.run(args, graph)
     unknown = sorted(set(args.pattern or ()) - set(list_patterns()))
     if unknown:
         raise GraphLabError(f"unknown pattern {', '.join(map(repr, unknown))}",

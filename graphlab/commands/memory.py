@@ -6,7 +6,7 @@ from __future__ import annotations
 from compiler_core.hardware.memory import DEFAULT_ALIGNMENT, plan_memory
 
 from .common import add_json_flag, add_model_argument, print_json
-from .model_options import add_pipeline_options, analysed_graphs
+from .model_options import add_pipeline_options, analysed_graphs, sizes_line
 from ..units import format_bytes
 
 LARGEST_SHOWN = 10
@@ -27,8 +27,9 @@ def run(args) -> int:
     analysed = analysed_graphs(args)
     plan = plan_memory(analysed.final, analysed.bindings, alignment=args.align).to_dict()
     if args.json:
-        print_json(plan)
+        print_json({"sizes": analysed.sizes.to_dict(), **plan})
         return 0
+    print(sizes_line(analysed.sizes))
     print_text(plan)
     return 0
 

@@ -10,9 +10,8 @@ from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import get_target
 
 from ..report import render, run_verified, tell
-from ..user_input import parse_bindings
 from .common import add_model_argument, load_graph
-from .model_options import add_target_option
+from .model_options import add_bind_option, add_target_option, model_sizes, sizes_line
 from ..units import format_bytes
 
 
@@ -23,8 +22,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("-p", "--pipeline", default="default", metavar="NAME|p1,p2,...",
                         help="a preset (clean, O1, O2; default O2) or comma-separated pass names")
     add_target_option(parser)
-    parser.add_argument("--bind", metavar="k=v,...",
-                        help="sizes for symbolic input dims, e.g. batch=1,seq=128")
+    add_bind_option(parser)
     parser.add_argument("-o", "--output", metavar="REPORT.html", default=None,
                         help="where to write the page (default: MODEL_report.html here)")
     parser.set_defaults(run=run)
@@ -32,12 +30,13 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     target = get_target(args.target)
-    bindings = parse_bindings(args.bind)
     graph = load_graph(args.model)
+    sizes = model_sizes(args.model, graph, args.bind)
+    print(sizes_line(sizes))
     output = args.output or f"{_stem(args.model)}_report.html"
-    result, verify_note = run_verified(graph, args.pipeline, bindings)
+    result, verify_note = run_verified(graph, args.pipeline, sizes.bindings)
     document = render(tell(result, os.path.basename(args.model), args.pipeline, target,
-                           bindings, verify_note))
+                           sizes, verify_note))
     try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(document)

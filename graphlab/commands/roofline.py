@@ -1,19 +1,26 @@
 """`graphlab roofline MODEL`: every op's FLOPs, bytes, intensity and bound on a target.
 
 With `--pipeline`, the ops are those of the pipeline's last snapshot, and the report adds the
-loaded model's total and the estimated speed-up the pipeline buys on the target.
+loaded model's total and the estimated speed-up the pipeline buys on the target.  With
+`--per-pass`, the traffic story instead: FLOPs, bytes moved, estimated time and arena peak
+after every pass of the pipeline (O2 unless `--pipeline` names one), and what each kind of
+fused node keeps on chip.
 """
 
 from __future__ import annotations
 
 from compiler_core.hardware.cost import compare_costs, graph_cost
+from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.targets import get_target
 
 from .common import add_json_flag, add_model_argument, print_json
-from .model_options import add_pipeline_options, add_target_option, analysed_graphs
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
+    sizes_line
 from ..units import format_bytes, format_seconds, format_si
 
 DEFAULT_TOP = 15
+DEFAULT_PIPELINE = "O2"   # --per-pass without --pipeline
+ASSUMED_MARK = "*"   # beside an op priced with a dim counted as 1
 
 
 def add_parser(subparsers) -> None:
@@ -22,6 +29,10 @@ def add_parser(subparsers) -> None:
     add_model_argument(parser)
     add_target_option(parser)
     add_pipeline_options(parser)
+    parser.add_argument("--per-pass", action="store_true",
+                        help="FLOPs, bytes moved, estimated time and arena peak after every "
+                             "pass of the pipeline (default O2), and the traffic fused nodes "
+                             "keep on chip")
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"text output: show the N slowest ops (0: all; default "
                              f"{DEFAULT_TOP})")
@@ -30,11 +41,13 @@ def add_parser(subparsers) -> None:
 
 
 def roofline_record(analysed, target) -> dict:
-    """graph_cost's record of the analysed graph; with a pipeline, the comparison too."""
+    """graph_cost's record of the analysed graph and the sizes it was priced at; with a
+    pipeline, the comparison too."""
+    sizes = {"sizes": analysed.sizes.to_dict()}
     if analysed.pipeline is None:
-        return graph_cost(analysed.final, target, analysed.bindings).to_dict()
+        return {**sizes, **graph_cost(analysed.final, target, analysed.bindings).to_dict()}
     comparison = compare_costs(analysed.initial, analysed.final, target, analysed.bindings)
-    return {**comparison.after.to_dict(), "pipeline": analysed.pipeline,
+    return {**sizes, **comparison.after.to_dict(), "pipeline": analysed.pipeline,
             "initial": comparison.before.totals(),
             "initial_total_est_seconds": comparison.before.total_est_seconds,
             "initial_notes": comparison.before.notes,
@@ -43,12 +56,65 @@ def roofline_record(analysed, target) -> dict:
 
 def run(args) -> int:
     target = get_target(args.target)
-    record = roofline_record(analysed_graphs(args), target)
+    if args.per_pass:
+        return run_per_pass(args, target)
+    analysed = analysed_graphs(args)
+    record = roofline_record(analysed, target)
     if args.json:
         print_json(record)
         return 0
+    print(sizes_line(analysed.sizes))
     print_text(record, args.top)
     return 0
+
+
+def run_per_pass(args, target) -> int:
+    analysed = analysed_graphs(args, pipeline=DEFAULT_PIPELINE)
+    traffic = pipeline_traffic(analysed.result, target, analysed.bindings)
+    if args.json:
+        print_json({"sizes": analysed.sizes.to_dict(), "pipeline": analysed.pipeline,
+                    **traffic.to_dict()})
+        return 0
+    print(sizes_line(analysed.sizes))
+    print_per_pass(traffic, analysed.pipeline)
+    return 0
+
+
+def print_per_pass(traffic: PipelineTraffic, pipeline: str) -> None:
+    print(f"pipeline {pipeline} on {traffic.target.name}: the graph after each pass that "
+          f"changed it")
+    width = max(len(s.pass_name) for s in traffic.steps)
+    print(f"{'#':>3}  {'pass':<{width}}  {'nodes':>6} {'FLOPs':>10} {'bytes':>10} "
+          f"{'time':>9} {'arena peak':>10}")
+    for step in traffic.steps:
+        if step.changed:
+            number = "" if step.index < 0 else step.index + 1
+            print(f"{number:>3}  {step.pass_name:<{width}}  {step.nodes:>6} "
+                  f"{format_si(step.flops, ''):>10} {format_bytes(step.bytes):>10} "
+                  f"{format_seconds(step.est_seconds):>9} "
+                  f"{format_bytes(step.arena_peak_bytes):>10}"
+                  + (f"  {ASSUMED_MARK}{step.ops_with_assumed_dims} ops unsized"
+                     if step.ops_with_assumed_dims else ""))
+    unchanged = sum(1 for s in traffic.steps if not s.changed)
+    if unchanged:
+        print(f"     ({unchanged} passes changed nothing: not shown, their figures are their "
+              f"predecessor's)")
+    first, last = traffic.steps[0], traffic.steps[-1]
+    print(f"bytes moved {format_bytes(first.bytes)} -> {format_bytes(last.bytes)} "
+          f"({_less(first.bytes, last.bytes)}), FLOPs {format_si(first.flops, '')} -> "
+          f"{format_si(last.flops, '')}, estimated time {format_seconds(first.est_seconds)} -> "
+          f"{format_seconds(last.est_seconds)}")
+    fused = traffic.fused_by_op()
+    if fused:
+        print("fused nodes keep their intermediates on chip (bytes moved fused vs their body "
+              "run op by op):")
+        for op_type, (count, moved, unfused) in fused.items():
+            print(f"  {op_type} x{count}: {format_bytes(moved)} vs {format_bytes(unfused)} "
+                  f"({_less(unfused, moved)})")
+
+
+def _less(before: int, after: int) -> str:
+    return f"{1 - after / before:.0%} less" if before else "n/a"
 
 
 def print_text(record: dict, top: int) -> None:
@@ -63,7 +129,8 @@ def print_text(record: dict, top: int) -> None:
           f"{'bound':<7} {'time':>9}")
     for op in shown:
         intensity = "inf" if op["intensity"] is None else f"{op['intensity']:.2f}"
-        print(f"{op['node'][-width:]:<{width}}  {op['op_type'][:18]:<18} "
+        op_type = op["op_type"][:17] + ASSUMED_MARK if op["assumed_dims"] else op["op_type"][:18]
+        print(f"{op['node'][-width:]:<{width}}  {op_type:<18} "
               f"{format_si(op['flops'], ''):>10} {format_bytes(op['bytes']):>10} "
               f"{intensity:>7} {op['bound']:<7} {format_seconds(op['est_seconds']):>9}")
     if len(shown) < len(ops):
@@ -75,7 +142,20 @@ def print_text(record: dict, top: int) -> None:
         speedup = record["speedup"]
         print(f"before {record['pipeline']}: {format_seconds(record['initial_total_est_seconds'])}"
               f" estimated; speed-up " + ("n/a" if speedup is None else f"{speedup:.2f}x"))
+    print(ridge_sides(ops, t["ridge_point"]))
+    marked = [op for op in ops if op["assumed_dims"]]
+    if marked:
+        print(f"{ASSUMED_MARK} {len(marked)} ops are priced with a dim nobody could size "
+              f"counted as 1, so their figures are too small (bind the dims to size them)")
     if record["unmodelled_ops"]:
         print("not priced (counted as 0): " + ", ".join(record["unmodelled_ops"]))
     for note in record["notes"]:
         print(f"note: {note}")
+
+
+def ridge_sides(ops: list[dict], ridge: float) -> str:
+    """How many ops sit on each side of the ridge (ops that do no arithmetic on neither)."""
+    working = [op for op in ops if op["bound"] != "none" and op["flops"] > 0]
+    right = sum(1 for op in working if op["intensity"] is None or op["intensity"] >= ridge)
+    return (f"ridge: {len(working) - right} ops left of it (memory-bound), {right} right of "
+            f"it (compute-bound); {len(ops) - len(working)} ops do no arithmetic")

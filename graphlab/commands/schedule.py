@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.node_schedule import schedule_node
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
 
 from ..user_input import parse_array, parse_integers
 from .common import add_json_flag, print_json
-from .model_options import add_pipeline_options, add_target_option, analysed_graphs
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
+    sizes_line
 from ..units import format_seconds
 
 _DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
@@ -54,7 +56,9 @@ def schedule_record(args) -> dict:
             raise GraphLabError("--node needs a MODEL", hint="graphlab schedule MODEL --node "
                                                              "NAME")
         analysed = analysed_graphs(args)
-        return schedule_node(analysed.final, args.node, bindings=analysed.bindings, **options)
+        return {"sizes": analysed.sizes.to_dict(),
+                **schedule_node(analysed.final, args.node, bindings=analysed.bindings,
+                                **options)}
     if args.model is not None:
         raise GraphLabError("MODEL is only read with --node",
                             hint="drop MODEL, or name a node with --node")
@@ -77,6 +81,8 @@ def _percent(fraction: float) -> str:
 
 
 def print_text(record: dict) -> None:
+    if "sizes" in record:
+        print(sizes_line(ChosenSizes.from_dict(record["sizes"])))
     where = f"node {record['node']} ({record['op_type']}): " if "node" in record else ""
     if "gemm" in record:
         g = record["gemm"]

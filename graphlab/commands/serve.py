@@ -28,6 +28,10 @@ def add_parser(subparsers) -> None:
                         help="where uploads and built models are kept (shared by the workers)")
     parser.add_argument("--max-upload-mb", type=int, default=DEFAULT_UPLOAD_LIMIT >> 20,
                         help="largest model a browser may upload")
+    parser.add_argument("--allow-code", action="store_true",
+                        help="let the browser name Python modules to load (onnxscript rules in "
+                             "the Patterns tab): they run as code on this machine, so only on "
+                             "your own machine, never on a shared server")
     add_plugins_option(parser)   # only files named here (and installed entry points) load
     parser.set_defaults(run=run)
 
@@ -37,7 +41,7 @@ def config_from_args(args) -> AppConfig:
         raise GraphLabError("--workers must be at least 1")
     if args.max_upload_mb < 1:
         raise GraphLabError("--max-upload-mb must be at least 1")
-    extras = {}
+    extras = {"allow_code": args.allow_code}
     if args.cache_dir:
         extras["cache_dir"] = args.cache_dir
     if get_sample(args.model) is not None:

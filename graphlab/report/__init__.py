@@ -4,7 +4,7 @@ roofline before and after, and the memory plan.
 
     from graphlab.report import run_verified, tell, render
     result, note = run_verified(graph, "O2", {})
-    html = render(tell(result, "cnn_bn", "O2", get_target("asic32"), {}, note))
+    html = render(tell(result, "cnn_bn", "O2", get_target("asic32"), ChosenSizes(), note))
 
 ``story`` gathers compiler_core's records (compiler_core itself never renders HTML);
 ``summary``, ``passes``, ``patterns`` and ``hardware`` turn them into sections; ``charts``

@@ -145,5 +145,37 @@ def memory_chart(boxes: list[Box], steps: int, live: list[int], marks: list[tupl
     return _svg(parts, "memory plan")
 
 
+@dataclass(frozen=True)
+class Line:
+    css_class: str
+    label: str
+    values: list[float]     # one per x = 0, 1, 2, ...
+    titles: list[str]       # hover text per value
+
+
+def lines_chart(lines: list[Line], x_label: str, y_label: str, y_text) -> Markup:
+    """Step lines over x = 0..n-1 (a value holds until the next), labelled at their right
+    end; a mark per value with its title."""
+    count = max((len(line.values) for line in lines), default=1)
+    top = max([v for line in lines for v in line.values] + [1e-9])
+    x = _Scale(0, max(count - 1, 1), LEFT, WIDTH - RIGHT - 110, log=False)
+    y = _Scale(0, top * 1.08, HEIGHT - BOTTOM, TOP, log=False)
+    parts = _frame(x, y, x_label, y_label, _step_text, y_text)
+    for line in lines:
+        path = []
+        for i, value in enumerate(line.values):
+            if i:
+                path.append(f"{x(i):.1f},{y(line.values[i - 1]):.1f}")
+            path.append(f"{x(i):.1f},{y(value):.1f}")
+        marks = [tag("circle", tag("title", title), cx=f"{x(i):.1f}", cy=f"{y(v):.1f}", r=3)
+                 for i, (v, title) in enumerate(zip(line.values, line.titles))]
+        last = line.values[-1] if line.values else 0
+        parts.append(tag("g", tag("polyline", points=" ".join(path)), marks,
+                         tag("text", line.label, x=f"{x(count - 1) + 8:.1f}",
+                             y=f"{y(last) + 4:.1f}", class_="annotation"),
+                         class_=f"line {line.css_class}"))
+    return _svg(parts, "figures after each pass")
+
+
 def _step_text(value: float) -> str:
     return f"{value:.0f}"

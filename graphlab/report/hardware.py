@@ -83,7 +83,10 @@ def _slowest_table(cost: GraphCost) -> Markup:
     ops = sorted(cost.ops, key=lambda op: -op.est_seconds)[:SLOWEST_SHOWN]
     head = tag("thead", tag("tr", *(tag("th", h) for h in (
         "node", "op", "FLOPs", "bytes", "ops/byte", "bound", "time"))))
-    rows = [tag("tr", tag("td", op.node), tag("td", op.op_type),
+    rows = [tag("tr", tag("td", op.node),
+                tag("td", op.op_type + (" *" if op.assumed_dims else ""),
+                    title="priced with a dim counted as 1: " + ", ".join(op.assumed_dims)
+                    if op.assumed_dims else None),
                 tag("td", format_si(op.flops, ""), class_="num"),
                 tag("td", format_bytes(op.bytes), class_="num"),
                 tag("td", "∞" if not math.isfinite(op.intensity) else f"{op.intensity:.3g}",

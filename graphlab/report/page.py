@@ -12,6 +12,7 @@ from .passes import pass_sections, pass_table
 from .patterns import pattern_tables
 from .story import Story
 from .summary import model_section, outcome
+from .traffic import traffic_section
 
 READING_GUIDE = (
     "This page follows one model through a pipeline of compiler passes. The table lists every "
@@ -29,6 +30,7 @@ def render(story: Story) -> str:
         ("model", "The model", model_section(story)),
         ("passes", "Passes", [pass_table(story)]),
         ("roofline", "Roofline", roofline_section(story)),
+        ("traffic", "Pass by pass", traffic_section(story)),
         ("memory", "Memory plan", memory_section(story)),
         ("pass-details", "What each pass did", pass_sections(story)
          or [tag("p", "No pass changed anything or saw a pattern.", class_="muted")]),

@@ -7,8 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler_core.errors import VerificationError
+from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
-from compiler_core.hardware.shape_transfer import borrow_shapes, is_static
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.patterns import PatternReport, explain
@@ -28,14 +29,19 @@ class Story:
     label: str                  # the model as the user named it (sample or file name)
     pipeline: str               # the pipeline as asked for ("O2", or a pass list)
     target: Target
-    bindings: dict[str, int]
+    sizes: ChosenSizes          # what the symbolic dims were priced at, and why
     result: PipelineResult
     verify_note: str            # why there is no numerical check ("" when there is one)
     costs: CostComparison
     memory_before: MemoryPlan
     memory_after: MemoryPlan
+    traffic: PipelineTraffic    # FLOPs, bytes, time and arena peak after every pass
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
+
+    @property
+    def bindings(self) -> dict[str, int]:
+        return self.sizes.bindings
 
     def node(self, node_id: int) -> NodeLabel:
         return self.nodes.get(node_id, NodeLabel(f"#{node_id}", "?"))
@@ -53,24 +59,18 @@ def run_verified(graph: Graph, pipeline: str, bindings: dict[str, int]
 
 
 def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
-         bindings: dict[str, int], verify_note: str = "") -> Story:
+         sizes: ChosenSizes, verify_note: str = "") -> Story:
     """The story of one pipeline run (the heavy analyses run here, once)."""
+    bindings = sizes.bindings
     return Story(
-        label=label, pipeline=pipeline, target=target, bindings=dict(bindings),
+        label=label, pipeline=pipeline, target=target, sizes=sizes,
         result=result, verify_note=verify_note,
         costs=compare_costs(result.initial, result.final, target, bindings),
-        memory_before=plan_memory(_sized_like(result.initial, result.final, bindings), bindings),
+        memory_before=plan_memory(result.initial, bindings),
         memory_after=plan_memory(result.final, bindings),
+        traffic=pipeline_traffic(result, target, bindings),
         model_patterns=explain(result.initial),
         nodes=_node_labels(result))
-
-
-def _sized_like(graph: Graph, specialized: Graph, bindings: dict[str, int]) -> Graph:
-    """The loaded graph with the sizes the pipeline learnt, so its memory plan counts the
-    same tensor sizes as the plan after the pipeline (as `compare_costs` does for time)."""
-    if is_static(graph) or not is_static(specialized):
-        return graph
-    return borrow_shapes(graph, specialized, bindings)
 
 
 def _node_labels(result: PipelineResult) -> dict[int, NodeLabel]:

@@ -19,11 +19,12 @@ def outcome(story: Story) -> Markup:
         check = (f"outputs changed beyond tolerance after {', '.join(failed)}" if failed else
                  f"every pass keeps the outputs within tolerance (largest error "
                  f"{max(r.max_abs_err for r in checked):.2g})")
+        if result.verifier is not None:
+            check += f", on {result.verifier.describe_inputs()}"
     else:
         check = story.verify_note or "not run"
     speedup = story.costs.speedup
     changed = sum(1 for s in result.snapshots if s.changed)
-    bindings = ", ".join(f"{k}={v}" for k, v in story.bindings.items())
     return tag("p", tag("b", story.label), f" went through pipeline {story.pipeline} "
                     f"({len(result.snapshots)} passes, {changed} of them changed the graph) in "
                     f"{format_seconds(result.seconds)}: ",
@@ -34,7 +35,8 @@ def outcome(story: Story) -> Markup:
                + ("" if speedup is None else f" ({speedup:.2f}× faster)")
                + f"; arena peak {format_bytes(story.memory_before.peak_bytes)} → "
                  f"{format_bytes(story.memory_after.peak_bytes)}. Numerical check: {check}."
-               + (f" Symbolic dims bound: {bindings}." if bindings else ""),
+               + (f" Symbolic dims priced at {story.sizes.describe()}."
+                  if story.sizes.chosen else ""),
                class_="outcome")
 
 

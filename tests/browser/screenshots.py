@@ -19,7 +19,7 @@ from werkzeug.serving import make_server
 
 from compiler_core.ir import load_model
 from graphlab.app import AppConfig, create_app
-from graphlab.samples import resolve_model
+from graphlab.samples import resolve_model, size_hints
 
 DRAWN = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 0 "
          "&& p.after.nodes().length > 0;")
@@ -37,12 +37,13 @@ def node_id(model: str, name: str) -> int:
     return load_model(resolve_model(model)).node_by_name(name).id
 
 
-def first_pass(model: str, wanted, bindings: dict | None = None) -> tuple[int, object]:
+def first_pass(model: str, wanted) -> tuple[int, object]:
     """(1-based pass number, snapshot) of the first pass of the default pipeline that ``wanted``
-    accepts: presets change as passes are added, so views are found by what they show."""
+    accepts, at the sizes the app binds: presets change as passes are added, so views are
+    found by what they show."""
     from compiler_core.passes import PassManager
 
-    result = PassManager("O2", bindings=bindings).run(load_model(resolve_model(model)))
+    result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
     snapshot = next(s for s in result.snapshots if wanted(s))
     return snapshot.index + 1, snapshot
 
@@ -98,9 +99,8 @@ def main() -> None:
     threading.Thread(target=server.serve_forever, daemon=True).start()
     browser = Browser(f"http://127.0.0.1:{server.server_port}/", args.out_dir)
     try:
-        identity = node_id("cnn_bn", "Identity_1")
-        step, _ = first_pass("cnn_bn", lambda s: identity in s.diff.removed)
-        browser.show(f"?model=cnn_bn&pass={step}&node={identity}")
+        identity = node_id("cnn_bn", "Identity_1")   # the first view: the first changed pass
+        browser.show(f"?model=cnn_bn&node={identity}")
         browser.run("document.getElementById('numeric-check').click()")
         WebDriverWait(browser.driver, 60).until(lambda d: d.execute_script(
             "return document.getElementById('numeric-result').textContent.includes('after')"))
@@ -134,13 +134,15 @@ def main() -> None:
 def chart_panels(browser: Browser) -> None:
     """roofline.png, memory.png, systolic.png: each chart panel beside the panes it explains."""
     browser.driver.set_window_size(1600, 1050)
-    bindings = {"batch": 1, "seq": 128}
-    step, snapshot = first_pass("bert_tiny_op13", lambda s: s.pass_name == "fuse_attention",
-                                bindings)
-    browser.show(f"?model=bert_tiny_op13&bind=batch%3D1,seq%3D128&pass={step}"
+    step, snapshot = first_pass("bert_tiny_op13", lambda s: s.pass_name == "fuse_attention")
+    browser.show(f"?model=bert_tiny_op13&pass={step}"
                  f"&node={fused_added(snapshot)}&panel=roofline&cmp=1&overlay=intensity")
     browser.wait_for_plot("roofline-graph")
     browser.save("roofline.png")
+    browser.driver.set_window_size(1600, 1500)   # the traffic story under the roofline
+    browser.wait_for_plot("roofline-traffic")
+    browser.save("traffic.png", element="#roofline")
+    browser.driver.set_window_size(1600, 1050)
 
     step, _ = first_pass("cnn_bn", lambda s: s.pass_name == "fold_batchnorm" and s.changed)
     browser.show(f"?model=cnn_bn&pass={step}&panel=memory&cmp=1")

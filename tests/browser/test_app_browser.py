@@ -19,36 +19,56 @@ def node_id(sample: str, name: str) -> int:
     return load_model(resolve_model(sample)).node_by_name(name).id
 
 
-def test_default_sample_draws_both_panes(started):
+def test_default_sample_opens_on_the_first_pass_that_changed_it(started):
     dash_duo = started
-    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 1", timeout=10)
-    dash_duo.wait_for_contains_text("#pane-after-title", "After pass 1", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-after-title", "After pass 2", timeout=10)
     counts = pane_js(dash_duo, "return [before.nodes('.op').length, after.nodes('.op').length];")
     assert counts[0] >= 15 and counts[1] >= 15
+    wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 2,
+               message="the first view does not show the identity pass's removed nodes")
+    assert dash_duo.find_element("#bindings-input").get_attribute("value") == "batch=1"
+    assert dash_duo.find_element("#bindings-source").text == "(representative)"
 
 
 def test_stepping_changes_panes_and_diff_and_back_restores(started):
     dash_duo = started
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
     dash_duo.find_element("#step-next").click()
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
+    wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 0)
+    assert "pass=3" in dash_duo.driver.current_url
+    dash_duo.find_element("body").send_keys(Keys.ARROW_LEFT)
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
     wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 2,
                message="the identity pass's removed nodes are not marked")
     assert pane_js(dash_duo, "return after.nodes('.removed').length;") == 0
-    assert "pass=2" in dash_duo.driver.current_url
-    dash_duo.find_element("body").send_keys(Keys.ARROW_RIGHT)
-    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
-    wait_until(dash_duo, lambda: pane_js(dash_duo, "return before.nodes('.removed').length;") == 0)
     dash_duo.driver.back()
-    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
+
+
+def test_the_bindings_box_shows_representative_sizes_until_you_type_yours(started):
+    dash_duo = started
+    box = dash_duo.find_element("#bindings-input")
+    wait_until(dash_duo, lambda: box.get_attribute("value") == "batch=1",
+               message="the bindings box does not show the sample's sizes")
+    assert dash_duo.find_element("#bindings-source").text == "(representative)"
+    assert "batch: the sample's usual size" in dash_duo.find_element(
+        "#bindings-field").get_attribute("title")
+    dash_duo.clear_input(box)
+    box.send_keys("batch=3" + Keys.ENTER)
+    wait_until(dash_duo, lambda: dash_duo.find_element("#bindings-source").text == "(yours)",
+               timeout=30, message="typed sizes are not shown as the user's")
+    assert "bind=batch%3D3" in dash_duo.driver.current_url
 
 
 def test_checking_a_pass_numerically_says_it_still_computes_the_same(started):
     dash_duo = started
     dash_duo.wait_for_contains_text("#numeric-result", "not checked yet", timeout=10)
     dash_duo.find_element("#step-next").click()
-    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
     dash_duo.find_element("#numeric-check").click()
-    dash_duo.wait_for_contains_text("#numeric-result", "✓ after pass 2", timeout=30)
+    dash_duo.wait_for_contains_text("#numeric-result", "✓ after pass 3", timeout=30)
     assert "onnxruntime on generated inputs" in dash_duo.find_element("#numeric-result").text
     assert dash_duo.find_element("#numeric-runtime").text.startswith(
         "✓ as users load it: the model loads and runs in onnxruntime at ORT_ENABLE_ALL")
@@ -83,7 +103,7 @@ def test_bad_upload_shows_an_error_and_the_app_keeps_working(started, tmp_path):
         str(bad))
     dash_duo.wait_for_contains_text("#upload-message", "Upload refused", timeout=15)
     dash_duo.find_element("#step-next").click()
-    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
     wait_for_nodes(dash_duo)
 
 

@@ -15,7 +15,7 @@ from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
 from graphlab.app.roofline_view import op_points
 from graphlab.app.systolic_view import array_problem
-from graphlab.samples import resolve_model
+from graphlab.samples import resolve_model, size_hints
 
 from pane_helpers import pane_js, wait_for_nodes, wait_until
 
@@ -23,7 +23,9 @@ pytestmark = pytest.mark.browser
 
 
 def final_graph(sample: str):
-    return PassManager("O2").run(load_model(resolve_model(sample))).snapshots[-1].graph
+    """The last graph of the app's default pipeline, at the sizes the app binds."""
+    return PassManager("O2", bindings=size_hints(sample)).run(
+        load_model(resolve_model(sample))).snapshots[-1].graph
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +61,7 @@ def downloaded(dash_duo, suffix: str, timeout: float = 15) -> str:
 
 def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, graphlab_app):
     graph = final_graph("cnn_bn")
-    expected = op_points(graph, graph_cost(graph, "asic32")).points
+    expected = op_points(graph, graph_cost(graph, "asic32", size_hints("cnn_bn"))).points
     open_view(dash_duo, graphlab_app, "?model=cnn_bn&pass=23&panel=roofline")
     wait_for_plot(dash_duo, "roofline-graph")
     drawn = plot_js(dash_duo, "roofline-graph",
@@ -81,7 +83,7 @@ def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, gra
 
 def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
     matmul = load_model(resolve_model("teach_matmul_bias")).node_by_name("matmul_good")
-    open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&panel=systolic&array=4x4")
+    open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&pass=1&panel=systolic&array=4x4")
     dash_duo.wait_for_contains_text("#systolic-source", "Select a MatMul", timeout=10)
     pane_js(dash_duo, f"after.$id('n{matmul.id}').emit('tap');")
     wait_for_plot(dash_duo, "systolic-heatmap")
@@ -111,6 +113,33 @@ def test_memory_chart_draws_a_rectangle_per_tensor(dash_duo, graphlab_app):
     dash_duo.wait_for_contains_text("#memory-summary", "arena peak", timeout=10)
 
 
+def test_the_traffic_story_follows_the_pipeline_and_a_click_selects_a_pass(dash_duo,
+                                                                          graphlab_app):
+    result = PassManager("O2", bindings=size_hints("bert_tiny_op13")).run(
+        load_model(resolve_model("bert_tiny_op13")))
+    fused_at = next(s.index for s in result.snapshots if s.pass_name == "fuse_attention")
+    open_view(dash_duo, graphlab_app, f"?model=bert_tiny_op13&pass={fused_at + 1}"
+                                      f"&panel=roofline")
+    wait_for_plot(dash_duo, "roofline-traffic")
+    lines = plot_js(dash_duo, "roofline-traffic",
+                    "return gd.data.map(t => [t.name, t.x.length, t.y[t.y.length - 1]]);")
+    assert [name for name, _, _ in lines] == ["bytes moved", "estimated time", "FLOPs",
+                                              "arena peak"]
+    assert all(count == 1 + len(result.snapshots) for _, count, _ in lines)
+    assert lines[0][2] < 0.5 and lines[2][2] == pytest.approx(1.0, abs=0.01)  # bytes fell, FLOPs not
+    assert plot_js(dash_duo, "roofline-traffic",
+                   f"return gd.layout.shapes.every(s => s.x0 === {fused_at + 1});")
+    dash_duo.wait_for_contains_text("#roofline-traffic-caption", "Attention ×2", timeout=10)
+    assert re.search(r"Attention ×2 [\d.]+ \w+ instead of [\d.]+ \w+ \(\d+% less\)",
+                     dash_duo.find_element("#roofline-traffic-caption").text)
+    points = dash_duo.driver.find_elements("css selector", "#roofline-traffic .scatterlayer "
+                                                           ".trace:first-child .point")
+    ActionChains(dash_duo.driver).move_to_element(points[3]).pause(0.3).click().perform()
+    wait_until(dash_duo, lambda: "pass=3" in dash_duo.driver.current_url,
+               message="clicking a pass on the traffic chart did not select it")
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 3", timeout=10)
+
+
 def test_the_intensity_overlay_colours_every_node_and_shows_a_legend(started):
     dash_duo = started
     dash_duo.find_element("#overlay-toggle input").click()
@@ -128,7 +157,7 @@ def test_a_pane_downloads_as_a_valid_svg(started):
                   if b.text == "SVG" and "after" in b.get_attribute("id"))
     button.click()
     path = downloaded(dash_duo, ".svg")
-    assert os.path.basename(path) == "cnn_bn-pass1-after.svg"
+    assert os.path.basename(path) == "cnn_bn-pass2-after.svg"   # the first view: pass 2
     root = ElementTree.parse(path).getroot()   # raises unless the file is well-formed XML
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert float(root.get("width")) > 100 and float(root.get("height")) > 100

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ...errors import GraphLabError
 from ...ir import Graph, Node
+from ..shape_transfer import sized
 from ..tensor_sizes import SizeResolver
 from .arena import REPAIR_ROUNDS, Interval, assign_offsets, live_bytes
 from .inplace import inplace_sources
@@ -98,7 +99,7 @@ def plan_memory(graph: Graph, bindings: dict[str, int] | None = None,
         raise GraphLabError(f"alignment must be at least 1, got {alignment}",
                             where="alignment", hint="use 1 for none, or e.g. 64")
     sizes = SizeResolver(bindings)
-    lifetimes = tensor_lifetimes(graph, sizes)
+    lifetimes = tensor_lifetimes(sized(graph, bindings), sizes)
     sources = inplace_sources(lifetimes)
     buffer_of: dict[str, str] = {}
     for tensor in lifetimes.tensors:  # production order: a source is seen before its reuser

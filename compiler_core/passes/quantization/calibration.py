@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir import Graph
-from ...verify import make_inputs, run_batches, with_inference_semantics
+from ...verify import fit_inputs, make_inputs, run_batches, with_inference_semantics
 from ..base import PassContext
 
 GENERATED_BATCHES = 4  # seeds of generated inputs when the user gives none
@@ -34,9 +34,11 @@ def calibration_batches(graph: Graph, ctx: PassContext) -> tuple[list[dict], str
     if ctx.calibration_inputs:
         batches = [b for given in ctx.calibration_inputs for b in fit_batch(graph, given)]
         return batches, f"{len(batches)} given calibration batch(es)"
-    batches = [make_inputs(graph, ctx.bindings, seed) for seed in range(GENERATED_BATCHES)]
-    return batches, (f"{GENERATED_BATCHES} batches of generated random inputs (give real "
-                     f"inputs for representative ranges)")
+    plan = fit_inputs(graph, ctx.bindings).plan   # sizes the model runs at
+    batches = [make_inputs(graph, seed=seed, plan=plan) for seed in range(GENERATED_BATCHES)]
+    sizes = f" at {plan.describe()}" if plan.sizes else ""
+    return batches, (f"{GENERATED_BATCHES} batches of generated random inputs{sizes} (give "
+                     f"real inputs for representative ranges)")
 
 
 def fit_batch(graph: Graph, batch: dict) -> list[dict]:

@@ -1,5 +1,9 @@
 """The load bar: model (sample or upload), pipeline preset or pass list, target, bindings.
 
+The Bindings box always shows the sizes the view is computed at: the user's, and for every
+symbolic dim they left out the representative size the workspace chose (the navigation writes
+them); the word beside its label says whose they are, and its hover text why.
+
 A file that is not ONNX at all is refused here at once (see `uploads`).  Importing an accepted upload and
 running the pipeline happen in a builder process with progress (see `builds`); anything the
 importer refuses then shows as the navigation's message and the view stays as it was.
@@ -9,10 +13,9 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import list_targets
-from compiler_core.ir import Graph
 from compiler_core.passes.registry import all_passes
-from compiler_core.verify import bind_dims
 
 from .. import ids
 from ..messages import user_message
@@ -29,6 +32,8 @@ PASSES = "pipeline-passes"
 RUN = "pipeline-run"
 TARGET = "target-select"
 BINDINGS = "bindings-input"
+BINDINGS_FIELD = "bindings-field"
+SIZES_SOURCE = "bindings-source"   # "(representative)" or "(yours)" beside the box's label
 
 
 def layout(services: Services) -> html.Div:
@@ -50,10 +55,11 @@ def layout(services: Services) -> html.Div:
         html.Button("Run", id=RUN, className="button primary"),
         _field("Target", dcc.Dropdown(id=TARGET, clearable=False, className="dropdown-target",
                                       options=[{"label": t, "value": t} for t in list_targets()])),
-        _field("Bindings", dcc.Input(id=BINDINGS, type="text", debounce=True,
-                                     placeholder="batch=1,seq=8", className="bindings-input"),
-               title="sizes for the model's symbolic input dims; the example shows this "
-                     "model's dims"),
+        html.Label([html.Span(["Bindings ", html.Span(id=SIZES_SOURCE)],
+                              className="field-label"),
+                    dcc.Input(id=BINDINGS, type="text", debounce=True,
+                              className="bindings-input")],
+                   id=BINDINGS_FIELD, className="field"),
     ])
 
 
@@ -62,19 +68,26 @@ def _field(label: str, control, title: str | None = None) -> html.Label:
                       title=title)
 
 
-def bindings_placeholder(graph: Graph) -> str:
-    """The model's own symbolic input dims as an example binding (sizes a check would use)."""
-    sizes = bind_dims(graph)
-    return ",".join(f"{dim}={size}" for dim, size in sizes.items()) or "no symbolic dims"
+def sizes_source(sizes: ChosenSizes) -> tuple[str, str]:
+    """(the word beside the box, its hover text): whose sizes the box shows, and why."""
+    if not sizes.chosen:
+        return "", "this model's input shapes are all fixed: nothing to bind"
+    word = "(yours)" if sizes.all_given else "(representative)"
+    return word, (f"the sizes of the model's symbolic dims: {sizes.describe()}. The pipeline "
+                  f"and every cost are computed at them; type name=size,... to change them")
 
 
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
-    @on_view(app, services, {"dims": Output(BINDINGS, "placeholder")},
+    @on_view(app, services, {"word": Output(SIZES_SOURCE, "children"),
+                             "why": Output(BINDINGS_FIELD, "title"),
+                             "empty": Output(BINDINGS, "placeholder")},
              prevent_initial_call=True)
-    def show_model_dims(_state, workspace):
-        return {"dims": bindings_placeholder(workspace.result.initial)}
+    def show_sizes_source(_state, workspace):
+        word, why = sizes_source(workspace.sizes)
+        return {"word": word, "why": why,
+                "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

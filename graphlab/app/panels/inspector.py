@@ -6,6 +6,7 @@ from __future__ import annotations
 from dash import Output, html
 
 from ..inspector_data import describe_node
+from ..node_metrics import ASSUMED
 from ..services import Services
 from .on_view import on_view
 from .panel import TAB, Panel
@@ -27,8 +28,7 @@ def register(app, services: Services) -> None:
     def render(state, workspace):
         if state.node is None:
             return {"body": hint}
-        info = describe_node(workspace, state.step, state.node, state.target,
-                             state.bound.checked())
+        info = describe_node(workspace, state.step, state.node, state.target)
         if info is None:
             return {"body": html.P(f"Node #{state.node} is not in this pass's graphs. " + HINT,
                                    className="hint")}
@@ -59,8 +59,9 @@ def node_view(info: dict, target: str) -> html.Div:
             html.Tr([html.Td(name, className="key"), html.Td(value)])
             for name, value in info["attributes"]], className="kv")]
     parts += [html.H4(f"Cost on {target}"), html.Table([
-        html.Tr([html.Td(name, className="key"), html.Td(value)])
-        for name, value in info["metrics"].items()], className="kv")]
+        html.Tr([html.Td(name, className="key"), html.Td(value)],
+                className="assumed" if name == ASSUMED else None)
+        for name, value in info["metrics"].items()], className="kv cost-table")]
     if info["metrics_note"]:
         parts.append(html.Div(info["metrics_note"], className="muted"))
     return html.Div(parts, className="inspector-body")

@@ -70,8 +70,8 @@ def memory_view(workspace, state: ViewState):
     step = workspace.clamp_step(state.step)
     snapshot = workspace.result.snapshots[step]
     before, after = workspace.graphs_of_step(step)
-    after_plan = memory_plan_of(workspace, after, state.bound.checked())
-    before_plan = memory_plan_of(workspace, before, state.bound.checked())
+    after_plan = memory_plan_of(workspace, after)
+    before_plan = memory_plan_of(workspace, before)
     where = f"pass {step + 1} ({snapshot.pass_name})"
     if not state.compare:
         after_figure = memory_figure(after_plan, after, f"Arena after {where}", state.node)

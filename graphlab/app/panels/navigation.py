@@ -95,22 +95,23 @@ def register(app, services: Services) -> None:
         url = no_update if from_url and not message else to_query(state, default)
         return (url, state.to_dict(), state.model, _preset_of(state.pipeline),
                 ",".join(s.pass_name for s in workspace.result.snapshots),
-                state.target, state.bindings, state.panel,
+                state.target, workspace.sizes.text(), state.panel,
                 ["hide"] if state.hide_unchanged else [], state.search, message, None, True)
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
     """The new view after one user action (None: nothing to do)."""
     if kind == MODEL:
-        return state.with_changes(model=inputs["model"], step=0, node=None, highlight="")
+        return state.with_changes(model=inputs["model"], step=None, node=None, highlight="")
     if kind == ids.UPLOAD_TOKEN:
-        return state.with_changes(model=UPLOAD_MODEL, step=0, node=None, highlight="")
+        return state.with_changes(model=UPLOAD_MODEL, step=None, node=None, highlight="")
     if kind == PRESET:
         if not inputs["preset"]:
             return None
-        return state.with_changes(pipeline=inputs["preset"], highlight="")
+        return state.with_changes(pipeline=inputs["preset"], step=None, highlight="")
     if kind in (RUN, PASSES):
-        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), highlight="")
+        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), step=None,
+                                  highlight="")
     if kind == TARGET:
         return state.with_changes(target=inputs["target"])
     if kind == BINDINGS:
@@ -141,8 +142,9 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
 
 def _checked(services: Services, state: ViewState, token: str | None, backwards: bool
              ) -> tuple[ViewState, Workspace] | BuildStatus:
-    """The state on its workspace, with the step on a pass that exists (and is shown); or the
-    status of the build the workspace waits for."""
+    """The state on its workspace, with the step on a pass that exists (and is shown) — a
+    view that names none opens on the first pass that changed the graph; or the status of the
+    build the workspace waits for."""
     workspace = services.workspace_or_build(state, token)
     if isinstance(workspace, BuildStatus):
         return workspace

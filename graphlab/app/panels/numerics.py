@@ -33,10 +33,9 @@ def register(app, services: Services) -> None:
              message="result")
     def show(state, workspace, _clicks):
         step = workspace.clamp_step(state.step)
-        sizes = state.bound.checked()
         if ctx.triggered_id == CHECK:
-            return {"result": render(check_step(workspace, step, sizes))}
-        done = cached_check(workspace, step, sizes)
+            return {"result": render(check_step(workspace, step))}
+        done = cached_check(workspace, step)
         return {"result": render(done) if done else html.Span("not checked yet",
                                                                className="muted")}
 

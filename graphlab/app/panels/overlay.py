@@ -46,7 +46,7 @@ def register(app, services: Services) -> None:
         if state.overlay != INTENSITY:
             return off(state)
         _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
-        cost = cost_of(workspace, after, state.target, state.bound.checked())
+        cost = cost_of(workspace, after, state.target)
         return {"toggle": [INTENSITY], "legend": legend_items(cost), "hidden": False}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),

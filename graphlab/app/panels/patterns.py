@@ -10,6 +10,7 @@ from compiler_core.patterns import NodeRef, PatternRecord
 
 from ..pattern_view import PatternFocus, reasons_across_model, resolve_focus, step_reports
 from ..services import Services
+from . import onnxscript_rules
 from .on_view import on_view
 from .panel import TAB, Panel
 
@@ -18,8 +19,9 @@ ITEM = "pattern-item"        # pattern-matching type, index = 'match:R:I' / 'mis
 NO_PATTERNS = "No pattern matches or nearly matches here."
 
 
-def layout(_: Services) -> html.Div:
-    return html.Div(id=BODY, className="side-body")
+def layout(services: Services) -> html.Div:
+    return html.Div([html.Div(id=BODY, className="side-body"),
+                     onnxscript_rules.section(services)])
 
 
 def register(app, services: Services) -> None:

@@ -6,8 +6,8 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 
 from __future__ import annotations
 
-from . import build_progress, controls, exports, inspector, memory, numerics, overlay, panes, \
-    patterns, report_download, roofline, stepper, systolic
+from . import build_progress, controls, exports, inspector, memory, numerics, \
+    onnxscript_rules, overlay, panes, patterns, report_download, roofline, stepper, systolic
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
@@ -18,6 +18,7 @@ PANELS: tuple[Panel, ...] = (
     panes.PANEL,
     inspector.PANEL,
     patterns.PANEL,
+    onnxscript_rules.PANEL,
     roofline.PANEL,
     systolic.PANEL,
     memory.PANEL,

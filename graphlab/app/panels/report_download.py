@@ -42,7 +42,7 @@ def register(app, services: Services) -> None:
         document = workspace.derived.get(("report", state.target))
         if document is None:
             document = render(tell(workspace.result, workspace.label, state.pipeline,
-                                   get_target(state.target), state.bound.checked(),
+                                   get_target(state.target), workspace.sizes,
                                    NOT_VERIFIED))
             workspace.derived[("report", state.target)] = document
         stem = os.path.splitext(workspace.label)[0] or "model"

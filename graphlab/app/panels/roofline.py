@@ -1,15 +1,19 @@
 """The roofline panel: every op of the selected pass's result on the target's roofline; with
 "show what the pass changed", the ops it removed hollow and arrows to what replaced them.
-Clicking a point selects its node in the panes."""
+Clicking a point selects its node in the panes.  Under it, the traffic story across the
+pipeline (`traffic_view`): bytes, time, FLOPs and arena peak after every pass; clicking a pass
+selects it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html
+from dash import Input, Output, dcc, html, no_update
 
 from .. import ids
 from ...units import format_seconds
-from ..graph_analyses import cost_of
-from ..roofline_view import left_out_caption, op_points, pass_change, roofline_figure
+from ..graph_analyses import cost_of, traffic_of
+from ..traffic_view import fusion_caption, picked_pass, traffic_figure
+from ..roofline_view import assumed_caption, left_out_caption, op_points, pass_change, \
+    roofline_figure
 from ..services import Services
 from ..view_state import ViewState
 from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
@@ -21,6 +25,8 @@ NAME = "roofline"
 GRAPH = "roofline-graph"
 CAPTION = "roofline-caption"
 TOGGLE = "roofline-compare"
+TRAFFIC = "roofline-traffic"
+TRAFFIC_CAPTION = "roofline-traffic-caption"
 
 
 def layout(_: Services) -> html.Div:
@@ -31,6 +37,8 @@ def layout(_: Services) -> html.Div:
         html.P("Each point is an op, on the roof at its arithmetic intensity (the cost model "
                "runs every op at its roofline bound); its area is its share of the estimated "
                "time. Click a point to select the node.", className="muted"),
+        dcc.Graph(id=TRAFFIC, config=GRAPH_CONFIG, style={"height": "300px"}),
+        html.Div(id=TRAFFIC_CAPTION, className="chart-caption"),
     ])
 
 
@@ -39,36 +47,47 @@ def register(app, services: Services) -> None:
 
     @on_view(app, services, {"figure": Output(GRAPH, "figure"),
                              "caption": Output(CAPTION, "children"),
-                             "toggle": Output(TOGGLE, "value")},
+                             "toggle": Output(TOGGLE, "value"),
+                             "traffic": Output(TRAFFIC, "figure"),
+                             "traffic_caption": Output(TRAFFIC_CAPTION, "children")},
              tab=NAME, message="caption", failed=lambda state: {"toggle": compare_value(state)})
     def render(state, workspace):
         figure, caption = roofline_view(workspace, state)
-        return {"figure": figure, "caption": caption, "toggle": compare_value(state)}
+        traffic = traffic_of(workspace, state.target)
+        return {"figure": figure, "caption": caption, "toggle": compare_value(state),
+                "traffic": traffic_figure(traffic, workspace.clamp_step(state.step)),
+                "traffic_caption": fusion_caption(traffic)}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GRAPH, "clickData"), prevent_initial_call=True)
     def pick(click):
         return picked_node(click)
 
+    @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
+                  Input(TRAFFIC, "clickData"), prevent_initial_call=True)
+    def pick_pass(click):
+        step = picked_pass(click)
+        return no_update if step is None else {"step": step}
+
 
 def roofline_view(workspace, state: ViewState):
     step = workspace.clamp_step(state.step)
     snapshot = workspace.result.snapshots[step]
     before, after = workspace.graphs_of_step(step)
-    after_cost = cost_of(workspace, after, state.target, state.bound.checked())
+    after_cost = cost_of(workspace, after, state.target)
     found = op_points(after, after_cost)
     where = f"pass {step + 1} ({snapshot.pass_name})"
     change = None
     title = f"Roofline of {after_cost.target.name}: the ops after {where}"
     if state.compare:
-        before_cost = cost_of(workspace, before, state.target, state.bound.checked())
+        before_cost = cost_of(workspace, before, state.target)
         change = pass_change(before, op_points(before, before_cost), after, found,
                              snapshot.diff, before_cost.total_est_seconds,
                              after_cost.total_est_seconds)
         title = f"Roofline of {after_cost.target.name}: what {where} did"
     figure = roofline_figure(after_cost.target, found, title, state.node, change,
                              subtitle=_change_summary(change) if change else "")
-    lines = [left_out_caption(found), *after_cost.notes]
+    lines = [assumed_caption(found), left_out_caption(found), *after_cost.notes]
     return figure, [html.Div(line) for line in lines if line]
 
 

@@ -17,6 +17,7 @@ from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
 
 from .. import ids
+from ..graph_analyses import sized_of
 from ..messages import log
 from ..services import Services
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
@@ -244,7 +245,7 @@ def chosen_problem(ws: Workspace, state: ViewState, part: int) -> tuple[ArrayPro
     if not has_gemm(node):
         raise GraphLabError(f"{node.name} ({node.qualified_op}) has no matrix multiply or "
                             f"convolution to put on the array")
-    problems = gemm_problems(node, state.bound.checked())
+    problems = gemm_problems(node, ws.sizes.bindings)
     problem = problems[min(part, len(problems) - 1)]
     labels = [f"GEMM {i + 1} of {len(problems)}: {p.source} ({p.op_type}) "
               f"M={p.M}, N={p.N}, K={p.K}" for i, p in enumerate(problems)]
@@ -255,7 +256,7 @@ def chosen_problem(ws: Workspace, state: ViewState, part: int) -> tuple[ArrayPro
 def _selected_node(ws: Workspace, state: ViewState):
     if state.node is None:
         return None
-    before, after = ws.graphs_of_step(ws.clamp_step(state.step))
+    before, after = (sized_of(ws, g) for g in ws.graphs_of_step(ws.clamp_step(state.step)))
     return after.node_by_id(state.node) or before.node_by_id(state.node)
 
 

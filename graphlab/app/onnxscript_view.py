@@ -1,0 +1,92 @@
+"""onnxscript's verdicts on the graph after a pass, read for the patterns panel and the panes.
+
+The verdicts come from a child process (``explain_rules_isolated``): a user's rules module is
+imported afresh on every run, and a rule that hangs or crashes costs a message.  Each answer is
+kept with the workspace per (pass, rules) with the time it was computed; the Run button asks
+for an answer newer than its click (the user may have edited the rules), whoever clicked.
+
+A clicked site is highlighted through the view's ``highlight``, which for onnxscript carries
+the ids of the nodes it lights ('rule-miss:R:I:matched/failed/blocking'), so the panes need no
+verdicts of their own: whichever server process draws them, the URL says what to light.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from compiler_core.errors import GraphLabError
+from compiler_core.onnxscript_rules import RuleSite, RulesReport
+from compiler_core.onnxscript_rules.isolated import explain_rules_isolated
+
+from .pattern_view import PatternFocus
+from .workbench import Workspace
+
+MATCH, MISS = "rule-match", "rule-miss"
+_locks: dict[tuple, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def refusal(spec: str) -> GraphLabError:
+    """What a server without ``--allow-code`` says to a module name."""
+    return GraphLabError(
+        f"this server does not load Python modules: naming {spec!r} would run its code here",
+        hint="on your own machine, start `graphlab serve --allow-code` to judge onnxscript "
+             "rules in this tab, or run `graphlab explain MODEL --onnxscript-rules "
+             f"{spec}`; the library's patterns above stay available")
+
+
+def verdicts(ws: Workspace, step: int, spec: str, asked_at: float = 0.0) -> RulesReport:
+    """onnxscript's verdicts on the graph after pass ``step``: the kept answer unless it is
+    older than ``asked_at`` (a Run click's time).  Callers check the server allows code."""
+    key = ("onnxscript-rules", step, spec)
+    with _lock(ws.key, key):
+        kept = ws.derived.get(key)
+        if kept is None or kept[0] < asked_at:
+            started = time.time()
+            kept = (started, explain_rules_isolated(ws.result.snapshots[step].graph, spec))
+            ws.derived[key] = kept
+    return kept[1]
+
+
+def _lock(workspace_key: str, key: tuple) -> threading.Lock:
+    """One run at a time per answer: the panel drawn twice at once waits for the first run."""
+    with _locks_guard:
+        return _locks.setdefault((workspace_key, *key), threading.Lock())
+
+
+def highlight_of(kind: str, rule: int, item: int, site: RuleSite) -> str:
+    """The view's highlight for one site: its place in the report and the ids it lights."""
+    failed = site.failed_at[0].id if site.failed_at else site.root.id
+    lit = [".".join(str(n.id) for n in site.nodes), "" if site.matched else str(failed),
+           ".".join(str(n.id) for n in site.blocking)]
+    return f"{kind}:{rule}:{item}:{'/'.join(lit)}"
+
+
+def parse_highlight(text: str) -> tuple[str, int, int, list[int], int | None, list[int]] | None:
+    """'rule-miss:2:0:4.5/6/7' -> ('rule-miss', 2, 0, [4, 5], 6, [7]); None for anything else."""
+    parts = (text or "").split(":")
+    if len(parts) != 4 or parts[0] not in (MATCH, MISS):
+        return None
+    lit = parts[3].split("/")
+    try:
+        matched, failed, blocking = (_ids(lit[0]), _ids(lit[1]), _ids(lit[2])) \
+            if len(lit) == 3 else ([], [], [])
+        return parts[0], int(parts[1]), int(parts[2]), matched, \
+            (failed[0] if failed else None), blocking
+    except ValueError:
+        return None
+
+
+def _ids(text: str) -> list[int]:
+    return [int(i) for i in text.split(".") if i]
+
+
+def rule_focus(highlight: str) -> PatternFocus | None:
+    """What the panes light for an onnxscript site (the panes need only the ids)."""
+    parsed = parse_highlight(highlight)
+    if parsed is None:
+        return None
+    kind, _, _, matched, failed, blocking = parsed
+    return PatternFocus("match" if kind == MATCH else "miss", "onnxscript rule", None,
+                        matched, failed, blocking[0] if blocking else None)
