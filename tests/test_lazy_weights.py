@@ -243,3 +243,19 @@ def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_
     os.unlink(spilled)               # cleaned away (older than the store keeps anything)
     monkeypatch.setattr(builds, "_memory", builds.OrderedDict())
     assert store.ready("folded") is None and "folded" not in store.store
+
+
+def test_a_tied_embedding_past_the_folding_limit_is_not_stored_twice(decoder):
+    from compiler_core.passes.base import PassContext
+    from compiler_core.passes.registry import get_pass
+
+    graph = load_model(decoder)
+    embedding = graph.initializers["model.embed_tokens.weight"]
+    count = len(graph.initializers)
+    result = get_pass("cancel_transposes").run(
+        graph, PassContext(fold_size_limit=embedding.stored.nbytes - 1))
+    assert len(graph.initializers) == count and graph.node_by_name("/lm_head/Transpose")
+    [decline] = [d for d in result.declined if d.rule == "transposed_weight"]
+    assert "also read by /model/embed_tokens/Gather" in decline.reason
+    result = get_pass("cancel_transposes").run(graph, PassContext())   # 32 KiB: folded
+    assert graph.node_by_name("/lm_head/Transpose") is None and not result.declined

@@ -20,8 +20,8 @@ import numpy as np
 import onnx
 
 from ..errors import InvalidGraphError
-from .node import Node, Provenance
 from .lazy_tensors import LazyTensor, data_elem_type
+from .node import Node, Provenance
 from .spill import keep
 from .value import Value
 

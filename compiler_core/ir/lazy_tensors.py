@@ -20,6 +20,7 @@ Reads are counted (``watch_reads``), so tests can assert which tensors a command
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import threading
@@ -199,9 +200,46 @@ class StoredTensor(LazyTensor):
     def release(self) -> None:
         self.source.release(self.offset, self.nbytes)
 
+    def copy_into(self, handle) -> bool:
+        """Append the bytes to the open file ``handle`` by the kernel (``os.copy_file_range``:
+        none of them passes through this process); False where that cannot be done (then
+        write ``chunks()``)."""
+        source = self.source
+        if not isinstance(source, MappedFile) or not hasattr(os, "copy_file_range") \
+                or not self.nbytes:
+            return False
+        try:
+            target = handle.fileno()
+        except (AttributeError, OSError, ValueError):
+            return False
+        handle.flush()
+        done = 0
+        try:
+            with open(source.path, "rb") as origin:
+                status = os.fstat(origin.fileno())
+                if (status.st_dev, status.st_ino) != tuple(source.identity[:2]):
+                    return False    # replaced since it was mapped: the mapping has the data
+                while done < self.nbytes:
+                    copied = os.copy_file_range(origin.fileno(), target, self.nbytes - done,
+                                                self.offset + done)
+                    if not copied:
+                        raise OSError(errno.EIO, f"{source.path} ended early")
+                    done += copied
+        except OSError as err:
+            if done or err.errno not in _NO_KERNEL_COPY:
+                raise
+            return False
+        handle.seek(0, os.SEEK_END)
+        _note_read(self, counted=False)
+        return True
+
     def __repr__(self) -> str:
         where = getattr(self.source, "path", "memory")
         return f"StoredTensor({self.name!r}, {list(self.shape)}, {where}@{self.offset})"
+
+
+# copy_file_range errors that mean "not between these files": fall back to writing chunks.
+_NO_KERNEL_COPY = {errno.EXDEV, errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EBADF}
 
 
 class StoredTensorError(GraphLabError):

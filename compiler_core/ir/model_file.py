@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .exporter import (ExternalData, model_pieces, piece_size, pieces_size, to_bytes,
-                       write_model, write_pieces)
+                       write_model, write_to_file)
 from ..errors import GraphLabError
 from .graph import Graph
 from .model_limits import PROTOBUF_LIMIT, ModelTooLargeError, format_size
@@ -76,7 +76,7 @@ def _save(graph: Graph, target: Path, external_data: bool | None) -> SavedModel:
     if single is not None:
         try:
             with open(partial, "wb", buffering=1 << 20) as handle:
-                write_pieces(handle.write, single)
+                write_to_file(handle, single)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -139,5 +139,5 @@ class _CountingWriter:
         self.handle, self.count = handle, 0
 
     def write(self, piece) -> None:
-        write_pieces(self.handle.write, [piece])
+        write_to_file(self.handle, [piece])
         self.count += piece_size(piece)
