@@ -13,6 +13,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
+import tempfile
 
 import dash_cytoscape as cyto
 from dash import Input, Output, State, ctx, dcc, html, no_update
@@ -71,12 +73,10 @@ def model_file(graph: Graph, label: str, runtime: str) -> tuple[bytes, str]:
 
 
 def model_files(graph: Graph, label: str, runtime: str, folder: str) -> list[str]:
-    """The model written in ``folder`` as its .onnx file and external data file (kept: a
-    second request reuses them); the files' names."""
+    """The model written in ``folder`` as its .onnx file and its external data file; their
+    names."""
     graph, name = _for_runtime(graph, label, runtime)
-    target = os.path.join(folder, name)
-    if not os.path.exists(target):
-        save_model(graph, target, external_data=True)
+    save_model(graph, os.path.join(folder, name), external_data=True)
     return sorted(os.listdir(folder))
 
 
@@ -92,8 +92,14 @@ def _large_download(services: Services, workspace, graph: Graph, runtime: str) -
     prune(downloads, services.config.upload_ttl_seconds)
     token = hashlib.sha256(f"{workspace.key}:{runtime}".encode()).hexdigest()[:32]
     folder = os.path.join(downloads, token)
-    os.makedirs(folder, exist_ok=True)
-    names = model_files(graph, workspace.label, runtime, folder)
+    if not os.path.isdir(folder):   # written once; a second request (any worker) reuses it
+        writing = tempfile.mkdtemp(prefix=".writing-", dir=downloads)
+        model_files(graph, workspace.label, runtime, writing)
+        try:
+            os.rename(writing, folder)
+        except OSError:   # another request finished first
+            shutil.rmtree(writing, ignore_errors=True)
+    names = sorted(os.listdir(folder))
     sizes = {n: os.path.getsize(os.path.join(folder, n)) for n in names}
     return html.Span(className="export-files", children=[
         f"The model is {format_size(sum(sizes.values()))}, more than one ONNX file can hold "
