@@ -1,8 +1,9 @@
 """The child process of ``runtime_check``: load models one after another, run each, write answers.
 
-Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT``.  FOLDER holds, for
-each job number i, ``i.onnx`` (or ``i.path``: the path of the model's file, for a model with
-external data) and ``i.inputs.pkl`` (a list of {input name: array} batches); job
+Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT [save]``.  FOLDER
+holds, for each job number i, ``i.onnx`` (or ``i.path``: the path of the model's file, for a
+model with external data) and ``i.inputs.pkl`` (a list of {input name: array} batches); with
+``save``, the model onnxruntime made of it at LEVEL is written to ``i.optimized.onnx``; job
 i's answer goes to ``i.answer.pkl`` as (stage, error, outputs) as soon as it is known, so when
 onnxruntime kills this process the parent knows which model did it and which ones are done.
 Only onnxruntime and numpy are imported here, so a child starts fast; one child serves many
@@ -17,7 +18,7 @@ import sys
 from pathlib import Path
 
 
-def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
+def main(folder: str, level: str, threads: str, start: str, count: str, save: str = "") -> None:
     import onnxruntime as ort
 
     where = Path(folder)
@@ -28,6 +29,8 @@ def main(folder: str, level: str, threads: str, start: str, count: str) -> None:
     for job in range(int(start), int(count)):
         with open(where / f"{job}.inputs.pkl", "rb") as handle:
             batches = pickle.load(handle)
+        if save:
+            options.optimized_model_filepath = str(where / f"{job}.optimized.onnx")
         pointer = where / f"{job}.path"
         model = pointer.read_text() if pointer.exists() else str(where / f"{job}.onnx")
         answer = run_one(ort, model, options, batches)
@@ -64,4 +67,4 @@ def ort_message(err: Exception) -> str:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])

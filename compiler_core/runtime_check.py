@@ -22,6 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import GraphLabError
+
 # onnxruntime's levels, by the names users pass on the command line.
 LEVELS = {
     "disabled": "ORT_DISABLE_ALL",
@@ -47,6 +49,7 @@ class RuntimeOutcome:
     stage: str
     error: str = ""
     outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
+    optimized: bytes | None = None   # the model onnxruntime made of it (when asked to save it)
 
     @property
     def ok(self) -> bool:
@@ -76,19 +79,34 @@ def check_level(level: str) -> str:
 
 def run_isolated(model: bytes | Path, batches: list[dict] | None = None, *,
                  level: str = DEFAULT_LEVEL, threads: int = 1,
-                 timeout: float = DEFAULT_TIMEOUT_SECONDS) -> RuntimeOutcome:
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                 save_optimized: bool = False) -> RuntimeOutcome:
     """Load ``model`` (serialized ONNX, or the path of an .onnx file, e.g. one with external
     data) in a child onnxruntime at ``level`` and run each batch.
 
-    With no batches the child only creates the session (does the model load at all?).
+    With no batches the child only creates the session (does the model load at all?).  With
+    ``save_optimized`` the outcome carries the model onnxruntime's optimizer made of it
+    (``SessionOptions.optimized_model_filepath``).
     """
     return run_isolated_many([(model, batches)], level=level, threads=threads,
-                             timeout=timeout)[0]
+                             timeout=timeout, save_optimized=save_optimized)[0]
+
+
+def onnxruntime_optimized(model: bytes, level: str = "extended", *,
+                          timeout: float = DEFAULT_TIMEOUT_SECONDS) -> bytes:
+    """The model onnxruntime's own optimizer makes of ``model`` at ``level`` (what it runs), made
+    in a child process; a GraphLabError says why there is none."""
+    outcome = run_isolated(model, level=level, timeout=timeout, save_optimized=True)
+    if outcome.stage != "ran" or outcome.optimized is None:
+        raise GraphLabError(f"onnxruntime could not optimize the model: {outcome.describe()}",
+                            hint="the model must load in onnxruntime; try a lower level")
+    return outcome.optimized
 
 
 def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
                       level: str = DEFAULT_LEVEL, threads: int = 1,
-                      timeout: float = DEFAULT_TIMEOUT_SECONDS) -> list[RuntimeOutcome]:
+                      timeout: float = DEFAULT_TIMEOUT_SECONDS,
+                      save_optimized: bool = False) -> list[RuntimeOutcome]:
     """``run_isolated`` for many (model, batches) jobs, one outcome per job, in order.
 
     One child serves the jobs in turn (starting onnxruntime costs more than checking a small
@@ -108,7 +126,12 @@ def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
             with open(folder / f"{number}.inputs.pkl", "wb") as handle:
                 pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
         while len(outcomes) < len(jobs):
-            outcomes += _serve(folder, len(outcomes), len(jobs), level, threads, timeout)
+            outcomes += _serve(folder, len(outcomes), len(jobs), level, threads, timeout,
+                               save_optimized)
+        if save_optimized:
+            for number, outcome in enumerate(outcomes):
+                saved = folder / f"{number}.optimized.onnx"
+                outcome.optimized = saved.read_bytes() if saved.exists() else None
     return outcomes
 
 
@@ -126,11 +149,11 @@ def _write_model(path: Path, model: bytes, written: dict[int, Path]) -> None:
 
 
 def _serve(folder: Path, start: int, count: int, level: str, threads: int,
-           timeout: float) -> list[RuntimeOutcome]:
+           timeout: float, save_optimized: bool) -> list[RuntimeOutcome]:
     """Run jobs ``start``.. in one child; the outcomes up to and including the one that ended
     it early (a crash or a timeout), or all of them."""
     command = [sys.executable, "-m", "compiler_core.ort_child", str(folder), LEVELS[level],
-               str(threads), str(start), str(count)]
+               str(threads), str(start), str(count)] + (["save"] if save_optimized else [])
     log = folder / f"{start}.stderr"
     with open(log, "w") as stderr:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,

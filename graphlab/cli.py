@@ -16,12 +16,14 @@ from compiler_core.plugins import load_plugins
 
 from . import __version__
 from .commands import compile as compile_command
+from .commands import diff as diff_command
 from .commands import (explain, info, memory, passes, report, roofline, samples, schedule, serve,
                        show, targets)
 
-# In the order `graphlab --help` lists them: look at a model, compile it, analyse it, serve.
-COMMANDS = [samples, info, show, explain, passes, compile_command, targets, roofline, schedule,
-            memory, report, serve]
+# In the order `graphlab --help` lists them: look at a model, compile it, compare, analyse it,
+# serve.
+COMMANDS = [samples, info, show, explain, passes, compile_command, diff_command, targets,
+            roofline, schedule, memory, report, serve]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -83,8 +83,10 @@ def call(app, output: str, view: dict | None) -> dict:
 def test_every_tab_of_the_page_is_a_registered_panel_with_its_layout(app):
     tabs = tabs_of(app)
     assert [(t.label, t.value) for t in tabs.children] == [
-        ("Inspector", "inspector"), ("Patterns", "patterns"), ("Roofline", "roofline"),
-        ("Systolic", "systolic"), ("Memory", "memory"), ("Fake tab", "fake")]
+        ("Inspector", "inspector"), ("Patterns", "patterns"), ("Pattern editor", "editor"),
+        ("Roofline", "roofline"), ("Systolic", "systolic"), ("Memory", "memory"),
+        ("Compare", "compare"),
+        ("Fake tab", "fake")]
     fake_tab = tabs.children[-1]
     assert fake_tab.children.id == FAKE_BODY
     assert fake_tab.children.children == FAKE_TEXT
@@ -102,7 +104,8 @@ def test_the_panels_are_laid_out_where_they_declare():
     assert header == {"controls", "report"}
     main = [p.name for p in registry.placed("main")]
     assert main == ["stepper", "panes"]
-    assert registry.follows_selection() == {"roofline", "systolic", "memory"}
+    assert registry.follows_selection() == {"roofline", "systolic", "memory", "compare"}
+    assert "compare-bar" in {p.name for p in registry.placed("inside")}
 
 
 def test_a_panels_error_reaches_the_page_as_a_message(app):

@@ -13,12 +13,17 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_model_proto
+from attention_graphs import cross_attention, decoder_attention, sequence_first_attention
+from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_bytes, to_model_proto
 from compiler_core.lowering import INLINE, lower_for_onnxruntime
 from compiler_core.passes import PassManager
+from compiler_core.runtime_check import run_isolated, run_isolated_many
 from compiler_core.verify import compare_outputs, make_inputs, run
 from graphlab.cli import main
 from graphlab.samples import get_sample
+from llm_graphs import (F16, ROTARY_FORMS, decoder_norms_nodes, positions_cos_sin, rmsnorm_nodes,
+                        rotary_form_graph, rotary_nodes, silu_nodes, swiglu_mlp_nodes)
+from passes_helpers import build, ops, run_checked, tensor
 
 MS = "com.microsoft:"
 # Per sample: how many fused nodes must become each op (ops not listed may appear too).
@@ -31,6 +36,13 @@ EXPECTED = {
                          MS + "SkipLayerNormalization": 5},
     "gpt2_tiny": {MS + "Attention": 2, MS + "FastGelu": 2, MS + "SkipLayerNormalization": 1,
                   "ai.onnx:LayerNormalization": 4},
+    "bart_tiny": {MS + "Attention": 4, MS + "MultiHeadAttention": 2},  # 2 of them cross
+    "llama_tiny_dynamo": {"ai.onnx:SimplifiedLayerNormalization": 1,
+                          MS + "SkipSimplifiedLayerNormalization": 4, MS + "RotaryEmbedding": 4,
+                          MS + "GroupQueryAttention": 2},
+    "llama_tiny_torchscript": {"ai.onnx:SimplifiedLayerNormalization": 1,
+                               MS + "SkipSimplifiedLayerNormalization": 4,
+                               MS + "RotaryEmbedding": 4, MS + "GroupQueryAttention": 2},
     "cnn_bn": {MS + "FusedConv": 3},
     "mobilenet_tiny": {MS + "FusedConv": 9},
     "mlp_dropout": {MS + "FusedGemm": 2},
@@ -146,3 +158,230 @@ def test_compile_json_reports_what_each_fused_node_became(capsys, tmp_path):
 def test_default_runtime_keeps_the_function_form(capsys):
     assert main(["compile", get_sample("teach_gelu").path, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["export"] == {"runtime": "onnx"}
+
+
+# ------------------------------------------------------------------ attention operators
+GQA, MHA = MS + "GroupQueryAttention", MS + "MultiHeadAttention"
+# name: (graph builder, its sizes, the op the Attention node becomes, or the inline reason)
+ATTENTION_CASES = {
+    "gqa_causal": (lambda: decoder_attention(), None, GQA),
+    "gqa_rotary": (lambda: decoder_attention(rotary=True), None, GQA),
+    "gqa_rotary_with_empty_rest": (lambda: decoder_attention(rotary="empty_rest"), None, GQA),
+    "mha_packed_heads_partial_rotary": (lambda: decoder_attention(
+        packed_heads=True, kv_heads=4, rotary="partial"), None, MHA),
+    "mha_gptj_key": (lambda: decoder_attention(
+        rotary="before_split", key_split_transposed=True, kv_heads=4), None, MHA),
+    "gqa_rotary_before_split": (
+        lambda: decoder_attention(rotary="before_split"), None, GQA),
+    "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
+    "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
+    "gqa_select_min": (lambda: decoder_attention(mask="select", fill=-3.4e38), None, GQA),
+    "gqa_padding_nan_guard": (lambda: decoder_attention(mask="padding", nan_guard=True), None,
+                              GQA),
+    "mqa_float16": (lambda: decoder_attention(kv_heads=1, dtype=F16, fill=-65504.0), None, GQA),
+    "gqa_decode_step": (lambda: decoder_attention(past=True, seq=1),
+                        {"batch": 2, "past": 4, "total": 5}, GQA),
+    "gqa_grouped_query_decode": (lambda: decoder_attention(past=True, seq=1, grouped_query=True),
+                                 {"batch": 2, "past": 4, "total": 5}, GQA),
+    "mha_kv_cache": (lambda: decoder_attention(kv_heads=4, past=True),
+                     {"batch": 2, "seq": 3, "past": 4, "total": 7}, MHA),
+    "mha_cross": (lambda: cross_attention(layers=2), None, MHA),
+    "mha_sequence_first": (lambda: sequence_first_attention(), None, MHA),
+    "gqa_kv_cache_prefill": (lambda: decoder_attention(past=True),
+                             {"batch": 2, "seq": 3, "past": 4, "total": 7},
+                             "needs one query token or one sequence"),
+    "select_small_fill": (lambda: decoder_attention(mask="select", fill=-1e9), None,
+                          "adding it instead would change rows with every key masked"),
+    "head_size_4": (lambda: decoder_attention(heads=8, head=4), None,
+                    "head_size a multiple of 8, not 4"),
+}
+
+
+@lru_cache(maxsize=None)
+def _attention_lowered(name: str):
+    build_graph, sizes, _ = ATTENTION_CASES[name]
+    final = PassManager(["fuse_sibling_matmuls", "recognize_rotary", "fuse_attention"]).run(
+        build_graph()).final
+    inputs = make_inputs(final, sizes)
+    if "attention_mask" in inputs:
+        inputs["attention_mask"][0] = 0  # a sequence with every key masked: the NaN guard's case
+    return final, lower_for_onnxruntime(final), inputs
+
+
+@pytest.fixture(scope="module")
+def attention_at_every_level():
+    """Each case's onnxruntime export run at ORT_ENABLE_ALL, all in one child process."""
+    names = sorted(ATTENTION_CASES)
+    jobs = []
+    for name in names:
+        _, lowering, inputs = _attention_lowered(name)
+        jobs.append((to_model_proto(lowering.graph).SerializeToString(), [inputs]))
+    return dict(zip(names, run_isolated_many(jobs, level="all")))
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_CASES))
+def test_attention_lowers_to_the_operator_that_fits_or_says_why_not(
+        name, attention_at_every_level):
+    final, lowering, inputs = _attention_lowered(name)
+    expected = ATTENTION_CASES[name][2]
+    records = [r for r in lowering.nodes if r.fused_op == "Attention"]
+    assert records
+    for record in records:
+        if expected.startswith(MS):
+            assert (record.result, record.reason) == (expected, None)
+        else:
+            assert record.result == INLINE and expected in record.reason
+    lowering.graph.check()
+    assert "Softmax" not in ops(lowering.graph) or not expected.startswith(MS)
+    tolerance = 2e-3 if any(v.elem_type == TensorProto.FLOAT16 for v in final.inputs) else 1e-4
+    reference = run(final, inputs)  # the function form, onnxruntime's optimizations off
+    assert compare_outputs(reference, run(lowering.graph, inputs), rtol=tolerance).ok
+    outcome = attention_at_every_level[name]
+    assert outcome.ok, outcome.describe()
+    assert compare_outputs(reference, outcome.outputs[0], rtol=tolerance).ok
+
+
+def test_group_query_attention_returns_the_present_keys_and_values():
+    _, lowering, _ = _attention_lowered("gqa_decode_step")
+    (gqa,) = lowering.graph.nodes_of_type("GroupQueryAttention", "com.microsoft")
+    assert [v.name for v in gqa.inputs[3:5]] == ["past_key", "past_value"]
+    assert all(v.is_graph_output for v in gqa.outputs[1:3])
+    assert (gqa.attrs["num_heads"], gqa.attrs["kv_num_heads"], gqa.attrs["causal"]) == (4, 2, 0)
+
+
+# --------------------------------------------------------------- LLM decoder pieces
+def _lowered(graph, pipeline, bindings=None):
+    """``graph`` through ``pipeline`` and lowered; the lowering must compute what the function
+    form computes, and load and run in onnxruntime at ORT_ENABLE_ALL in a child process."""
+    final = run_checked(graph, pipeline, bindings=bindings).final
+    lowering = lower_for_onnxruntime(final)
+    lowering.graph.check()
+    inputs = make_inputs(final, bindings)
+    reference = run(final, inputs)  # the function form, onnxruntime's optimizations off
+    assert compare_outputs(reference, run(lowering.graph, inputs)).ok
+    ran = run_isolated(to_bytes(lowering.graph), [inputs], level="all")
+    assert ran.ok, ran.describe()
+    report = compare_outputs(reference, ran.outputs[0])
+    assert report.ok, report.to_dict()
+    return lowering
+
+
+def _results(lowering, fused_op: str) -> list:
+    return [r for r in lowering.nodes if r.fused_op == fused_op]
+
+
+def _rmsnorm_model(**form):
+    nodes, inits = rmsnorm_nodes("x", "y", 16, **form)
+    elem = F16 if form.get("float16") or form.get("cast") else TensorProto.FLOAT
+    return build(nodes, [tensor("x", elem, ["batch", 5, 16])], [tensor("y", elem, None)],
+                 inits, opset=18)
+
+
+@pytest.mark.parametrize("form, ops_after", [
+    (dict(divide="reciprocal"), ["SimplifiedLayerNormalization"]),
+    # float16 statistics in float32, cast back, then the weight: the Mul stays after the op
+    (dict(cast="after"), ["SimplifiedLayerNormalization", "Cast", "Mul"]),
+    # the weight applied in float32, then cast back: the Cast follows
+    (dict(cast="before", divide="pow_half"), ["SimplifiedLayerNormalization", "Cast"]),
+], ids=["fp32", "fp16_weight_after_cast", "fp16_weight_before_cast"])
+def test_rmsnorm_lowers_to_simplified_layernorm_exactly(form, ops_after):
+    lowering = _lowered(_rmsnorm_model(**form), "recognize_rmsnorm,dce", {"batch": 2})
+    assert [r.result for r in lowering.nodes] == ["ai.onnx:SimplifiedLayerNormalization"]
+    assert [n.op_type for n in lowering.graph.nodes] == ops_after
+
+
+def test_rmsnorm_computed_in_float16_is_written_inline():
+    lowering = _lowered(_rmsnorm_model(float16=True), "recognize_rmsnorm,dce", {"batch": 2})
+    (record,) = lowering.nodes
+    assert record.result == INLINE and "computes in float16" in record.reason
+
+
+def test_skip_rmsnorm_lowers_with_the_sum_as_fourth_output():
+    nodes, inits = decoder_norms_nodes("x", "y", 16)
+    graph = build(nodes, [tensor("x", TensorProto.FLOAT, ["batch", 5, 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], inits, opset=18)
+    lowering = _lowered(graph, "O2", {"batch": 2})
+    assert lowering.counts() == {MS + "SkipSimplifiedLayerNormalization": 2,
+                                 "ai.onnx:SimplifiedLayerNormalization": 1}
+    read_on, last = [n for n in lowering.graph.nodes
+                     if n.op_type == "SkipSimplifiedLayerNormalization"]
+    assert [v and v.name for v in read_on.outputs] == ["h1", None, None, "sum0"]
+    assert [v.name for v in last.outputs] == ["y"]
+
+
+def test_float16_skip_rmsnorm_is_inline_and_its_norm_lowered():
+    nodes, inits = decoder_norms_nodes("x", "y", 16, cast="after")
+    graph = build(nodes, [tensor("x", F16, ["batch", 5, 16])], [tensor("y", F16, None)],
+                  inits, opset=18)
+    lowering = _lowered(graph, "O2", {"batch": 2})
+    skips = _results(lowering, "SkipSimplifiedLayerNormalization")
+    assert len(skips) == 2 and all("float32 only" in r.reason for r in skips)
+    assert lowering.counts()["ai.onnx:SimplifiedLayerNormalization"] == 3
+
+
+@pytest.mark.parametrize("form, cache_rows", [
+    ("half", "offset"),                    # cos [1, 1, S, 16]: one row per position
+    ("half_partial_tables", "per_token"),  # cos gathered per token: [B·S] rows
+    ("interleaved_slices", "per_token"),   # [B, S, N, H] goes in as [B, S, N·H]
+    ("interleaved_gather", "per_token")])
+def test_rotary_lowers_to_onnxruntime_rotary_embedding(form, cache_rows):
+    lowering = _lowered(rotary_form_graph(form), "O1,recognize_rotary,dce",
+                        {"batch": 2, "seq": 5})
+    assert [r.result for r in lowering.nodes] == [MS + "RotaryEmbedding"]
+    (rotary,) = [n for n in lowering.graph.nodes if n.op_type == "RotaryEmbedding"]
+    expected = ROTARY_FORMS[form][3]
+    assert rotary.attrs["interleaved"] == expected["interleaved"]
+    partial = expected["rotary_dim"] != 16 or form == "interleaved_slices"
+    assert rotary.attrs.get("rotary_embedding_dim", 0) == (expected["rotary_dim"] if partial
+                                                          else 0)
+    positions = rotary.inputs[1]
+    if cache_rows == "offset":
+        assert positions.constant_value().tolist() == [0]
+    else:
+        assert positions.producer.op_type == "Reshape"
+
+
+def test_rotary_lowering_shares_caches_between_queries_and_keys():
+    nodes, inits = positions_cos_sin("q", 16)
+    for name in ("q", "k"):
+        rotary, rotary_inits = rotary_nodes(name, f"{name}_rot", 16, prefix=f"{name}/")
+        nodes += rotary
+        inits.update(rotary_inits)
+    shape = ["batch", 4, "seq", 16]
+    graph = build(nodes, [tensor("q", TensorProto.FLOAT, shape),
+                          tensor("k", TensorProto.FLOAT, shape)],
+                  [tensor("q_rot", TensorProto.FLOAT, None),
+                   tensor("k_rot", TensorProto.FLOAT, None)], inits)
+    lowering = _lowered(graph, "O1,recognize_rotary,dce", {"batch": 2, "seq": 5})
+    rotaries = [n for n in lowering.graph.nodes if n.op_type == "RotaryEmbedding"]
+    assert len(rotaries) == 2
+    assert rotaries[0].inputs[2] is rotaries[1].inputs[2]  # one cos cache
+    assert rotaries[0].inputs[3] is rotaries[1].inputs[3]
+
+
+def test_rotary_falls_back_inline_with_the_reason():
+    float16 = _lowered(rotary_form_graph("half", float16=True), "O1,recognize_rotary,dce",
+                       {"batch": 2, "seq": 5})
+    assert "float32 only" in _results(float16, "RotaryEmbedding")[0].reason
+    # cos and sin given by the caller: nothing shows both features of a pair share an angle
+    nodes, inits = rotary_nodes("x", "y", 16)
+    table = tensor("cos", TensorProto.FLOAT, [1, 1, "seq", 16])
+    graph = build(nodes, [tensor("x", TensorProto.FLOAT, ["batch", 4, "seq", 16]), table,
+                          tensor("sin", TensorProto.FLOAT, [1, 1, "seq", 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], inits)
+    given = _lowered(graph, "O1,recognize_rotary,dce", {"batch": 2, "seq": 5})
+    assert "cannot be proven to repeat each angle" in _results(given, "RotaryEmbedding")[0].reason
+
+
+def test_swish_lowers_to_quick_gelu_and_swiglu_is_inline():
+    nodes, inits = swiglu_mlp_nodes("x", "mlp", 16, 32)
+    silu, silu_inits = silu_nodes("mlp", "y", alpha=1.702)
+    graph = build(nodes + silu, [tensor("x", TensorProto.FLOAT, ["batch", 5, 16])],
+                  [tensor("y", TensorProto.FLOAT, None)], {**inits, **silu_inits}, opset=18)
+    lowering = _lowered(graph, "O1,recognize_silu,dce", {"batch": 2})
+    (swish,) = _results(lowering, "Swish")
+    assert swish.result == MS + "QuickGelu"
+    (quick,) = [n for n in lowering.graph.nodes if n.op_type == "QuickGelu"]
+    assert quick.attrs["alpha"] == pytest.approx(1.702)
+    (gate,) = _results(lowering, "SwiGLU")
+    assert gate.result == INLINE and "no operator for a fused SwiGLU" in gate.reason

@@ -1,8 +1,10 @@
-"""Attention fusion: a hand-built block and its near misses, and every exported sample.
+"""Attention fusion: hand-built blocks in every form today's exporters write (BERT-style
+encoders, LLM decoders with grouped-query attention, rotary, KV cache and causal / window /
+padding masks, cross-attention, nn.MultiheadAttention's sequence-first layout), their near
+misses, and every exported sample.
 
-Sample runs verify each pass against onnxruntime (``run_checked``), so the fused Attention
-nodes are exported as model-local functions and executed; the counts are one attention per
-encoder/decoder layer.
+Every run verifies each pass against onnxruntime (``run_checked``), so the fused Attention
+nodes are exported as model-local functions and executed.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import numpy as np
 import pytest
 from onnx import helper
 
-from compiler_core.passes import PRESETS, PassContext, get_pass
-from compiler_core.patterns import PatternRecord
+from attention_graphs import F16, cross_attention, decoder_attention, sequence_first_attention
+from compiler_core.passes import PRESETS, PassContext, PassManager, get_pass
+from compiler_core.patterns import PatternRecord, explain
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
 
@@ -84,8 +87,9 @@ def test_block_becomes_one_attention_node_that_describes_itself():
     (node,) = shot.graph.nodes
     assert len(node.body) == len(graph) == 19
     assert node.attrs == {"scale": pytest.approx(HEAD_SIZE ** -0.5), "mask": "additive",
-                          "qkv": "separate", "causal": 0, "num_heads": HEADS,
-                          "head_size": HEAD_SIZE}
+                          "causal": 0, "window": 0, "padding": 1, "num_heads": HEADS,
+                          "kv_num_heads": HEADS, "head_size": HEAD_SIZE, "qkv": "separate",
+                          "cross": 0, "rotary": 0, "past": 0, "layout": "batch-first"}
     assert [m.root.name for m in only_report(shot).matches] == ["merge"]
 
 
@@ -93,7 +97,7 @@ def test_block_becomes_one_attention_node_that_describes_itself():
 def test_where_mask_and_div_scale(causal):
     shot = fuse(attention_block(mask_op="Where", scale_op="Div", causal=causal))
     (node,) = shot.graph.nodes
-    assert (node.attrs["mask"], node.attrs["causal"]) == ("where", int(causal))
+    assert (node.attrs["mask"], node.attrs["causal"]) == ("select", int(causal))
     assert node.attrs["scale"] == pytest.approx(HEAD_SIZE ** -0.5)
 
 
@@ -114,8 +118,8 @@ def test_softmax_over_the_wrong_axis_is_a_near_miss():
     assert report.matches == ()
     (miss,) = report.near_misses
     assert miss.site.name == "merge" and miss.failed_node.name == "softmax"
-    assert miss.reason == ("Softmax: expected softmax over the last axis, "
-                              "found axis 2 (rank 4)")
+    assert miss.reason == ("probabilities: Softmax: expected softmax over the last axis, "
+                           "found axis 2 (rank 4)")
     assert miss.score > 0.9  # everything else matched
 
 
@@ -124,9 +128,9 @@ def test_mask_through_an_unexpected_op_is_a_near_miss():
     assert shot.rewrites == 0
     (miss,) = only_report(shot).near_misses
     # every form of the Softmax's input fails on the Sub: the smallest (no mask) is named first
-    assert miss.reason == "Softmax input 0: expected MatMul, found Sub"
+    assert miss.reason == "mask: Softmax input 0: expected MatMul, found Sub"
     tried = {a["expected"] for a in miss.alternatives if a["found"] == "Sub"}
-    assert tried == {"Add", "Where", "Mul", "Div", "MatMul"}
+    assert tried == {"Add", "Where", "Mul", "Div", "Cast", "MatMul"}
 
 
 def test_probabilities_read_outside_block_the_fusion():
@@ -151,6 +155,155 @@ def test_without_explanations_the_report_still_lists_the_matches():
 
 def test_fusion_runs_in_the_o2_preset():
     assert "fuse_attention" in PRESETS["O2"]
+
+
+# ------------------------------------------------------------------ LLM decoder attention
+PAST_SIZES = {"batch": 2, "seq": 3, "past": 4, "total": 7}
+DECODER_FORMS = {  # name: (decoder_attention keywords, attributes the fused node must record)
+    "gqa_causal": ({}, {"num_heads": 4, "kv_num_heads": 2, "causal": 1, "window": 0}),
+    "mqa": ({"kv_heads": 1}, {"kv_num_heads": 1, "causal": 1}),
+    "mha": ({"kv_heads": 4}, {"kv_num_heads": 4}),
+    "rotary": ({"rotary": True}, {"rotary": 1}),
+    "rotary_before_split": ({"rotary": "before_split"}, {"rotary": 1}),
+    "partial_rotary": ({"rotary": "partial"}, {"rotary": 1}),
+    "rotary_with_empty_rest": ({"rotary": "empty_rest"}, {"rotary": 1}),
+    "gptj_key": ({"rotary": "before_split", "key_split_transposed": True, "kv_heads": 4},
+                 {"rotary": 1, "kv_num_heads": 4}),
+    "packed_heads": ({"packed_heads": True, "kv_heads": 4, "rotary": "partial"},
+                     {"num_heads": 4, "kv_num_heads": 4, "rotary": 1}),
+    "kv_cache": ({"past": True}, {"past": 1, "causal": 1}),
+    "grouped_query_decode": ({"grouped_query": True, "past": True, "seq": 1},
+                             {"kv_num_heads": 2, "past": 1}),
+    "sliding_window": ({"mask": "window", "window": 2}, {"causal": 1, "window": 2}),
+    "trilu_causal": ({"mask": "trilu"}, {"causal": 1, "mask": "additive"}),
+    "min_fill": ({"fill": float(np.finfo(np.float32).min)}, {"causal": 1}),
+    "padding": ({"mask": "padding", "nan_guard": True}, {"padding": 1, "causal": 0}),
+    "select": ({"mask": "select"}, {"mask": "select", "causal": 1}),
+    "select_masked": ({"mask": "select_masked"}, {"mask": "select_masked", "causal": 1}),
+    "no_mask": ({"mask": "none"}, {"mask": "none", "causal": 0}),
+    "float16": ({"dtype": F16, "fill": -65504.0}, {"causal": 1}),
+    "opset14": ({"opset": 14}, {"causal": 1}),
+    "opset20": ({"opset": 20}, {"causal": 1}),
+}
+
+
+def recognize_rotary(graph) -> int:
+    """Run recognize_rotary (the pass before fuse_attention in O2) in place; how many it made."""
+    return get_pass("recognize_rotary").run(graph, PassContext()).rewrites
+
+
+def decoder(**kwargs):
+    """A decoder block with its rotary recognized (as recognize_rotary leaves it) and the sizes
+    its inputs need (a KV cache's total = past + seq)."""
+    graph = decoder_attention(**kwargs)
+    if kwargs.get("rotary"):
+        assert recognize_rotary(graph) == 2
+    sizes = None
+    if kwargs.get("past"):
+        sizes = dict(PAST_SIZES, seq=kwargs.get("seq", 3))
+        sizes["total"] = sizes["past"] + sizes["seq"]
+        if kwargs.get("seq") == 1:
+            del sizes["seq"]
+    return graph, sizes
+
+
+@pytest.mark.parametrize("form", sorted(DECODER_FORMS))
+def test_every_decoder_form_fuses_into_one_attention_node(form):
+    kwargs, expected = DECODER_FORMS[form]
+    graph, sizes = decoder(**kwargs)
+    shot = fuse(graph, sizes)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert {k: node.attrs[k] for k in expected} == expected
+    packed = kwargs.get("packed_heads", False)
+    assert node.attrs["head_size"] == 8
+    assert node.attrs["qkv"] == ("packed" if packed else "separate")
+    body = ops(node.body)
+    assert body["Softmax"] == 1 and body["MatMul"] == (3 if packed else 5)  # + Q·Kᵀ, ·V
+    assert "Softmax" not in ops(shot.graph) and "RotaryEmbedding" not in ops(shot.graph)
+    assert body["RotaryEmbedding"] == (2 if kwargs.get("rotary") else 0)
+
+
+def test_present_keys_and_values_stay_outputs_of_the_fused_node():
+    graph, sizes = decoder(past=True, rotary=True)
+    shot = fuse(graph, sizes)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    presents = [v for v in node.outputs if v.is_graph_output]
+    assert len(presents) == 2 and len(node.outputs) == 3
+    assert all(v.producer is node for v in shot.graph.outputs if v.name != "y")
+    assert {v.name for v in node.inputs} >= {"past_key", "past_value", "cos", "sin"}
+
+
+def test_a_causal_mask_built_from_the_blocks_own_shapes_moves_inside():
+    graph, _ = decoder(mask="trilu")
+    shot = fuse(graph)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert ops(node.body)["Trilu"] == 1  # it reads Q's shape: outside, the node would feed itself
+    assert ops(shot.graph) == {"Attention": 1, "MatMul": 1, "Identity": 1}
+
+
+def test_written_out_rotary_is_a_near_miss_that_says_so():
+    shot = fuse(decoder_attention(rotary=True))  # recognize_rotary has not run
+    assert "Attention" not in ops(shot.graph)
+    (miss,) = only_report(shot).near_misses
+    assert miss.reason.startswith("query › rotary: Add: expected rotary embedding as one "
+                                  "RotaryEmbedding node (recognize_rotary)")
+    assert "recognize_rotary did not fuse it" in miss.found and miss.score > 0.9
+
+
+def test_cross_attention_fuses_and_leaves_the_shared_kv_projection_outside():
+    graph = cross_attention(layers=2)
+    result = run_checked(graph, ["fuse_sibling_matmuls", "fuse_attention"])
+    shot = snapshot(result, "fuse_attention")
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 2
+    assert all(n.attrs["cross"] == 1 and n.attrs["qkv"] == "mixed" for n in fused)
+    # horizontal fusion packed both layers' K/V projections of the encoder output into one
+    (split,) = [n for n in shot.graph.nodes if n.op_type == "Split"]
+    assert len(split.outputs) == 4 and all(u.op_type == "Attention"
+                                           for v in split.outputs for u in v.users())
+
+
+@pytest.mark.parametrize("four_d", [True, False], ids=["4d", "heads_in_batch"])
+def test_sequence_first_attention_with_a_packed_in_projection_fuses(four_d):
+    graph = sequence_first_attention(four_d=four_d)
+    result = run_checked(graph, ["fuse_attention"])
+    shot = snapshot(result, "fuse_attention")
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert (node.attrs["layout"], node.attrs["qkv"]) == ("sequence-first", "packed")
+    assert (node.attrs["num_heads"], node.attrs["head_size"]) == (4, 8)
+    assert ops(node.body)["Gather"] == 3  # the packed projection's unpacking moved inside
+    assert ops(shot.graph) == {"Attention": 1, "Gemm": 1, "Shape": 1, "Reshape": 1,
+                               "Identity": 1}
+
+
+def test_an_attention_shaped_block_is_explained_even_when_its_head_merge_differs():
+    """Softmax between two MatMuls with an unknown head merge: the pattern fails right at its
+    root, yet the block is reported at the top level, saying which part failed."""
+    graph = attention_block()
+    merge = graph.node_by_name("merge")
+    transpose = merge.inputs[0].producer
+    graph.set_node_attr(transpose, "perm", (0, 2, 3, 1))  # not a head merge any more
+    (report,) = explain(graph, ["attention"])
+    assert report.matches == []
+    (miss,) = report.near_misses
+    assert miss.reason == ("head merge: Transpose: expected perm = [0, 2, 1, 3], "
+                           "found perm = [0, 2, 3, 1]")
+    assert miss.failure.part == ("head merge",)
+    assert miss.record().to_dict()["part"] == "head merge"
+
+
+def test_anchored_explanation_without_any_root_below_names_the_consumers():
+    graph = attention_block()
+    merge = graph.node_by_name("merge")
+    transpose = merge.inputs[0].producer
+    context = transpose.inputs[0]
+    graph.replace_all_uses(merge.outputs[0], context)  # the context is the model output
+    for node in (merge, transpose):
+        graph.remove_node(node)
+    (report,) = explain(graph, ["attention"])
+    (miss,) = report.near_misses
+    assert miss.site.op_type == "MatMul" and miss.failure.expected.startswith("Reshape at most")
+    assert "Softmax" in {n.op_type for n in miss.failure.matched_nodes}
 
 
 # ------------------------------------------------------------------------------ the samples
@@ -185,3 +338,61 @@ def test_sdpa_shape_arithmetic_moves_inside_when_only_attention_reads_it():
         made_inside = {v.name for n in node.body.nodes for v in n.outputs}
         shapes = [n for n in node.body.nodes if n.op_type == "Shape"]
         assert sum(n.inputs[0].name in made_inside for n in shapes) == 2
+
+
+def test_the_patterns_panel_names_the_part_that_failed():
+    from graphlab.app.panels.patterns import focus_view, report_view
+    from graphlab.app.pattern_view import PatternFocus
+
+    (report,) = explain(decoder_attention(rotary=True), ["attention"])
+    record = report.record()
+    (miss,) = record.near_misses
+    text = str(focus_view(PatternFocus("miss", "attention", miss)))
+    assert "'part'" in text and "'query › rotary'" in text
+    assert "recognize_rotary did not fuse it" in str(report_view(0, record, ""))
+
+
+# ------------------------------------------------------------------- the LLM samples
+def cleaned(name: str):
+    """A sample after O1 and horizontal fusion (what fuse_attention sees in O2)."""
+    return PassManager(["O1", "fuse_sibling_matmuls"]).run(load_sample(name)).final
+
+
+def test_bart_fuses_encoder_decoder_and_cross_attention():
+    shot = fuse(cleaned("bart_tiny"))
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 6 and "Softmax" not in ops(shot.graph)
+    kinds = sorted((n.attrs["cross"], n.attrs["causal"], n.attrs["padding"]) for n in fused)
+    # 2 encoder (padding), 2 decoder self (causal), 2 cross (the encoder's padding)
+    assert kinds == [(0, 0, 1), (0, 0, 1), (0, 1, 0), (0, 1, 0), (1, 0, 1), (1, 0, 1)]
+
+
+@pytest.mark.parametrize("name", ["llama_tiny_torchscript", "llama_tiny_dynamo"])
+def test_llama_attention_fuses_once_rotary_is_one_node(name):
+    graph = cleaned(name)
+    (report,) = explain(graph, ["attention"])  # before: every block says what is missing
+    assert len(report.near_misses) == 2 and all(
+        m.reason.startswith("query › rotary: Add: expected rotary embedding as one")
+        for m in report.near_misses)
+    assert recognize_rotary(graph) == 4
+    shot = fuse(graph)
+    fused = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert len(fused) == 2 and "Softmax" not in ops(shot.graph)
+    for node in fused:
+        assert (node.attrs["num_heads"], node.attrs["kv_num_heads"], node.attrs["head_size"],
+                node.attrs["rotary"], node.attrs["causal"]) == (4, 2, 16, 1, 1)
+
+
+def test_code_that_only_starts_like_attention_is_reported_with_all_sites_only():
+    """A Reshape of a Transpose of something that is no ·V: no attention-shaped block, so no
+    near miss unless every site is asked for."""
+    nodes = [helper.make_node("Reshape", ["x", "split"], ["x4"]),
+             helper.make_node("Transpose", ["x4"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Reshape", ["t", "merge"], ["y"], name="merge")]
+    graph = build(nodes, [tensor("x", F, [1, SEQ, HIDDEN])], [tensor("y", F, [1, SEQ, HIDDEN])],
+                  {"split": np.array([1, SEQ, HEADS, HEAD_SIZE]),
+                   "merge": np.array([1, SEQ, HIDDEN])})
+    assert explain(graph, ["attention"])[0].near_misses == []
+    misses = explain(graph, ["attention"], all_sites=True)[0].near_misses
+    (miss,) = [m for m in misses if m.site.name == "merge"]
+    assert miss.failure.part == ("head merge",)

@@ -1,14 +1,23 @@
-"""LayerNorm and GELU recognition: samples of every exporter, opset-awareness, near misses."""
+"""Recognition (LayerNorm, GELU, RMSNorm, rotary, SiLU/SwiGLU) and the skip RMSNorm fusion:
+samples of every exporter, models built with onnx.helper in each exporter spelling,
+opset-awareness, near misses."""
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
 from onnx import helper
 
-from compiler_core.ir import FUSED_DOMAIN
+from compiler_core.ir import FUSED_DOMAIN, to_bytes
+from compiler_core.patterns import explain, list_patterns
+from graphlab.cli import main
 from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
-from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
+from llm_graphs import (F16, HEADS_FIRST_X, ROTARY_FORMS, decoder_norms_nodes, gathered_cos_sin,
+                        positions_cos_sin, rmsnorm_nodes, rotary_form_graph, rotary_graph,
+                        rotary_nodes, silu_nodes, swiglu_mlp_nodes)
+from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 RECOGNIZE = "O1,recognize_layernorm,recognize_gelu,dce"
 
@@ -106,66 +115,293 @@ def test_gelu_is_a_standard_op_from_opset_20(tanh, opset, domain):
 
 
 # ----------------------------------------------------------------------------- RMSNorm
-def _rmsnorm_graph(square: str, divide: str, weighted: bool, opset: int):
-    """x / sqrt(mean(x²) + ε) (· w), in the spellings exporters use, as a tiny model."""
-    rng = np.random.default_rng(3)
-    axes_input = opset >= 18
-    nodes = [helper.make_node("Pow", ["x", "two"], ["sq"]) if square == "pow"
-             else helper.make_node("Mul", ["x", "x"], ["sq"]),
-             helper.make_node("ReduceMean", ["sq", "axes"] if axes_input else ["sq"], ["ms"],
-                              **({} if axes_input else {"axes": [-1]})),
-             helper.make_node("Add", ["ms", "eps"], ["mse"]),
-             helper.make_node("Sqrt", ["mse"], ["rms"])]
-    if divide == "div":
-        nodes.append(helper.make_node("Div", ["x", "rms"], ["n"]))
-    elif divide == "reciprocal":
-        nodes += [helper.make_node("Reciprocal", ["rms"], ["inv"]),
-                  helper.make_node("Mul", ["x", "inv"], ["n"])]
-    else:  # Div of one, as TorchScript writes torch.rsqrt
-        nodes += [helper.make_node("Div", ["one", "rms"], ["inv"]),
-                  helper.make_node("Mul", ["inv", "x"], ["n"])]
-    nodes.append(helper.make_node("Mul", ["w", "n"], ["y"]) if weighted
-                 else helper.make_node("Identity", ["n"], ["y"]))
-    inits = {"two": np.float32(2), "eps": np.float32(1e-6), "one": np.float32(1),
-             "w": rng.random(16, dtype=np.float32) + 0.5,
-             "axes": np.array([-1], np.int64)}
-    used = {name for n in nodes for name in n.input}
-    return build(nodes, [tensor("x", F, ["batch", 5, 16])], [tensor("y", F, None)],
-                 {k: v for k, v in inits.items() if k in used}, opset=opset)
+def rmsnorm_graph(opset: int = 17, float16: bool = False, **form):
+    """A tiny model of one written-out RMSNorm over x [batch, 5, 16]."""
+    nodes, inits = rmsnorm_nodes("x", "y", 16, axes_input=opset >= 18, float16=float16,
+                                 **form)
+    elem = F16 if float16 or form.get("cast") else F
+    return build(nodes, [tensor("x", elem, ["batch", 5, 16])], [tensor("y", elem, None)],
+                 inits, opset=opset)
 
 
-@pytest.mark.parametrize("square, divide, weighted", [
-    ("pow", "div", True), ("mul", "reciprocal", True), ("pow", "div_of_one", True),
-    ("mul", "div", False)])
+RMSNORM_SPELLINGS = [
+    dict(square="pow", divide="div"), dict(square="mul", divide="reciprocal"),
+    dict(square="pow", divide="div_of_one", weight_first=True), dict(divide="pow_half"),
+    dict(square="mul", divide="div", weighted=False)]
+
+
+@pytest.mark.parametrize("form", RMSNORM_SPELLINGS, ids=lambda f: "-".join(map(str, f.values())))
 @pytest.mark.parametrize("opset, op_type, domain", [
     (13, "SimplifiedLayerNormalization", FUSED_DOMAIN),
     (18, "SimplifiedLayerNormalization", FUSED_DOMAIN),
     (23, "RMSNormalization", "")])
-def test_rmsnorm_forms_become_one_node(square, divide, weighted, opset, op_type, domain):
-    graph = _rmsnorm_graph(square, divide, weighted, opset)
-    final = run_checked(graph, "eliminate_identity,recognize_rmsnorm",
+def test_rmsnorm_spellings_become_one_node(form, opset, op_type, domain):
+    final = run_checked(rmsnorm_graph(opset, **form), "eliminate_identity,recognize_rmsnorm",
                         bindings={"batch": 2}).final  # compared with onnxruntime
     (node,) = final.nodes
     assert (node.op_type, node.domain) == (op_type, domain)
     assert node.attrs["epsilon"] == pytest.approx(1e-6) and node.provenance.rule == "rmsnorm"
+    assert [v.name for v in node.inputs][0] == "x"
 
 
-def test_rmsnorm_lowers_to_onnxruntime_simplified_layernorm():
-    from compiler_core.ir import to_bytes
-    from compiler_core.lowering import lower_for_onnxruntime
-    from compiler_core.runtime_check import run_isolated
-    from compiler_core.verify import make_inputs, run
+@pytest.mark.parametrize("cast, float16, standard", [
+    ("after", True, True),      # HF Llama: float32 statistics, cast back, then weighted
+    ("before", True, False),    # weighted in float32, then cast back: not RMSNormalization's
+    (None, True, False),        # computed in float16 throughout: stash_type 1 would differ
+    (None, False, True)])
+@pytest.mark.parametrize("divide", ["reciprocal", "div_of_one"])
+def test_rmsnorm_casts_are_inside_and_the_standard_op_only_where_exact(cast, float16, standard,
+                                                                       divide):
+    """The casts around a half-precision RMSNorm belong to it: one node reads x as given and
+    returns y in x's type.  From opset 23 it is RMSNormalization only when that op (cast up,
+    normalize, cast back, multiply) computes exactly what the model does."""
+    for opset, wanted in ((18, False), (23, standard)):
+        graph = rmsnorm_graph(opset, float16, cast=cast, divide=divide)
+        final = run_checked(graph, "recognize_rmsnorm,dce", bindings={"batch": 2}).final
+        (node,) = final.nodes
+        assert node.op_type == ("RMSNormalization" if wanted else "SimplifiedLayerNormalization")
+        assert node.inputs[0].name == "x" and node.outputs[0].name == "y"
+        if node.body is not None:
+            assert ops(node.body)["Cast"] == (2 if cast else 0)
+        else:
+            assert node.attrs["stash_type"] == 1
 
-    graph = run_checked(_rmsnorm_graph("pow", "div", True, 17), "recognize_rmsnorm").final
-    lowering = lower_for_onnxruntime(graph)
-    assert [r.result for r in lowering.nodes] == ["ai.onnx:SimplifiedLayerNormalization"]
-    inputs = make_inputs(graph, {"batch": 2})
-    ran = run_isolated(to_bytes(lowering.graph), [inputs], level="all")
-    assert ran.ok, ran.describe()
-    np.testing.assert_allclose(ran.outputs[0]["y"], run(graph, inputs)["y"], rtol=1e-5,
-                               atol=1e-6)
+
+def test_rmsnorm_ignores_a_gate_that_is_not_a_weight():
+    """norm(x) · g with g computed per token (Mamba's gated norm) keeps its Mul outside."""
+    nodes, inits = rmsnorm_nodes("x", "normed", 16, weighted=False)
+    nodes.append(helper.make_node("Mul", ["normed", "gate"], ["y"], name="gate_mul"))
+    graph = build(nodes, [tensor("x", F, [2, 5, 16]), tensor("gate", F, [2, 5, 16])],
+                  [tensor("y", F, None)], inits, opset=18)
+    final = run_checked(graph, "eliminate_identity,recognize_rmsnorm,dce").final
+    assert sorted(ops(final)) == ["Mul", "SimplifiedLayerNormalization"]
+    assert final.node_by_name("gate_mul") is not None
 
 
 def test_the_core_of_a_layernorm_stays_a_layernorm_in_o2():
     final = run_checked(load_sample("teach_layernorm"), "O2").final
     assert "SimplifiedLayerNormalization" not in ops(final)
+
+
+# ----------------------------------------------------------------------------- rotary
+ROTARY = "O1,recognize_rotary,dce"
+
+
+@pytest.mark.parametrize("float16", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("form", sorted(ROTARY_FORMS))
+def test_rotary_forms_become_one_node(form, float16):
+    result = run_checked(rotary_form_graph(form, float16), ROTARY,
+                         bindings={"batch": 2, "seq": 5})
+    final = result.final
+    (rotary,) = [n for n in final.nodes if n.op_type == "RotaryEmbedding"]
+    assert rotary.domain == FUSED_DOMAIN and rotary.provenance.rule == "rotary_embedding"
+    expected = ROTARY_FORMS[form][3]
+    assert {k: rotary.attrs.get(k) for k in expected} == expected
+    assert [v.name for v in rotary.inputs[:3]] == ["x", "cos", "sin"]
+    assert rotary.outputs[0].name == "y" and len(rotary.outputs) == 1
+    assert not {"Neg", "Slice", "Add"} & set(ops(final))  # the rotation is all inside
+    assert snapshot(result, "recognize_rotary").rewrites == 1
+
+
+def test_rotary_cut_off_centre_is_a_near_miss_that_says_where():
+    graph = rotary_graph(HEADS_FIRST_X, positions_cos_sin("x", 16),
+                          rotary_nodes("x", "y", 16, half_at=6))
+    shot = snapshot(run_checked(graph, ROTARY, bindings={"batch": 1, "seq": 3}),
+                    "recognize_rotary")
+    assert shot.rewrites == 0
+    (declined,) = shot.declined
+    assert "expected −x[..., h:] then x[..., :h]" in declined.reason
+    assert "found −x[..., 6:16] then x[..., 0:6] (width 16)" in declined.reason
+
+
+# ----------------------------------------------------------------------- SiLU, SwiGLU
+@pytest.mark.parametrize("float16", [False, True], ids=["fp32", "fp16"])
+@pytest.mark.parametrize("pipeline", ["O1,recognize_silu,dce", "O2"])
+def test_swiglu_mlp_is_its_gemms_and_one_elementwise_node(pipeline, float16):
+    nodes, inits = swiglu_mlp_nodes("x", "y", 16, 32, float16=float16)
+    elem = F16 if float16 else F
+    graph = build(nodes, [tensor("x", elem, ["batch", 5, 16])], [tensor("y", elem, None)],
+                  inits, opset=18)
+    final = run_checked(graph, pipeline, bindings={"batch": 2}).final
+    (gate,) = [n for n in final.nodes if n.op_type == "SwiGLU"]
+    assert gate.domain == FUSED_DOMAIN and gate.attrs["alpha"] == 1.0
+    assert sorted(n.op_type for n in gate.body.nodes) == ["Mul", "Mul", "Sigmoid"]
+    assert "Sigmoid" not in ops(final)
+    # O2 packs the gate and up projections into one MatMul whose halves the gate reads
+    assert ops(final)["MatMul"] == (3 if pipeline.startswith("O1") else 2)
+
+
+@pytest.mark.parametrize("alpha", [None, 1.702], ids=["silu", "quick_gelu"])
+@pytest.mark.parametrize("opset", [18, 25])
+def test_silu_becomes_one_swish_node(alpha, opset):
+    """A fused node at every opset: onnxruntime runs the standard Swish at opset 24 only."""
+    nodes, inits = silu_nodes("x", "y", alpha=alpha, sigmoid_first=True)
+    graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, None)], inits, opset=opset)
+    (node,) = run_checked(graph, "recognize_silu,dce").final.nodes
+    assert (node.op_type, node.domain) == ("Swish", FUSED_DOMAIN)
+    assert node.attrs["alpha"] == pytest.approx(alpha or 1.0)
+
+
+def test_silu_times_a_constant_is_not_a_swiglu():
+    nodes, inits = silu_nodes("x", "act")
+    nodes.append(helper.make_node("Mul", ["act", "half"], ["y"], name="halve"))
+    graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, None)],
+                  {**inits, "half": np.array(0.5, np.float32)}, opset=18)
+    final = run_checked(graph, "recognize_silu,dce").final
+    assert sorted(ops(final)) == ["Mul", "Swish"]
+
+
+# ----------------------------------------------------------------------- GELU in float16
+@pytest.mark.parametrize("tanh", [False, True], ids=["erf", "tanh"])
+@pytest.mark.parametrize("casts", [False, True], ids=["float16", "float32_inside_casts"])
+def test_float16_gelus_are_recognized(tanh, casts):
+    """float16 constants hold the GELU's constants rounded (√2 is 1.4140625); a model may also
+    compute the GELU in float32 between casts."""
+    nodes = gelu_nodes("g_in" if casts else "x", "g_out" if casts else "y", tanh)
+    constants = GELU_CONSTANTS if casts else {
+        name: value.astype(np.float16) for name, value in GELU_CONSTANTS.items()}
+    if casts:
+        nodes = [helper.make_node("Cast", ["x"], ["g_in"], to=F),
+                 *nodes, helper.make_node("Cast", ["g_out"], ["y"], to=F16)]
+    used = {name for n in nodes for name in n.input}
+    graph = build(nodes, [tensor("x", F16, [4, 16])], [tensor("y", F16, None)],
+                  {k: v for k, v in constants.items() if k in used}, opset=18)
+    final = run_checked(graph, "recognize_gelu,dce").final
+    (gelu,) = [n for n in final.nodes if n.op_type == "Gelu"]
+    assert gelu.attrs["approximate"] == ("tanh" if tanh else "none")
+    assert ops(final)["Cast"] == (2 if casts else 0)
+
+
+# ------------------------------------------------------------------ residual Add + RMSNorm
+def decoder_graph(**form):
+    nodes, inits = decoder_norms_nodes("x", "y", 16, **form)
+    elem = F16 if form.get("float16") or form.get("cast") else F
+    return build(nodes, [tensor("x", elem, ["batch", 5, 16])], [tensor("y", elem, None)],
+                 inits, opset=18)
+
+
+@pytest.mark.parametrize("form", [dict(divide="reciprocal"), dict(cast="after")],
+                         ids=["fp32", "fp16_casts"])
+def test_residual_add_and_rmsnorm_become_one_node_returning_the_sum(form):
+    result = run_checked(decoder_graph(**form), "O1,recognize_rmsnorm,fuse_skip_rmsnorm,dce",
+                         bindings={"batch": 2})
+    final = result.final
+    skips = [n for n in final.nodes if n.op_type == "SkipSimplifiedLayerNormalization"]
+    assert ops(final)["SimplifiedLayerNormalization"] == 1  # the first norm reads no Add
+    assert "Add" not in ops(final) and len(skips) == 2
+    read_on, last = skips
+    # the residual stream goes on to the next Add: the sum is the second result
+    assert [v.name for v in read_on.outputs] == ["h1", "sum0"]
+    assert [v.name for v in last.outputs] == ["y"]
+    assert [v.name for v in read_on.inputs] == ["x", "out0", "n1_w"]
+    assert "1 also returning the sum" in snapshot(result, "fuse_skip_rmsnorm").notes[0]
+
+
+def test_skip_rmsnorm_also_fuses_a_norm_still_written_out():
+    """Without recognize_rmsnorm first (a custom pipeline), the Add and the whole written-out
+    norm become the one node; graphlab explain shows the pattern on the exported model."""
+    final = run_checked(decoder_graph(divide="div_of_one"), "O1,fuse_skip_rmsnorm,dce",
+                        bindings={"batch": 2}).final
+    skips = [n for n in final.nodes if n.op_type == "SkipSimplifiedLayerNormalization"]
+    assert len(skips) == 2 and "Sqrt" in ops(skips[0].body)
+    assert ops(final)["Sqrt"] == 1  # the first norm reads no Add
+
+
+# ------------------------------------------------------------ near misses in graphlab explain
+def _near_miss_models():
+    """Per new library pattern, a model that almost has it, and the reason explain gives."""
+    wrong_axis_nodes, wrong_axis_inits = rmsnorm_nodes("x", "y", 16)
+    wrong_axis = build(wrong_axis_nodes, [tensor("x", F, [2, 5, 16])], [tensor("y", F, None)],
+                       {**wrong_axis_inits, "axes": np.array([1], np.int64)}, opset=18)
+    skip_nodes, skip_inits = rmsnorm_nodes("sum", "y", 16)
+    skip = build([helper.make_node("Add", ["x", "r"], ["sum"])] + skip_nodes,
+                 [tensor("x", F, [2, 5, 16]), tensor("r", F, [2, 5, 16])],
+                 [tensor("y", F, None)], {**skip_inits, "axes": np.array([1], np.int64)},
+                 opset=18)
+    other_sigmoid = build([helper.make_node("Sigmoid", ["z"], ["s"]),
+                           helper.make_node("Mul", ["x", "s"], ["y"])],
+                          [tensor("x", F, [2, 8]), tensor("z", F, [2, 8])],
+                          [tensor("y", F, None)], opset=18)
+    silu, silu_inits = silu_nodes("x", "act")
+    scaled = build(silu + [helper.make_node("Mul", ["act", "half"], ["y"])],
+                   [tensor("x", F, [2, 8])], [tensor("y", F, None)],
+                   {**silu_inits, "half": np.array(0.5, np.float32)}, opset=18)
+    off_centre = rotary_graph(HEADS_FIRST_X, positions_cos_sin("x", 16),
+                              rotary_nodes("x", "y", 16, half_at=6))
+    return [("rmsnorm", wrong_axis, "expected mean over the last axis"),
+            ("skip_rmsnorm", skip, "expected mean over the last axis"),
+            ("silu", other_sigmoid, "expected the same value as the other use of input ('z')"),
+            ("swiglu", scaled, "expected a tensor computed at run time"),
+            ("rotary_embedding", off_centre, "found −x[..., 6:16] then x[..., 0:6]")]
+
+
+NEAR_MISSES = _near_miss_models()
+
+
+@pytest.mark.parametrize("name, graph, reason", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
+def test_new_patterns_explain_their_near_misses(name, graph, reason):
+    (report,) = explain(graph, [name])
+    assert not report.matches and report.near_misses
+    assert reason in report.near_misses[0].reason
+    assert name in list_patterns() and report.description
+
+
+def test_graphlab_explain_lists_the_llm_patterns(tmp_path, capsys):
+    path = tmp_path / "rotary.onnx"
+    path.write_bytes(to_bytes(rotary_form_graph("half")))
+    assert main(["explain", str(path), "--json"]) == 0
+    reports = {r["name"]: r for r in json.loads(capsys.readouterr().out)["patterns"]}
+    assert {"rmsnorm", "skip_rmsnorm", "silu", "swiglu", "rotary_embedding"} <= set(reports)
+    assert len(reports["rotary_embedding"]["matches"]) == 1
+
+
+def test_rotary_with_shapes_computed_at_run_time():
+    """TorchScript without bindings: the head split's target has -1 heads and the flattening
+    Reshape's target comes from the Shape of the stacked pairs.  The heads are still known
+    (64 features / 16 per head), and the Shape arithmetic only the rotation reads moves into
+    the node."""
+    split_heads = [
+        helper.make_node("Shape", ["h"], ["h_shape"]),
+        helper.make_node("Gather", ["h_shape", "batch_seq"], ["b_s"], axis=0),
+        helper.make_node("Concat", ["b_s", "heads_dims"], ["split_target"], axis=0),
+        helper.make_node("Reshape", ["h", "split_target"], ["heads"]),
+        helper.make_node("Transpose", ["heads"], ["x"], perm=[0, 2, 1, 3])]
+    table_nodes, table_inits = gathered_cos_sin("position_ids", 16, interleaved=True,
+                                                heads_axis=1)
+    rotary, rotary_inits = rotary_nodes("x", "y", 16, interleaved=True)
+    flatten = next(n for n in rotary if n.output[0] == "turned")
+    flatten.input[1] = "flat_target"
+    rotary += [helper.make_node("Shape", ["stacked"], ["stacked_shape"]),  # as TorchScript
+               helper.make_node("Slice", ["stacked_shape", "begin", "but_two", "begin"],
+                                ["lead"]),
+               helper.make_node("Concat", ["lead", "rest"], ["flat_target"], axis=0)]
+    graph = build(split_heads + table_nodes + rotary,
+                  [tensor("h", F, ["batch", "seq", 64]), tensor("position_ids", I64,
+                                                                ["batch", "seq"])],
+                  [tensor("y", F, None)],
+                  {**table_inits, **rotary_inits, "batch_seq": np.array([0, 1]),
+                   "heads_dims": np.array([-1, 16]), "but_two": np.array([-2]),
+                   "rest": np.array([-1])}, opset=17)
+    final = run_checked(graph, "recognize_rotary,dce", bindings={"batch": 2, "seq": 5}).final
+    (rotary_node,) = [n for n in final.nodes if n.op_type == "RotaryEmbedding"]
+    assert rotary_node.attrs["num_heads"] == 4 and rotary_node.attrs["interleaved"] == 1
+    assert {"Shape", "Slice", "Concat"} <= set(ops(rotary_node.body))
+
+
+# ------------------------------------------------------------------ the Llama samples
+@pytest.mark.parametrize("name", ["llama_tiny_dynamo", "llama_tiny_torchscript"])
+def test_llama_norms_rotary_and_swiglu_are_all_recognized(name):
+    """Both exporters' tiny Llama (2 layers): five RMSNorms (four after a residual Add, the
+    first one reading the embeddings), a rotary on Q and K per layer (inside the layer's fused
+    attention), a SwiGLU gate per MLP; nothing of them left written out."""
+    final = run_checked(load_sample(name), "O2", bindings={"batch": 2, "seq": 8}).final
+    counts = ops(final)
+    assert counts["SkipSimplifiedLayerNormalization"] == 4
+    assert counts["SimplifiedLayerNormalization"] == 1
+    attention = [n for n in final.nodes if n.op_type == "Attention"]
+    assert len(attention) == 2 and counts["SwiGLU"] == 2
+    assert sum(ops(n.body)["RotaryEmbedding"] for n in attention) == 4
+    assert not {"ReduceMean", "Sqrt", "Reciprocal", "Neg", "Sigmoid"} & set(counts)
+    summed = [n for n in final.nodes if n.op_type == "SkipSimplifiedLayerNormalization"
+              and len(n.outputs) == 2]
+    assert len(summed) == 3  # every residual sum but the last flows on to the next block

@@ -9,7 +9,7 @@ import pytest
 from graphlab.cli import main
 
 REPORT_KEYS = {"name", "description", "matches", "near_misses", "reasons"}
-MISS_KEYS = {"site", "score", "path", "expected", "found", "reason", "blocking_node",
+MISS_KEYS = {"site", "score", "path", "part", "expected", "found", "reason", "blocking_node",
              "matched_nodes", "failed_node", "alternatives"}
 
 

@@ -98,7 +98,7 @@ def test_teach_gelu_reports_the_wrong_constant():
     # the three groupings of the product are an OR: every branch keeps its own failure
     assert len(data["alternatives"]) >= 3
     assert data["alternatives"][0]["reason"] == data["reason"]
-    assert {"path", "expected", "found", "reason"} == set(data["alternatives"][1])
+    assert {"path", "part", "expected", "found", "reason"} == set(data["alternatives"][1])
 
 
 def test_teach_matmul_bias_reports_the_non_constant_bias():

@@ -26,6 +26,7 @@ lists it in ``assumed_dims``, so every view can mark the ops whose figures are t
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
@@ -100,6 +101,12 @@ class GraphCost:
     def unmodelled_ops(self) -> list[str]:
         return sorted({op.op_type for op in self.ops if not op.modelled})
 
+    def __repr__(self) -> str:
+        bound = Counter(op.bound for op in self.ops)
+        return (f"<GraphCost on {self.target.name}: {len(self.ops)} ops, {self.total_flops:.3g} "
+                f"FLOP, {self.total_bytes:.3g} bytes, estimated {self.total_est_seconds:.3g} s; "
+                f"{bound['compute']} compute-bound, {bound['memory']} memory-bound>")
+
     @property
     def ops_with_assumed_dims(self) -> int:
         return sum(1 for op in self.ops if op.assumed_dims)
@@ -138,6 +145,12 @@ class CostComparison:
     def to_dict(self) -> dict:
         return {"before": self.before.totals(), "after": self.after.totals(),
                 "speedup": self.speedup}
+
+    def __repr__(self) -> str:
+        speedup = "n/a" if self.speedup is None else f"{self.speedup:.3g}x"
+        return (f"<CostComparison on {self.after.target.name}: estimated "
+                f"{self.before.total_est_seconds:.3g} s -> {self.after.total_est_seconds:.3g} s "
+                f"({speedup})>")
 
 
 def _finite(x: float) -> float | None:

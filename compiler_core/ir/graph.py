@@ -73,6 +73,11 @@ class Graph:
     def __len__(self) -> int:
         return len(self._nodes)
 
+    def __repr__(self) -> str:
+        inputs = ", ".join(v.name for v in self._inputs if not v.is_initializer)
+        outputs = ", ".join(v.name for v in self._outputs)
+        return f"<Graph {self.name!r}: {len(self)} nodes, ({inputs}) -> ({outputs})>"
+
     @property
     def inputs(self) -> tuple[Value, ...]:
         return tuple(self._inputs)
@@ -324,6 +329,26 @@ class Graph:
         g = Graph.__new__(Graph)
         g.__setstate__(self.__getstate__())
         return g
+
+    def renumbered(self, new_id: dict[int, int]) -> "Graph":
+        """A structural copy whose node ids are mapped through ``new_id`` (every id, one to one),
+        e.g. to give a second model's nodes the ids of the first model's nodes they match.
+        Provenance keeps only the source ids the map covers: the others name nodes of another
+        numbering."""
+        state = self.__getstate__()
+        nodes = []
+        for record in state["nodes"]:
+            provenance = record[11]
+            if provenance is not None:
+                provenance = Provenance(provenance.pass_name, provenance.rule, tuple(
+                    new_id[s] for s in provenance.sources if s in new_id), provenance.source)
+            nodes.append((new_id[record[0]],) + record[1:11] + (provenance,) + record[12:])
+        state["nodes"] = nodes
+        state["scalars"] = {**state["scalars"],
+                            "next_id": max(new_id.values(), default=-1) + 1}
+        graph = Graph.__new__(Graph)
+        graph.__setstate__(state)
+        return graph
 
     def __getstate__(self) -> dict:
         """The graph as flat records that name values instead of pointing at them.

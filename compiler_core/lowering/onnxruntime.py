@@ -18,9 +18,11 @@ from ..ir import FUSED_DOMAIN, Graph, Node
 from ..passes.base import PassContext
 from ..passes.cleanup.dead_code import EliminateDeadCode
 from ..passes.fusion.attention import FUSED_OP as ATTENTION
+from ..passes.recognition.rotary import FUSED_OP as ROTARY
 from ..passes.rewrite import open_fused_node
 from .ort_attention import lower_attention
 from .ort_ops import MS_DOMAIN, LOWERINGS
+from .ort_rotary import lower_rotary
 
 INLINE = "inline"
 
@@ -70,6 +72,9 @@ def lower_for_onnxruntime(graph: Graph) -> Lowering:
         made, reason = _lower(lowered, node)
         if made is not None:
             result.nodes.append(LoweredNode(node.name, node.op_type, made))
+            # an operator may keep parts of the body inline (attention: its rotary nodes)
+            known = {n.id for n in pending}
+            pending += [n for n in lowered.nodes if n.body is not None and n.id not in known]
             continue
         opened = open_fused_node(lowered, ctx, node, "inline_for_onnxruntime")
         result.nodes.append(LoweredNode(node.name, node.op_type, INLINE, reason))
@@ -85,6 +90,8 @@ def _lower(graph: Graph, node: Node) -> tuple[str | None, str | None]:
     """Replace ``node`` by onnxruntime ops: (``domain:op`` made, None), or (None, the reason)."""
     if node.op_type == ATTENTION:
         outcome = lower_attention(graph, node)
+    elif node.op_type == ROTARY:
+        outcome = lower_rotary(graph, node)
     elif node.op_type in LOWERINGS:
         outcome = LOWERINGS[node.op_type](graph, node)
     else:

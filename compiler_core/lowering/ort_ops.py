@@ -11,11 +11,15 @@ from typing import Callable, Sequence
 
 import numpy as np
 import onnx
+from onnx import TensorProto
 
 from ..ir import Graph, Node, Value
+from ..ir.dtypes import to_numpy
 from ..passes.fusion.linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
 from ..passes.fusion.skip_layernorm import FUSED_OP as SKIP_LAYERNORM
+from ..passes.fusion.skip_rmsnorm import FUSED_OP as SKIP_RMSNORM
 from ..passes.recognition.rmsnorm import FUSED_OP as RMSNORM
+from ..passes.recognition.silu import SWISH
 
 MS_DOMAIN = "com.microsoft"
 _FLOATS = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16})
@@ -29,9 +33,11 @@ _ACTIVATION_DEFAULTS = {"LeakyRelu": {"alpha": 0.01},
 
 # ------------------------------------------------------------------------------ primitives
 def replace_fused(graph: Graph, node: Node, op_type: str, inputs: Sequence[Value | None],
-                  attrs: dict | None = None, domain: str = MS_DOMAIN) -> Node:
-    """Put ``op_type`` where the fused ``node`` was: same name, place, outputs, provenance."""
-    outputs, order = list(node.outputs), node.order
+                  attrs: dict | None = None, domain: str = MS_DOMAIN,
+                  outputs: Sequence[Value | None] | None = None) -> Node:
+    """Put ``op_type`` where the fused ``node`` was: same name, place, outputs (or the node's
+    outputs placed as ``outputs`` lists them, None for an output left out), provenance."""
+    outputs, order = list(node.outputs if outputs is None else outputs), node.order
     graph.remove_node(node)
     return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=domain, name=node.name,
                           provenance=node.provenance, order=order)
@@ -109,16 +115,83 @@ def lower_layernorm(graph: Graph, node: Node) -> Node | str:
 
 def lower_rmsnorm(graph: Graph, node: Node) -> Node | str:
     """GraphLab's fused RMSNorm -> onnxruntime's SimplifiedLayerNormalization (default domain,
-    X and scale, the same axis and epsilon)."""
-    return replace_fused(graph, node, RMSNORM, node.inputs,
-                         {"axis": int(node.attrs.get("axis", -1)),
-                          "epsilon": float(node.attrs["epsilon"])}, domain="")
+    X and scale, the same axis and epsilon), which normalizes float16 in float32 and returns
+    the scale's type.  What the model does around it stays exact: a weight applied after the
+    cast back to float16 stays a Mul after the op (onnxruntime's op would round once where the
+    model rounds twice), a float32 weight applied before the cast back gets the Cast after
+    it.  A norm computed in float16 throughout is written inline: onnxruntime's op would be
+    more precise, not the same."""
+    x, scale = node.inputs[:2]
+    result = node.outputs[0]
+    compute = TensorProto.FLOAT if node.attrs.get("stash_type") else x.elem_type
+    if compute not in (TensorProto.FLOAT, TensorProto.DOUBLE):
+        return (f"the norm computes in {x.describe_type().split('[')[0]}; onnxruntime's op "
+                f"computes it in float32, which is more precise but not the same numbers")
+    attrs = {"axis": int(node.attrs.get("axis", -1)), "epsilon": float(node.attrs["epsilon"])}
+    if scale.elem_type == compute == result.elem_type:
+        return replace_fused(graph, node, RMSNORM, [x, scale], attrs, domain="")
+    weight_after_cast = scale.elem_type != compute
+    if weight_after_cast:
+        width = x.shape[-1] if x.shape else None
+        if not isinstance(width, int):
+            return f"the normalized axis of {x.name!r} has unknown size"
+        unit = graph.add_initializer(f"{node.name}/unit_scale",
+                                     np.ones(width, dtype=to_numpy(compute)))
+    normalized = graph.new_value(f"{result.name}/normalized", compute, result.shape)
+    made = graph.add_node(RMSNORM, [x, unit if weight_after_cast else scale], [normalized],
+                          attrs=attrs, name=node.name, provenance=node.provenance,
+                          order=node.order - 0.5)
+    if not weight_after_cast:
+        replace_fused(graph, node, "Cast", [normalized], {"to": result.elem_type}, domain="")
+        return made
+    cast_back = graph.new_value(f"{result.name}/cast_back", result.elem_type, result.shape)
+    graph.add_node("Cast", [normalized], [cast_back], attrs={"to": result.elem_type},
+                   name=f"{node.name}/Cast", provenance=node.provenance, order=node.order - 0.25)
+    replace_fused(graph, node, "Mul", [cast_back, scale], domain="")
+    return made
+
+
+def lower_skip_rmsnorm(graph: Graph, node: Node) -> Node | str:
+    """SkipSimplifiedLayerNormalization(input, skip, gamma) -> RMSNorm(input + skip) · gamma,
+    and the sum as its fourth output when the fused node returns it.  onnxruntime's op takes a
+    3-D input and a skip of its shape, [1, S, H] or [S, H].  Float32 only: in float16 it
+    normalizes the float32 sum where the model normalizes the sum rounded to float16."""
+    x, skip, gamma = node.inputs[:3]
+    types = {v.elem_type for v in (x, skip, gamma, node.outputs[0])}
+    if types != {TensorProto.FLOAT}:
+        return (f"onnxruntime's SkipSimplifiedLayerNormalization matches the model exactly in "
+                f"float32 only; here {x.describe_type()} + {skip.describe_type()}, scale "
+                f"{gamma.describe_type()} -> {node.outputs[0].describe_type()} (the norm "
+                f"inside is lowered on its own)")
+    if gamma.rank != 1:
+        return "the scale is not a vector over the last axis, as onnxruntime needs"
+    total = node.outputs[1] if len(node.outputs) > 1 else None
+    for first, second in ((x, skip), (skip, x)):
+        if _skip_fits(first, second):
+            return replace_fused(graph, node, SKIP_RMSNORM, [first, second, gamma],
+                                 {"epsilon": float(node.attrs["epsilon"])},
+                                 outputs=[node.outputs[0]] + ([None, None, total] if total
+                                                              else []))
+    return (f"onnxruntime's SkipSimplifiedLayerNormalization needs a 3-D input and a skip of "
+            f"the same shape, [1, S, H] or [S, H]; the shapes {x.describe_type()} and "
+            f"{skip.describe_type()} cannot be proven to be such")
 
 
 def lower_gelu(graph: Graph, node: Node) -> Node | str:
     """Exact GELU -> com.microsoft Gelu; the tanh approximation -> FastGelu (same formula)."""
     op_type = "FastGelu" if node.attrs.get("approximate") == "tanh" else "Gelu"
     return replace_fused(graph, node, op_type, node.inputs[:1])
+
+
+def lower_swish(graph: Graph, node: Node) -> Node | str:
+    """Swish x·Sigmoid(α·x) -> com.microsoft QuickGelu with the same alpha (its formula).
+    Float32 only: in float16 onnxruntime's kernel rounds once where the model rounds the
+    Sigmoid and the product each."""
+    x = node.inputs[0]
+    if x.elem_type != TensorProto.FLOAT:
+        return (f"onnxruntime's QuickGelu matches the model exactly in float32 only; here "
+                f"{x.describe_type()}")
+    return replace_fused(graph, node, "QuickGelu", [x], {"alpha": float(node.attrs["alpha"])})
 
 
 def lower_conv_activation(graph: Graph, node: Node) -> Node | str:
@@ -201,7 +274,9 @@ LOWERINGS: dict[str, Callable[[Graph, Node], Node | str]] = {
     SKIP_LAYERNORM: lower_skip_layernorm,
     "LayerNormalization": lower_layernorm,
     RMSNORM: lower_rmsnorm,
+    SKIP_RMSNORM: lower_skip_rmsnorm,
     "Gelu": lower_gelu,
+    SWISH: lower_swish,
     FUSED_CONV: lower_conv_activation,
     FUSED_GEMM: lower_gemm_activation,
     FUSED_MATMUL_BIAS: lower_matmul_bias_activation,

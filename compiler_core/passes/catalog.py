@@ -25,8 +25,8 @@ O1 = CLEAN + ["specialize_dims", "fold_constants", "fold_pad", "eliminate_noop",
               "cancel_transposes", "merge_reshapes", "cse", "dce"]
 FUSIONS = [  # fusion passes, in the order they should run
     "fold_batchnorm", "fold_norm_affine", "recognize_layernorm", "recognize_rmsnorm",
-    "recognize_gelu",
-    "fuse_attention", "fuse_skip_layernorm", "fuse_linear_bias_act", "dce"]
+    "recognize_gelu", "recognize_silu", "recognize_rotary",
+    "fuse_attention", "fuse_skip_layernorm", "fuse_skip_rmsnorm", "fuse_linear_bias_act", "dce"]
 # Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
 O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
@@ -44,8 +44,8 @@ define_preset("clean", CLEAN, "cleanup only: Dropout, Identity, no-op and redund
                               "Reshape/Transpose elimination, dead code")
 define_preset("O1", O1, "clean + symbolic-dim specialization, constant folding, zero-Pad "
                         "folding into convolutions, CSE, DCE")
-define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, LayerNorm/GELU recognition and "
-                        "operator fusion")
+define_preset("O2", O2, "O1 + BatchNorm/LayerNorm folding, recognition (LayerNorm, RMSNorm, "
+                        "GELU, SiLU/SwiGLU, rotary) and operator fusion")
 define_preset("O2-nhwc", O2_NHWC, "O2 + channels-last (NHWC) layout for convolution regions")
 define_preset("O2-int8", O2_INT8, "O2 + INT8 post-training quantization: calibrated "
                                   "QuantizeLinear/DequantizeLinear pairs, int8 weights, "

@@ -23,6 +23,10 @@ class GraphDiff:
     def changed(self) -> bool:
         return bool(self.removed or self.added or self.modified)
 
+    def __repr__(self) -> str:
+        return (f"GraphDiff(removed {len(self.removed)}, added {len(self.added)}, modified "
+                f"{len(self.modified)})")
+
 
 def diff_graphs(before: Graph, after: Graph) -> GraphDiff:
     before_ids = before.node_ids()

@@ -13,6 +13,8 @@ from __future__ import annotations
 import heapq
 from typing import Any, Iterable, Iterator, Sequence
 
+import onnx
+
 from ..ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
 from .base import PassContext, PassResult
 from .constants import remove_dead
@@ -140,9 +142,54 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
     return body
 
 
+_SHAPE_INTEGERS = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32})
+
+
+def with_private_shape_arithmetic(nodes: Sequence[Node]) -> list[Node]:
+    """``nodes`` plus the integer shape arithmetic that only they read.
+
+    Without bindings, exporters compute Reshape targets at run time from Shape → Gather →
+    Unsqueeze → Concat chains, and some read the fused set's own intermediates: those must
+    move inside, or the fused node would feed itself.  A node joins once every reader of its
+    outputs is a member, so arithmetic shared with another layer stays outside (an input).
+    """
+    members = {node.id: node for node in nodes}
+    frontier = list(nodes)
+    while frontier:
+        for value in frontier.pop().inputs:
+            producer = value.producer if value is not None else None
+            if (producer is not None and producer.id not in members
+                    and all(v is None or v.elem_type in _SHAPE_INTEGERS
+                            for v in producer.outputs)
+                    and all(v is None or (not v.is_graph_output and all(
+                        u.id in members for u in v.users())) for v in producer.outputs)):
+                members[producer.id] = producer
+                frontier.append(producer)
+    return list(members.values())
+
+
+def outside_reader(nodes: Sequence[Node], results: Sequence[Value],
+                   ) -> tuple[Node, Node | None, str] | None:
+    """The first member whose output is read outside the set (or is a graph output) although
+    it is not among ``results``: (the member, the reader or None for a graph output, the
+    reader in words); None when the set can become one node with exactly those outputs."""
+    inside = {node.id for node in nodes}
+    kept = {id(value) for value in results}
+    for node in nodes:
+        for value in filter(None, node.outputs):
+            if id(value) in kept:
+                continue
+            reader = next((u for u in value.users() if u.id not in inside), None)
+            if reader is not None:
+                return node, reader, f"{reader.op_type} '{reader.name}'"
+            if value.is_graph_output:
+                return node, None, f"graph output '{value.name}'"
+    return None
+
+
 def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: str, rule: str,
                attrs: dict | None = None, operands: Sequence[Value | None] | None = None,
-               source: str = "") -> Node | None:
+               source: str = "", results: Sequence[Value] | None = None) -> Node | None:
     """Replace ``nodes`` by one fused node whose body is their subgraph.
 
     The fused node reads the set's external inputs (weights included) and produces the values
@@ -150,20 +197,27 @@ def fuse_nodes(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type: s
     With ``operands`` the fused node reads exactly those, in that order (the signature of the
     op it stands for, e.g. LayerNormalization's X, Scale, B; trailing Nones are dropped), and
     the other constants the set reads (epsilon, 0.5, Clip bounds) move into the body.
-    Returns None when the set cannot be fused (fusing it would create a cycle).  ``source``
-    is where the rule is written (kept in the provenance).
+    With ``results`` the fused node's outputs come in that order (the op's signature: a skip
+    normalization's result, then the sum it also returns); they must be exactly the values
+    read outside.  Returns None when the set cannot be fused (fusing it would create a
+    cycle).  ``source`` is where the rule is written (kept in the provenance).
     """
     members = in_execution_order(graph, nodes)
     with ctx.working_on(members[-1]):
-        return _fuse(graph, ctx, members, op_type, rule, attrs, operands, source)
+        return _fuse(graph, ctx, members, op_type, rule, attrs, operands, source, results)
 
 
 def _fuse(graph: Graph, ctx: PassContext, members: list[Node], op_type: str, rule: str,
           attrs: dict | None, operands: Sequence[Value | None] | None,
-          source: str) -> Node | None:
+          source: str, results: Sequence[Value] | None) -> Node | None:
     if creates_cycle(graph, members):
         return None
     inputs, outputs = boundary(members)
+    if results is not None:
+        if {v.name for v in results} != {v.name for v in outputs}:
+            raise ValueError(f"the fused node would return {[v.name for v in results]} but "
+                             f"{[v.name for v in outputs]} are read outside")
+        outputs = list(results)
     constants: list[Value] = []
     if operands is not None:
         inputs, constants = _split_operands(inputs, operands)

@@ -25,7 +25,7 @@ from ..patterns import (Failure, Match, NearMiss, Pattern, PatternReport, get_pa
                         match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report
-from .rewrite import fuse_nodes, replace_by_op
+from .rewrite import fuse_nodes, outside_reader, replace_by_op
 
 CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
 DECLINE_SCORE = 0.5  # share of the pattern a near miss matched to count as a declined rewrite
@@ -65,11 +65,11 @@ class Rule(ABC):
         """Rewrite one match in place."""
 
     def fuse(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,
-             attrs: dict | None = None,
-             operands: Sequence[Value | None] | None = None) -> Node | str:
+             attrs: dict | None = None, operands: Sequence[Value | None] | None = None,
+             results: Sequence[Value] | None = None) -> Node | str:
         """``nodes`` as one fused node made by this rule, or why not (a cycle)."""
         fused = fuse_nodes(graph, ctx, nodes, op_type, self.name, attrs, operands,
-                           self.source())
+                           self.source(), results)
         return CYCLE if fused is None else fused
 
     def replace(self, graph: Graph, ctx: PassContext, nodes: Sequence[Node], op_type: str,
@@ -78,6 +78,24 @@ class Rule(ABC):
         """``nodes`` replaced by one standard ``op_type`` node made by this rule."""
         return replace_by_op(graph, ctx, nodes, op_type, self.name, inputs, attrs, name,
                              self.source())
+
+    def outside_reader_failure(self, match: Match, nodes: Sequence[Node],
+                               results: Sequence[Value]) -> Failure | None:
+        """A near miss, in the matcher's words, when a member of ``nodes`` other than the
+        producers of ``results`` is read outside the set (fusing it would change what the
+        reader sees); None when nothing blocks.  For patterns that let intermediates be read
+        outside (run-time shape arithmetic reads them) and absorb those readers first."""
+        blocked = outside_reader(nodes, results)
+        if blocked is None:
+            return None
+        node, reader, who = blocked
+        size = len(match.nodes)  # the whole structure matched
+        return Failure((), node.op_type, node.op_type, "output used only inside the match",
+                       f"also used by {who}", failed_node=node, blocking_node=reader,
+                       matched_nodes=tuple(match.nodes), matched=size,
+                       custom_reason=f"{node.op_type} output "
+                       + (f"has another consumer ({who})" if reader else "is a graph output")
+                       ).with_score(size)
 
     @classmethod
     def source(cls) -> str:

@@ -44,6 +44,13 @@ class Snapshot:
     def changed(self) -> bool:
         return self.diff.changed
 
+    def __repr__(self) -> str:
+        what = (f"-{len(self.diff.removed)} +{len(self.diff.added)} ~{len(self.diff.modified)}"
+                f", {self.rewrites} rewrite{'s' if self.rewrites != 1 else ''}"
+                if self.changed else "changed nothing")
+        return (f"<Snapshot {self.index + 1} {self.pass_name}: {self.nodes_before} -> "
+                f"{self.nodes_after} nodes ({what})>")
+
     def summary(self) -> dict:
         """The per-pass record of `graphlab compile --json`."""
         return {
@@ -85,6 +92,11 @@ class PipelineResult:
     @property
     def final(self) -> Graph:
         return self.snapshots[-1].graph if self.snapshots else self.initial
+
+    def __repr__(self) -> str:
+        changed = sum(1 for s in self.snapshots if s.changed)
+        return (f"<PipelineResult {len(self.initial)} -> {len(self.final)} nodes: "
+                f"{len(self.snapshots)} passes, {changed} changed the graph>")
 
     def graph_before(self, index: int) -> Graph:
         return self.snapshots[index - 1].graph if index > 0 else self.initial

@@ -12,6 +12,7 @@ Find it: ``match_all(graph, pattern)`` (non-overlapping ``Match`` objects with `
 Library patterns: ``get_pattern("conv_bn")``, ``list_patterns()``.
 """
 
+from .budget import MatchBudget, MatchTimeout
 from .checks import Predicate, one_of, predicate
 from .explain import NearMiss, PatternReport, explain
 from .failure import Failure
@@ -23,7 +24,7 @@ from .matcher import Match, NodeIndex, explain_at, match_all, match_at
 from .records import MatchRecord, NearMissRecord, NodeRef, PatternRecord
 
 __all__ = [
-    "Failure", "Match", "MatchRecord", "NearMiss", "NearMissRecord", "NodeIndex", "NodeRef",
+    "Failure", "Match", "MatchBudget", "MatchRecord", "MatchTimeout", "NearMiss", "NearMissRecord", "NodeIndex", "NodeRef",
     "Pattern", "PatternRecord", "PatternReport", "Predicate",
     "any_of", "any_value", "const", "explain", "explain_at", "get_pattern", "graph_input",
     "list_patterns", "match_all", "match_at", "one_of", "op", "optional", "pattern_doc",

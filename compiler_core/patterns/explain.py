@@ -12,10 +12,11 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from ..ir import Graph, Node
+from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
-from .matcher import Match, NodeIndex, attempt, compile_pattern, match_all
+from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
 from .records import NearMissRecord, NodeRef, PatternRecord
 
 
@@ -50,7 +51,7 @@ class NearMiss:
                               f.reason, NodeRef.of(f.blocking_node),
                               tuple(NodeRef.of(n) for n in f.matched_nodes),
                               NodeRef.of(f.failed_node),
-                              tuple(a.summary() for a in self.alternatives()))
+                              tuple(a.summary() for a in self.alternatives()), f.part_text)
 
     def to_dict(self) -> dict:
         return self.record().to_dict()
@@ -88,45 +89,107 @@ class PatternReport:
 
 
 def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
-            node: Node | str | None = None, *, all_sites: bool = False) -> list[PatternReport]:
+            node: Node | str | None = None, *, all_sites: bool = False,
+            budget: MatchBudget | None = None) -> list[PatternReport]:
     """Report every pattern (default: the whole library) on ``graph``.
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
     where more than the root matched — its inputs come from the op types the pattern wants
     (``all_sites`` also keeps sites that failed right at the root: every Add is a root-only
-    site of matmul_add).  With ``node``: only what concerns
-    that node — the match that contains it, or the failed sites whose attempt reached it (a
-    Conv whose BN fusion was blocked), or else, for patterns asked for by name, the attempt
-    rooted at the node itself.
+    site of matmul_add).  An anchored pattern reports one near miss per occurrence of its
+    anchor shape that no match covers (attention: every Softmax between two MatMuls), and
+    other near misses only with ``all_sites``.  With
+    ``node``: only what concerns that node — the match that contains it, or the failed sites
+    whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
+    for by name, the attempt rooted at the node itself.  A ``budget`` limits the time of the
+    whole call (``MatchTimeout`` names the pattern at work when it runs out).
     """
     index = NodeIndex(graph)
     target = _resolve_node(graph, node)
     reports = []
     for pattern in _resolve_patterns(patterns):
         compiled = compile_pattern(pattern)
-        matches = match_all(graph, pattern, index=index)
+        if budget is not None:
+            budget.pattern = compiled.name
+        matches = match_all(graph, pattern, index=index, budget=budget)
         covered = {n.id for m in matches for n in m.nodes}
         sites = [n for n in index.candidates(compiled.root_ops) if n.id not in covered]
         if target is not None:
             matches = [m for m in matches if target in m.nodes]
             sites = [] if matches else sites
         if target is None and not all_sites and compiled.prefilter is not None:
-            sites = [n for n in sites if compiled.prefilter(n)]  # the rest fail at the root
+            sites = [n for n in paced(budget, sites)
+                     if compiled.prefilter(n)]  # the rest fail at the root
         misses = []
-        for site in sites:
-            failure = attempt(compiled, site, explain=True, claimed=covered)
+        for site in paced(budget, sites):
+            failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)
             if not isinstance(failure, Failure):
                 continue
             if (_concerns(failure, target) if target is not None
                     else all_sites or failure.matched > ROOT_ONLY):
                 misses.append(NearMiss(site, failure))
+        if pattern.anchor is not None:
+            misses = _anchored_misses(compiled, pattern.anchor, covered, misses, index,
+                                      all_sites)
+            if target is not None:
+                misses = [m for m in misses if _concerns(m.failure, target)]
         if target is not None and not matches and not misses and patterns is not None:
-            failure = attempt(compiled, target, explain=True, claimed=covered)
+            failure = attempt(compiled, target, explain=True, claimed=covered, budget=budget)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))
         misses.sort(key=lambda m: -m.score)
         reports.append(PatternReport(compiled.name, pattern.describe(), matches, misses))
     return reports
+
+
+def _anchored_misses(compiled: CompiledPattern, anchor: tuple[Pattern, int], covered: set[int],
+                     found: list[NearMiss], index: NodeIndex, all_sites: bool) -> list[NearMiss]:
+    """One near miss per occurrence of the anchor shape that no match covers: the site's own
+    near miss when it reached the occurrence, else the best attempt rooted at most ``reach``
+    consumers below it, or, when no node there has the root's op type, a failure saying so.
+    Near misses that reach no occurrence are other code that starts like the pattern: kept
+    only with ``all_sites``."""
+    shape, reach = anchor
+    occurrences = [o for o in match_all(index.graph, shape, index=index)
+                   if not any(n.id in covered for n in o.nodes)]
+    in_occurrence = {n.id for o in occurrences for n in o.nodes}
+    misses = [m for m in found if all_sites or any(
+        n.id in in_occurrence for n in (m.site, *m.failure.matched_nodes))]
+    seen = {n.id for m in misses for n in (m.site, *m.failure.matched_nodes)}
+    for occurrence in occurrences:
+        if any(n.id in seen for n in occurrence.nodes):
+            continue
+        best: NearMiss | None = None
+        for root in _below(occurrence.root, reach, compiled.root_ops):
+            failure = attempt(compiled, root, explain=True, claimed=covered)
+            if isinstance(failure, Failure) and (best is None or failure.score > best.score):
+                best = NearMiss(root, failure)
+        if best is None:
+            best = NearMiss(occurrence.root, _no_root_below(compiled, occurrence, reach))
+        seen.update(n.id for n in (best.site, *best.failure.matched_nodes, *occurrence.nodes))
+        misses.append(best)
+    return misses
+
+
+def _below(node: Node, reach: int, root_ops: frozenset[str] | None) -> list[Node]:
+    """``node`` and the nodes at most ``reach`` consumers below it that could be a root,
+    nearest first."""
+    found, frontier, seen = [], [node], {node.id}
+    for _ in range(reach + 1):
+        found += [n for n in frontier if root_ops is None or n.op_type in root_ops]
+        frontier = [u for n in frontier for v in n.outputs if v is not None
+                    for u in v.users() if u.id not in seen and not seen.add(u.id)]
+    return found
+
+
+def _no_root_below(compiled: CompiledPattern, occurrence: Match, reach: int) -> Failure:
+    node = occurrence.root
+    readers = sorted({u.op_type for v in node.outputs if v is not None for u in v.users()})
+    root = " or ".join(sorted(compiled.root_ops or ()))
+    return Failure((), node.op_type, "root", f"{root} at most {reach} consumers below "
+                   f"{node.op_type} '{node.name}'", "consumers " + (", ".join(readers) or "none"),
+                   failed_node=node, matched_nodes=tuple(occurrence.nodes),
+                   matched=len(occurrence.nodes)).with_score(compiled.size)
 
 
 def _concerns(failure: Failure, node: Node) -> bool:

@@ -30,15 +30,22 @@ class Failure:
     extra_size: int = 0        # the OR branches being tried are this much bigger than the least
     alternatives: tuple["Failure", ...] = ()
     custom_reason: str | None = None
+    part: tuple[str, ...] = ()  # the named parts of the pattern it failed in, outermost first
     score: float = field(default=0.0)
 
     @property
     def reason(self) -> str:
         """A short sentence that groups well across a model (no node names unless a consumer
         blocks the fusion: then naming it is the point)."""
-        if self.custom_reason is not None:
-            return self.custom_reason
-        return f"{self.subject}: expected {self.expected}, found {self.found}"
+        reason = self.custom_reason
+        if reason is None:
+            reason = f"{self.subject}: expected {self.expected}, found {self.found}"
+        return f"{self.part_text}: {reason}" if self.part else reason
+
+    @property
+    def part_text(self) -> str:
+        """The named part it failed in ("key › head split"), empty when the pattern names none."""
+        return " › ".join(self.part)
 
     @property
     def path_text(self) -> str:
@@ -66,8 +73,8 @@ class Failure:
         return scored(self)
 
     def summary(self) -> dict:
-        return {"path": self.path_text, "expected": self.expected, "found": self.found,
-                "reason": self.reason}
+        return {"path": self.path_text, "part": self.part_text, "expected": self.expected,
+                "found": self.found, "reason": self.reason}
 
 
 def _score(matched: int, size: int) -> float:

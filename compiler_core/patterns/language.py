@@ -53,6 +53,7 @@ class Pattern(ABC):
     checks: tuple[Check, ...] = ()
     description: str | None = None
     title: str | None = None
+    anchor: tuple["Pattern", int] | None = None  # see ``anchored``
     counted = False          # counts towards the score (ops, constants, inputs; not wildcards)
     has_extras = False       # has a binding, tags or checks to apply after a structural match
     shared = False           # set by compile: occurs more than once in its pattern
@@ -109,6 +110,20 @@ class Pattern(ABC):
 
     def described_as(self, text: str) -> "Pattern":
         return self._with(description=text)
+
+    def part(self, name: str, *, group: bool = False) -> "Pattern":
+        """This element as a named part of a bigger pattern: a failure inside it names the
+        part before what was expected and found, so a near miss of a big pattern says which
+        of its pieces did not fit ("key › rotary: ...").  A stage ("rotary", "mask") is named
+        only when it is the innermost part; a group ("key") is named with the parts inside."""
+        return PartPattern(self, name, group)
+
+    def anchored(self, shape: "Pattern", reach: int = 4) -> "Pattern":
+        """Explain every occurrence of ``shape`` that no match covers, even where the pattern
+        fails right at its root.  ``shape`` is a small pattern saying "this is clearly meant
+        to be one" (attention: a Softmax between two MatMuls); the pattern's attempts rooted
+        up to ``reach`` consumers below the occurrence are made and the best is reported."""
+        return self._with(anchor=(shape, reach))
 
     def named(self, title: str) -> "Pattern":
         return self._with(title=title)
@@ -170,7 +185,7 @@ class Pattern(ABC):
         """Apply checks, the binding and tags after the structure matched."""
         for check in self.checks:
             if check.deferred:
-                st.deferred.append((self, check, value, path))
+                st.deferred.append((self, check, value, path, st.part_chain()))
             elif value is None or not check.holds(value, st.bindings):
                 return st.explain and st.fail(
                     path, self.label, self.subject(path, value), check.expected,
@@ -285,6 +300,8 @@ class OpPattern(Pattern):
         return self.match_node(node, st, path)
 
     def match_node(self, node: Node, st: MatchState, path: Path | None) -> bool:
+        if st.budget is not None:
+            st.budget.step()
         if self.shared:
             seen = st.memo.get(id(self))
             if seen is not None:
@@ -311,9 +328,7 @@ class OpPattern(Pattern):
             if got is _UNSET:
                 got = attribute_default(node.op_type, node.domain, name)
             if not (want(got) if isinstance(want, Predicate) else _attr_equal(got, want)):
-                return st.explain and st.fail(
-                    path, node.op_type, node.op_type, _expected_attr(name, want),
-                    f"{name} = {format_attr(got)}", node)
+                return st.explain and self._attribute_miss(node, st, path, name, want, got)
         st.add_node(node, self, path)
         st.matched += 1
         if self.inputs or self.rest is not None:
@@ -326,6 +341,24 @@ class OpPattern(Pattern):
         if self.shared:
             st.remember(st.memo, id(self), node)
         return True
+
+    def _attribute_miss(self, node: Node, st: MatchState, path: Path, name: str, want: Any,
+                        got: Any) -> bool:
+        """Explaining an attribute that differs: the node's inputs are matched anyway (then
+        undone), so the failure's score counts the op and as much of its inputs as fits.  An
+        OR of an op's attribute form and its input form (opset 18 moved ReduceMean's axes to
+        an input) then explains with the form the graph really has."""
+        mark = st.mark()
+        st.add_node(node, self, path)
+        st.matched += 1
+        if self.inputs or self.rest is not None:
+            self._match_inputs(node, st, path)
+        matched, extra_size = st.matched, st.extra_size
+        st.reset(mark)
+        # The failure reads these; whoever backtracks from it resets them.
+        st.matched, st.extra_size = matched, extra_size
+        return st.fail(path, node.op_type, node.op_type, _expected_attr(name, want),
+                       f"{name} = {format_attr(got)}", node)
 
     def _match_inputs(self, node: Node, st: MatchState, path: Path | None) -> bool:
         inputs = node.inputs
@@ -537,6 +570,10 @@ class ConstPattern(ValuePattern):
         want = self.value
         if data.size != want.size or data.dtype.kind not in "fiub":
             return False
+        if data.dtype.kind == "f" and data.dtype.itemsize < 4:
+            # A float16 constant holds the wanted value rounded to float16 (√2 is 1.4140625):
+            # compare with that rounding, not with the exact value.
+            want = want.astype(data.dtype)
         if want.size == 1:  # the common case, without numpy's vector machinery
             return abs(float(data.reshape(-1)[0]) - float(want.reshape(-1)[0])) <= self.tolerance
         return bool(np.allclose(data.reshape(-1).astype(np.float64),
@@ -633,6 +670,32 @@ class AndPattern(ValuePattern):
 
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         return all(part.match_value(value, st, path) for part in self.parts)
+
+
+class PartPattern(ValuePattern):
+    """``inner`` under a name: failures inside it say which part of the pattern failed."""
+
+    def __init__(self, inner: Pattern, name: str, group: bool):
+        self.inner, self.name, self.group = inner, name, group
+
+    @property
+    def label(self) -> str:
+        return self.inner.label
+
+    def _text(self, seen: set[int]) -> str:
+        return self.inner.text(seen)
+
+    def children(self) -> tuple[Pattern, ...]:
+        return (self.inner,)
+
+    def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
+        if not st.explain:
+            return self.inner.match_value(value, st, path)
+        st.parts.append((self.name, self.group))
+        try:
+            return self.inner.match_value(value, st, path)
+        finally:
+            st.parts.pop()
 
 
 class NotPattern(ValuePattern):

@@ -14,8 +14,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..ir import Graph, Node, Value
+from .budget import MatchBudget, paced
 from .failure import Failure
-from .language import OpPattern, OrPattern, AndPattern, OutputOf, Pattern
+from .language import AndPattern, OpPattern, OrPattern, OutputOf, PartPattern, Pattern
 from .records import MatchRecord, NodeRef
 from .state import MatchState
 
@@ -157,6 +158,8 @@ def _root_ops(element: Pattern) -> frozenset[str] | None:
         return element.op_types
     if isinstance(element, OutputOf):
         return element.node_pattern.op_types
+    if isinstance(element, PartPattern):
+        return _root_ops(element.inner)
     if isinstance(element, OrPattern):
         branch_ops = [_root_ops(b) for b in element.branches]
         return None if any(o is None for o in branch_ops) else frozenset().union(*branch_ops)
@@ -226,9 +229,11 @@ class NodeIndex:
 
 
 def attempt(compiled: CompiledPattern, node: Node, *, explain: bool,
-            claimed: set[int] | None = None) -> Match | Failure | None:
-    """Match the pattern rooted at ``node``: a Match, else a Failure (explain) or None."""
-    st = MatchState(explain, claimed)
+            claimed: set[int] | None = None,
+            budget: MatchBudget | None = None) -> Match | Failure | None:
+    """Match the pattern rooted at ``node``: a Match, else a Failure (explain) or None.
+    With a ``budget``, raises ``MatchTimeout`` once its time is up."""
+    st = MatchState(explain, claimed, budget)
     pattern, path = compiled.pattern, () if explain else None
     if isinstance(pattern, OpPattern):
         ok = pattern.match_node(node, st, path)
@@ -248,12 +253,13 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
     bindings = dict.fromkeys(compiled.binding_names)
     bindings.update(st.bindings)
     st.bindings = bindings
-    for pattern, check, value, path in st.deferred:
+    for pattern, check, value, path, parts in st.deferred:
         if not check.holds(value, bindings):
             return st.explain and st.fail(
                 path, pattern.label, pattern.subject(path, value), check.expected,
                 check.found(value, bindings),
-                value.producer if value.producer else (path[-1][0] if path else root))
+                value.producer if value.producer else (path[-1][0] if path else root),
+                part=parts)
     inside = st.node_owner
     for node, pattern, path in st.nodes:
         if node is root or pattern.allow_external:
@@ -281,22 +287,23 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None) -> list[Match]:
+def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
+              budget: MatchBudget | None = None) -> list[Match]:
     """Every non-overlapping match, listed in execution order of their roots.
 
     Roots are tried downstream first, so where matches would overlap the one reaching further
     down the graph wins (a Conv followed by a Relu matches "Conv, optionally then Relu" as the
-    pair, not as a lone Conv).
+    pair, not as a lone Conv).  A ``budget`` stops the search with ``MatchTimeout``.
     """
     compiled = compile_pattern(pattern)
     index = index or NodeIndex(graph)
     claimed: set[int] = set()
     matches = []
     prefilter = compiled.prefilter
-    for node in reversed(index.candidates(compiled.root_ops)):
+    for node in paced(budget, reversed(index.candidates(compiled.root_ops))):
         if node.id in claimed or (prefilter is not None and not prefilter(node)):
             continue
-        found = attempt(compiled, node, explain=False, claimed=claimed)
+        found = attempt(compiled, node, explain=False, claimed=claimed, budget=budget)
         if found is not None:
             claimed.update(n.id for n in found.nodes)
             matches.append(found)

@@ -54,10 +54,11 @@ class NearMissRecord:
     blocking_node: NodeRef | None = None
     matched_nodes: tuple[NodeRef, ...] = ()
     failed_node: NodeRef | None = None
-    alternatives: tuple[dict, ...] = ()  # each OR branch: path, expected, found, reason
+    alternatives: tuple[dict, ...] = ()  # each OR branch: path, part, expected, found, reason
+    part: str = ""  # the named part of the pattern that failed ("key › head split")
 
     def to_dict(self) -> dict:
-        return {"site": self.site.name, "score": self.score, "path": self.path,
+        return {"site": self.site.name, "score": self.score, "path": self.path, "part": self.part,
                 "expected": self.expected, "found": self.found, "reason": self.reason,
                 "blocking_node": _name(self.blocking_node),
                 "matched_nodes": [n.name for n in self.matched_nodes],
@@ -78,6 +79,12 @@ class PatternRecord:
     def reasons(self) -> dict[str, int]:
         """Near misses per reason, most frequent first."""
         return dict(Counter(m.reason for m in self.near_misses).most_common())
+
+    def __repr__(self) -> str:
+        top = next(iter(self.reasons), None)
+        return (f"<PatternRecord {self.name}: {len(self.matches)} matches, "
+                f"{len(self.near_misses)} near misses" + (f"; most often: {top}" if top else "")
+                + ">")
 
     def to_dict(self) -> dict:
         return {"name": self.name, "description": self.description,

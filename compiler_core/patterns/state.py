@@ -13,6 +13,7 @@ from ..ir import Node
 from .failure import Failure
 
 if TYPE_CHECKING:
+    from .budget import MatchBudget
     from .language import Pattern
 
 Path = tuple[tuple[Node, int], ...]
@@ -20,11 +21,13 @@ Path = tuple[tuple[Node, int], ...]
 
 class MatchState:
     __slots__ = ("explain", "claimed", "bindings", "nodes", "node_owner", "memo", "trail",
-                 "matched", "extra_size", "deferred", "fail_memo", "last")
+                 "matched", "extra_size", "deferred", "fail_memo", "last", "budget", "parts")
 
-    def __init__(self, explain: bool, claimed: set[int] | None):
+    def __init__(self, explain: bool, claimed: set[int] | None,
+                 budget: "MatchBudget | None" = None):
         self.explain = explain
         self.claimed = claimed
+        self.budget = budget    # a time limit, counted per node visited (None: no limit)
         self.bindings: dict[str, Any] = {}
         self.nodes: list[tuple[Node, "Pattern", Path | None]] = []
         self.node_owner: dict[int, "Pattern"] = {}
@@ -32,9 +35,11 @@ class MatchState:
         self.trail: list[tuple[dict, Any]] = []
         self.matched = 0
         self.extra_size = 0  # how much bigger the OR branches taken are than the smallest ones
-        self.deferred: list[tuple["Pattern", Any, Any, Path | None]] = []
+        # (element, check, value, path, the named parts it sits in)
+        self.deferred: list[tuple["Pattern", Any, Any, Path | None, tuple[str, ...]]] = []
         self.fail_memo: dict[tuple[int, int], Failure | None] = {}
         self.last: Failure | None = None
+        self.parts: list[tuple[str, bool]] = []  # named parts being matched: (name, group)
 
     # -- undo ---------------------------------------------------------------------------------
     def mark(self) -> tuple[int, int, int, int, int]:
@@ -56,6 +61,15 @@ class MatchState:
         table[key] = value
         self.trail.append((table, key))
 
+    def part_chain(self) -> tuple[str, ...]:
+        """The part a failure here is in: the groups around it and the innermost stage
+        ("key", "rotary"); an outer stage is not named (the scores are not "in" the head
+        merge because the pattern reaches them through it)."""
+        chain = [name for name, group in self.parts if group]
+        if self.parts and not self.parts[-1][1]:
+            chain.append(self.parts[-1][0])
+        return tuple(chain)
+
     # -- recording ----------------------------------------------------------------------------
     def add_node(self, node: Node, pattern: "Pattern", path: Path | None) -> None:
         self.nodes.append((node, pattern, path))
@@ -65,6 +79,7 @@ class MatchState:
              failed_node: Node | None, **extra: Any) -> bool:
         """Record why the attempt failed here and return False.  Explain mode only: callers
         write ``return st.explain and st.fail(...)`` so fast matching never builds the texts."""
+        extra.setdefault("part", self.part_chain())
         self.last = Failure(path or (), label, subject, expected, found, failed_node,
                             matched_nodes=tuple(n for n, _, _ in self.nodes),
                             matched=self.matched, extra_size=self.extra_size, **extra)

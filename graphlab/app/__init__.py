@@ -6,9 +6,6 @@ holds one module per panel with its callbacks; ``view_state`` is the URL-backed 
 ``scopes`` groups nodes; ``graph_layout``, ``stable_positions`` and ``nested_layout`` place
 them, one group at a time; ``elements``, ``group_elements``, ``styles`` and ``pane_payload``
 turn a pass into what the two panes draw.
-
-The factory (and with it dash) is imported on first use, not with the package: every CLI
-command imports `graphlab.app.config` for `serve`'s options, and dash takes seconds to import.
 """
 
 from .config import AppConfig
@@ -17,7 +14,9 @@ __all__ = ["AppConfig", "create_app"]
 
 
 def __getattr__(name: str):
+    # The factory imports dash and every panel: loaded when an app is made, not when a
+    # command only reads the app's settings (`graphlab serve`'s parser imports `config`).
     if name == "create_app":
         from .factory import create_app
         return create_app
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    raise AttributeError(f"module 'graphlab.app' has no attribute {name!r}")

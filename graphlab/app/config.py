@@ -19,4 +19,7 @@ class AppConfig:
     upload_limit: int = DEFAULT_UPLOAD_LIMIT
     upload_ttl_seconds: int = 24 * 3600
     group_budget: int = 250   # drawn items per pane before scope groups start collapsed
+    # The view a page opens on when its URL names none, written as the URL writes it
+    # ("?pipeline=O1&bind=batch%3D1"); its model is the one above.
+    first_view: str = ""
     allow_code: bool = False  # `serve --allow-code`: a browser may name Python modules to load

@@ -5,6 +5,7 @@ URL = "url"
 VIEW = "view-state"          # the parsed view (written only by the navigation callback)
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)
 UPLOAD_TOKEN = "upload-token"
+COMPARE_UPLOAD = "compare-upload-token"   # the second upload, the model to compare with
 VIEW_PATCH = "view-patch"    # a panel's change request to the view (see view_state.with_patch)
 
 NAV_MESSAGE = "nav-message"

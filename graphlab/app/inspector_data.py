@@ -11,6 +11,7 @@ from compiler_core.hardware.cost import OpCost, node_cost
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.printer import format_attr
 
+from .comparison import status_of
 from .graph_analyses import op_cost_of, sized_of
 from .node_metrics import node_metrics
 from .workbench import Workspace
@@ -30,13 +31,14 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "name": node.name,
         "id": node.id,
         "scope": node.scope,
-        "status": _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
+        "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
+        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
         "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
         "metrics_note": metrics_note,
-        "history": _history(ws, node),
+        "history": [] if ws.comparison else _history(ws, node),   # two models: no passes
         "body": [f"{n.op_type}  {_relative(n.name, node.scope)}" for n in node.body.nodes]
         if node.body else [],
         "fused": node.body is not None,

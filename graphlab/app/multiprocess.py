@@ -29,5 +29,6 @@ class _GraphLabServer(BaseApplication):
 
 def serve_with_gunicorn(config: AppConfig, host: str, port: int, workers: int) -> None:
     # Pipelines on big models take seconds; the timeout must allow the first one to finish.
+    # A shared link carries the pattern editor's text: allow gunicorn's longest request line.
     _GraphLabServer(config, {"bind": f"{host}:{port}", "workers": workers, "timeout": 300,
-                             "preload_app": False}).run()
+                             "preload_app": False, "limit_request_line": 8190}).run()

@@ -22,6 +22,7 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.VIEW, storage_type="memory"),
         dcc.Store(id=ids.UI, storage_type="memory"),
         dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
+        dcc.Store(id=ids.COMPARE_UPLOAD, storage_type="session"),
         dcc.Store(id=ids.VIEW_PATCH, storage_type="memory"),
         html.Header(className="top", children=[
             html.H1(["GraphLab ", html.Span("pass debugger", className="muted")]),

@@ -19,6 +19,7 @@ from .elements import element_id, pane_elements
 from .graph_analyses import band_classes
 from .intensity_bands import paint
 from .onnxscript_view import rule_focus
+from .pattern_editor_view import editor_focus
 from .pattern_view import PatternFocus, resolve_focus
 from .styles import Highlights, stylesheet
 from .view_state import ViewState
@@ -66,7 +67,7 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     step = ws.clamp_step(state.step)
     before, after = ws.graphs_of_step(step)
     snapshot = ws.result.snapshots[step]
-    focus = resolve_focus(ws, step, state.highlight) or rule_focus(state.highlight)
+    focus = view_focus(ws, state)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
@@ -108,15 +109,22 @@ def focus_groups(ws: Workspace, state: ViewState) -> frozenset[str]:
     before, after = ws.graphs_of_step(step)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
-    focus = resolve_focus(ws, step, state.highlight) or rule_focus(state.highlight)
-    return _focus_groups(ws, step, selected, focus, hits)
+    return _focus_groups(ws, step, selected, view_focus(ws, state), hits)
+
+
+def view_focus(ws: Workspace, state: ViewState) -> PatternFocus | None:
+    """What the panes highlight: the pattern editor's focus, the patterns panel's clicked
+    item, or an onnxscript rule's site."""
+    return (editor_focus(ws, state)
+            or resolve_focus(ws, ws.clamp_step(state.step), state.highlight)
+            or rule_focus(state.highlight))
 
 
 def _focus_groups(ws: Workspace, step: int, selected: list[int], focus: PatternFocus | None,
                   hits: set[int]) -> frozenset[str]:
     before, after = ws.graphs_of_step(step)
     focus_ids = set(selected) | set(hits if len(hits) <= MAX_AUTO_OPEN_SEARCH_HITS else ())
-    if focus is not None:
+    if focus is not None and focus.reveal:
         focus_ids |= set(focus.matched) | {i for i in (focus.failed, focus.blocking) if i is not None}
     focus_ids |= {c for i in selected for c in counterparts(ws, i, before) + counterparts(ws, i, after)}
     return frozenset(ws.scopes.groups_containing(focus_ids))

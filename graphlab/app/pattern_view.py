@@ -27,6 +27,7 @@ class PatternFocus:
     matched: list[int] = field(default_factory=list)
     failed: int | None = None
     blocking: int | None = None
+    reveal: bool = True             # open the groups holding it (False: mark the groups)
 
 
 def parse_highlight(text: str) -> tuple[str, int, int] | None:
@@ -66,7 +67,13 @@ def resolve_focus(ws: Workspace, step: int, highlight: str) -> PatternFocus | No
     if parsed is None:
         return None
     kind, report_index, item_index = parsed
-    reports = step_reports(ws, step).reports
+    return focus_of(step_reports(ws, step).reports, kind, report_index, item_index)
+
+
+def focus_of(reports: list[PatternRecord] | tuple[PatternRecord, ...], kind: str,
+             report_index: int, item_index: int) -> PatternFocus | None:
+    """Item ``item_index`` (a match or a near miss) of report ``report_index``, as a focus;
+    None when there is no such item."""
     if report_index >= len(reports):
         return None
     report = reports[report_index]

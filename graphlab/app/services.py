@@ -7,10 +7,11 @@ from dataclasses import dataclass
 
 from compiler_core.passes import PRESETS
 
-from .builds import BuildStatus
+from .builds import BuildJob, BuildStatus
+from .comparison import comparison_job
 from .config import AppConfig
 from .sessions import SessionStore
-from .view_state import ViewState
+from .view_state import ViewState, from_query
 from .workbench import Workbench, Workspace
 
 
@@ -29,24 +30,36 @@ class Services:
         model = self.config.default_model
         if self.config.extra_model_path:
             model = os.path.basename(self.config.extra_model_path)
-        return ViewState(model=model)
+        return from_query(self.config.first_view, ViewState(model=model)).with_changes(
+            model=model)
 
-    def workspace(self, state: ViewState, upload: dict | str | None) -> Workspace:
+    def workspace(self, state: ViewState, upload: dict | str | None,
+                  upload_b: dict | str | None = None) -> Workspace:
         """The built workspace of a view; ``upload`` is the browser's upload store (or its
-        token) — only the browser that uploaded a model can name it."""
-        token = upload.get("token") if isinstance(upload, dict) else upload
-        source = self.workbench.source(state.model, token)
-        return self.workbench.workspace(source, state.pipeline, state.bound.checked())
+        token) — only the browser that uploaded a model can name it; ``upload_b`` the store
+        of its second upload, the model to compare with."""
+        return self.workbench.built(self._job(state, upload, upload_b))
 
-    def workspace_or_build(self, state: ViewState, upload_token: str | None
-                           ) -> Workspace | BuildStatus:
+    def workspace_or_build(self, state: ViewState, upload: dict | str | None,
+                           upload_b: dict | str | None = None) -> Workspace | BuildStatus:
         """For the navigation reducer: never waits for a build (see `builds`).  Unreadable
         bindings are refused here, before any build starts."""
-        source = self.workbench.source(state.model, upload_token)
-        return self.workbench.workspace_or_build(source, state.pipeline, state.bound.checked())
+        return self.workbench.built_or_building(self._job(state, upload, upload_b))
+
+    def _job(self, state: ViewState, upload, upload_b) -> BuildJob:
+        source = self.workbench.source(state.model, _token(upload))
+        sizes = state.bound.checked()
+        if state.versus:
+            return comparison_job(self.workbench, source, state.versus, _token(upload_b),
+                                  state.pipeline, sizes, state.versus_after)
+        return self.workbench.job(source, state.pipeline, sizes)
 
     def build_status(self, key: str) -> BuildStatus | None:
         return self.workbench.builds.status(key)
+
+
+def _token(upload: dict | str | None) -> str | None:
+    return upload.get("token") if isinstance(upload, dict) else upload
 
 
 def preset_names() -> list[str]:

@@ -1,8 +1,8 @@
 """What the user is looking at, as a small record that round-trips through the URL.
 
 The URL's query string is the single source of truth for the view (model, pipeline, pass,
-selected node, panel, highlight, search, the chart panels' settings), so a teacher can hand out
-a link and browser back/forward walk through the views.  Parsing never fails: anything
+selected node, panel, highlight, search, the chart panels' settings, the pattern editor's
+text), so a teacher can hand out a link and browser back/forward walk through the views.  Parsing never fails: anything
 unreadable falls back to a default, and the page says so rather than breaking.
 """
 
@@ -20,6 +20,7 @@ from ..user_input import parse_bindings
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
+MAX_NAME_CHARS = 200   # a model name (the workbench refuses names it does not offer)
 MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
 
 
@@ -63,7 +64,10 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
+    versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
+    pattern: str = ""             # the pattern editor's text, as typed (the editor reads it)
 
     @cached_property
     def bound(self) -> Bindings:
@@ -85,7 +89,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
-             "rules": "rules"}
+             "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -99,9 +103,14 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
+    "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
+    "pattern": lambda text, fallback: text,
+    "highlight": lambda text, fallback: text,
 }
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "rules")
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+                   "versus_after", "rules")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
@@ -121,7 +130,7 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
             values[name] = params[key]
     state = default.with_changes(**{k: v for k, v in values.items()
                                     if k in ("model", "pipeline", "target", "bindings",
-                                             "highlight", "search")})
+                                             "highlight", "search", "pattern")})
     return state.with_changes(
         step=_step(values.get("step"), default.step),
         node=_int(values.get("node"), None, minimum=0),

@@ -16,7 +16,7 @@ import functools
 import hashlib
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
@@ -29,6 +29,9 @@ from .config import AppConfig
 from .nested_layout import NestedLayout, pipeline_layout
 from .scopes import ScopeTree
 from .sessions import SessionStore
+
+if TYPE_CHECKING:
+    from .comparison import Comparison
 
 UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
 
@@ -86,6 +89,9 @@ class Workspace:
     history: NodeHistory
     sizes: ChosenSizes = ChosenSizes()   # what the pipeline and the analyses bound dims to
     derived: dict = field(default_factory=dict)   # lazily computed views (a cache)
+    # Set when the workspace shows two models side by side instead of a pipeline's passes:
+    # its one "pass" is the step from model A to model B (see `comparison`).
+    comparison: "Comparison | None" = None
 
     def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
         """(graph before pass ``step``, graph after it)."""
@@ -131,14 +137,22 @@ class Workbench:
     def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
                   on_progress: Progress | None = None) -> Workspace:
         """The workspace, built here and now if nobody has built it yet."""
-        return self.builds.get(self._job(source, pipeline, sizes), on_progress)
+        return self.built(self.job(source, pipeline, sizes), on_progress)
 
     def workspace_or_build(self, source: ModelSource, pipeline: str, sizes: dict[str, int]
                            ) -> Workspace | BuildStatus:
         """The workspace if it is built, else the status of the build now under way."""
-        return self.builds.get_or_start(self._job(source, pipeline, sizes))
+        return self.built_or_building(self.job(source, pipeline, sizes))
 
-    def _job(self, source: ModelSource, pipeline: str, sizes: dict[str, int]) -> BuildJob:
+    def built(self, job: BuildJob, on_progress: Progress | None = None) -> Workspace:
+        """A job's workspace, built here and now if nobody has built it yet."""
+        return self.builds.get(job, on_progress)
+
+    def built_or_building(self, job: BuildJob) -> Workspace | BuildStatus:
+        """A job's workspace if it is built, else the status of its build."""
+        return self.builds.get_or_start(job)
+
+    def job(self, source: ModelSource, pipeline: str, sizes: dict[str, int]) -> BuildJob:
         """Bad pass names are refused here, before any build starts."""
         passes = tuple(resolve_pipeline(pipeline or None))
         bound = tuple(sorted(sizes.items()))
@@ -164,8 +178,14 @@ def _build_workspace(source: ModelSource, passes: tuple[str, ...],
     sizes = choose_sizes(graph, dict(bindings), dict(source.size_hints))
     result = PassManager(list(passes), bindings=sizes.bindings).run(graph,
                                                                     on_progress=on_progress)
-    layout = pipeline_layout(result)
     key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
-    return Workspace(key, source.label, result, layout, layout.scopes,
+    return workspace_of(key, source.label, result, group_budget, sizes)
+
+
+def workspace_of(key: str, label: str, result: PipelineResult, group_budget: int,
+                 sizes: ChosenSizes, comparison: "Comparison | None" = None) -> Workspace:
+    """The views' precomputed parts of a run: its layout, groups and node histories."""
+    layout = pipeline_layout(result)
+    return Workspace(key, label, result, layout, layout.scopes,
                      frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result),
-                     sizes)
+                     sizes, comparison=comparison)

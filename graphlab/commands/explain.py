@@ -13,6 +13,7 @@ from compiler_core.patterns import PatternReport, explain, list_patterns
 from . import onnxscript_rules
 from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
                      print_json)
+from .pattern_files import add_patterns_option, chosen_patterns
 
 SITES_SHOWN = 3         # example sites printed per reason
 ALTERNATIVES_SHOWN = 4  # OR branches printed for a near miss when one node is asked about
@@ -25,6 +26,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--pattern", action="append", metavar="NAME",
                         help="a library pattern to explain (repeatable; default: all of "
                              f"them: {', '.join(list_patterns())})")
+    add_patterns_option(parser)
     parser.add_argument("--node", metavar="NODE",
                         help="explain only what concerns this node (by name)")
     parser.add_argument("--all-sites", action="store_true",
@@ -46,7 +48,8 @@ def run(args) -> int:
     if args.node is not None and graph.node_by_name(args.node) is None:
         raise GraphLabError(f"no node named {args.node!r} in the model",
                             hint="`graphlab show MODEL` lists the node names")
-    reports = explain(graph, args.pattern, node=args.node, all_sites=args.all_sites)
+    patterns = chosen_patterns(args.pattern, args.patterns)
+    reports = explain(graph, patterns, node=args.node, all_sites=args.all_sites)
     if args.json:
         print_json({"patterns": [r.to_dict() for r in reports]})
         return 0

@@ -12,12 +12,14 @@ import os
 import tempfile
 import threading
 import time
+from urllib.parse import quote_plus
 
 from selenium import webdriver
 from selenium.webdriver.support.ui import WebDriverWait
 from werkzeug.serving import make_server
 
 from compiler_core.ir import load_model
+from compiler_core.patterns.text import example_text
 from graphlab.app import AppConfig, create_app
 from graphlab.samples import resolve_model, size_hints
 
@@ -120,6 +122,11 @@ def main() -> None:
         browser.save("fused_body.png")
 
         chart_panels(browser)
+        pattern_editor(browser)
+
+        query = node_id("bert_tiny_op13", "/bert/encoder/layer.0/attention/self/query/MatMul")
+        browser.show(f"?model=bert_tiny_op13&vs=bert_tiny_dynamo&panel=compare&node={query}")
+        browser.save("compare.png")
 
         if args.large:
             step, _ = first_pass(args.large, lambda s: s.pass_name == "fuse_attention")
@@ -157,6 +164,19 @@ def chart_panels(browser: Browser) -> None:
     browser.run("dash_clientside.set_props('systolic-fold', {value: 2})")
     browser.run("dash_clientside.set_props('systolic-cycle', {value: 24})")
     browser.save("systolic.png", element="aside.side")
+    browser.driver.set_window_size(1600, 900)
+
+
+def pattern_editor(browser: Browser) -> None:
+    """pattern_editor.png: the LayerNorm example on teach_layernorm, its near miss clicked."""
+    browser.driver.set_window_size(1600, 1000)
+    text = quote_plus(example_text("LayerNorm"))
+    browser.show(f"?model=teach_layernorm&pass=1&panel=editor&pat={text}&hl=edit-miss:0:0")
+    WebDriverWait(browser.driver, 60).until(lambda d: d.execute_script(
+        "var f = document.querySelector('.focus.miss'); return !!f;"))
+    browser.run("var p = window.graphlabPanes; p.before.fit(undefined, 20); "
+                "p.after.fit(undefined, 20);")
+    browser.save("pattern_editor.png")
     browser.driver.set_window_size(1600, 900)
 
 

@@ -63,6 +63,11 @@ class MemoryPlan:
     fused_intermediates: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def __repr__(self) -> str:
+        return (f"<MemoryPlan: arena peak {self.peak_bytes:,} bytes (lower bound "
+                f"{self.lower_bound_bytes:,}, naive {self.naive_bytes:,}); {len(self.buffers)} "
+                f"tensors over {len(self.steps)} steps>")
+
     def to_dict(self) -> dict:
         return {
             "peak_bytes": self.peak_bytes,

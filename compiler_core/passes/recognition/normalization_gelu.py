@@ -130,11 +130,12 @@ def _as_vector(graph: Graph, value: Value, x: Value, width) -> Value | str:
                                  data.reshape(-1).astype(to_numpy(x.elem_type)))
 
 
-def unit_scale(graph: Graph, x: Value, width) -> Value | str:
+def unit_scale(graph: Graph, x: Value, width, elem_type: int | None = None) -> Value | str:
+    """A scale of ones over the normalized axis, of x's type (or ``elem_type``)."""
     if not isinstance(width, int):
         return f"the normalized axis of {x.name!r} has unknown size, so no unit scale can be made"
     return graph.add_initializer(f"{x.name}_unit_scale",
-                                 np.ones(width, dtype=to_numpy(x.elem_type)))
+                                 np.ones(width, dtype=to_numpy(elem_type or x.elem_type)))
 
 
 def _opset_note(graph: Graph, count: int, op_type: str, since: int) -> str:

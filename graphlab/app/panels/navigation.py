@@ -55,10 +55,10 @@ def register(app, services: Services) -> None:
         Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
         Input(SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
         Input(POLL, "n_intervals"),
-        State(ids.VIEW, "data"), State(PENDING, "data"))
+        State(ids.VIEW, "data"), State(PENDING, "data"), State(ids.COMPARE_UPLOAD, "data"))
     def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
                  _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick, view,
-                 pending):
+                 pending, upload_b):
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
@@ -81,12 +81,12 @@ def register(app, services: Services) -> None:
                 return UNCHANGED
         backwards = kind == PREV
         try:
-            checked = _checked(services, wanted, token, backwards)
+            checked = _checked(services, wanted, token, upload_b, backwards)
             message = ""
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = html.Div(user_message(err), className="message error")
             wanted, from_url = previous or default, False
-            checked = _checked(services, wanted, token, backwards)
+            checked = _checked(services, wanted, token, upload_b, backwards)
         if isinstance(checked, BuildStatus):
             waiting = {"view": wanted.to_dict(), "from_url": from_url, "key": checked.key,
                        "text": checked.text()}
@@ -94,7 +94,7 @@ def register(app, services: Services) -> None:
         state, workspace = checked
         url = no_update if from_url and not message else to_query(state, default)
         return (url, state.to_dict(), state.model, _preset_of(state.pipeline),
-                ",".join(s.pass_name for s in workspace.result.snapshots),
+                _passes_text(state, workspace),
                 state.target, workspace.sizes.text(), state.panel,
                 ["hide"] if state.hide_unchanged else [], state.search, message, None, True)
 
@@ -140,12 +140,12 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
     return None
 
 
-def _checked(services: Services, state: ViewState, token: str | None, backwards: bool
-             ) -> tuple[ViewState, Workspace] | BuildStatus:
+def _checked(services: Services, state: ViewState, token: str | None, upload_b: dict | None,
+             backwards: bool) -> tuple[ViewState, Workspace] | BuildStatus:
     """The state on its workspace, with the step on a pass that exists (and is shown) — a
     view that names none opens on the first pass that changed the graph; or the status of the
     build the workspace waits for."""
-    workspace = services.workspace_or_build(state, token)
+    workspace = services.workspace_or_build(state, token, upload_b)
     if isinstance(workspace, BuildStatus):
         return workspace
     step = workspace.clamp_step(state.step)
@@ -163,6 +163,13 @@ def _nearest_changed(workspace: Workspace, step: int, backwards: bool) -> int:
     earlier = [i for i in changed if i < step]
     first, second = (earlier[::-1], later) if backwards else (later, earlier[::-1])
     return (first or second)[0]
+
+
+def _passes_text(state: ViewState, workspace: Workspace) -> str:
+    """The passes box: the passes run (a comparison's one step is not a pass)."""
+    if workspace.comparison is not None:
+        return ",".join(resolve_pipeline(state.pipeline or None))
+    return ",".join(s.pass_name for s in workspace.result.snapshots)
 
 
 def _pipeline_text(passes: str | None) -> str:

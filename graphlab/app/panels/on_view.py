@@ -37,15 +37,16 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     view = (Input if view_triggers else State)(ids.VIEW, "data")
     dependencies = {"inputs": {**(inputs or {}), **({"view": view} if view_triggers else {})},
                     "state": {**(state or {}), "upload": State(ids.UPLOAD_TOKEN, "data"),
+                              "upload_b": State(ids.COMPARE_UPLOAD, "data"),
                               **({} if view_triggers else {"view": view})}}
 
     def decorate(draw: Callable) -> Callable:
-        def callback(view, upload, **values):
+        def callback(view, upload, upload_b, **values):
             if not view or (tab and view.get("panel") != tab):
                 return _every(output, idle or {})
             shown = ViewState.from_dict(view)
             try:
-                workspace = services.workspace(shown, upload)
+                workspace = services.workspace(shown, upload, upload_b)
                 return _every(output, draw(shown, workspace, **values))
             except Exception as err:  # noqa: BLE001 - the page shows it; the server keeps going
                 said = error_message(err)

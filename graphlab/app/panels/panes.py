@@ -28,7 +28,14 @@ SEARCH = "node-search"
 SEARCH_COUNT = "node-search-count"
 EXPAND_ALL = "groups-expand"
 COLLAPSE_ALL = "groups-collapse"
+LEGEND_ID = "pane-legend"
 
+# The marks of a comparison (see `comparison`): the same styles, the two models' words.
+COMPARE_MARKS = [
+    ("removed", "only in A (left)"),
+    ("added", "only in B (right)"),
+    ("modified", "in both, changed"),
+]
 LEGEND = [
     ("removed", "removed by this pass (left)"),
     ("added", "added by this pass (right)"),
@@ -58,11 +65,15 @@ def layout(_: Services) -> html.Div:
         ]),
         html.Div(className="panes", children=[_pane(ids.BEFORE, BEFORE_TITLE),
                                               _pane(ids.AFTER, AFTER_TITLE)]),
-        html.Div(className="legend", children=[
-            html.Span([html.Span(className=f"swatch swatch-{key}"), text], className="legend-item")
-            for key, text in LEGEND]),
+        html.Div(id=LEGEND_ID, className="legend", children=legend_items(comparing=False)),
         overlay.legend(),
     ])
+
+
+def legend_items(comparing: bool) -> list[html.Span]:
+    entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
+    return [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
+                      className="legend-item") for key, text in entries]
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -85,18 +96,23 @@ def register(app, services: Services) -> None:
         "before_title": Output(BEFORE_TITLE, "children"),
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
-        "message": Output(MESSAGE, "children"), "fit_key": Output(FIT_KEY, "children")},
+        "message": Output(MESSAGE, "children"), "fit_key": Output(FIT_KEY, "children"),
+        "legend": Output(LEGEND_ID, "children")},
         inputs={"ui": Input(ids.UI, "data")}, state={"drawn": State(DRAWN_KEY, "data")},
         message="message")
     def render(state, workspace, ui, drawn):
         payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
         snapshot = workspace.result.snapshots[workspace.clamp_step(state.step)]
         hits = payload.search_hits
+        comparison = workspace.comparison
         shown = {"before_style": payload.before_style, "after_style": payload.after_style,
-                 "before_title": f"Before pass {snapshot.index + 1}: {snapshot.pass_name}"
-                                 f"  ({snapshot.nodes_before} nodes)",
-                 "after_title": f"After pass {snapshot.index + 1}: {snapshot.pass_name}"
-                                f"  ({snapshot.nodes_after} nodes)",
+                 "before_title": (f"A: {comparison.a_label}" if comparison else
+                                  f"Before pass {snapshot.index + 1}: {snapshot.pass_name}")
+                 + f"  ({snapshot.nodes_before} nodes)",
+                 "after_title": (f"B: {comparison.b_label}" if comparison else
+                                 f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
+                 + f"  ({snapshot.nodes_after} nodes)",
+                 "legend": legend_items(comparing=comparison is not None),
                  "drawn_key": payload.key, "message": "", "fit_key": workspace.key,
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         if payload.key == drawn:

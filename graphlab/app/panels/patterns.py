@@ -45,12 +45,15 @@ def register(app, services: Services) -> None:
         return {"body": parts}
 
 
-def report_view(report_index: int, report: PatternRecord, highlight: str) -> html.Details:
+def report_view(report_index: int, report: PatternRecord, highlight: str,
+                item_type: str = ITEM, prefix: str = "") -> html.Details:
+    """One pattern's matches and near misses as buttons (``item_type``, index
+    '{prefix}match:R:I' / '{prefix}miss:R:I') that highlight them in the panes."""
     matches, misses = report.matches, report.near_misses
-    items = [_item(f"match:{report_index}:{i}", "match", " + ".join(n.name for n in m.nodes),
-                   highlight) for i, m in enumerate(matches)]
-    items += [_item(f"miss:{report_index}:{i}", "miss", f"{m.site.name}: {m.reason}", highlight)
-              for i, m in enumerate(misses)]
+    items = [_item(item_type, f"{prefix}match:{report_index}:{i}", "match",
+                   " + ".join(n.name for n in m.nodes), highlight) for i, m in enumerate(matches)]
+    items += [_item(item_type, f"{prefix}miss:{report_index}:{i}", "miss",
+                    f"{m.site.name}: {m.reason}", highlight) for i, m in enumerate(misses)]
     summary = html.Summary([html.B(report.name),
                             html.Span(f"  {len(matches)} match{'es' if len(matches) != 1 else ''}"
                                       f", {len(misses)} near miss{'es' if len(misses) != 1 else ''}",
@@ -60,9 +63,9 @@ def report_view(report_index: int, report: PatternRecord, highlight: str) -> htm
                         open=bool(matches or misses), className="pattern")
 
 
-def _item(index: str, kind: str, text: str, highlight: str) -> html.Li:
+def _item(item_type: str, index: str, kind: str, text: str, highlight: str) -> html.Li:
     classes = f"pattern-item {kind}" + (" selected" if index == highlight else "")
-    return html.Li(html.Button(text, id={"type": ITEM, "index": index},
+    return html.Li(html.Button(text, id={"type": item_type, "index": index},
                                className=classes))
 
 
@@ -72,7 +75,8 @@ def focus_view(focus: PatternFocus) -> html.Div:
         return html.Div([html.B(f"{focus.pattern}: match"),
                          html.Div("nodes: " + ", ".join(n.name for n in item.nodes))],
                         className="focus match")
-    rows = [("reason", item.reason), ("failed at", _name(item.failed_node)),
+    rows = [("reason", item.reason), ("part", item.part),
+            ("failed at", _name(item.failed_node)),
             ("expected", item.expected), ("found", item.found),
             ("path", item.path), ("blocking consumer", _name(item.blocking_node)),
             ("matched so far", ", ".join(n.name for n in item.matched_nodes))]

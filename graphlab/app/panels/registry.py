@@ -6,12 +6,14 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 
 from __future__ import annotations
 
-from . import build_progress, controls, exports, inspector, memory, numerics, \
-    onnxscript_rules, overlay, panes, patterns, report_download, roofline, stepper, systolic
+from . import build_progress, compare, compare_bar, controls, exports, inspector, memory, \
+    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, report_download, \
+    roofline, stepper, systolic
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
     controls.PANEL,
+    compare_bar.PANEL,
     report_download.PANEL,
     build_progress.PANEL,
     stepper.PANEL,
@@ -19,9 +21,11 @@ PANELS: tuple[Panel, ...] = (
     inspector.PANEL,
     patterns.PANEL,
     onnxscript_rules.PANEL,
+    pattern_editor.PANEL,
     roofline.PANEL,
     systolic.PANEL,
     memory.PANEL,
+    compare.PANEL,
     numerics.PANEL,
     overlay.PANEL,
     exports.PANEL,

@@ -1,0 +1,166 @@
+"""The diff of two models as records: what `graphlab diff --json` prints and the app shows.
+
+Nodes are named by their own model's id and name (the two models share no ids); a matched pair
+carries the differences found between its two nodes, each a ``Change`` of one kind.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..ir import Graph, Node
+
+# The kinds of difference a matched pair (or the models' interface) can have, in report order.
+KINDS = ("attributes", "weights", "inputs", "outputs", "dtypes", "shapes")
+
+
+@dataclass(frozen=True)
+class DiffNode:
+    """A node as the diff names it: its id in its own model, its name, its op."""
+
+    id: int
+    name: str
+    op: str
+
+    @classmethod
+    def of(cls, node: Node) -> "DiffNode":
+        return cls(node.id, node.name, node.qualified_op)
+
+    def __str__(self) -> str:
+        return f"{self.op} {self.name!r}"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One difference: its kind, where on the node ("attribute axis", "input 1", "output 0"),
+    and what each side has there."""
+
+    kind: str
+    where: str
+    a: str
+    b: str
+
+    def text(self) -> str:
+        return f"{self.where}: {self.a} → {self.b}"
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "where": self.where, "a": self.a, "b": self.b}
+
+
+@dataclass(frozen=True)
+class NodePair:
+    """A node of A and the node of B it was matched to, how, and what differs between them."""
+
+    a: DiffNode
+    b: DiffNode
+    how: str
+    changes: tuple[Change, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.changes)
+
+    def to_dict(self) -> dict:
+        return {"op": self.a.op, "a": self.a.name, "b": self.b.name, "how": self.how,
+                "changes": [c.to_dict() for c in self.changes]}
+
+
+@dataclass(frozen=True)
+class OpCount:
+    """One op type across the two models."""
+
+    op: str
+    a: int = 0
+    b: int = 0
+    matched: int = 0
+    changed: int = 0
+    only_a: int = 0
+    only_b: int = 0
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class ModelDiff:
+    """Two models compared: matched pairs (changed or not), nodes only in A, only in B, and
+    differences of the models' inputs and outputs.  ``graph_a``/``graph_b`` are the graphs
+    compared (for views that draw them; not part of the record)."""
+
+    a_label: str
+    b_label: str
+    pairs: list[NodePair]
+    only_a: list[DiffNode]
+    only_b: list[DiffNode]
+    interface: list[Change]
+    seconds: float
+    graph_a: Graph | None = field(default=None, repr=False, compare=False)
+    graph_b: Graph | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def changed_pairs(self) -> list[NodePair]:
+        return [p for p in self.pairs if p.changed]
+
+    @property
+    def identical(self) -> bool:
+        """No node only on one side, no matched node changed, the same interface."""
+        return not (self.only_a or self.only_b or self.interface or self.changed_pairs)
+
+    def kinds(self) -> dict[str, int]:
+        """Matched pairs with at least one change of each kind."""
+        counts = Counter(kind for p in self.pairs for kind in {c.kind for c in p.changes})
+        return {kind: counts[kind] for kind in KINDS if counts[kind]}
+
+    def how_matched(self) -> dict[str, int]:
+        return dict(Counter(p.how for p in self.pairs).most_common())
+
+    def by_op(self) -> list[OpCount]:
+        """Per op type: count in A and B, matched, changed, only in A, only in B; the ops with
+        the most unmatched nodes first."""
+        counts: dict[str, Counter] = {}
+
+        def bump(op: str, **fields: int) -> None:
+            counts.setdefault(op, Counter()).update(fields)
+
+        for pair in self.pairs:
+            bump(pair.a.op, a=1, matched=1, changed=int(pair.changed))
+            bump(pair.b.op, b=1)
+        for node in self.only_a:
+            bump(node.op, a=1, only_a=1)
+        for node in self.only_b:
+            bump(node.op, b=1, only_b=1)
+        rows = [OpCount(op, **c) for op, c in counts.items()]
+        return sorted(rows, key=lambda r: (-(r.only_a + r.only_b + r.changed), -r.a - r.b, r.op))
+
+    def summary(self) -> dict:
+        matched = len(self.pairs)
+        changed = len(self.changed_pairs)
+        return {"nodes_a": matched + len(self.only_a), "nodes_b": matched + len(self.only_b),
+                "matched": matched, "identical": matched - changed, "changed": changed,
+                "only_a": len(self.only_a), "only_b": len(self.only_b),
+                "interface_changes": len(self.interface), "change_kinds": self.kinds(),
+                "matched_by": self.how_matched()}
+
+    def to_dict(self) -> dict:
+        return {"a": self.a_label, "b": self.b_label, "summary": self.summary(),
+                "by_op": [row.to_dict() for row in self.by_op()],
+                "interface": [c.to_dict() for c in self.interface],
+                "matched": [p.to_dict() for p in self.pairs],
+                "only_a": [{"name": n.name, "op": n.op} for n in self.only_a],
+                "only_b": [{"name": n.name, "op": n.op} for n in self.only_b],
+                "seconds": round(self.seconds, 6)}
+
+    def headline(self) -> str:
+        """One line: the counts a reader wants first."""
+        s = self.summary()
+        if self.identical:
+            return (f"{self.a_label} and {self.b_label}: no difference "
+                    f"({s['matched']} nodes matched)")
+        return (f"{self.a_label} ({s['nodes_a']} nodes) vs {self.b_label} ({s['nodes_b']} "
+                f"nodes): {s['matched']} matched ({s['identical']} identical, {s['changed']} "
+                f"changed), {s['only_a']} only in {self.a_label}, {s['only_b']} only in "
+                f"{self.b_label}")
+
+    def __repr__(self) -> str:
+        return f"<ModelDiff {self.headline()}>"
