@@ -136,7 +136,7 @@ def _last_axis_kept(node: Node) -> Value | None:
         return first
     if node.op_type in _SCALED and len(node.inputs) == 2:
         scalars = [v for v in node.inputs if v.is_constant
-                   and v.constant_value().size == 1]
+                   and v.constant_data().size == 1]
         others = [v for v in node.inputs if v not in scalars]
         return others[0] if len(scalars) == 1 and len(others) == 1 else None
     out = node.outputs[0]
