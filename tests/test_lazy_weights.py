@@ -259,3 +259,34 @@ def test_a_tied_embedding_past_the_folding_limit_is_not_stored_twice(decoder):
     assert "also read by /model/embed_tokens/Gather" in decline.reason
     result = get_pass("cancel_transposes").run(graph, PassContext())   # 32 KiB: folded
     assert graph.node_by_name("/lm_head/Transpose") is None and not result.declined
+
+
+def test_a_diff_tells_mapped_weights_apart_by_content(tmp_path):
+    """Each read of a mapped weight is a fresh array: the diff must not take one weight's
+    digest for another's."""
+    from compiler_core.model_diff import diff_models
+
+    def chain(name: str, changed: int | None) -> str:
+        rng = np.random.default_rng(1)
+        weights = [rng.standard_normal((32, 32)).astype(np.float32) for _ in range(6)]
+        if changed is not None:
+            weights[changed][0, 0] += 1.0
+        nodes = [helper.make_node("MatMul", [f"h{i}", f"w{i}"], [f"h{i + 1}"], name=f"mm{i}")
+                 for i in range(6)]
+        graph = helper.make_graph(
+            nodes, "chain", [helper.make_tensor_value_info("h0", TensorProto.FLOAT, [4, 32])],
+            [helper.make_tensor_value_info("h6", TensorProto.FLOAT, [4, 32])],
+            [numpy_helper.from_array(w, f"w{i}") for i, w in enumerate(weights)])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+        model.ir_version = 10
+        path = str(tmp_path / f"{name}.onnx")
+        onnx.save(model, path, save_as_external_data=True, location=f"{name}.data",
+                  size_threshold=0)
+        return path
+
+    a, b = load_model(chain("a", None)), load_model(chain("b", 3))
+    assert len(_stored(a)) == 6
+    diff = diff_models(a, b)
+    assert [p.a.name for p in diff.changed_pairs] == ["mm3"]
+    assert diff.kinds() == {"weights": 1}
+    assert diff_models(a, load_model(chain("c", None))).summary()["changed"] == 0
