@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -63,6 +63,10 @@ LLAMA_1B = DecoderShape("llama-1b", hidden=2048, layers=16, heads=32, kv_heads=8
                         intermediate=8192, vocab=128256, tied_embeddings=True)
 LLAMA_8B = DecoderShape("llama-8b", hidden=4096, layers=32, heads=32, kv_heads=8,
                         intermediate=14336, vocab=128256, tied_embeddings=False)
+# The 8B's widths (hidden, heads, KV heads, MLP, untied vocabulary projection) with 2 of its 32
+# layers: every layer is built alike, so this checks in onnxruntime what the 8B itself is too
+# big to be run in on a 24 GB machine.
+LLAMA_8B_2_LAYERS = replace(LLAMA_8B, name="llama-8b-2layers", layers=2)
 TINY = DecoderShape("llama-tiny", hidden=64, layers=2, heads=4, kv_heads=2, intermediate=128,
                     vocab=256, tied_embeddings=True)
 

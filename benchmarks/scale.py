@@ -1,7 +1,7 @@
 """Real sizes: GraphLab and the reference tools on Llama-shaped 1B and 8B decoders and on
 10,000-node graphs, wall time and peak memory side by side, in one run.
 
-    python benchmarks/scale.py [--cache-dir DIR] [--models 1b,8b,10k-scoped,10k-flat]
+    python benchmarks/scale.py [--cache-dir DIR] [--models 1b,8b,8b-2layers,10k-scoped,10k-flat]
                                [--steps NAME,...] [--no-verify]
 
 The decoders are built once with the onnx library (float16 weights written in chunks straight
@@ -18,7 +18,9 @@ Steps: onnx.load with and without weights; onnxscript's optimize_for_ort and sav
 onnxruntime's offline optimization (ORT_ENABLE_EXTENDED, optimized_model_filepath); GraphLab's
 `info`, `compile -p O2`, `explain` and `serve` start-up (ready = the page's first response).
 The compiled decoder is then run by onnxruntime at its default level beside the input model on
-a short prompt.  The goals of the issue are checked at the end.
+a short prompt; the 8B, too big for that on a 24 GB machine, is checked as a file, and its
+numbers on `8b-2layers` (its widths, 2 of its 32 alike layers).  The goals of the issue are
+checked at the end.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # runs from a plain checkout
 
-from benchmarks.decoder_models import (LLAMA_1B, LLAMA_8B, DecoderShape,  # noqa: E402
-                                       cached_decoder, default_cache_dir)
+from benchmarks.decoder_models import (LLAMA_1B, LLAMA_8B, LLAMA_8B_2_LAYERS,  # noqa: E402
+                                       DecoderShape, cached_decoder, default_cache_dir)
 
 GIB = 1 << 30
 STEP_TIMEOUT = 3600            # seconds; a step taking longer is reported as stuck
@@ -91,6 +93,8 @@ def _ten_thousand(scoped: bool) -> Callable[[Path], Path]:
 MODELS = {
     "1b": lambda: Model("1b", "llama-1b", _decoder(LLAMA_1B), LLAMA_1B),
     "8b": lambda: Model("8b", "llama-8b", _decoder(LLAMA_8B), LLAMA_8B),
+    "8b-2layers": lambda: Model("8b-2layers", "llama-8b, 2 layers", _decoder(LLAMA_8B_2_LAYERS),
+                                LLAMA_8B_2_LAYERS),
     "10k-scoped": lambda: Model("10k-scoped", "10k scoped", _ten_thousand(True)),
     "10k-flat": lambda: Model("10k-flat", "10k flat", _ten_thousand(False)),
 }
@@ -290,21 +294,29 @@ def compare_on_prompt(original: Path, compiled: Path, work: Path) -> dict:
     """Both models in onnxruntime at its default level (each in its own process, one after
     the other, so two big models never share the memory) on the same short prompt.
 
-    onnxruntime runs a float16 decoder on CPU in float32 (it inserts Casts), and even
-    creating a session for a compiled 8B model takes more than this machine's memory, so it
-    needs about twice the weights' size; a model that would not fit is checked as a file
-    instead: onnx's checker, and GraphLab's importer (every external tensor inside its data
-    file)."""
+    onnxruntime runs a float16 decoder on CPU in float32: at its default level a session
+    folds a float32 copy of every weight (about 2.5 times the file's size: 37 GiB for the 8B),
+    and without optimizations it still copies the weights into its own memory to run them
+    (measured: past 21 GiB on the 8B, stopped).  A model that would not fit is checked as a
+    file instead: onnx's checker, GraphLab's importer (every external tensor inside its data
+    file), and an onnxruntime session without optimizations (it maps the weights: the graph,
+    its types and its functions are resolved and every node gets a kernel); its numbers are
+    checked on a stand-in with the same widths and fewer layers (``_compile_goal``)."""
     need, available = 2.5 * _model_bytes(original), _available_memory()
     if need > available:
         checked = run_step(f"""
             import onnx
             from compiler_core.ir import load_model
+            import onnxruntime as ort
             onnx.checker.check_model({str(compiled)!r})
             load_model({str(compiled)!r})
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            ort.InferenceSession({str(compiled)!r}, options, providers=["CPUExecutionProvider"])
         """, work)
         return {"ran": False, "valid": not checked.error,
-                "error": checked.error or f"a valid file (onnx.checker, GraphLab's importer); "
+                "error": checked.error or f"a valid file (onnx.checker, GraphLab's importer, "
+                                          f"an onnxruntime session without optimizations); "
                                           f"not run in onnxruntime: it would need about "
                                           f"{need / GIB:.0f} GiB here, {available / GIB:.0f} "
                                           f"GiB are available"}
@@ -355,8 +367,8 @@ def _within(model: str, step: str, seconds: float | None, peak: int | None):
 
 def _compile_goal(model: str, stand_in: str | None = None):
     """Memory, time against onnxscript, and the output run beside the input in onnxruntime;
-    a model too big to run here is loaded, and the run is the ``stand_in``'s (same builder,
-    same passes) when this run measured it."""
+    a model too big to run here is checked as a file, and its numbers on the ``stand_in``
+    (same builder and widths, fewer layers) when this run measured it."""
     def check(results) -> tuple[bool | None, str]:
         ours, theirs = _get(results, model, "compile"), _get(results, model, "onnxscript")
         if ours is None or ours.error:
@@ -367,12 +379,15 @@ def _compile_goal(model: str, stand_in: str | None = None):
         if theirs is not None and not theirs.error:
             notes.append(f"onnxscript {theirs.seconds:.1f} s")
             ok = ok and ours.seconds <= theirs.seconds
-        if match is not None and not match["ran"] and match.get("valid") and stand_in:
+        if match is not None and not match["ran"]:
+            if not match["valid"]:
+                notes.append(f"output is NOT a valid file: {match['error']}")
+                return False, "; ".join(notes)
             notes.append(f"output {match['error']}")
-            other = _get(results, stand_in, "compile")
+            other = _get(results, stand_in, "compile") if stand_in else None
             match = other.extra.get("match") if other is not None else None
             if match is not None and match["ran"]:
-                notes.append(f"run beside its input on the {stand_in}")
+                notes.append(f"numbers checked on {stand_in}")
         if match is None or not match["ran"]:
             notes.append("output not run in onnxruntime"
                          + (f": {match['error']}" if match else ""))
@@ -388,7 +403,7 @@ def _compile_goal(model: str, stand_in: str | None = None):
 GOALS = [
     Goal("8B: graphlab info <= 5 s and <= 1 GiB", _within("8b", "info", 5, GIB)),
     Goal("8B: graphlab compile -p O2 <= 2 GiB, no slower than onnxscript, valid output",
-         _compile_goal("8b", stand_in="1b")),
+         _compile_goal("8b", stand_in="8b-2layers")),
     Goal("1B: graphlab compile -p O2 <= 2 GiB, no slower than onnxscript, valid output",
          _compile_goal("1b")),
     Goal("1B: graphlab serve --model ready <= 10 s with <= 1.5 GiB",
