@@ -290,3 +290,24 @@ def test_a_diff_tells_mapped_weights_apart_by_content(tmp_path):
     assert [p.a.name for p in diff.changed_pairs] == ["mm3"]
     assert diff.kinds() == {"weights": 1}
     assert diff_models(a, load_model(chain("c", None))).summary()["changed"] == 0
+
+
+@pytest.mark.parametrize("sample", ["llama_tiny_dynamo", "llama_tiny_torchscript"])
+def test_a_real_export_with_external_weights_compiles_from_its_mapped_file(sample, tmp_path):
+    """A PyTorch export (not the decoder builder's) saved the way large exports are, its
+    weights in a data file: mapped at import, and O2's output runs like it in onnxruntime."""
+    from graphlab.samples import resolve_model
+
+    path = tmp_path / "model.onnx"
+    onnx.save(onnx.load(resolve_model(sample)), str(path), save_as_external_data=True,
+              location="model.onnx.data", size_threshold=1024)
+    graph = load_model(path)
+    data_file = os.path.realpath(str(path) + ".data")
+    assert len(_stored(graph)) >= 10
+    assert {t.source.path for t in _stored(graph).values()} == {data_file}
+    out = tmp_path / "o2.onnx"
+    assert main(["compile", str(path), "-p", "O2", "-o", str(out), "--external-data"]) == 0
+    compiled = load_model(out)
+    assert len(compiled.nodes) < len(graph.nodes) / 2
+    assert any(n.op_type == "Attention" for n in compiled.nodes)
+    np.testing.assert_allclose(_logits(str(out)), _logits(str(path)), atol=1e-4)
