@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Graph, to_bytes
+from .ir import Graph, model_for_runtime
 from .passes.manager import PipelineResult
 from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
@@ -56,8 +56,8 @@ def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
     """Run ``graph`` at ``level`` in a child on the verifier's inputs; compare with its reference.
 
     Like ``Verifier.check``, the graph runs with inference semantics."""
-    outcome = run_isolated(to_bytes(with_inference_semantics(graph)), [verifier.inputs],
-                           level=level)
+    with model_for_runtime(with_inference_semantics(graph)) as model:
+        outcome = run_isolated(model, [verifier.inputs], level=level)
     if not outcome.ok:
         return LevelCheck(outcome)
     return LevelCheck(outcome, compare_outputs(verifier.reference_outputs,

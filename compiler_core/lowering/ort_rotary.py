@@ -136,8 +136,8 @@ def _last_axis_kept(node: Node) -> Value | None:
     if node.op_type in _ELEMENTWISE:
         return first
     if node.op_type in _SCALED and len(node.inputs) == 2:
-        scalars = [v for v in node.inputs if v.constant_value() is not None
-                   and v.constant_value().size == 1]
+        scalars = [v for v in node.inputs if v.is_constant
+                   and v.constant_data().size == 1]
         others = [v for v in node.inputs if v not in scalars]
         return others[0] if len(scalars) == 1 and len(others) == 1 else None
     out = node.outputs[0]

@@ -5,6 +5,8 @@ Two things live on disk in the app's cache dir, so any gunicorn worker can answe
 - the store: finished workspaces (pickled), keyed by content;
 - the board: one status per build in flight — who builds it, how far it got ("pass 5 of 24:
   fold_constants"), a heartbeat — or why it failed.
+A workspace's weights are not in the store: they stay in the model's files, and the large
+tensors a build made are spilled to the cache dir's `tensors` folder; the pickle names them.
 
 `get_or_start` answers at once: the workspace if it is built (this process's memory, else the
 store), or the build's status after starting it unless someone already is.  A whole room
@@ -32,8 +34,10 @@ from typing import Callable, Iterator
 import diskcache
 
 from compiler_core.errors import GraphLabError
+from compiler_core.ir.spill import spilling_into
 from compiler_core.plugins import load_sources, loaded_sources
 
+from .cache_files import TENSORS, cache_folder, prune
 from .messages import user_message
 
 Progress = Callable[[int, int, str], None]
@@ -97,14 +101,22 @@ class Builds:
         self.store = diskcache.Cache(os.path.join(directory, "workspaces"),
                                      size_limit=STORE_BYTES)
         self.board = diskcache.Cache(os.path.join(directory, "builds"))
+        self.tensors = cache_folder(directory, TENSORS)
+        prune(self.tensors, ttl_seconds)
 
     def get(self, job: BuildJob, on_progress: Progress | None = None):
         """The workspace, built in this process if nobody has built it (blocking)."""
         found = self.ready(job.key)
         if found is None:
-            found = job.build(on_progress)
+            found = self.build(job, on_progress)
             self._keep(job.key, found)
         return found
+
+    def build(self, job: BuildJob, on_progress: Progress | None = None):
+        """Run the job; large tensors it makes go to the cache dir's `tensors` folder, where
+        every process that unpickles the workspace finds them."""
+        with spilling_into(self.tensors):
+            return job.build(on_progress)
 
     def get_or_start(self, job: BuildJob, grace: float = GRACE_SECONDS):
         """The workspace if it is built, else the status of its build (started if need be).
@@ -130,9 +142,16 @@ class Builds:
         """The finished workspace from memory or the store, or None."""
         found = _memory_get(key)
         if found is None:
-            with _gc_paused():   # unpickling many small objects: the collector only slows it
-                found = self.store.get(key)
-            if found is not None:
+            if key not in self.store:
+                return None
+            try:
+                with _gc_paused():   # unpickling many small objects: the collector only slows it
+                    found = self.store.get(key)
+            except GraphLabError:    # a file it maps changed since (StoredTensorError)
+                found = None
+            if found is None:        # diskcache also says None when a file it maps is gone
+                self.store.delete(key)   # so it is built again
+            else:
                 _memory_put(key, found)
         return found
 
@@ -286,7 +305,7 @@ def _build_in_child(directory: str, ttl: int, job: BuildJob, plugins: list[str])
     threading.Thread(target=heartbeat, daemon=True).start()
     try:
         load_sources(plugins)
-        workspace = job.build(progress)
+        workspace = builds.build(job, progress)
         publish(stage="saving")
         builds.store.set(job.key, workspace, expire=ttl)
         done.set()

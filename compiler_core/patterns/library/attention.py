@@ -254,7 +254,7 @@ def _fed_by_matmul(value: Value, _: dict, hops: int = 4) -> bool:
         if any(node.op_type == "MatMul" for node in producers):
             return True
         frontier = [v for node in producers for v in node.inputs
-                    if v is not None and v.constant_value() is None]
+                    if v is not None and not v.is_constant]
     return False
 
 

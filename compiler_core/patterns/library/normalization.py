@@ -127,7 +127,7 @@ def residual_sum() -> Pattern:
 
 def _bias_of(value: Value) -> Value:
     """The constant operand of the bias Add that produces ``value``."""
-    return next(v for v in value.producer.inputs if v.constant_value() is not None)
+    return next(v for v in value.producer.inputs if v.is_constant)
 
 
 def _adds_a_vector(value: Value, _: dict) -> bool:
