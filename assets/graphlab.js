@@ -4,6 +4,30 @@
 (function () {
   "use strict";
 
+  /* Clientside callbacks.  applyElements: a pane's update from the server (see
+   * graphlab/app/pane_updates.py) merged into the elements the pane holds — the whole list, or
+   * the elements to drop and the new or changed ones (replaced in place, new ones appended).
+   * Untouched elements stay the same objects, so cytoscape leaves them alone. */
+  window.dash_clientside = Object.assign({}, window.dash_clientside, {
+    graphlab: {
+      applyElements: function (update, elements) {
+        if (!update) { return window.dash_clientside.no_update; }
+        if (update.full) { return update.full; }
+        var gone = new Set(update.remove), changed = new Map();
+        update.upsert.forEach(function (e) { changed.set(e.data.id, e); });
+        var merged = [];
+        (elements || []).forEach(function (e) {
+          var id = e.data.id;
+          if (gone.has(id)) { return; }
+          if (changed.has(id)) { merged.push(changed.get(id)); changed.delete(id); }
+          else { merged.push(e); }
+        });
+        changed.forEach(function (e) { merged.push(e); });
+        return merged;
+      }
+    }
+  });
+
   document.addEventListener("keydown", function (event) {
     var tag = (event.target && event.target.tagName) || "";
     if (/INPUT|TEXTAREA|SELECT/.test(tag) || event.altKey || event.ctrlKey || event.metaKey) {

@@ -5,7 +5,9 @@ keeps every component's props, and after each change fires the callbacks whose i
 — upstream ones first, independent ones in parallel like a browser's six connections — with
 the payloads the renderer builds (`POST /_dash-update-component`).  Components drawn by a
 callback (pattern-matching ids included) join the page and fire their initial callbacks;
-enabled dcc.Interval components tick.  Clientside callbacks are skipped (no JavaScript here).
+enabled dcc.Interval components tick.  Clientside callbacks are skipped (no JavaScript here)
+unless the caller gives a Python stand-in for one (by its output, "id.prop"); answers that
+are `dash.Patch` updates are applied to the props they patch.
 """
 
 from __future__ import annotations
@@ -15,11 +17,26 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Callable
 
 import requests
 
 CONNECTIONS = 6   # a browser's parallel requests to one host
 BACKGROUND_POLLS = {"service-banner-poll"}   # tick for the page's whole life: never "settled"
+NO_UPDATE = object()   # what a clientside stand-in returns to change nothing
+
+
+def patched(value, patch: dict):
+    """``value`` after a `dash.Patch` update (the assignments this app sends)."""
+    for operation in patch["operations"]:
+        if operation["operation"] != "Assign":
+            raise NotImplementedError(f"Patch operation {operation['operation']}")
+        *path, last = operation["location"]
+        target = value
+        for key in path:
+            target = target[key]
+        target[last] = operation["params"]["value"]
+    return value
 
 
 def id_key(component_id) -> str:
@@ -58,6 +75,7 @@ class Callback:
     state: list[Dependency]
     multi: bool
     initial: bool
+    local: Callable | None = None   # a clientside callback's stand-in: inputs, state -> value
 
     @classmethod
     def parse(cls, spec: dict) -> "Callback":
@@ -85,6 +103,7 @@ class Timing:
     seconds: float
     status: int
     sent: float      # wall-clock time the request left
+    bytes: int = 0   # the response body's size
 
 
 @dataclass
@@ -108,10 +127,19 @@ class Tab:
         self._add(self.layout, None)
 
     @classmethod
-    def open(cls, base_url: str, search: str = "", **kwargs) -> "Tab":
+    def open(cls, base_url: str, search: str = "",
+             clientside: dict[str, Callable] | None = None, **kwargs) -> "Tab":
+        """``clientside``: Python stand-ins for clientside callbacks, by output ("id.prop");
+        called with the inputs' then the state's values, they return the output's value (or
+        ``NO_UPDATE``)."""
         http = requests.Session()
-        callbacks = [Callback.parse(c) for c in http.get(f"{base_url}/_dash-dependencies").json()
-                     if not c.get("clientside_function")]
+        clientside = clientside or {}
+        callbacks = []
+        for spec in http.get(f"{base_url}/_dash-dependencies").json():
+            if spec.get("clientside_function") and spec["output"] not in clientside:
+                continue
+            callbacks.append(Callback.parse(spec))
+            callbacks[-1].local = clientside.get(spec["output"])
         tab = cls(base_url, callbacks, http.get(f"{base_url}/_dash-layout").json(), http, **kwargs)
         for key, props in tab.props.items():
             if props.get("_type") == "Location":
@@ -241,6 +269,8 @@ class Tab:
 
     def _fire(self, callback: Callback, changed: list[tuple[str, str]]):
         """POST one callback; apply its response.  Returns (callback, props changed, added)."""
+        if callback.local is not None:
+            return self._run_locally(callback)
         sent, started = time.time(), time.perf_counter()
         try:
             reply = self.http.post(f"{self.base_url}/_dash-update-component",
@@ -250,26 +280,49 @@ class Tab:
             self.timings.append(Timing(callback.name, time.perf_counter() - started, 0, sent))
             self.errors.append(f"{callback.name}: {type(err).__name__}")
             return callback, [], []
-        self.timings.append(Timing(callback.name, time.perf_counter() - started, status, sent))
+        self.timings.append(Timing(callback.name, time.perf_counter() - started, status, sent,
+                                   len(reply.content)))
         if status == 204:
             return callback, [], []
         if status != 200:
             self.errors.append(f"{callback.name}: HTTP {status}")
             return callback, [], []
         body = reply.json()
+        return (callback, *self._apply([body.get("sideUpdate") or {}, body.get("response") or {}]))
+
+    def _run_locally(self, callback: Callback):
+        """A clientside callback, by its Python stand-in (a value per output when it has more
+        than one)."""
+        payload = self._payload(callback, [])
+        values = [[i.get("value") for i in d] if isinstance(d, list) else d.get("value")
+                  for d in payload["inputs"] + payload["state"]]
+        value = callback.local(*values)
+        answers = value if len(callback.outputs) > 1 else [value]
+        section: dict[str, dict] = {}
+        for target, answer in zip(callback.outputs, answers):
+            if answer is not NO_UPDATE:
+                section.setdefault(id_key(target.id), {})[target.prop] = answer
+        if not section:
+            return callback, [], []
+        return (callback, *self._apply([section]))
+
+    def _apply(self, sections: list[dict]) -> tuple[list, list]:
+        """Set the answered props; (props changed, components added)."""
         updates, added = [], []
         with self._lock:
-            for section in (body.get("sideUpdate") or {}, body.get("response") or {}):
+            for section in sections:
                 for raw, props in section.items():
                     key = id_key(json.loads(raw) if raw.startswith("{") else raw)
                     if key not in self.props:
                         continue
                     for prop, value in props.items():
+                        if isinstance(value, dict) and "__dash_patch_update" in value:
+                            value = patched(self.props[key].get(prop), value)
                         if prop == "children":
                             added += self._redraw(f"{key}.children", value)
                         self.props[key][prop] = value
                         updates.append((key, prop))
-        return callback, updates, added
+        return updates, added
 
     def _redraw(self, owner: str, children) -> list[str]:
         self._forget(owner)

@@ -43,6 +43,7 @@ import requests
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.dash_client import Tab, Timing  # noqa: E402
+from benchmarks.graphlab_page import clientside  # noqa: E402
 
 TABS = "side-tabs"
 MODEL = "model-select"
@@ -127,7 +128,7 @@ def student(urls: list[str], sample: str, think: float, rng: random.Random) -> T
         action(*args, **props)
         tab.settle()
 
-    tab = Tab.open(urls[0], f"?model={sample}")
+    tab = Tab.open(urls[0], f"?model={sample}", clientside=clientside())
     tab.settle()
     for _ in range(len(tab.find(PASS_ROW)) - 1):
         act(tab.click, NEXT)

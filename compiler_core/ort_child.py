@@ -1,9 +1,9 @@
 """The child process of ``runtime_check``: load models one after another, run each, write answers.
 
 Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT [save]``.  FOLDER
-holds, for each job number i, ``i.onnx`` and ``i.inputs.pkl`` (a list of {input name: array}
-batches); with ``save``, the model onnxruntime made of it at LEVEL is written to
-``i.optimized.onnx``; job
+holds, for each job number i, ``i.onnx`` (or ``i.path``: the path of the model's file, for a
+model with external data) and ``i.inputs.pkl`` (a list of {input name: array} batches); with
+``save``, the model onnxruntime made of it at LEVEL is written to ``i.optimized.onnx``; job
 i's answer goes to ``i.answer.pkl`` as (stage, error, outputs) as soon as it is known, so when
 onnxruntime kills this process the parent knows which model did it and which ones are done.
 Only onnxruntime and numpy are imported here, so a child starts fast; one child serves many
@@ -31,7 +31,9 @@ def main(folder: str, level: str, threads: str, start: str, count: str, save: st
             batches = pickle.load(handle)
         if save:
             options.optimized_model_filepath = str(where / f"{job}.optimized.onnx")
-        answer = run_one(ort, str(where / f"{job}.onnx"), options, batches)
+        pointer = where / f"{job}.path"
+        model = pointer.read_text() if pointer.exists() else str(where / f"{job}.onnx")
+        answer = run_one(ort, model, options, batches)
         partial = where / f"{job}.answer.part"
         with open(partial, "wb") as handle:
             pickle.dump(answer, handle, protocol=pickle.HIGHEST_PROTOCOL)

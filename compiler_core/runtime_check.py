@@ -77,10 +77,12 @@ def check_level(level: str) -> str:
     return level
 
 
-def run_isolated(model: bytes, batches: list[dict] | None = None, *, level: str = DEFAULT_LEVEL,
-                 threads: int = 1, timeout: float = DEFAULT_TIMEOUT_SECONDS,
+def run_isolated(model: bytes | Path, batches: list[dict] | None = None, *,
+                 level: str = DEFAULT_LEVEL, threads: int = 1,
+                 timeout: float = DEFAULT_TIMEOUT_SECONDS,
                  save_optimized: bool = False) -> RuntimeOutcome:
-    """Load ``model`` (serialized ONNX) in a child onnxruntime at ``level`` and run each batch.
+    """Load ``model`` (serialized ONNX, or the path of an .onnx file, e.g. one with external
+    data) in a child onnxruntime at ``level`` and run each batch.
 
     With no batches the child only creates the session (does the model load at all?).  With
     ``save_optimized`` the outcome carries the model onnxruntime's optimizer made of it
@@ -101,7 +103,7 @@ def onnxruntime_optimized(model: bytes, level: str = "extended", *,
     return outcome.optimized
 
 
-def run_isolated_many(jobs: list[tuple[bytes, list[dict] | None]], *,
+def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
                       level: str = DEFAULT_LEVEL, threads: int = 1,
                       timeout: float = DEFAULT_TIMEOUT_SECONDS,
                       save_optimized: bool = False) -> list[RuntimeOutcome]:
@@ -117,7 +119,10 @@ def run_isolated_many(jobs: list[tuple[bytes, list[dict] | None]], *,
         folder = Path(scratch)
         written: dict[int, Path] = {}   # one file per distinct model; the others link to it
         for number, (model, batches) in enumerate(jobs):
-            _write_model(folder / f"{number}.onnx", model, written)
+            if isinstance(model, bytes):
+                _write_model(folder / f"{number}.onnx", model, written)
+            else:   # the file stays where it is: its external data lies beside it
+                (folder / f"{number}.path").write_text(str(Path(model).resolve()))
             with open(folder / f"{number}.inputs.pkl", "wb") as handle:
                 pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
         while len(outcomes) < len(jobs):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .ir import Graph, to_bytes
+from .ir import Graph, model_for_runtime
 from .passes.manager import PipelineResult
 from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
@@ -56,8 +56,8 @@ def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
     """Run ``graph`` at ``level`` in a child on the verifier's inputs; compare with its reference.
 
     Like ``Verifier.check``, the graph runs with inference semantics."""
-    outcome = run_isolated(to_bytes(with_inference_semantics(graph)), [verifier.inputs],
-                           level=level)
+    with model_for_runtime(with_inference_semantics(graph)) as model:
+        outcome = run_isolated(model, [verifier.inputs], level=level)
     if not outcome.ok:
         return LevelCheck(outcome)
     return LevelCheck(outcome, compare_outputs(verifier.reference_outputs,
@@ -81,6 +81,7 @@ class RuntimeVerdict:
     pass_names: list[str]
     per_pass: list[LevelCheck] = field(default_factory=list)
     export: LevelCheck | None = None  # the file written for a runtime (compile --runtime ...)
+    export_note: str | None = None  # why the export was checked at a looser tolerance
     input_check: LevelCheck | None = None
     culprit: int | None = None
     culprit_check: LevelCheck | None = None
@@ -116,10 +117,13 @@ class RuntimeVerdict:
         if self.ok:
             what = "every pass's output" if self.when == "each" else "final model"
             written = "" if self.export is None else "; the file written for onnxruntime too"
+            if self.export is not None and self.export_note:
+                written += f" ({self.export_note})"
             return f"{what}: {self.final.describe()}{written}"
         if self.only_export_fails:
+            note = f" ({self.export_note})" if self.export_note else ""
             return (f"the final model passes, but the file written for onnxruntime (fused "
-                    f"nodes as its operators) {self.export.describe()}")
+                    f"nodes as its operators) {self.export.describe()}{note}")
         if self.input_fails:
             return (f"the input model already {self.input_check.describe()} — no pass is to "
                     f"blame; the final model {self.final.describe()}")
@@ -140,14 +144,18 @@ class RuntimeVerdict:
             "first_failing_index": self.culprit,
             "final": self.final.to_dict(),
             "export": None if self.export is None else self.export.to_dict(),
+            "export_note": self.export_note,
             "summary": self.headline(),
         }
 
 
 def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = DEFAULT_LEVEL,
-                   each: bool = False, exported: Graph | None = None) -> RuntimeVerdict:
+                   each: bool = False, exported: Graph | None = None,
+                   export_tolerance: tuple[float, str] | None = None) -> RuntimeVerdict:
     """Check a ``PipelineResult``'s final model (or every pass's, with ``each``) at ``level``,
-    and ``exported`` — the final model as written for a runtime — when one was made.
+    and ``exported`` — the final model as written for a runtime — when one was made, at the
+    pipeline's tolerance or ``export_tolerance`` (rtol, why) when that is looser: the export's
+    operators may round differently (float16 kernels).
 
     On a failure the input model is checked, then the first failing pass found: by a scan
     when every pass was checked, else by bisecting the snapshots."""
@@ -169,8 +177,12 @@ def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = D
     verdict = RuntimeVerdict(level, "each" if each else "final", check(last),
                              [s.pass_name for s in snapshots], per_pass)
     if exported is not None:
-        verdict.export = check_at_level(verifier, exported, result.tolerance_after(last)[0],
-                                        level)
+        rtol = result.tolerance_after(last)[0]
+        if export_tolerance is not None and export_tolerance[0] > rtol:
+            rtol, verdict.export_note = export_tolerance[0], (
+                f"{export_tolerance[1]}: compared with tolerance {export_tolerance[0]:g} of "
+                f"each output's scale")
+        verdict.export = check_at_level(verifier, exported, rtol, level)
     if verdict.ok or verdict.only_export_fails:
         return verdict
     verdict.input_check = check(-1)

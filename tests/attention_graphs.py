@@ -99,7 +99,8 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
                       rotary: bool | str = False, mask: str = "causal", fill: float = -np.inf,
                       window: int = 2, nan_guard: bool = False, grouped_query: bool = False,
                       dtype: int = F, opset: int = 17, seq: int | str = "seq",
-                      packed_heads: bool = False, key_split_transposed: bool = False) -> Graph:
+                      packed_heads: bool = False, key_split_transposed: bool = False,
+                      upcast: str | None = None) -> Graph:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
     hidden], head split, rotary (written out, for recognize_rotary; applied
     to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
@@ -113,7 +114,11 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     in the Transpose that moves the heads forward (eager BERT, GPT-J), Q·Kᵀ scaled,
     ``mask`` ("causal", "window", "trilu" (SDPA's is_causal, built from Q's and K's shapes),
     "padding" (an attention_mask input), "additive" (a float mask input), "select",
-    "select_masked", "none"), Softmax, NaN guard, ·V, head merge, output projection."""
+    "select_masked", "none"), Softmax, NaN guard, ·V, head merge, output projection.  A
+    float16 block may compute part of it in float32 (``upcast``): "softmax" casts the masked
+    scores up and the probabilities back (HF's eager attention), "context" casts the scores
+    and V up, masks in float32 and casts the merged heads back (PyTorch's math SDPA as the
+    TorchScript exporter writes it)."""
     b = _Builder(dtype)
     hidden, rep = heads * head, heads // kv_heads
     x = b.input("x", dtype, ["batch", seq, hidden])
@@ -153,17 +158,27 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
                                   b.ints([0, heads, -1, head])]) for t in (k, v))
     keys = k if key_split_transposed else b.add("Transpose", [k], perm=[0, 1, 3, 2])
     scores = b.add("MatMul", [q, keys], "qk")
+    if upcast == "context":  # from here on in float32: scores, mask, softmax, ·V
+        scores, v = (b.add("Cast", [t], to=F) for t in (scores, v))
+        b.dtype, b.np_dtype = F, np.float32
     scores = b.add("Mul", [scores, b.floats(head ** -0.5)], "scaled")
     total = "total" if past else seq
     scores = _apply_mask(b, mask, scores, q, k, x, (seq, total), past, fill, window)
+    if upcast == "softmax":
+        scores = b.add("Cast", [scores], to=F)
     probs = b.add("Softmax", [scores], "softmax", axis=-1)
     if nan_guard:
         probs = b.add("Where", [b.add("IsNaN", [probs]), b.floats(0.0), probs])
+    if upcast == "softmax":
+        probs = b.add("Cast", [probs], to=F16)
     context = b.add("MatMul", [probs, v], "context")
     if grouped_query:
         context = b.add("Reshape", [context, b.ints([0, heads, -1, head])])
     merged = b.add("Reshape", [b.add("Transpose", [context], perm=[0, 2, 1, 3]),
                                b.ints([0, 0, -1])], "merge")
+    if upcast == "context":
+        merged = b.add("Cast", [merged], to=F16)
+        b.dtype, b.np_dtype = F16, np.float16
     out = b.add("MatMul", [merged, b.floats(b.rng.standard_normal((hidden, hidden)) / 8)])
     b.output(out, "y", dtype, ["batch", seq, hidden])
     if past:

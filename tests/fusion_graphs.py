@@ -33,6 +33,25 @@ LN_CONSTANTS = {"two": np.array(2.0, np.float32), "eps": np.array(1e-5, np.float
                 "gamma": rand(8) + 1, "beta": rand(8)}
 
 
+def prenorm_stream(width: int = 8, bias_read_elsewhere: bool = False) -> tuple[list, dict]:
+    """A pre-norm residual stream (ViT, GPT-2): LayerNormalization → MatMul → bias Add →
+    residual Add, twice, then the final LayerNormalization to ``y``.  The first sum is read by
+    the next norm and by the next residual Add; the last one by the final norm only.  With
+    ``bias_read_elsewhere`` the first projection (``proj0``) is also a graph output."""
+    nodes, inits, stream = [], {}, "x"
+    for k in range(2):
+        nodes += [helper.make_node("LayerNormalization", [stream, f"g{k}", f"b{k}"], [f"h{k}"]),
+                  helper.make_node("MatMul", [f"h{k}", f"w{k}"], [f"mm{k}"]),
+                  helper.make_node("Add", [f"mm{k}", f"bias{k}"], [f"proj{k}"]),
+                  helper.make_node("Add", [f"proj{k}", stream], [f"sum{k}"])]
+        inits.update({f"g{k}": rand(width) + 1, f"b{k}": rand(width), f"bias{k}": rand(width),
+                      f"w{k}": rand(width, width) / 3})
+        stream = f"sum{k}"
+    nodes.append(helper.make_node("LayerNormalization", [stream, "g2", "b2"], ["y"]))
+    inits.update(g2=rand(width) + 1, b2=rand(width))
+    return nodes, inits
+
+
 def gelu_nodes(x: str, y: str, tanh: bool) -> list:
     """GELU in its erf or tanh form, as exporters write it; reads GELU_CONSTANTS."""
     if tanh:

@@ -200,17 +200,23 @@ def rmsnorm_nodes(x: str, y: str, width: int, *, square: str = "pow", divide: st
     return nodes, {k: v for k, v in inits.items() if k in used}
 
 
-def decoder_norms_nodes(x: str, y: str, width: int, **form) -> tuple[list, dict]:
-    """The residual stream of a two-sub-layer decoder: norm → MatMul → residual Add, twice,
-    then the final norm.  Each sum is read by the next norm and by the next Add, as in Llama;
-    the last one only by the final norm."""
+def decoder_norms_nodes(x: str, y: str, width: int, *, bias: bool = False,
+                        **form) -> tuple[list, dict]:
+    """The residual stream of a two-sub-layer decoder: norm → MatMul (→ bias Add with
+    ``bias``, as in GPT-NeoX-style blocks) → residual Add, twice, then the final norm.  Each
+    sum is read by the next norm and by the next Add, as in Llama; the last one only by the
+    final norm."""
     nodes, inits = [], {}
     stream = x
+    weight_type = np.float16 if form.get("float16") or form.get("cast") else np.float32
     for k in range(2):
         norm, norm_inits = rmsnorm_nodes(stream, f"h{k}", width, prefix=f"n{k}_", **form)
-        nodes += norm + [node("MatMul", [f"h{k}", f"proj{k}"], f"out{k}"),
-                         node("Add", [stream, f"out{k}"], f"sum{k}")]
-        weight_type = np.float16 if form.get("float16") or form.get("cast") else np.float32
+        out = f"out{k}_biased" if bias else f"out{k}"
+        nodes += norm + [node("MatMul", [f"h{k}", f"proj{k}"], f"out{k}")]
+        if bias:
+            nodes.append(node("Add", [f"out{k}", f"bias{k}"], out))
+            inits[f"bias{k}"] = RNG.standard_normal(width).astype(weight_type)
+        nodes.append(node("Add", [stream, out], f"sum{k}"))
         inits.update(norm_inits, **{f"proj{k}": (RNG.standard_normal((width, width)) / 4)
                                     .astype(weight_type)})
         stream = f"sum{k}"

@@ -12,13 +12,18 @@ a drawn seed, so a case is reproducible from hypothesis's seed alone.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from unittest import mock
 
 import numpy as np
 import onnx
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+from hypothesis.internal.conjecture import providers
+from hypothesis.internal.floats import float_to_int
 from onnx import TensorProto, helper, numpy_helper
+from sortedcontainers import SortedSet
 
 OPSETS = range(20, 12, -1)  # newest first: hypothesis draws early elements more often
 ELEM_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
@@ -477,5 +482,21 @@ def generate(count: int, start_seed: int = 0) -> list[Case]:
     def collect(case: Case) -> None:
         found.append(case)
 
-    collect()
+    with _seed_alone_decides():
+        collect()
     return found
+
+
+@contextmanager
+def _seed_alone_decides():
+    """Hypothesis now and then draws a literal found in any loaded module of the project or its
+    tests, so a seed's cases would depend on which tests ran before in the process (a full run
+    drew other models than the fuzz file alone). Drawing with no such literals keeps them fixed."""
+    empty = providers.Constants(integers=SortedSet(), floats=SortedSet(key=float_to_int),
+                                bytes=SortedSet(), strings=SortedSet())
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        with mock.patch.object(providers, "_get_local_constants", lambda: empty):
+            yield
+    finally:
+        providers.CONSTANTS_CACHE.cache.clear()

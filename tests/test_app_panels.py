@@ -128,7 +128,7 @@ def test_the_overlay_paints_the_panes_only_when_asked(services, cnn):
     state = ViewState(model="cnn_bn", step=1)
     plain = build_panes(cnn, state, UiState())
     painted = build_panes(cnn, state.with_changes(overlay="intensity"), UiState())
-    assert painted.key != plain.key
+    assert painted.drawn != plain.drawn
     assert not any(" ai-" in e.get("classes", "") for e in plain.after)
     after = cnn.graphs_of_step(1)[1]
     expected = band_classes(cnn, after, "asic32")

@@ -66,7 +66,10 @@ def texts(value) -> list[str]:
 def call(app, output: str, view: dict | None) -> dict:
     """Post the view to the callback of ``output`` as the browser does; its answer's JSON."""
     spec = app.callback_map[output]
-    values = {("view-state", "data"): view}
+    values = {("view-state", "data"): view,   # and the stores the page fills from it: a
+              (ids.VIEW_SETTINGS, "data"): view}   # tab's, open on the view's panel
+    values.update({(ids.tab_view(tab), "data"): view for tab in registry.tab_names()
+                   if view and view.get("panel") == tab})
     body = {"output": output,
             "outputs": [{"id": o.component_id, "property": o.component_property}
                         for o in spec["output"]],
@@ -120,10 +123,12 @@ def test_without_a_view_a_panel_shows_its_idle_content(app):
     assert answer[FAKE_BODY]["children"] == "no model yet"
 
 
-@pytest.mark.parametrize("output", ["..patterns.children..", "..inspector.children..",
-                                    "..pass-list.children..", "..numeric-result.children.."])
-def test_a_real_panel_says_why_its_workspace_cannot_be_had(app, output):
-    view = ViewState(model="no_such_model", node=1).to_dict()
+@pytest.mark.parametrize("output, panel", [
+    ("..patterns.children..", "patterns"), ("..inspector.children..", "inspector"),
+    ("..pass-list.children...pass-list-drawn.data..", "inspector"),
+    ("..numeric-result.children..", "inspector")])
+def test_a_real_panel_says_why_its_workspace_cannot_be_had(app, output, panel):
+    view = ViewState(model="no_such_model", node=1, panel=panel).to_dict()
     shown = " ".join(texts(call(app, output, view)))
     assert "there is no model named 'no_such_model' here" in shown
 

@@ -73,6 +73,30 @@ def board(tmp_path):
     return Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600)
 
 
+class Cycle:
+    """A workspace's objects reference each other (a node its values, a value its producer)."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_held_workspaces_are_out_of_the_collectors_sight_and_evicted_ones_are_freed(
+        monkeypatch):
+    import gc
+    import weakref
+
+    monkeypatch.setattr(builds, "_memory", builds.OrderedDict())
+    monkeypatch.setattr(builds, "MEMORY_SLOTS", 1)
+    first = Cycle()
+    builds._memory_put("first", first)
+    assert not any(o is first for o in gc.get_objects())   # a full collection skips it
+    gone = weakref.ref(first)
+    del first
+    builds._memory_put("second", Cycle())   # evicts the first: its cycle is collected
+    assert gone() is None
+    gc.unfreeze()
+
+
 def test_a_slow_build_answers_at_once_and_shows_its_passes(board, tmp_path):
     slow = job(tmp_path, "slow", seconds=3.0)
     status = board.get_or_start(slow)   # returns while the 3 s build is still under way

@@ -14,9 +14,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler_core.ir import exporter
+from attention_graphs import decoder_attention
+from compiler_core.ir import exporter, to_bytes
 from compiler_core.runtime_check import run_isolated
 from compiler_core.runtime_verify import _first_failing
+from compiler_core.verify import DEFAULT_RTOL, FLOAT16_RTOL
 from graphlab.cli import main
 from passes_helpers import F, tensor
 
@@ -208,3 +210,24 @@ def test_the_file_written_for_onnxruntime_is_the_one_checked(capsys, norm_then_l
     assert runtime["export"]["stage"] == "load" and runtime["first_failing_pass"] is None
     assert "the final model passes, but the file written for onnxruntime" in err
     assert "NoSuchOp" in runtime["error"]
+
+
+@pytest.mark.parametrize("dtype, rtol, note", [
+    (TensorProto.FLOAT16, FLOAT16_RTOL, "float16 operators (GroupQueryAttention)"),
+    (TensorProto.FLOAT, DEFAULT_RTOL, None)])
+def test_float16_operators_are_checked_at_the_float16_tolerance(capsys, tmp_path, dtype, rtol,
+                                                                note):
+    # onnxruntime's float16 attention kernel rounds its own way: its export is held to a few
+    # float16 ulps, said in the report; a float32 export stays held to the exact tolerance
+    path = tmp_path / "mqa.onnx"
+    path.write_bytes(to_bytes(decoder_attention(kv_heads=1, dtype=dtype, fill=-65504.0)))
+    code, report, _ = _compile(capsys, [str(path), "--verify", "--runtime", "onnxruntime"])
+    runtime, export = report["runtime_check"], report["export"]
+    assert code == 0 and runtime["export"]["ok"], runtime["summary"]
+    assert runtime["export"]["rtol"] == rtol and runtime["final"]["rtol"] == DEFAULT_RTOL
+    assert export["lowered"]["com.microsoft:GroupQueryAttention"] == 1
+    if note is None:
+        assert runtime["export_note"] is None and export["tolerance"] is None
+    else:
+        assert note in runtime["export_note"] and note in runtime["summary"]
+        assert export["tolerance"]["rtol"] == FLOAT16_RTOL and note in export["tolerance"]["why"]

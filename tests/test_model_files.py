@@ -6,6 +6,8 @@ The mechanism is tested with the limit lowered; one test writes a real model ove
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnxruntime as ort
 import pytest
@@ -109,3 +111,37 @@ def test_a_real_model_over_2_gib_is_written_with_external_data_and_runs(tmp_path
     finally:  # pytest keeps recent temporary folders; 2 GB should not stay behind
         for leftover in tmp_path.glob("big.onnx*"):
             leftover.unlink()
+
+
+def test_a_single_file_past_the_limit_is_read_around_its_weights_and_named(tmp_path,
+                                                                          monkeypatch):
+    """protobuf parses only the structure: the inline weights are views of the mapped file."""
+    from compiler_core.ir import importer
+
+    graph = load_sample("mobilenet_zeropad")
+    saved = save_model(graph, tmp_path / "m.onnx", external_data=False)
+    monkeypatch.setattr(importer, "PROTOBUF_LIMIT", saved.model_bytes // 2)
+    again = load_model(saved.path)
+    assert any("over protobuf's 2 GiB limit: GraphLab reads it" in w for w in again.warnings)
+    for name, value in graph.initializers.items():
+        np.testing.assert_array_equal(again.initializers[name].const, value.const)
+
+
+def test_a_write_the_system_refuses_is_named_and_leaves_nothing(tmp_path):
+    from compiler_core.ir.model_file import ModelWriteError
+
+    with pytest.raises(ModelWriteError, match="does not exist"):
+        save_model(load_sample("cnn_bn"), tmp_path / "missing" / "m.onnx")
+    (tmp_path / "taken").mkdir()
+    with pytest.raises(ModelWriteError, match="cannot write"):
+        save_model(load_sample("cnn_bn"), tmp_path / "taken")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+
+
+def test_verification_runs_a_model_past_the_limit_from_a_file_with_external_data(
+        small_limit, capsys):
+    from graphlab.cli import main
+
+    assert main(["compile", "mobilenet_zeropad", "-p", "clean", "--verify", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verify"]["ok"] and report["runtime_check"]["ok"]

@@ -6,7 +6,7 @@ import pytest
 from onnx import helper
 
 from compiler_core.ir import FUSED_DOMAIN
-from fusion_graphs import LN_CONSTANTS, decomposed_layernorm, rand
+from fusion_graphs import LN_CONSTANTS, decomposed_layernorm, prenorm_stream, rand
 from passes_helpers import F, build, load_sample, ops, run_checked, snapshot, tensor
 
 
@@ -109,20 +109,69 @@ def test_ffn_gelu_is_the_fused_matmul_epilogue():
     ("bert_tiny_dynamo", "O1,fuse_skip_layernorm"),
 ])
 def test_bert_residual_adds_fuse_with_their_layernorms(name, pipeline):
-    """4 residual + LayerNorm pairs per model, plus the embeddings' sum + LayerNorm."""
+    """4 residual + LayerNorm pairs per model, each absorbing its projection's bias Add, plus
+    the embeddings' sum + LayerNorm (no bias: a sum of two lookups)."""
     shot = snapshot(run_checked(load_sample(name), pipeline), "fuse_skip_layernorm")
     fused = [n for n in shot.graph.nodes if n.op_type == "SkipLayerNormalization"]
     assert len(fused) == 5 and not shot.declined
-    assert all(body_ops(n)[0] == "Add" and len(n.inputs) == 4 for n in fused)
+    assert sorted(len(n.inputs) for n in fused) == [4, 5, 5, 5, 5]
+    for node in fused:
+        assert body_ops(node)[:len(node.inputs) - 3] == ["Add"] * (len(node.inputs) - 3)
+        assert len(node.outputs) == 1  # post-norm: the sum is read by the norm only
+        if len(node.inputs) == 5:  # input, skip, gamma, beta, the projection's bias
+            assert node.inputs[0].producer.op_type == "MatMul"
+            assert node.inputs[4].constant_value().shape == (64,)
 
 
-def test_gpt2_residual_stream_blocks_the_fusion_and_names_the_next_block():
+def test_gpt2_residual_stream_fuses_and_returns_the_sum_to_the_next_block():
     pipeline = "O1,recognize_layernorm,fuse_skip_layernorm"
     shot = snapshot(run_checked(load_sample("gpt2_tiny"), pipeline), "fuse_skip_layernorm")
-    assert shot.rewrites == 1  # the last residual Add feeds ln_f only
-    assert len(shot.declined) == 4
-    assert all(d.reason.startswith("Add output has another consumer (Add '")
-               for d in shot.declined)
+    assert shot.rewrites == 5 and not shot.declined
+    fused = [n for n in shot.graph.nodes if n.op_type == "SkipLayerNormalization"]
+    read_on = [n for n in fused if len(n.outputs) == 2]
+    assert len(read_on) == 4  # the last sum feeds ln_f only
+    for node in read_on:  # the next block's residual Add, now inside its skip norm
+        assert {u.op_type for u in node.outputs[1].users()} == {"SkipLayerNormalization"}
+    assert "4 also returning the sum" in shot.notes[0]
+
+
+def test_prenorm_stream_returns_the_sum_and_absorbs_the_bias_after_affine_folding():
+    """fold_norm_affine leaves each block's norm with a unit scale and no shift: the fused
+    node gets a zero shift before the absorbed bias."""
+    nodes, inits = prenorm_stream()
+    graph = build(nodes, [tensor("x", F, ["batch", 5, 8])], [tensor("y", F, None)], inits)
+    final = run_checked(graph, "O2", bindings={"batch": 2}).final
+    first, last = [n for n in final.nodes if n.op_type == "SkipLayerNormalization"]
+    assert [v.name for v in first.outputs] == ["h1", "sum0"]
+    assert [v.name for v in last.outputs] == ["y"]
+    # the projections' biases, with the folded shifts of the norms before them
+    assert [v.name for v in first.inputs[:2]] == ["mm0", "x"]
+    assert first.inputs[4].name.startswith("bias0")
+    assert not first.inputs[3].constant_value().any()  # the zero shift
+    assert [v.name for v in last.inputs[:4]] == ["mm1", "sum0", "g2", "b2"]
+    assert last.inputs[4].name.startswith("bias1")
+    assert body_ops(first) == ["Add", "Add", "LayerNormalization"]
+
+
+def test_a_projection_read_elsewhere_keeps_its_bias_add():
+    nodes, inits = prenorm_stream(bias_read_elsewhere=True)
+    graph = build(nodes, [tensor("x", F, ["batch", 5, 8])],
+                  [tensor("y", F, None), tensor("proj0", F, None)], inits)
+    shot = snapshot(run_checked(graph, "fuse_skip_layernorm"), "fuse_skip_layernorm")
+    first, _ = [n for n in shot.graph.nodes if n.op_type == "SkipLayerNormalization"]
+    assert [v.name for v in first.inputs] == ["proj0", "x", "g1", "b1"]
+    assert shot.graph.values["proj0"].producer.op_type == "Add"
+
+
+def test_a_layernorm_statistic_read_elsewhere_is_a_near_miss_naming_the_reader():
+    nodes = [helper.make_node("Add", ["x", "r"], ["sum"]),
+             helper.make_node("LayerNormalization", ["sum", "gamma", "beta"], ["y", "mean"]),
+             helper.make_node("Neg", ["mean"], ["neg_mean"], name="reads_mean")]
+    graph = build(nodes, [tensor("x", F, [2, 3, 8]), tensor("r", F, [2, 3, 8])],
+                  [tensor("y", F, None), tensor("neg_mean", F, None)], LN_CONSTANTS)
+    shot = snapshot(run_checked(graph, "fuse_skip_layernorm"), "fuse_skip_layernorm")
+    (declined,) = shot.declined
+    assert declined.reason == "LayerNormalization output has another consumer (Neg 'reads_mean')"
 
 
 def test_skip_layernorm_keeps_the_op_signature():

@@ -224,7 +224,7 @@ def _fusion_note(node: Node, unfused: int | None, moved: int | None) -> str:
 def _link_bytes(node: Node, sizes: SizeResolver) -> int:
     """Run-time values a partition exchanges with the host (its weights live on the chip)."""
     values = {v.name: v for v in list(node.inputs) + list(node.outputs)
-              if v is not None and v.constant_value() is None}
+              if v is not None and not v.is_constant}
     return sum(sizes.nbytes(v) or 0 for v in values.values())
 
 

@@ -30,7 +30,7 @@ def is_int8_kernel(node: Node) -> bool:
     """A GEMM-like node whose run-time operands all arrive through DequantizeLinear."""
     if not _computes_gemm(node):
         return False
-    runtime = [v for v in node.inputs if v is not None and v.constant_value() is None]
+    runtime = [v for v in node.inputs if v is not None and not v.is_constant]
     return bool(runtime) and all(_is_dequantized(v) for v in runtime)
 
 

@@ -9,10 +9,11 @@ in a child (``runtime_check.run_isolated_many``), a few candidates per child.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable, Iterable
 
 from ..errors import GraphLabError
-from ..ir import FUSED_DOMAIN, Graph, to_bytes
+from ..ir import FUSED_DOMAIN, Graph, model_for_runtime
 from ..ort_child import run_one
 from ..runtime_check import run_isolated_many
 from .solver import SizePlan
@@ -47,7 +48,12 @@ def first_that_runs(graph: Graph, plans: Iterable[SizePlan],
     """The first plan whose inputs (``make(plan)``) the graph runs on, and the failures
     before it (all of them when none runs).  A plan ``make`` refuses (inputs too large) is a
     failure like the others."""
-    model = to_bytes(graph)
+    with model_for_runtime(graph) as model:   # a model past 2 GiB: a file with external data
+        return _first(graph, model, plans, make)
+
+
+def _first(graph: Graph, model: bytes | Path, plans: Iterable[SizePlan],
+           make: Callable[[SizePlan], dict]) -> tuple[SizePlan | None, list[Attempt]]:
     attempts: list[Attempt] = []
     isolated = needs_isolation(graph)
     ready: list[tuple[SizePlan, dict]] = []
@@ -70,17 +76,18 @@ def first_that_runs(graph: Graph, plans: Iterable[SizePlan],
     return None, attempts
 
 
-def _run_here(model: bytes, inputs: dict) -> tuple[str, str]:
+def _run_here(model: bytes | Path, inputs: dict) -> tuple[str, str]:
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     options.log_severity_level = 4
-    stage, error, _ = run_one(ort, model, options, [inputs])
+    stage, error, _ = run_one(ort, model if isinstance(model, bytes) else str(model), options,
+                              [inputs])
     return stage, error
 
 
-def _run_isolated(model: bytes, feeds: list[dict]) -> list[tuple[str, str]]:
+def _run_isolated(model: bytes | Path, feeds: list[dict]) -> list[tuple[str, str]]:
     outcomes = run_isolated_many([(model, [inputs]) for inputs in feeds], level="disabled")
     return [(o.stage if o.stage in ("ran", "load") else "run", o.error or o.stage)
             for o in outcomes]

@@ -21,6 +21,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import to_numpy
+from ..ir.lazy_tensors import values_of
 from ..ir.shape_inference import is_unnamed_dim
 from .algebra import OPAQUE_PREFIX, Poly, is_opaque, parse_dim
 
@@ -94,7 +95,7 @@ class Walk:
         self.contents: dict[str, np.ndarray | None] = {}
         self.spans: dict[str, tuple[Poly, Poly]] = {}   # (least, greatest) element
         self._fresh = 0
-        plain = {d for v in graph.inputs if v.const is None for d in v.shape or ()
+        plain = {d for v in graph.inputs if v.stored is None for d in v.shape or ()
                  if isinstance(d, str) and parse_dim(d) == Poly.symbol(d)}
         for value in graph.inputs:
             self.shapes[value.name] = self._input_shape(value, plain)
@@ -187,7 +188,7 @@ class Walk:
     def _input_shape(self, value: Value, plain: set[str]) -> tuple[Poly, ...] | None:
         """Symbols for the free dims; a name that is an expression of ``plain`` names (the
         dynamo exporter writes 'past + 1') is that expression."""
-        if value.shape is None or value.const is not None:
+        if value.shape is None or value.stored is not None:
             return None
         dims = []
         for axis, dim in enumerate(value.shape):
@@ -214,8 +215,9 @@ def _only_opaque(poly: Poly) -> bool:
 
 
 def _constant_content(value: Value) -> np.ndarray | None:
-    array = value.constant_value()
-    if array is None or array.size > MAX_TRACKED_ELEMENTS or array.dtype.kind not in "iub":
+    data = value.constant_data()   # a weight's size and type, without reading it
+    if data is None or data.size > MAX_TRACKED_ELEMENTS or data.dtype.kind not in "iub":
         return None
+    array = values_of(data)
     return np.vectorize(lambda x: Poly.const(int(x)), otypes=[object])(array) \
         if array.size else np.empty(array.shape, dtype=object)

@@ -20,14 +20,16 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from . import attributes
+from . import attributes, wire
 from .dtypes import from_numpy
 from .graph import Graph
+from .lazy_tensors import LazyTensor, StoredTensor
 from .node import Node
 from .model_limits import check_fits_in_one_message
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
 from .schema_checks import ASSUMED_OPSET
 from .value import Value
+from .wire import encode_varint
 
 PREFERRED_IR_VERSION = 10     # onnx 1.23 writes 14 by default, which onnxruntime cannot read
 FUNCTION_MIN_IR_VERSION = 8   # model-local functions need IR >= 8
@@ -47,7 +49,7 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
         g.metadata_props.add(key=key, value=value)
     g.input.extend(to_value_info(v) for v in graph.inputs)
     for value in graph.initializers.values():
-        if weights == "light" and value.const.nbytes > LIGHT_WEIGHT_BYTES:
+        if weights == "light" and value.stored.nbytes > LIGHT_WEIGHT_BYTES:
             g.input.append(to_value_info(value))
         elif weights != "none":
             g.initializer.append(_tensor(value))
@@ -86,20 +88,48 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     return model
 
 
-def write_model(graph: Graph, write: Callable[[bytes | memoryview], object],
+def write_model(graph: Graph, write: Callable[[Piece], object],
                 external: "ExternalData | None" = None) -> None:
     """Serialise the model piece by piece: the structure, then one initializer at a time.
 
     Protobuf merges repeated occurrences of an embedded message field, so each initializer can
     travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  A
-    plain numeric tensor's bytes are written straight from its numpy buffer (its raw_data field
-    is encoded by hand), so saving copies no weight at all.  With ``external``, tensors of at
-    least ``external.min_bytes`` go to its data file instead and the model only points at them.
+    plain numeric tensor's bytes are written straight from its numpy buffer or its file (its
+    raw_data field is encoded by hand), so saving copies no weight at all: a stored tensor is
+    handed to ``write`` as itself, to be streamed (``write_pieces``).  With ``external``,
+    tensors of at least ``external.min_bytes`` go to its data file instead and the model only
+    points at them.
     """
     write(to_model_proto(graph, weights="none").SerializeToString())
     for value in graph.initializers.values():
         for piece in _initializer_pieces(value, external):
             write(piece)
+
+
+Piece = "bytes | memoryview | LazyTensor"
+
+
+def write_pieces(write: Callable[[bytes | memoryview], object], pieces) -> None:
+    """Write pieces through ``write``; a lazy tensor a chunk at a time, each chunk's pages
+    released once written (so a 16 GB model is written with megabytes resident)."""
+    for piece in pieces:
+        if isinstance(piece, LazyTensor):
+            for chunk in piece.chunks():
+                write(chunk)
+        else:
+            write(piece)
+
+
+def write_to_file(handle, pieces) -> None:
+    """``write_pieces`` into an open file; a stored tensor is copied by the kernel from its
+    own file when it can be (``StoredTensor.copy_into``), which costs a third of the time."""
+    for piece in pieces:
+        if not (isinstance(piece, StoredTensor) and piece.copy_into(handle)):
+            write_pieces(handle.write, [piece])
+
+
+def piece_size(piece) -> int:
+    return len(piece) if isinstance(piece, bytes) else piece.nbytes
 
 
 class ExternalData:
@@ -112,61 +142,60 @@ class ExternalData:
         self.min_bytes, self.alignment = min_bytes, alignment
         self.size = 0
 
-    def append(self, data: memoryview) -> tuple[int, int]:
+    def append(self, data: "memoryview | LazyTensor") -> tuple[int, int]:
         """Write ``data`` at the next aligned offset; its (offset, length)."""
         offset = -(-self.size // self.alignment) * self.alignment
         if offset > self.size:
             self.handle.write(bytes(offset - self.size))
-        self.handle.write(data)
+        write_to_file(self.handle, [data])
         self.size = offset + data.nbytes
         return offset, data.nbytes
 
 
-def _initializer_pieces(value: Value, external: ExternalData | None = None,
-                        ) -> list[bytes | memoryview]:
-    array = np.asarray(value.const)
-    direct = (array.dtype.kind in "biuf" and array.dtype.byteorder in "=<|"
-              and value.elem_type == from_numpy(array.dtype) and sys.byteorder == "little")
-    if direct:
+def _initializer_pieces(value: Value, external: ExternalData | None = None) -> list:
+    data = _raw_bytes(value)
+    if data is not None:
         header = onnx.TensorProto(name=value.name, data_type=value.elem_type,
-                                  dims=array.shape, doc_string=value.doc_string)
-        data = memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+                                  dims=value.stored.shape, doc_string=value.doc_string)
         if external is not None and data.nbytes >= external.min_bytes:
             offset, length = external.append(data)
             header.data_location = onnx.TensorProto.EXTERNAL
             for key, text in (("location", external.location), ("offset", str(offset)),
                               ("length", str(length))):
                 header.external_data.add(key=key, value=text)
-            data = memoryview(b"")
+            data = None
             tensor_head = header.SerializeToString()
         else:
-            tensor_head = header.SerializeToString() + _RAW_DATA_TAG + _varint(data.nbytes)
-        tensor_length = len(tensor_head) + data.nbytes
+            tensor_head = header.SerializeToString() + _RAW_DATA_TAG + encode_varint(data.nbytes)
     else:
         tensor_head = _tensor(value).SerializeToString()
-        data = memoryview(b"")
-        tensor_length = len(tensor_head)
-    inner_length = len(_GRAPH_INITIALIZER_TAG) + len(_varint(tensor_length)) + tensor_length
-    head = b"".join((_MODEL_GRAPH_TAG, _varint(inner_length), _GRAPH_INITIALIZER_TAG,
-                     _varint(tensor_length), tensor_head))
-    return [head, data] if data.nbytes else [head]
+    tensor_length = len(tensor_head) + (data.nbytes if data is not None else 0)
+    inner_length = len(_GRAPH_INITIALIZER_TAG) + len(encode_varint(tensor_length)) \
+        + tensor_length
+    head = b"".join((_MODEL_GRAPH_TAG, encode_varint(inner_length), _GRAPH_INITIALIZER_TAG,
+                     encode_varint(tensor_length), tensor_head))
+    return [head, data] if data is not None and data.nbytes else [head]
 
 
-_MODEL_GRAPH_TAG = bytes([(7 << 3) | 2])        # ModelProto.graph, length-delimited
-_GRAPH_INITIALIZER_TAG = bytes([(5 << 3) | 2])  # GraphProto.initializer, length-delimited
-_RAW_DATA_TAG = bytes([(9 << 3) | 2])           # TensorProto.raw_data, length-delimited
+def _raw_bytes(value: Value) -> "memoryview | LazyTensor | None":
+    """The tensor's bytes exactly as ONNX's raw_data holds them, without copying: a lazy
+    tensor itself (a stored one's bytes are already in that form; a computed one's once it
+    is a plain numeric array), or a view of a plain numeric array; None when it must be
+    converted (strings, packed types, another byte order)."""
+    data = value.stored
+    if isinstance(data, LazyTensor):
+        streams = isinstance(data, StoredTensor) or data.zero_copy
+        return data if streams and data.elem_type == value.elem_type else None
+    array = np.asarray(data)
+    if (array.dtype.kind in "biuf" and array.dtype.byteorder in "=<|"
+            and value.elem_type == from_numpy(array.dtype) and sys.byteorder == "little"):
+        return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+    return None
 
 
-def _varint(number: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = number & 0x7F
-        number >>= 7
-        if number:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
+_MODEL_GRAPH_TAG = wire.tag(wire.MODEL_GRAPH, wire.LENGTH_DELIMITED)
+_GRAPH_INITIALIZER_TAG = wire.tag(wire.GRAPH_INITIALIZER, wire.LENGTH_DELIMITED)
+_RAW_DATA_TAG = wire.tag(wire.TENSOR_RAW_DATA, wire.LENGTH_DELIMITED)
 
 
 def to_bytes(graph: Graph) -> bytes:
@@ -174,20 +203,22 @@ def to_bytes(graph: Graph) -> bytes:
     no reader could parse (save it to a file with external data instead)."""
     pieces = model_pieces(graph)
     check_fits_in_one_message(graph, pieces_size(pieces))
-    return b"".join(pieces)
+    buffers: list[bytes | memoryview] = []
+    write_pieces(buffers.append, pieces)
+    return b"".join(buffers)
 
 
-def model_pieces(graph: Graph, external: ExternalData | None = None,
-                 ) -> list[bytes | memoryview]:
-    """``write_model``'s output as a list; weights are views of their arrays, not copies, so
-    the exact size of the file is known before anything is written."""
-    pieces: list[bytes | memoryview] = []
+def model_pieces(graph: Graph, external: ExternalData | None = None) -> list:
+    """``write_model``'s output as a list; weights are views of their arrays or the stored
+    tensors themselves, not copies, so the exact size of the file is known before anything
+    is written."""
+    pieces: list = []
     write_model(graph, pieces.append, external)
     return pieces
 
 
-def pieces_size(pieces: list[bytes | memoryview]) -> int:
-    return sum(len(p) if isinstance(p, bytes) else p.nbytes for p in pieces)
+def pieces_size(pieces: list) -> int:
+    return sum(piece_size(p) for p in pieces)
 
 
 def _ir_version(graph: Graph, opsets: dict[str, int], has_functions: bool) -> int:
@@ -206,9 +237,10 @@ def _has_type(value: Value) -> bool:
 
 
 def _tensor(value: Value) -> onnx.TensorProto:
-    tensor = numpy_helper.from_array(np.asarray(value.const), value.name)
+    array = value.const
+    tensor = numpy_helper.from_array(array, value.name)
     if value.elem_type is not None and tensor.data_type != value.elem_type:
-        tensor = numpy_helper.from_array(value.const.astype(
+        tensor = numpy_helper.from_array(array.astype(
             helper.tensor_dtype_to_np_dtype(value.elem_type)), value.name)
     tensor.doc_string = value.doc_string
     return tensor
@@ -291,7 +323,7 @@ class _FunctionTable:
         nodes = []
         for value in body.initializers.values():  # functions have no initializers
             nodes.append(helper.make_node("Constant", [], [value.name],
-                                          value=numpy_helper.from_array(np.asarray(value.const))))
+                                          value=numpy_helper.from_array(value.const)))
         nodes.extend(_node_proto(n, self) for n in body.nodes)
         opsets = dict(self.graph.opset_imports)
         opsets.setdefault("", ASSUMED_OPSET)

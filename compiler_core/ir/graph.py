@@ -20,7 +20,9 @@ import numpy as np
 import onnx
 
 from ..errors import InvalidGraphError
+from .lazy_tensors import LazyTensor, data_elem_type
 from .node import Node, Provenance
+from .spill import keep
 from .value import Value
 
 
@@ -166,15 +168,12 @@ class Graph:
         for value in self._outputs:
             value.is_graph_output = True
 
-    def add_initializer(self, hint: str, array: np.ndarray) -> Value:
-        """Register a constant; the array is made read-only so copies can share it safely."""
-        array = np.asarray(array)
-        if array.flags.writeable:
-            array = array.copy()
-            array.flags.writeable = False
-        from .dtypes import from_numpy
-
-        value = Value(self.unique_name(hint), from_numpy(array.dtype), array.shape, const=array)
+    def add_initializer(self, hint: str, array: "np.ndarray | LazyTensor") -> Value:
+        """Register a constant, kept read-only so copies can share it safely (a large one a
+        pass made goes to a scratch file: ``spill.keep``)."""
+        name = self.unique_name(hint)
+        data = keep(array, name)
+        value = Value(name, data_elem_type(data), data.shape, const=data)
         self._register(value)
         self.initializers[value.name] = value
         return value
@@ -358,7 +357,7 @@ class Graph:
         pickle in constant stack depth, so a workspace can travel between server processes.
         Weight arrays, attribute values and fused bodies are referenced, not copied.
         """
-        values = [(v.name, v.elem_type, v.shape, v.const, v.type_proto, v.doc_string)
+        values = [(v.name, v.elem_type, v.shape, v.stored, v.type_proto, v.doc_string)
                   for v in self.values.values()]
         nodes = [(n.id, n.op_type, n.domain, n.overload, n.name, dict(n.attrs), n.attr_types,
                   [v.name if v is not None else None for v in n.inputs],

@@ -10,27 +10,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import onnx
 from google.protobuf.message import DecodeError
+from onnx import numpy_helper
 
 from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes
-from .external_data import iter_tensors, load_external_data
+from .external_data import external_tensor, iter_tensors, load_external_data
 from .graph import Graph
+from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
 from .model_limits import PROTOBUF_LIMIT, format_size
 from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, value_from_type
 from .schema_checks import check_schemas, opset_versions
 from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
-from .tensors import (check_tensor, declared_bytes, memory_limit_bytes, sparse_to_dense,
-                      to_readonly_array)
+from .tensors import check_tensor, memory_limit_bytes, sparse_to_dense, to_readonly_array
 from .value import Value
+from .wire import Span, WireError, split_inline_weights
 
 
 def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) -> Graph:
-    """Import an ONNX model from a file path or from its bytes."""
+    """Import an ONNX model from a file path or from its bytes.
+
+    The file is mapped, not read: its structure is parsed and every weight of at least
+    LIGHT_WEIGHT_BYTES stays where it is (inline or in its external data file) until a
+    computation asks for its values (``lazy_tensors``)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        data, base_dir, label = bytes(source), None, "the uploaded data"
+        buffer, base_dir, label = InMemory(bytes(source)), None, "the uploaded data"
     else:
         path = Path(source)
         label = str(path)
@@ -39,23 +46,46 @@ def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) 
                                  hint="give a path to an .onnx file or the name of a sample")
         if not path.is_file():
             raise ModelLoadError(f"{label} is not a file", where=label)
-        data, base_dir = path.read_bytes(), str(path.parent)
-    model = parse_model_bytes(data, label)
-    del data  # the parsed model holds everything; don't keep a second copy alive
-    return from_proto(model, base_dir=base_dir, infer_shapes=infer_shapes, owned=True)
+        buffer, base_dir = MappedFile.open(str(path)), str(path.parent)
+    model, spans = read_structure(buffer, label)
+    graph = _import(model, base_dir, infer_shapes, owned=True,
+                    placed=[(buffer, span) if span else None for span in spans])
+    if buffer.size > PROTOBUF_LIMIT:
+        graph.warnings.append(
+            f"{label} is {format_size(buffer.size)} in one file, over protobuf's 2 GiB limit: "
+            f"GraphLab reads it, but onnxruntime and onnx cannot; write it with its weights "
+            f"in an external data file (graphlab compile MODEL -p clean -o OUT.onnx does)")
+    return graph
 
 
-def parse_model_bytes(data: bytes, label: str) -> onnx.ModelProto:
-    """Parse bytes as a ModelProto, telling "not ONNX at all" from "damaged ONNX"."""
-    if not data:
+def read_structure(buffer: MappedFile | InMemory, label: str
+                   ) -> tuple[onnx.ModelProto, list[Span | None]]:
+    """The parsed model without the raw_data of its large initializers, and where each one's
+    data lies in ``buffer`` (``wire``: they are neither parsed nor copied)."""
+    data = buffer.buffer(0, buffer.size)
+    try:
+        structure, spans = split_inline_weights(data, LIGHT_WEIGHT_BYTES)
+    except WireError:
+        parse_model_bytes(data, label)  # says why the bytes are not a model
+        raise ModelLoadError(f"{label} could not be read as an ONNX model", where=label,
+                             hint="re-export or re-download the model") from None
+    return parse_model_bytes(structure, label, size=buffer.size), spans
+
+
+def parse_model_bytes(data: bytes | memoryview, label: str,
+                      size: int | None = None) -> onnx.ModelProto:
+    """Parse bytes as a ModelProto, telling "not ONNX at all" from "damaged ONNX".  ``size``
+    is the whole file's when ``data`` is its structure alone."""
+    if not len(data):
         raise ModelLoadError(f"{label} is empty, not an ONNX model", where=label)
+    size = len(data) if size is None else size
     model = onnx.ModelProto()
     try:
         model.ParseFromString(data)
     except (DecodeError, ValueError, RuntimeError) as err:
-        if len(data) > PROTOBUF_LIMIT:
+        if size > PROTOBUF_LIMIT:
             raise ModelLoadError(
-                f"{label} is {format_size(len(data))}, over protobuf's 2 GiB limit for one "
+                f"{label} is {format_size(size)}, over protobuf's 2 GiB limit for one "
                 f"message, so no ONNX reader can parse it: it was most likely written without "
                 f"external data (protobuf says: {err})", where=label,
                 hint="re-export it with its weights in an external data file, e.g. "
@@ -73,65 +103,108 @@ def parse_model_bytes(data: bytes, label: str) -> onnx.ModelProto:
     return model
 
 
-def _looks_like_onnx(data: bytes) -> bool:
+def _looks_like_onnx(data: bytes | memoryview) -> bool:
     # A ModelProto starts with field 1 (ir_version, varint: 0x08) or field 8 (opset_import: 0x42)
     # or field 7 (graph: 0x3a); random text or images start otherwise.
-    return data[:1] in (b"\x08", b"\x3a", b"\x42", b"\x12", b"\x1a")
+    return bytes(data[:1]) in (b"\x08", b"\x3a", b"\x42", b"\x12", b"\x1a")
 
 
 def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
                infer_shapes: bool = True, owned: bool = False) -> Graph:
-    """Build the IR from a ModelProto.
+    """Build the IR from a parsed ModelProto (weights inline in it, or in external data files
+    in ``base_dir``).
 
     With ``owned`` (the proto is ours to change) shape inference runs on the parsed proto
     itself, stripped of its big weights, instead of on a fresh export.
     """
+    return _import(model, base_dir, infer_shapes, owned, placed=[])
+
+
+def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, owned: bool,
+            placed: list[tuple[MappedFile | InMemory, Span] | None]) -> Graph:
+    """``placed[i]``: (buffer, span) of initializer i's raw_data when the wire scan kept it
+    out of the proto, else None.  Every weight then lies in a buffer: the mapped file, the
+    uploaded bytes, a data file, or the bytes protobuf returns for a raw_data field."""
     limit = memory_limit_bytes()
-    tensors = list(iter_tensors(model.graph))
-    for tensor, what in tensors:
+    g = model.graph
+    weights = []
+    for index, tensor in enumerate(g.initializer):
+        what = f"initializer {tensor.name!r}"
+        where = placed[index] if index < len(placed) else None
+        if where is None and tensor.HasField("raw_data"):
+            raw = tensor.raw_data   # one copy out of the proto, viewed from here on
+            where = InMemory(raw), Span(0, len(raw))
+        check_tensor(tensor, what, limit, raw_bytes=where[1].length if where else None)
+        weights.append(_weight(tensor, what, base_dir, where))
+    nested = list(iter_tensors(g, initializers=False))  # kept as protos: read now
+    for tensor, what in nested:
         check_tensor(tensor, what, limit)
-    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in tensors):
+    if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in nested):
         if not owned:
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
             model, owned = copy, True
-        load_external_data(model.graph, base_dir)
-        for tensor, what in iter_tensors(model.graph):
-            check_tensor(tensor, what, limit)
+        load_external_data(iter_tensors(model.graph, initializers=False), base_dir)
     _check_structure(model.graph)
     opsets = opset_versions(model)
     schema_warnings = check_schemas(model, opsets)
-    graph = _build(model, opsets)
+    graph = _build(model, opsets, weights)
     graph.warnings.extend(schema_warnings)
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
-        run_inference(graph, first_model=_light_model(model, opsets) if owned else None)
+        run_inference(graph, first_model=_light_model(model, opsets, weights) if owned
+                      else None)
     return graph
 
 
-def _light_model(model: onnx.ModelProto, opsets: dict[str, int]) -> onnx.ModelProto:
+def _weight(tensor: onnx.TensorProto, what: str, base_dir: str | None, placed
+            ) -> "np.ndarray | StoredTensor":
+    """An initializer's data: stored where it lies when it is large (LIGHT_WEIGHT_BYTES and
+    up), read now when it is small (shape constants, scalars: read all the time)."""
+    if tensor.data_location == onnx.TensorProto.EXTERNAL:
+        stored = external_tensor(tensor, what, base_dir)
+    elif placed is not None:
+        buffer, span = placed
+        stored = StoredTensor(tensor.name, tensor.data_type, tuple(tensor.dims), buffer,
+                              span.offset, span.length)
+    else:
+        return to_readonly_array(tensor)
+    return stored if stored.nbytes >= LIGHT_WEIGHT_BYTES else stored.numpy(noted=False)
+
+
+def _light_model(model: onnx.ModelProto, opsets: dict[str, int], weights: list
+                 ) -> onnx.ModelProto:
     """The proto ready for shape inference: the opsets the IR uses (an assumed ai.onnx one
     included), large initializers turned into typed inputs (inference needs only small
-    constants)."""
+    constants, which were read at import)."""
     del model.opset_import[:]
     model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     g = model.graph
     listed = {vi.name for vi in g.input}
     small = []
-    for tensor in g.initializer:
-        if declared_bytes(tensor, tensor.name) <= LIGHT_WEIGHT_BYTES:
-            small.append(tensor)
-            continue
-        if tensor.name not in listed:
+    for tensor, data in zip(g.initializer, weights):
+        if not isinstance(data, LazyTensor):
+            small.append((tensor, data))
+        elif tensor.name not in listed:
             g.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
                                                               list(tensor.dims)))
-    if len(small) != len(g.initializer):
-        kept = [onnx.TensorProto() for _ in small]
-        for copy, tensor in zip(kept, small):
-            copy.CopyFrom(tensor)
+    if len(small) != len(g.initializer) or any(
+            t.data_location == onnx.TensorProto.EXTERNAL for t, _ in small):
+        kept = [_small_tensor(tensor, data) for tensor, data in small]
         del g.initializer[:]
         g.initializer.extend(kept)
     return model
+
+
+def _small_tensor(tensor: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProto:
+    """A small initializer with its data inside (it may have come from external data)."""
+    if tensor.data_location != onnx.TensorProto.EXTERNAL:
+        copy = onnx.TensorProto()
+        copy.CopyFrom(tensor)
+        return copy
+    copy = numpy_helper.from_array(np.asarray(data), tensor.name)
+    copy.data_type = tensor.data_type
+    return copy
 
 
 def _check_structure(g: onnx.GraphProto) -> None:
@@ -196,7 +269,7 @@ def _name_anonymous_dims(value: Value) -> Value:
     return value
 
 
-def _build(model: onnx.ModelProto, opsets: dict[str, int]) -> Graph:
+def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
     graph.doc_string = g.doc_string
@@ -220,9 +293,8 @@ def _build(model: onnx.ModelProto, opsets: dict[str, int]) -> Graph:
     for vi in g.input:
         if vi.name not in initializer_names:  # IR<4 lists weights as inputs too: they are weights
             graph.add_input(_name_anonymous_dims(value_from_type(vi.name, vi.type)))
-    for tensor in g.initializer:
-        value = Value(tensor.name, tensor.data_type, tuple(tensor.dims),
-                      const=to_readonly_array(tensor))
+    for tensor, data in zip(g.initializer, weights):
+        value = Value(tensor.name, tensor.data_type, tuple(tensor.dims), const=data)
         value.doc_string = tensor.doc_string
         graph._register(value)
         graph.initializers[value.name] = value

@@ -11,10 +11,15 @@ leaves nothing behind that looks like a model.
 from __future__ import annotations
 
 import os
+import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
-from .exporter import ExternalData, model_pieces, pieces_size, write_model
+from .exporter import (ExternalData, model_pieces, piece_size, pieces_size, to_bytes,
+                       write_model, write_to_file)
+from ..errors import GraphLabError
 from .graph import Graph
 from .model_limits import PROTOBUF_LIMIT, ModelTooLargeError, format_size
 
@@ -45,8 +50,20 @@ class SavedModel:
 def save_model(graph: Graph, path: str | os.PathLike,
                external_data: bool | None = None) -> SavedModel:
     """Write ``graph`` to ``path``; with ``external_data`` (None: when one file would pass the
-    limit) the weights go to ``<path>.data`` beside it, written straight from their arrays."""
+    limit) the weights go to ``<path>.data`` beside it, written straight from their arrays.
+    A write the system refuses (no such folder, a full disk) is a ModelWriteError."""
     target = Path(path)
+    if not target.parent.is_dir():
+        raise ModelWriteError(f"cannot write {target}: the folder {target.parent} does not "
+                              f"exist", where=str(target), hint="create it first")
+    try:
+        return _save(graph, target, external_data)
+    except OSError as err:
+        raise ModelWriteError(f"cannot write {target}: {err.strerror or err}",
+                              where=str(target)) from None
+
+
+def _save(graph: Graph, target: Path, external_data: bool | None) -> SavedModel:
     single = None if external_data else model_pieces(graph)  # views: nothing copied
     if single is not None and pieces_size(single) > PROTOBUF_LIMIT:
         if external_data is False:
@@ -59,8 +76,7 @@ def save_model(graph: Graph, path: str | os.PathLike,
     if single is not None:
         try:
             with open(partial, "wb", buffering=1 << 20) as handle:
-                for piece in single:
-                    handle.write(piece)
+                write_to_file(handle, single)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -93,6 +109,29 @@ def _save_with_external_data(graph: Graph, target: Path, partial: Path) -> Saved
                       str(data_target) if external.size else None, external.size)
 
 
+@contextmanager
+def model_for_runtime(graph: Graph) -> Iterator[bytes | Path]:
+    """The model as onnxruntime takes it: its bytes, or, past protobuf's 2 GiB limit, the path
+    of a temporary copy with its weights in external data (removed afterwards; in
+    ``GRAPHLAB_SCRATCH_DIR`` when that is set)."""
+    try:
+        data = to_bytes(graph)
+    except ModelTooLargeError:
+        data = None
+    if data is not None:
+        yield data
+        return
+    with tempfile.TemporaryDirectory(prefix="graphlab-model-",
+                                     dir=os.environ.get("GRAPHLAB_SCRATCH_DIR")) as folder:
+        path = Path(folder) / "model.onnx"
+        save_model(graph, path, external_data=True)
+        yield path
+
+
+class ModelWriteError(GraphLabError):
+    """The system refused a model's file (nothing is left behind)."""
+
+
 class _CountingWriter:
     """Writes through to a file and counts the bytes (the .onnx size decides validity)."""
 
@@ -100,5 +139,5 @@ class _CountingWriter:
         self.handle, self.count = handle, 0
 
     def write(self, piece) -> None:
-        self.handle.write(piece)
-        self.count += len(piece) if isinstance(piece, bytes) else piece.nbytes
+        write_to_file(self.handle, [piece])
+        self.count += piece_size(piece)

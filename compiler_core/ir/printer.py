@@ -51,7 +51,7 @@ def format_node(node: Node) -> str:
 
 def format_graph(graph: Graph) -> str:
     """The whole graph as text."""
-    params = sum(int(v.const.size) for v in graph.initializers.values())
+    params = sum(int(v.stored.size) for v in graph.initializers.values())
     signature = ", ".join(f"%{v.name} : {v.describe_type()}" for v in graph.inputs)
     opsets = ", ".join(f"{d or 'ai.onnx'}={v}" for d, v in sorted(graph.opset_imports.items()))
     lines = [f"graph {graph.name}({signature}) {{",

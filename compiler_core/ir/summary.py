@@ -29,7 +29,7 @@ def summarize(graph: Graph) -> dict:
         "op_histogram": op_histogram(graph),
         "inputs": [value_signature(v) for v in graph.inputs],
         "outputs": [value_signature(v) for v in graph.outputs],
-        "params": int(sum(v.const.size for v in graph.initializers.values())),
+        "params": int(sum(v.stored.size for v in graph.initializers.values())),
         "initializers": len(graph.initializers),
         "opset": {(domain or "ai.onnx"): version
                   for domain, version in sorted(graph.opset_imports.items())},

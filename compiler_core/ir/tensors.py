@@ -56,8 +56,10 @@ def declared_bytes(tensor: TensorProto, what: str) -> int:
     return (declared_elements(tensor, what) * element_bits(tensor.data_type) + 7) // 8
 
 
-def check_tensor(tensor: TensorProto, what: str, limit: int) -> None:
-    """Raise ModelLoadError if the tensor's data does not match its declaration or is too big."""
+def check_tensor(tensor: TensorProto, what: str, limit: int, raw_bytes: int | None = None
+                 ) -> None:
+    """Raise ModelLoadError if the tensor's data does not match its declaration or is too big.
+    ``raw_bytes``: the length of its raw data when that was kept out of the proto."""
     size = declared_bytes(tensor, what)
     if size > limit:
         raise ModelLoadError(
@@ -67,8 +69,8 @@ def check_tensor(tensor: TensorProto, what: str, limit: int) -> None:
     if tensor.data_location == TensorProto.EXTERNAL:
         return  # checked against the external file when it is read
     count = declared_elements(tensor, what)
-    if tensor.HasField("raw_data"):
-        found = len(tensor.raw_data)
+    if raw_bytes is not None or tensor.HasField("raw_data"):
+        found = len(tensor.raw_data) if raw_bytes is None else raw_bytes
         if tensor.data_type != TensorProto.STRING and found != size:
             raise ModelLoadError(
                 f"{what} declares shape {list(tensor.dims)} {dtype_name(tensor.data_type)} "

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .dtypes import dtype_name
+from .lazy_tensors import values_of
 
 if TYPE_CHECKING:
     import onnx
 
     from .node import Node
+    from .lazy_tensors import LazyTensor
 
 Dim = "int | str | None"  # a concrete size, a symbolic name ('batch'), or unknown
 
@@ -24,22 +26,24 @@ class Value:
     """A tensor (or non-tensor ONNX value) flowing along an edge of the graph.
 
     ``shape`` is a tuple whose entries are ints, symbolic names or None (unknown), or None when
-    even the rank is unknown.  ``const`` holds an initializer's data as a read-only numpy array,
-    shared (never copied) between structural copies of a graph.  ``uses`` lists (node, input
-    index) pairs; a negative index ``-1 - k`` means the node's subgraph reads the value
-    implicitly (k-th entry of ``node.implicit_inputs``).
+    even the rank is unknown.  An initializer's data is ``stored``: a read-only numpy array or
+    a ``LazyTensor`` (e.g. a range of a file, read only when asked), shared (never copied)
+    between structural copies of a graph; ``const`` gives its values as an array.  ``uses``
+    lists (node, input index) pairs; a negative index ``-1 - k`` means the node's subgraph
+    reads the value implicitly (k-th entry of ``node.implicit_inputs``).
     """
 
-    __slots__ = ("name", "elem_type", "shape", "type_proto", "const", "producer", "output_index",
-                 "uses", "is_graph_input", "is_graph_output", "doc_string")
+    __slots__ = ("name", "elem_type", "shape", "type_proto", "stored", "producer",
+                 "output_index", "uses", "is_graph_input", "is_graph_output", "doc_string")
 
     def __init__(self, name: str, elem_type: int | None = None, shape: tuple | None = None,
-                 const: np.ndarray | None = None, type_proto: "onnx.TypeProto | None" = None):
+                 const: "np.ndarray | LazyTensor | None" = None,
+                 type_proto: "onnx.TypeProto | None" = None):
         self.name = name
         self.elem_type = elem_type
         self.shape = tuple(shape) if shape is not None else None
         self.type_proto = type_proto  # only for non-tensor types (sequence, map, optional, ...)
-        self.const = const
+        self.stored = const
         self.producer: Node | None = None
         self.output_index = -1
         self.uses: list[tuple[Node, int]] = []
@@ -50,16 +54,41 @@ class Value:
     # -- what kind of value is this ------------------------------------------------------------
     @property
     def is_initializer(self) -> bool:
-        return self.const is not None and self.producer is None
+        return self.stored is not None and self.producer is None
 
     @property
     def is_tensor(self) -> bool:
         return self.type_proto is None
 
+    @property
+    def const(self) -> np.ndarray | None:
+        """The initializer's values as a read-only array (reads a stored tensor's bytes)."""
+        return None if self.stored is None else values_of(self.stored)
+
+    @const.setter
+    def const(self, data: "np.ndarray | LazyTensor | None") -> None:
+        self.stored = data
+
+    @property
+    def is_constant(self) -> bool:
+        """True if the data is known before run time (an initializer or a Constant's output),
+        answered without reading it."""
+        if self.stored is not None:
+            return True
+        producer = self.producer
+        return (producer is not None and producer.op_type == "Constant"
+                and producer.domain == "" and producer.constant_attr_value() is not None)
+
+    def constant_data(self) -> "np.ndarray | LazyTensor | None":
+        """The constant's data as it is kept: a lazy tensor is returned unread (it answers
+        shape and dtype like an array; ``values_of`` reads it)."""
+        return self.stored if self.stored is not None else self.constant_value()
+
     def constant_value(self) -> np.ndarray | None:
-        """The value's data if it is known before run time: an initializer or a Constant's output."""
-        if self.const is not None:
-            return self.const
+        """The value's data if it is known before run time: an initializer or a Constant's
+        output.  This reads the data: ask ``is_constant`` when the values are not needed."""
+        if self.stored is not None:
+            return values_of(self.stored)
         producer = self.producer
         if producer is not None and producer.op_type == "Constant" and producer.domain == "":
             return producer.constant_attr_value()

@@ -3,7 +3,8 @@
 - ``com.microsoft:Attention`` computes softmax(scale · Q·Kᵀ + attention_bias) · V per head from
   the hidden states and one packed [H_in, 3H] projection: what GraphLab's Attention bodies hold
   for BERT- and GPT-2-style self-attention once horizontal fusion has packed the Q, K, V
-  weights.  The additive mask becomes attention_bias, expanded to [B or 1, 1, S, S].
+  weights.  The additive mask becomes attention_bias, expanded to [B or 1, 1, S, S] unless
+  its shape already is such.
 - ``com.microsoft:GroupQueryAttention`` for fewer K/V heads than Q heads (grouped- and
   multi-query): Q, K, V as [B, S, N·H] (rotary applied before, by the body's own rotary
   nodes), K/V heads repeated as repeat_interleave does (the Expand of an Unsqueeze at axis 2,
@@ -17,9 +18,12 @@ Exactness: the mask is passed as attention_bias, the same tensor the body adds (
 Where with a −inf or float32-minimum fill becomes the equal additive mask), and no causal
 flag is set, so nothing is inferred about what the mask holds.  SDPA's NaN guard (rows whose
 every key is masked give 0, not NaN) is applied to the operator's output, which is NaN on
-exactly those rows.  A block computing part of attention in another precision (Casts inside
-it) is written inline: the operators compute in their input type.  Anything else that does not
-fit is written inline with the reason.
+exactly those rows.  A float16 block that computes part of attention in float32 (Casts up
+around the scores, the softmax or ·V, as eager attention does) becomes the float16 operator,
+its result cast to the block's output type and a float32 mask cast to float16 when that is
+exact (0 and −inf): the kernel rounds its own way, which the export's float16 tolerance covers.
+Casts of any other kind keep the block inline.  Anything else that does not fit is written
+inline with the reason.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from .attention_block import Block, read_block
 from .ort_ops import MS_DOMAIN, add_before, replace_fused
 
 _FLOAT, _FLOAT16 = onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16
+# Ops whose output elements are elements of their first input (no arithmetic)
+_MOVES_ELEMENTS = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity",
+                             "Transpose", "Expand", "Slice", "Tile", "Gather"})
 _ABSORBING_FILL = -1e30  # s + fill == fill in float32 for any finite score |s| < 1e30
 
 
@@ -72,6 +79,9 @@ def _packed_attention(graph: Graph, block: Block) -> Node | str:
     x, weights, bias, sizes = projection
     if x.rank != 3 or x.elem_type != _FLOAT:
         return "onnxruntime's Attention takes float32 hidden states [B, S, H]"
+    precision = _precision_reason(block)  # a float32 block: any Cast inside is one too many
+    if precision:
+        return precision
     heads = int(block.attr("num_heads"))
     if sizes[0] != sizes[1] or sizes[0] % heads or sizes[2] % heads:
         return f"Q, K, V sizes {sizes} do not split into {heads} heads of equal Q/K size"
@@ -144,7 +154,8 @@ def _split_sizes(split: Node, block: Block, total: int) -> list[int] | None:
 
 
 def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
-    """The additive mask as attention_bias [B or 1, 1, S, S], one Expand per model."""
+    """The additive mask as attention_bias [B or 1, 1, S, S]: as it is when it has that shape,
+    else through one Expand per model."""
     kind = block["mask_kind"]
     if kind == "none":
         return None
@@ -155,9 +166,14 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
     if inner.producer is not None:
         return "its mask is computed inside the block; onnxruntime's Attention reads it as input"
     mask = block.outer(graph, inner)
+    if _adds_zero(mask):
+        return None
     if mask.elem_type != _FLOAT or mask.rank is None or mask.rank > 4:
         return (f"its additive mask {mask.name!r} ({mask.describe_type()}) is not a float32 "
                 f"tensor of rank 4 or less")
+    batch, sequence = (x.shape or (None, None))[:2]
+    if _bias_shape_fits(mask, batch, block.attr("num_heads"), sequence, sequence):
+        return mask
     shared = graph.node_by_name(f"{mask.name}/attention_bias")
     if shared is not None:  # one broadcast serves every layer
         return shared.outputs[0]
@@ -175,14 +191,14 @@ def _shared_bias(graph: Graph, block: Block, x: Value) -> Value | None | str:
 
 # --------------------------------------------- MultiHeadAttention, GroupQueryAttention
 def _multi_head(graph: Graph, block: Block) -> Node | str:
-    reason = _common_reason(block)
+    reason = _common_reason(graph, block)
     if reason:
         return reason
     return _emit(graph, block, "MultiHeadAttention")
 
 
 def _group_query(graph: Graph, block: Block) -> Node | str:
-    reason = _common_reason(block)
+    reason = _common_reason(graph, block)
     if reason:
         return reason
     head_size = int(block.attr("head_size"))
@@ -197,14 +213,14 @@ def _group_query(graph: Graph, block: Block) -> Node | str:
     return _emit(graph, block, "GroupQueryAttention")
 
 
-def _common_reason(block: Block) -> str | None:
+def _common_reason(graph: Graph, block: Block) -> str | None:
     """Why the block does not fit MultiHeadAttention / GroupQueryAttention, or None."""
     q_in = block["q_in"]
     if q_in.elem_type not in (_FLOAT, _FLOAT16) or q_in.rank != 3:
         return f"its Q input is {q_in.describe_type()}; the operators take float [B, S, N·H]"
-    if any(n.op_type == "Cast" for n in block.match.nodes):
-        return ("it computes part of attention in another precision (Casts inside); "
-                "onnxruntime's operators compute in their input type")
+    precision = _precision_reason(block)
+    if precision:
+        return precision
     layouts = {block[f"{r}_layout"] for r in "qkv"}
     if len(layouts) != 1:
         return f"its Q, K, V layouts differ ({', '.join(sorted(map(str, layouts)))})"
@@ -215,7 +231,7 @@ def _common_reason(block: Block) -> str | None:
                 "(each K/V head read by consecutive query heads)")
     if block.attr("rotary") and _rank(block["q_rotated"]) != 4:
         return "its rotary works on a layout other than [B, N, S, H] or [B, S, N, H]"
-    bias = _bias_reason(block)
+    bias = _bias_reason(graph, block)
     if bias:
         return bias
     root = block.match.root.outputs[0]
@@ -247,7 +263,23 @@ def _one_token_or_sequence(block: Block) -> bool:
     return len(shape) == 3 and (shape[seq_axis] == 1 or shape[batch_axis] == 1)
 
 
-def _bias_reason(block: Block) -> str | None:
+def _precision_reason(block: Block) -> str | None:
+    """Why the block's Casts keep it from the operators (which compute in their input type),
+    or None: it has none, or it is float16 computing parts in float32 (Casts between the
+    two only), which the float16 operator computes to float16 precision."""
+    casts = [n for n in block.match.nodes if n.op_type == "Cast"]
+    if not casts:
+        return None
+    operands = {block[f"{role}_in"].elem_type for role in "qkv"}
+    if operands == {_FLOAT16} and all({n.inputs[0].elem_type, n.attrs.get("to")} <= {
+            _FLOAT16, _FLOAT} for n in casts):
+        return None
+    return ("it computes part of attention in another precision (Casts inside, other than "
+            "float16 Q, K, V computed on in float32); onnxruntime's operators compute in "
+            "their input type")
+
+
+def _bias_reason(graph: Graph, block: Block) -> str | None:
     kind, mask = block["mask_kind"], block["mask"]
     if kind == "none":
         return None
@@ -257,8 +289,11 @@ def _bias_reason(block: Block) -> str | None:
         if not (fill == -np.inf or (dtype == _FLOAT and fill <= _ABSORBING_FILL)):
             return (f"its mask selects a fill value of {fill:g} with Where; adding it instead "
                     f"would change rows with every key masked")
-    elif mask.elem_type != block["q_in"].elem_type:
-        return "its additive mask has another type than Q"
+    elif mask.elem_type != block["q_in"].elem_type and not _casts_exactly(
+            mask if mask.producer is not None else block.outer(graph, mask),
+            block["q_in"].elem_type):
+        return ("its additive mask has another type than Q and values that type cannot hold "
+                "exactly")
     if mask.rank is None or mask.rank > 4:
         return "its mask is not a tensor of rank 4 or less"
     if block["q_grouped"] and (mask.shape is None or mask.rank < 2 or mask.shape[-2] != 1) \
@@ -284,11 +319,11 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     query, key, value = (emit.operand(block, role, seq_first) for role in "qkv")
     past = [block.outer(graph, block[n]) if block[n] is not None else None
             for n in ("past_key", "past_value")]
-    bias = emit.bias(block, query, key, past[0])
+    bias = emit.bias(block)
     attrs = {"num_heads": int(block.attr("num_heads")), "scale": float(block.attr("scale"))}
     if op_type == "GroupQueryAttention":
         attrs.update(kv_num_heads=int(block.attr("kv_num_heads")), causal=0)
-        lengths, total = emit.sequence_lengths(query, key, past[0])
+        lengths, total = emit.sequence_lengths(block)
         inputs = [query, key, value, *past, lengths, total, None, None, None, bias]
     else:
         inputs = [query, key, value, None, None, bias, *past]
@@ -303,9 +338,11 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     result = emit.op(op_type, inputs, attrs, outputs=[f"{node.name}/attention", *presents],
                      domain=MS_DOMAIN)
     made = result.producer
-    if block["nan_guard"]:
+    if block["nan_guard"] and _may_hide_a_whole_row(graph, block):
         zero = emit.scalar(0.0, block["q_in"].elem_type)
         result = emit.op("Where", [emit.op("IsNaN", [result]), zero, result])
+    if root.elem_type and root.elem_type != block["q_in"].elem_type:  # float16 cast up after
+        result = emit.op("Cast", [result], {"to": root.elem_type})
     if seq_first:
         result = emit.op("Transpose", [result], {"perm": [1, 0, 2]})
         if root.rank == 2:
@@ -315,12 +352,84 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
     return made
 
 
+def _bias_shape_fits(mask: Value, batch, heads, rows, columns) -> bool:
+    """Whether ``mask`` already has the operators' attention_bias shape [B or 1, N or 1, S, T]:
+    rank 4, its last two dims the query and key lengths (the same number or the same named
+    dim), so it is passed as it is instead of through an Expand and the shape arithmetic
+    that Expand needs.  Unknown dims never fit."""
+    shape = mask.shape
+    if shape is None or len(shape) != 4 or rows is None or columns is None:
+        return False
+    first, second, third, fourth = shape
+    return (first == 1 or (batch is not None and first == batch)) and (
+        second == 1 or (heads is not None and second == heads)) and (
+        third == rows and fourth == columns)
+
+
+def _casts_exactly(mask: Value, elem_type: int) -> bool:
+    """Whether every value ``mask`` can hold is the same once cast to ``elem_type``: constant
+    data, or a Where choosing between constants (a 0 / −inf mask), that survives the cast,
+    maybe reshaped, broadcast or sliced on the way."""
+    node = mask.producer
+    while node is not None and node.op_type in _MOVES_ELEMENTS:
+        mask, node = node.inputs[0], node.inputs[0].producer
+    choices = [mask] if node is None or node.op_type != "Where" else node.inputs[1:]
+    datas = [v.constant_value() for v in choices]
+    if any(d is None for d in datas):
+        return False
+    dtype = np.float16 if elem_type == _FLOAT16 else np.float32
+    with np.errstate(over="ignore"):
+        return all(np.array_equal(d.astype(dtype).astype(d.dtype), d, equal_nan=True)
+                   for d in datas)
+
+
+def _adds_zero(mask: Value) -> bool:
+    """Whether an additive mask is zero everywhere (dynamo's SDPA without a mask: Where of an
+    all-true condition, broadcast to the scores' shape, selecting 0)."""
+    data = mask.constant_value()
+    if data is not None:
+        return not data.any()
+    node = mask.producer
+    if node is None or node.op_type != "Where":
+        return False
+    condition, chosen = node.inputs[0], node.inputs[1].constant_value()
+    if chosen is None or chosen.any():
+        return False
+    if condition.producer is not None and condition.producer.op_type == "Expand":
+        condition = condition.producer.inputs[0]
+    data = condition.constant_value()
+    return data is not None and bool(data.all())
+
+
+def _may_hide_a_whole_row(graph: Graph, block: Block) -> bool:
+    """Whether the mask may hide every key of a query with −inf (the operators then give NaN,
+    which SDPA's guard turns into 0): not when it selects or adds only finite values."""
+    kind = block["mask_kind"]
+    if kind == "none":
+        return False
+    if kind != "additive":
+        return block["mask_fill"] == -np.inf
+    mask = block.outer(graph, block["mask"])
+    data = mask.constant_value()
+    if data is not None:
+        return bool(np.isneginf(data).any())
+    node = mask.producer
+    if node is not None and node.op_type == "Where":
+        branches = [v.constant_value() for v in node.inputs[1:]]
+        return any(b is None or not np.isfinite(b).all() for b in branches)
+    return True
+
+
 class _Emitter:
-    """Small ops written where the fused node was, named after it."""
+    """Small ops written where the fused node was, named after it.  Sizes the model's inputs
+    fix (a dim named like an input's) are read from that input once per model, so every
+    layer's operator shares them."""
+
+    SIZES = "attention_sizes"  # the prefix of the shared size nodes
 
     def __init__(self, graph: Graph, node: Node):
         self.graph, self.node, self.count = graph, node, 0
-        self.made: dict[tuple, Value] = {}  # sizes already read, each computed once
+        self.made: dict[tuple, Value] = {}  # sizes already read in this block
 
     def op(self, op_type: str, inputs: list, attrs: dict | None = None,
            outputs: list | None = None, domain: str = "") -> Value:
@@ -364,47 +473,97 @@ class _Emitter:
         """[B, S, N, H] → [B, S, N·H]."""
         return self.op("Reshape", [value, self.ints([0, 0, -1])])
 
-    def dim(self, value: Value, axis: int) -> Value:
-        """``value``'s size along ``axis`` as a 1-element int64 tensor."""
+    def dim(self, value: Value, axis: int, known=None) -> Value:
+        """``value``'s size along ``axis`` as a 1-element int64 tensor: a constant when the
+        shape ``known`` fixes it, read once per model from an input with the same named dim,
+        else read from ``value``."""
+        if isinstance(known, int) and known > 0:
+            return self.ints([known])
+        shared = self._input_dim(known) if isinstance(known, str) else None
+        if shared is not None:
+            return shared
         key = ("dim", value.name, axis)
         if key not in self.made:
             self.made[key] = self.op("Slice", [self.op("Shape", [value]), self.ints([axis]),
                                                self.ints([axis + 1])])
         return self.made[key]
 
-    def total_length(self, key: Value, past: Value | None) -> Value:
+    def _input_dim(self, name: str) -> Value | None:
+        """The size of dim ``name`` read from the first model input that has it, one node per
+        model (found again by its name)."""
+        made = self.graph.node_by_name(f"{self.SIZES}/{name}")
+        if made is not None:
+            return made.outputs[0]
+        for value in self.graph.inputs:
+            if value.shape and name in value.shape:
+                axis = list(value.shape).index(name)
+                shape = self.graph.add_node("Shape", [value], 1, name=f"{self.SIZES}/{name}/shape",
+                                            provenance=self.node.provenance, order=-1.0)
+                bounds = [self.graph.add_initializer(f"{self.SIZES}/{name}/{end}",
+                                                     np.array([a], dtype=np.int64))
+                          for end, a in (("start", axis), ("end", axis + 1))]
+                return self.graph.add_node("Slice", [shape.outputs[0], *bounds], 1,
+                                           name=f"{self.SIZES}/{name}",
+                                           provenance=self.node.provenance,
+                                           order=-1.0).outputs[0]
+        return None
+
+    def length(self, block: Block, role: str) -> Value:
+        """Tokens in Q (role "q") or in the new K/V ("k"), from the tensor the head split read."""
+        inner = block[f"{role}_in"]
+        axis = 1 if block.attr("layout") == "batch-first" else 0
+        return self.dim(block.outer(self.graph, inner), axis, (inner.shape or (None,) * 3)[axis])
+
+    def total_length(self, block: Block) -> Value:
         """Keys seen by each query: the new ones plus the past ones."""
-        new = self.dim(key, 1)
+        new, past = self.length(block, "k"), block["past_key"]
         if past is None:
             return new
-        cache_key = ("total", key.name, past.name)
-        if cache_key not in self.made:
-            self.made[cache_key] = self.op("Add", [new, self.dim(past, 2)])
-        return self.made[cache_key]
+        key = ("total", new.name)
+        if key not in self.made:
+            past_length = self.dim(block.outer(self.graph, past), 2, (past.shape or (None,) * 4)[2])
+            self.made[key] = self.op("Add", [new, past_length])
+        return self.made[key]
 
-    def bias(self, block: Block, query: Value, key: Value, past: Value | None) -> Value | None:
+    def bias(self, block: Block) -> Value | None:
         """The mask as attention_bias [B or 1, N or 1, S, T]: the tensor the body adds (a
-        selecting Where made additive), expanded over the query and key axes."""
+        selecting Where made additive), expanded over the query and key axes unless its
+        shape already is [B or 1, N or 1, S, T]."""
         kind = block["mask_kind"]
-        if kind == "none":
+        mask = block.outer(self.graph, block["mask"]) if kind != "none" else None
+        if mask is None or (kind == "additive" and _adds_zero(mask)):
             return None
-        mask = block.outer(self.graph, block["mask"])
+        fits = _bias_shape_fits(mask, *self.sizes_named(block))
         if kind != "additive":
             dtype = block["q_in"].elem_type
             fill, zero = self.scalar(block["mask_fill"], dtype), self.scalar(0.0, dtype)
             mask = self.op("Where", [mask, zero, fill] if kind == "select" else
                            [mask, fill, zero])
-        target = self.op("Concat", [self.ints([1, 1]), self.dim(query, 1),
-                                    self.total_length(key, past)], {"axis": 0})
+        elif mask.elem_type != block["q_in"].elem_type:  # exact: _bias_reason checked it
+            mask = self.op("Cast", [mask], {"to": block["q_in"].elem_type})
+        if fits:
+            return mask
+        target = self.op("Concat", [self.ints([1, 1]), self.length(block, "q"),
+                                    self.total_length(block)], {"axis": 0})
         return self.op("Expand", [mask, target])
 
-    def sequence_lengths(self, query: Value, key: Value, past: Value | None,
-                         ) -> tuple[Value, Value]:
+    @staticmethod
+    def sizes_named(block: Block) -> tuple:
+        """The batch, heads, query length and total key length as the block's shapes name
+        them (an int, a dim name, or None when unknown; the total is unknown with a past)."""
+        axis = 1 if block.attr("layout") == "batch-first" else 0
+        q_shape, k_shape = (block[f"{role}_in"].shape or (None,) * 3 for role in "qk")
+        total = k_shape[axis] if block["past_key"] is None else None
+        return q_shape[1 - axis], block.attr("num_heads"), q_shape[axis], total
+
+    def sequence_lengths(self, block: Block) -> tuple[Value, Value]:
         """GroupQueryAttention's seqlens_k (total length − 1 per sequence, int32 [B]) and
         total_sequence_length (int32 scalar): every sequence uses the whole cache."""
-        total = self.total_length(key, past)
-        minus_one = self.op("Sub", [total, self.ints([1])])
-        lengths = self.op("Expand", [minus_one, self.dim(query, 0)])
+        total = self.total_length(block)
+        q_in = block["q_in"]
+        axis = 0 if block.attr("layout") == "batch-first" else 1
+        batch = self.dim(block.outer(self.graph, q_in), axis, (q_in.shape or (None,) * 3)[axis])
+        lengths = self.op("Expand", [self.op("Sub", [total, self.ints([1])]), batch])
         to_int32 = {"to": onnx.TensorProto.INT32}
         return (self.op("Cast", [lengths], to_int32),
                 self.op("Cast", [self.op("Squeeze", [total, self.ints([0])])], to_int32))

@@ -78,22 +78,33 @@ def _plain_nodes(node: Node) -> list[Node]:
 
 # ------------------------------------------------------------------------------ the rules
 def lower_skip_layernorm(graph: Graph, node: Node) -> Node | str:
-    """SkipLayerNormalization(input, skip, gamma, beta): LayerNorm(input + skip) over the last
-    axis.  onnxruntime wants the input 3-D and the skip the same shape, [1, S, H] or [S, H]."""
-    x, skip, gamma = node.inputs[:3]
-    beta = node.input(3)
+    """SkipLayerNormalization(input, skip, gamma, beta, bias): LayerNorm(input + skip + bias)
+    over the last axis, and the sum as the op's fourth output when the fused node returns it.
+    onnxruntime wants the input 3-D and the skip the same shape, [1, S, H] or [S, H]."""
+    x = node.inputs[0]
     if x.elem_type not in _FLOATS:
         return f"input {x.name!r} is {x.describe_type()}; onnxruntime's op takes float tensors"
-    if gamma.rank != 1 or (beta is not None and beta.rank != 1):
-        return "the scale or shift is not a vector over the last axis, as onnxruntime needs"
+    if any(v is not None and v.rank != 1 for v in node.inputs[2:]):
+        return ("the scale, shift or bias is not a vector over the last axis, as onnxruntime "
+                "needs")
+    return _lower_skip(graph, node, SKIP_LAYERNORM)
+
+
+def _lower_skip(graph: Graph, node: Node, op_type: str) -> Node | str:
+    """The fused skip normalization as onnxruntime's ``op_type``, whose inputs are the fused
+    node's (input, skip, the norm's parameters, bias) with input and skip in the order
+    onnxruntime accepts, and whose outputs are the normalized sum, then (mean and inverse
+    standard deviation left out) the sum when the fused node returns it."""
+    x, skip, rest = node.inputs[0], node.inputs[1], node.inputs[2:]
+    total = node.outputs[1] if len(node.outputs) > 1 else None
+    outputs = [node.outputs[0]] + ([None, None, total] if total is not None else [])
     for first, second in ((x, skip), (skip, x)):
         if _skip_fits(first, second):
-            return replace_fused(graph, node, "SkipLayerNormalization",
-                                 [first, second, gamma, beta],
-                                 {"epsilon": float(node.attrs["epsilon"])})
-    return (f"onnxruntime's SkipLayerNormalization needs a 3-D input and a skip of the same "
-            f"shape, [1, S, H] or [S, H]; the shapes {x.describe_type()} and "
-            f"{skip.describe_type()} cannot be proven to be such")
+            return replace_fused(graph, node, op_type, [first, second, *rest],
+                                 {"epsilon": float(node.attrs["epsilon"])}, outputs=outputs)
+    return (f"onnxruntime's {op_type} needs a 3-D input and a skip of the same shape, "
+            f"[1, S, H] or [S, H]; the shapes {x.describe_type()} and {skip.describe_type()} "
+            f"cannot be proven to be such")
 
 
 def _skip_fits(x: Value, skip: Value) -> bool:
@@ -152,29 +163,21 @@ def lower_rmsnorm(graph: Graph, node: Node) -> Node | str:
 
 
 def lower_skip_rmsnorm(graph: Graph, node: Node) -> Node | str:
-    """SkipSimplifiedLayerNormalization(input, skip, gamma) -> RMSNorm(input + skip) · gamma,
-    and the sum as its fourth output when the fused node returns it.  onnxruntime's op takes a
-    3-D input and a skip of its shape, [1, S, H] or [S, H].  Float32 only: in float16 it
-    normalizes the float32 sum where the model normalizes the sum rounded to float16."""
+    """SkipSimplifiedLayerNormalization(input, skip, gamma, bias) -> RMSNorm(input + skip +
+    bias) · gamma, and the sum as its fourth output when the fused node returns it.
+    onnxruntime's op takes a 3-D input and a skip of its shape, [1, S, H] or [S, H], all of
+    one type.  In float16 it normalizes the float32 sum where the model normalizes the sum
+    rounded to float16: a float16 operator, within the export's float16 tolerance."""
     x, skip, gamma = node.inputs[:3]
-    types = {v.elem_type for v in (x, skip, gamma, node.outputs[0])}
-    if types != {TensorProto.FLOAT}:
-        return (f"onnxruntime's SkipSimplifiedLayerNormalization matches the model exactly in "
-                f"float32 only; here {x.describe_type()} + {skip.describe_type()}, scale "
+    types = {v.elem_type for v in (*node.inputs, node.outputs[0])}
+    if len(types) != 1 or not types <= _FLOATS:
+        return (f"onnxruntime's SkipSimplifiedLayerNormalization takes and returns one float "
+                f"type; here {x.describe_type()} + {skip.describe_type()}, scale "
                 f"{gamma.describe_type()} -> {node.outputs[0].describe_type()} (the norm "
                 f"inside is lowered on its own)")
-    if gamma.rank != 1:
-        return "the scale is not a vector over the last axis, as onnxruntime needs"
-    total = node.outputs[1] if len(node.outputs) > 1 else None
-    for first, second in ((x, skip), (skip, x)):
-        if _skip_fits(first, second):
-            return replace_fused(graph, node, SKIP_RMSNORM, [first, second, gamma],
-                                 {"epsilon": float(node.attrs["epsilon"])},
-                                 outputs=[node.outputs[0]] + ([None, None, total] if total
-                                                              else []))
-    return (f"onnxruntime's SkipSimplifiedLayerNormalization needs a 3-D input and a skip of "
-            f"the same shape, [1, S, H] or [S, H]; the shapes {x.describe_type()} and "
-            f"{skip.describe_type()} cannot be proven to be such")
+    if any(v.rank != 1 for v in node.inputs[2:]):
+        return "the scale or bias is not a vector over the last axis, as onnxruntime needs"
+    return _lower_skip(graph, node, SKIP_RMSNORM)
 
 
 def lower_gelu(graph: Graph, node: Node) -> Node | str:
@@ -185,12 +188,11 @@ def lower_gelu(graph: Graph, node: Node) -> Node | str:
 
 def lower_swish(graph: Graph, node: Node) -> Node | str:
     """Swish x·Sigmoid(α·x) -> com.microsoft QuickGelu with the same alpha (its formula).
-    Float32 only: in float16 onnxruntime's kernel rounds once where the model rounds the
-    Sigmoid and the product each."""
+    In float16 its kernel rounds once where the model rounds the Sigmoid and the product
+    each: a float16 operator, within the export's float16 tolerance."""
     x = node.inputs[0]
-    if x.elem_type != TensorProto.FLOAT:
-        return (f"onnxruntime's QuickGelu matches the model exactly in float32 only; here "
-                f"{x.describe_type()}")
+    if x.elem_type not in _FLOATS:
+        return f"onnxruntime's QuickGelu takes float32 or float16; here {x.describe_type()}"
     return replace_fused(graph, node, "QuickGelu", [x], {"alpha": float(node.attrs["alpha"])})
 
 

@@ -75,10 +75,11 @@ def lower_rotary(graph: Graph, node: Node) -> Node | str:
 def _layout(node: Node) -> _Layout | str:
     """The layout onnxruntime's op will be told, or why it cannot take this node."""
     x, cos, sin = node.inputs[:3]
-    if {x.elem_type, cos.elem_type, sin.elem_type} != {TensorProto.FLOAT}:
-        return (f"onnxruntime's RotaryEmbedding matches the model exactly in float32 only (its "
-                f"float16 kernel rounds once where the model rounds after each product); "
-                f"here x {x.describe_type()}, cos {cos.describe_type()}")
+    types = {x.elem_type, cos.elem_type, sin.elem_type}
+    if len(types) != 1 or not types <= {TensorProto.FLOAT, TensorProto.FLOAT16}:
+        return (f"onnxruntime's RotaryEmbedding takes x, cos and sin of one float type "
+                f"(float32, or float16, whose kernel rounds once where the model rounds after "
+                f"each product); here x {x.describe_type()}, cos {cos.describe_type()}")
     layout, heads = rotary_layout(x, cos)
     if layout is None or rotary_layout(x, sin)[0] != layout:
         return (f"onnxruntime's RotaryEmbedding takes [batch, heads, seq, head] or [batch, seq, "
@@ -135,8 +136,8 @@ def _last_axis_kept(node: Node) -> Value | None:
     if node.op_type in _ELEMENTWISE:
         return first
     if node.op_type in _SCALED and len(node.inputs) == 2:
-        scalars = [v for v in node.inputs if v.constant_value() is not None
-                   and v.constant_value().size == 1]
+        scalars = [v for v in node.inputs if v.is_constant
+                   and v.constant_data().size == 1]
         others = [v for v in node.inputs if v not in scalars]
         return others[0] if len(scalars) == 1 and len(others) == 1 else None
     out = node.outputs[0]

@@ -55,7 +55,7 @@ class Alignment:
 def align(a: Graph, b: Graph) -> "Aligner":
     """Match the nodes of ``b`` to those of ``a`` (see the module docstring); the aligner
     returned holds the alignment and the fingerprints it used."""
-    digests: dict[int, int] = {}
+    digests: dict[int, tuple] = {}
     aligner = Aligner(Fingerprints(a, digests), Fingerprints(b, digests))
     aligner.anchor()
     aligner.propagate(list(aligner.alignment.a_to_b.items()))

@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from ..ir import Graph, Node, Value
+from ..ir.lazy_tensors import values_of
 from ..patterns.language import COMMUTATIVE_OPS
 from ..patterns.schema_defaults import attribute_default
 
@@ -104,12 +105,14 @@ def _plain(value: Any) -> Any:
 class Fingerprints:
     """Content keys of one graph's nodes (see the module docstring)."""
 
-    def __init__(self, graph: Graph, digests: dict[int, int] | None = None):
+    def __init__(self, graph: Graph, digests: dict[int, tuple] | None = None):
         self.graph = graph
         self.nodes = graph.nodes
         self.position = {n.id: i / max(1, len(self.nodes) - 1) for i, n in enumerate(self.nodes)}
-        # id(array) -> digest; shared by the two sides of a diff, so the weights a pipeline's
-        # output shares with its input are hashed once (the arrays outlive the comparison)
+        # id(data) -> (data, digest); shared by the two sides of a diff, so the weights a
+        # pipeline's output shares with its input are hashed once.  The data is kept with its
+        # digest: a lazy weight's values are a fresh array at each read, and an id is only
+        # unique while its object lives
         self._constants = {} if digests is None else digests
         self.attrs = {n.id: canonical_attrs(n) for n in self.nodes}
         self.attr_key = {n.id: hash(tuple(sorted((k, attribute_key(v))
@@ -124,13 +127,13 @@ class Fingerprints:
     # -- what a slot reads ---------------------------------------------------------------------
     def constant_digest(self, value: Value) -> int | None:
         """The content hash of the value's data when it is known before run time."""
-        data = value.constant_value()
+        data = value.constant_data()
         if data is None:
             return None
         key = id(data)
         if key not in self._constants:
-            self._constants[key] = array_digest(data)
-        return self._constants[key]
+            self._constants[key] = (data, array_digest(values_of(data)))
+        return self._constants[key][1]
 
     def _content(self, value: Value | None) -> Any:
         """What a slot reads, by content only: a constant, a graph input, or 'computed'."""

@@ -12,7 +12,8 @@ from typing import Iterable
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from ..ir.dtypes import from_numpy
+from ..ir.lazy_tensors import data_elem_type
+from ..ir.spill import keep
 
 INT64_MAX = int(np.iinfo(np.int64).max)
 
@@ -36,11 +37,10 @@ def ints_input_or_attr(node: Node, index: int, attr: str) -> tuple[int, ...] | N
 
 def make_initializer(graph: Graph, value: Value, array: np.ndarray) -> None:
     """Turn a value whose producer was removed into an initializer of the same name."""
-    array = np.array(array)  # an owned copy, frozen so structural copies can share it
-    array.flags.writeable = False
-    value.const = array
-    value.elem_type = from_numpy(array.dtype)
-    value.shape = array.shape
+    data = keep(array, value.name)  # read-only (or spilled) so copies can share it
+    value.stored = data
+    value.elem_type = data_elem_type(data)
+    value.shape = data.shape
     graph.initializers[value.name] = value
 
 

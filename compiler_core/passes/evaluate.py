@@ -16,6 +16,7 @@ from onnx.reference import ReferenceEvaluator
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import element_bits, from_numpy
 from ..ir.exporter import node_to_proto
+from ..ir.lazy_tensors import values_of
 from ..ir.proto_types import value_from_type
 
 # Inputs up to this size travel as data to shape inference (targets, shapes, indices); larger
@@ -28,16 +29,17 @@ class EvaluationError(Exception):
     """The node could not be evaluated or the result does not match its declared type."""
 
 
-def _model(graph: Graph, node: Node, arrays: list[np.ndarray | None],
+def _model(graph: Graph, node: Node, arrays: list,
            data_limit: int | None) -> onnx.ModelProto:
-    """A model running ``node`` alone; inputs at most ``data_limit`` bytes become initializers."""
+    """A model running ``node`` alone; inputs at most ``data_limit`` bytes become initializers
+    (``arrays`` may hold lazy tensors: only those are read)."""
     inputs, initializers, seen = [], [], set()
     for value, array in zip(node.inputs, arrays):
         if value is None or value.name in seen:
             continue
         seen.add(value.name)
         if data_limit is not None and array.nbytes <= data_limit:
-            initializers.append(numpy_helper.from_array(array, value.name))
+            initializers.append(numpy_helper.from_array(values_of(array), value.name))
         else:
             inputs.append(helper.make_tensor_value_info(value.name, from_numpy(array.dtype),
                                                         array.shape))
@@ -52,8 +54,9 @@ def _model(graph: Graph, node: Node, arrays: list[np.ndarray | None],
     return model
 
 
-def predicted_bytes(graph: Graph, node: Node, arrays: list[np.ndarray | None]) -> int | None:
-    """Bytes the node's outputs would take, or None if that cannot be known beforehand."""
+def predicted_bytes(graph: Graph, node: Node, arrays: list) -> int | None:
+    """Bytes the node's outputs would take, or None if that cannot be known beforehand
+    (``arrays``: the inputs' data, lazy tensors unread but the small ones)."""
     total = 0
     for value in node.outputs:
         if value is None:

@@ -10,6 +10,7 @@ exporter can turn it into a model-local function that onnxruntime runs.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any, Iterable, Iterator, Sequence
 
 import onnx
@@ -124,7 +125,7 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
         mapping[value.name] = body.add_input(Value(value.name, value.elem_type, value.shape,
                                                    type_proto=value.type_proto))
     for value in constants:
-        mapping[value.name] = body.add_initializer(value.name, value.constant_value())
+        mapping[value.name] = body.add_initializer(value.name, value.constant_data())
     for node in nodes:
         copy = body.add_node(
             node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
@@ -239,7 +240,7 @@ def open_fused_node(graph: Graph, ctx: PassContext, node: Node,
     mapping: dict[str, Value] = {inner.name: outer for inner, outer
                                  in zip(body.inputs, node.inputs)}
     for name, constant in body.initializers.items():
-        mapping[name] = graph.add_initializer(name, constant.const)
+        mapping[name] = graph.add_initializer(name, constant.stored)
     results = {inner.name: outer for inner, outer in zip(body.outputs, node.outputs)}
     start, step = node.order - 1.0, 1.0 / (len(body) + 1)
     graph.remove_node(node)
@@ -298,18 +299,40 @@ def _split_operands(inputs: Sequence[Value], operands: Sequence[Value | None],
     names = {v.name for v in kept if v is not None}
     constants = [v for v in inputs if v.name not in names]
     for value in constants:
-        if value.constant_value() is None:
+        if not value.is_constant:
             raise ValueError(f"{value.name!r} is read by the fused nodes but is neither an "
                              f"operand nor a constant")
     return kept, constants
 
 
 def in_execution_order(graph: Graph, nodes: Iterable[Node]) -> list[Node]:
-    """``nodes`` as the graph runs them.  Not by ``order`` keys: those only break ties, and a
-    rewrite may give a node and its reader the same key (horizontal fusion puts the fused
-    MatMul and the Split of its result both at the first sibling's place)."""
-    wanted = {node.id for node in nodes}
-    return [node for node in graph.nodes if node.id in wanted]
+    """``nodes`` as the graph runs them.  Not by ``order`` keys alone: those only break ties,
+    and a rewrite may give a node and its reader the same key (horizontal fusion puts the
+    fused MatMul and the Split of its result both at the first sibling's place).
+
+    The set is sorted on its own (its edges, ties by order key as in ``graph.nodes``): sorting
+    the whole graph for every fusion made fusing a model's N sites cost N whole-graph sorts.
+    A set a path leaves and re-enters would fuse into a cycle and is refused after this."""
+    members = {node.id: node for node in nodes}
+    readers: dict[int, list[Node]] = {i: [] for i in members}
+    waiting: dict[int, int] = {}
+    for node in members.values():
+        producers = {v.producer.id for v in (*node.inputs, *node.implicit_inputs)
+                     if v is not None and v.producer is not None and v.producer.id in members}
+        waiting[node.id] = len(producers)
+        for producer in producers:
+            readers[producer].append(node)
+    ready = [(n.order, n.id) for n in members.values() if waiting[n.id] == 0]
+    heapq.heapify(ready)
+    ordered = []
+    while ready:
+        node = members[heapq.heappop(ready)[1]]
+        ordered.append(node)
+        for reader in readers[node.id]:
+            waiting[reader.id] -= 1
+            if waiting[reader.id] == 0:
+                heapq.heappush(ready, (reader.order, reader.id))
+    return ordered
 
 
 def fused_name(op_type: str, members: Sequence[Node]) -> str:

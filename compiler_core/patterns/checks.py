@@ -10,8 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-import numpy as np
-
 from ..ir import Value
 from ..ir.dtypes import dtype_name
 from .texts import describe_type, format_shape
@@ -110,7 +108,7 @@ def custom_check(test: Callable[[Value, dict], bool], expected: str,
 
 
 def _numel(value: Value) -> int | None:
-    constant = value.constant_value()
+    constant = value.constant_data()
     if constant is not None:
-        return int(np.asarray(constant).size)
+        return int(constant.size)
     return value.numel()

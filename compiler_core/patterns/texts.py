@@ -12,6 +12,7 @@ import numpy as np
 
 from ..ir import Value
 from ..ir.dtypes import dtype_name
+from ..ir.lazy_tensors import LazyTensor, values_of
 
 SMALL_ARRAY = 4  # arrays up to this many elements are shown in full
 
@@ -24,8 +25,11 @@ def format_number(number: Any) -> str:
     return f"{float(number):.6g}"
 
 
-def format_array(array: np.ndarray) -> str:
-    """'1.5', '[0, 2, 1]' or 'float32[768]' depending on size."""
+def format_array(array: "np.ndarray | LazyTensor") -> str:
+    """'1.5', '[0, 2, 1]' or 'float32[768]' depending on size (a large weight still in its
+    file is not read)."""
+    if array.size <= SMALL_ARRAY:
+        array = values_of(array)
     if array.size == 1:
         return format_number(array.reshape(-1)[0])
     if array.size <= SMALL_ARRAY:
@@ -57,7 +61,7 @@ def describe_value(value: Value | None) -> str:
     """What sits at an input position: 'Where', 'constant 1.5', "graph input 'x'", 'no input'."""
     if value is None:
         return "no input"
-    constant = value.constant_value()
+    constant = value.constant_data()
     if constant is not None:
         return f"constant {format_array(constant)}"
     producer = value.producer

@@ -6,6 +6,10 @@ Redis in a cluster), so any server process can answer any request:
 - the store: finished workspaces (pickled), keyed by content;
 - the board: one status per build in flight — who builds it, how far it got ("pass 5 of 24:
   fold_constants"), a heartbeat — or why it failed.
+On one machine a workspace's weights are not in the store: they stay in the model's files, and
+the large tensors a build made are spilled to the cache dir's `tensors` folder; the pickle names
+them.  In a cluster the pickle carries them (`Builds.save`): other machines have not got those
+files.
 
 `get_or_start` answers at once: the workspace if it is built (this process's memory, else the
 store), or the build's status after starting it unless someone already is.  A whole room
@@ -46,8 +50,11 @@ except ImportError:  # pragma: no cover - Windows: no per-process memory limit
     resource = None
 
 from compiler_core.errors import GraphLabError
+from compiler_core.ir.lazy_tensors import self_contained_pickles
+from compiler_core.ir.spill import spilling_into
 from compiler_core.plugins import load_sources
 
+from .cache_files import TENSORS, cache_folder, prune
 from .messages import log, user_message
 from .shared_storage import SharedStorage
 
@@ -144,6 +151,8 @@ class Builds:
         self.memory_mb = memory_mb
         self.store = storage.cache("workspaces", size_limit=STORE_BYTES)
         self.board = storage.cache("builds")
+        self.tensors = cache_folder(storage.directory, TENSORS)
+        prune(self.tensors, ttl_seconds)
 
     @cached_property
     def launcher(self):
@@ -159,9 +168,15 @@ class Builds:
         """The workspace, built in this process if nobody has built it (blocking)."""
         found = self.ready(job.key)
         if found is None:
-            found = job.build(on_progress)
+            found = self.build(job, on_progress)
             self._keep(job.key, found)
         return found
+
+    def build(self, job: BuildJob, on_progress: Progress | None = None):
+        """Run the job; large tensors it makes go to the cache dir's `tensors` folder, where
+        every process that unpickles the workspace finds them."""
+        with spilling_into(self.tensors):
+            return job.build(on_progress)
 
     def get_or_start(self, job: BuildJob, grace: float = GRACE_SECONDS):
         """The workspace if it is built, else the status of its build (started if need be).
@@ -183,13 +198,26 @@ class Builds:
             raise GraphLabError(status.text())
         return status
 
+    def save(self, key: str, workspace) -> None:
+        """Store a finished workspace. In a cluster its pickle carries the weights and spilled
+        tensors themselves: a server on another machine has not got the builder's files."""
+        with self_contained_pickles(self.storage.clustered):
+            self.store.set(key, workspace, expire=self.ttl)
+
     def ready(self, key: str):
         """The finished workspace from memory or the store, or None."""
         found = _memory_get(key)
         if found is None:
-            with _gc_paused():   # unpickling many small objects: the collector only slows it
-                found = self.store.get(key)
-            if found is not None:
+            if key not in self.store:
+                return None
+            try:
+                with _gc_paused():   # unpickling many small objects: the collector only slows it
+                    found = self.store.get(key)
+            except GraphLabError:    # a file it maps changed since (StoredTensorError)
+                found = None
+            if found is None:        # diskcache also says None when a file it maps is gone
+                self.store.delete(key)   # so it is built again
+            else:
                 _memory_put(key, found)
         return found
 
@@ -233,7 +261,7 @@ class Builds:
 
     def _keep(self, key: str, workspace) -> None:
         _memory_put(key, workspace)
-        self.store.set(key, workspace, expire=self.ttl)
+        self.save(key, workspace)
 
 
 # ---- this process's memory -------------------------------------------------------------------
@@ -255,6 +283,18 @@ def _memory_put(key: str, workspace) -> None:
         _memory[key] = workspace
         while len(_memory) > MEMORY_SLOTS:
             _memory.popitem(last=False)
+    _settle_collector()   # not under the lock: the others may read meanwhile
+
+
+def _settle_collector() -> None:
+    """The workspaces held here are millions of long-lived objects (2.5 million for a
+    10,000-node pipeline): a full collection walks them all, 1–2 s, and one falls due every
+    so many steps through the passes, freezing that step.  Each time the set of workspaces
+    changes, one collection frees what an evicted workspace left in cycles, and everything
+    left is moved out of the collector's sight (`gc.freeze`)."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 @contextmanager
@@ -306,9 +346,9 @@ def run_build(builds: Builds, job: BuildJob, plugins: list[str], claim: str) -> 
     try:
         with time_limit(builds.time_limit), memory_limit(builds.memory_mb):
             load_sources(plugins)
-            workspace = job.build(progress)
+            workspace = builds.build(job, progress)
         publish(stage="saving")
-        builds.store.set(job.key, workspace, expire=builds.ttl)
+        builds.save(job.key, workspace)
         done.set()
         publish(state="done", stage="done")
         log.info("graphlab build done: %s (%s) in %.1f s, attempt %d, %s", job.label,

@@ -7,6 +7,8 @@ UI = "ui-state"              # open groups / opened fused bodies (per browser, n
 UPLOAD_TOKEN = "upload-token"
 COMPARE_UPLOAD = "compare-upload-token"   # the second upload, the model to compare with
 VIEW_PATCH = "view-patch"    # a panel's change request to the view (see view_state.with_patch)
+VIEW_SETTINGS = "view-settings"   # the view, when more than the place in it changed
+SETTINGS_KEY = "view-settings-key"   # (panels/settings_gate)
 
 NAV_MESSAGE = "nav-message"
 UPLOAD_MESSAGE = "upload-message"
@@ -14,3 +16,9 @@ TABS = "side-tabs"
 
 BEFORE = "pane-before"
 AFTER = "pane-after"
+
+
+def tab_view(tab: str) -> str:
+    """The store through which the tab's panels hear the view: it follows the view only while
+    the tab is open (`panels/tab_gate`)."""
+    return f"view-for-{tab}"

@@ -16,6 +16,7 @@ frame's label is drawn.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ from .graph_layout import Box, LayerOrder, LayoutOptions, Position, Size, layere
 from .group_elements import collapsed_size
 from .scopes import ScopeTree, pipeline_scopes
 from .stable_positions import PipelineGraph, pipeline_graph
+from .structure_scopes import structure_scopes
 
 Item = Key   # a slot (node id, 'in:x', 'out:y') or a group id ('g:/bert/encoder')
 
@@ -38,12 +40,15 @@ BODY_PADDING = 12.0         # around an opened fused op's body
 BODY_LABEL_HEIGHT = 44.0    # a fused op's two-line label above its opened body
 LABEL_CHAR_WIDTH = 9.5      # of the 16 px frame labels, to keep a long label inside the box
 PLACEMENTS_CACHED = 16
+LAYOUT_VERSION = 3          # of the grouping and the layout: a change makes cached ones stale
 
 
 def pipeline_layout(result: PipelineResult) -> NestedLayout:
-    """The scope groups of every snapshot, and the layout of the whole pipeline's graph."""
-    scopes = ScopeTree(pipeline_scopes([result.initial] + [s.graph for s in result.snapshots])
-                       .items())
+    """The scope groups of every snapshot (crowded scopes cut by structure), and the layout
+    of the whole pipeline's graph."""
+    structured = structure_scopes(result.initial, pipeline_scopes([result.initial]))
+    graphs = [result.initial] + [s.graph for s in result.snapshots]
+    scopes = ScopeTree(pipeline_scopes(graphs, structured).items(), structured=bool(structured))
     return NestedLayout(pipeline_graph(result, scopes.group_of.get), scopes)
 
 
@@ -120,6 +125,26 @@ class NestedLayout:
             target = cb[common] if common < len(cb) else b
             if source != target:
                 self._edges[ca[common - 1] if common else None].add((source, target))
+
+    def content_key(self) -> str:
+        """A digest of everything the layer orders depend on: the pipeline's slots and edges,
+        the groups, the options and the layout's version."""
+        digest = hashlib.sha256(repr((LAYOUT_VERSION, self.options)).encode())
+        for group in [None, *self.scopes.groups]:
+            digest.update(repr((group, self._items[group], sorted(map(repr, self._edges[group]))))
+                          .encode())
+        return digest.hexdigest()
+
+    @property
+    def orders(self) -> dict[str | None, LayerOrder]:
+        """Every group's layer order (computed now for those not yet asked for)."""
+        for group in [None, *self.scopes.groups]:
+            self._order(group)
+        return dict(self._orders)
+
+    def adopt(self, orders: dict[str | None, LayerOrder]) -> None:
+        """Layer orders computed earlier for this very content (`content_key`)."""
+        self._orders.update(orders)
 
     def placement(self, expanded: frozenset[str], opened: frozenset[int]) -> Placement:
         """Where everything is drawn while the ``expanded`` groups are open and the ``opened``

@@ -10,7 +10,8 @@ selection is shown on the group) until the focus moves elsewhere.
 
 from __future__ import annotations
 
-import hashlib
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from compiler_core.ir import Graph
@@ -26,6 +27,9 @@ from .view_state import ViewState
 from .workbench import Workspace
 
 MAX_AUTO_OPEN_SEARCH_HITS = 40
+ELEMENTS_KEPT = 12         # element lists kept per workspace (per process)
+BEFORE, AFTER = "before", "after"
+_KEPT_LOCK = threading.Lock()
 
 
 @dataclass
@@ -52,9 +56,37 @@ class UiState:
                 "opened": sorted(self.opened), "revealed": sorted(self.revealed)}
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """What the panes' element lists are drawn from: the pass, the open groups and bodies, the
+    overlay.  The page keeps it, so the next answer can send only what changed."""
+
+    workspace: str
+    step: int
+    expanded: frozenset[str]
+    opened: frozenset[int]
+    overlay: str = ""         # the target whose intensity bands colour the nodes, or ''
+
+    def to_store(self, ws: Workspace) -> dict:
+        index = ws.derived.setdefault("group index", {g: i for i, g in enumerate(ws.scopes.groups)})
+        return {"workspace": self.workspace, "step": self.step, "overlay": self.overlay,
+                "expanded": sorted(index[g] for g in self.expanded if g in index),
+                "opened": sorted(self.opened)}
+
+    @classmethod
+    def from_store(cls, data: dict | None, ws: Workspace) -> "Drawn | None":
+        """The record the page holds, if it is of this workspace."""
+        if not data or data.get("workspace") != ws.key:
+            return None
+        groups = list(ws.scopes.groups)
+        return cls(ws.key, int(data["step"]),
+                   frozenset(groups[i] for i in data.get("expanded", []) if i < len(groups)),
+                   frozenset(int(i) for i in data.get("opened", [])), data.get("overlay", ""))
+
+
 @dataclass
 class PanesPayload:
-    key: str                  # identity of the element lists (unchanged -> not re-sent)
+    drawn: Drawn              # what the element lists show
     before: list[dict]
     after: list[dict]
     before_style: list[dict]
@@ -66,29 +98,66 @@ class PanesPayload:
 def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     step = ws.clamp_step(state.step)
     before, after = ws.graphs_of_step(step)
-    snapshot = ws.result.snapshots[step]
     focus = view_focus(ws, state)
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
-    placement = ws.layout.placement(frozenset(expanded), ui.opened)
-    diff = snapshot.diff
-    left = pane_elements(before, placement, ws.scopes, expanded,
-                         {**{i: "modified" for i in diff.modified},
-                          **{i: "removed" for i in diff.removed}}, set(ui.opened))
-    right = pane_elements(after, placement, ws.scopes, expanded,
-                          {**{i: "modified" for i in diff.modified},
-                           **{i: "added" for i in diff.added}}, set(ui.opened))
-    if state.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
-        paint(left, band_classes(ws, before, state.target))
-        paint(right, band_classes(ws, after, state.target))
-    key = hashlib.sha1(repr((ws.key, step, sorted(expanded), sorted(ui.opened),
-                             state.overlay and state.target)).encode()
-                       ).hexdigest()[:16]
-    return PanesPayload(key, left, right,
+    drawn = Drawn(ws.key, step, frozenset(expanded), ui.opened,
+                  state.target if state.overlay else "")
+    left, right = pane_elements_of(ws, drawn)
+    return PanesPayload(drawn, left, right,
                         _pane_style(ws, before, expanded, selected, focus, hits),
                         _pane_style(ws, after, expanded, selected, focus, hits),
                         focus, len(hits))
+
+
+def pane_elements_of(ws: Workspace, drawn: Drawn) -> tuple[list[dict], list[dict]]:
+    """Both panes' elements for ``drawn``."""
+    return _pane_elements(ws, drawn, BEFORE), _pane_elements(ws, drawn, AFTER)
+
+
+def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
+    """One pane's elements, kept by what they show: the graph (the last pass that changed it),
+    the marks of the pass (when it changed anything), the open groups and bodies, the overlay.
+    Passes that changed nothing draw the same graph unmarked: one list serves them all, and
+    the previous answer (what the browser holds) is at hand to compare the next one with."""
+    snapshot = ws.result.snapshots[drawn.step]
+    shown = drawn.step if side == AFTER else drawn.step - 1
+    key = (side, _last_change(ws, shown), drawn.step if snapshot.changed else None,
+           drawn.expanded, drawn.opened, drawn.overlay)
+    kept = ws.derived.setdefault("pane elements", OrderedDict())
+    with _KEPT_LOCK:
+        found = kept.get(key)
+        if found is not None:
+            kept.move_to_end(key)
+            return found
+    graph = ws.graphs_of_step(drawn.step)[0 if side == BEFORE else 1]
+    diff = snapshot.diff
+    marks = {i: "modified" for i in diff.modified}
+    marks.update({i: "removed" for i in diff.removed} if side == BEFORE
+                 else {i: "added" for i in diff.added})
+    placement = ws.layout.placement(drawn.expanded, drawn.opened)
+    elements = pane_elements(graph, placement, ws.scopes, drawn.expanded, marks,
+                             set(drawn.opened))
+    if drawn.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
+        paint(elements, band_classes(ws, graph, drawn.overlay))
+    with _KEPT_LOCK:
+        kept[key] = elements
+        while len(kept) > ELEMENTS_KEPT:
+            kept.popitem(last=False)
+    return elements
+
+
+def _last_change(ws: Workspace, step: int) -> int:
+    """The last pass up to ``step`` that changed the graph (-1: the input graph)."""
+    changes = ws.derived.get("last change")
+    if changes is None:
+        last, changes = -1, []
+        for snapshot in ws.result.snapshots:
+            last = snapshot.index if snapshot.changed else last
+            changes.append(last)
+        ws.derived["last change"] = changes
+    return changes[step] if step >= 0 else -1
 
 
 def drawn_groups(ws: Workspace, state: ViewState, ui: UiState) -> set[str]:

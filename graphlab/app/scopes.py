@@ -30,15 +30,20 @@ class Group:
 
 
 class ScopeTree:
-    """The groups of a set of nodes, and which group or node represents a node when collapsed."""
+    """The groups of a set of nodes, and which group or node represents a node when collapsed.
 
-    def __init__(self, node_scopes: Iterable[tuple[int, str]]):
+    structured: some groups were found from the graph's structure (`structure_scopes`), not
+    named by the exporter, so the page says what they are.
+    """
+
+    def __init__(self, node_scopes: Iterable[tuple[int, str]], structured: bool = False):
+        self.structured = structured
         self.groups: dict[str, Group] = {}
         self.group_of: dict[int, str] = {}
         raw: dict[str, set[str]] = {"": set()}
         members: dict[str, list[int]] = {}
         for node_id, scope in node_scopes:
-            path = _normalise(scope)
+            path = normalise_scope(scope)
             members.setdefault(path, []).append(node_id)
             while path:
                 parent = path.rsplit("/", 1)[0]
@@ -110,16 +115,19 @@ class ScopeTree:
                          and all(a in expanded for a in self.ancestors(g)))
 
 
-def pipeline_scopes(graphs: Iterable[Graph]) -> dict[int, str]:
-    """Every node's scope across the graphs, unscoped nodes placed by their sources or
-    consumers (the first graph holding a node decides, so the answer never changes later)."""
+def pipeline_scopes(graphs: Iterable[Graph], given: dict[int, str] | None = None
+                    ) -> dict[int, str]:
+    """Every node's scope across the graphs: the ``given`` one (see structure_scopes), else
+    its own, else unscoped nodes are placed by their sources or consumers (the first graph
+    holding a node decides, so the answer never changes later)."""
+    given = given or {}
     scopes: dict[int, str] = {}
     for graph in graphs:
         resolved: dict[int, str] = {}
         for node in reversed(graph.nodes):  # consumers before producers
             scope = scopes.get(node.id)
             if scope is None:
-                scope = (node.scope or _sources_scope(node, scopes)
+                scope = (given.get(node.id) or node.scope or _sources_scope(node, scopes)
                          or _consumers_scope(node, graph, resolved))
                 scopes[node.id] = scope
             resolved[node.id] = scope
@@ -147,9 +155,9 @@ def _shared(scopes: list[str]) -> str:
     """The longest scope that contains all of ``scopes`` ('' for none)."""
     if not scopes:
         return ""
-    shared = _normalise(scopes[0]).split("/")
+    shared = normalise_scope(scopes[0]).split("/")
     for scope in scopes[1:]:
-        parts = _normalise(scope).split("/")
+        parts = normalise_scope(scope).split("/")
         common = 0
         while common < min(len(shared), len(parts)) and shared[common] == parts[common]:
             common += 1
@@ -157,7 +165,7 @@ def _shared(scopes: list[str]) -> str:
     return "/".join(shared)
 
 
-def _normalise(scope: str) -> str:
+def normalise_scope(scope: str) -> str:
     parts = [p for p in scope.split("/") if p]
     return "/" + "/".join(parts) if parts else ""
 

@@ -28,7 +28,8 @@ from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 from ..samples import get_sample, list_samples
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
-from .nested_layout import NestedLayout, pipeline_layout
+from .layout_store import LayoutStore
+from .nested_layout import LAYOUT_VERSION, NestedLayout, pipeline_layout
 from .scopes import ScopeTree
 from .sessions import SessionStore, read_upload_bytes
 from .shared_storage import SharedStorage
@@ -186,9 +187,11 @@ class Workbench:
         passes = tuple(resolve_pipeline(pipeline or None))
         bound = tuple(sorted(sizes.items()))
         budget = self.config.group_budget
-        key = hashlib.sha256(repr((source.digest, passes, bound, budget)).encode()).hexdigest()
+        key = hashlib.sha256(repr((source.digest, passes, bound, budget, LAYOUT_VERSION))
+                             .encode()).hexdigest()
         return BuildJob(key, source.label,
-                        functools.partial(_build_workspace, source, passes, bound, budget))
+                        functools.partial(_build_workspace, source, passes, bound, budget,
+                                          self.config.cache_dir))
 
 
 def _file_source(label: str, path: str, size_hints: tuple = ()) -> ModelSource:
@@ -211,20 +214,25 @@ def _file_digest(path: str, _size: int, _mtime_ns: int) -> str:
 
 
 def _build_workspace(source: ModelSource, passes: tuple[str, ...],
-                     bindings: tuple[tuple[str, int], ...], group_budget: int,
+                     bindings: tuple[tuple[str, int], ...], group_budget: int, cache_dir: str,
                      on_progress: Progress | None) -> Workspace:
     graph = source.load()
     sizes = choose_sizes(graph, dict(bindings), dict(source.size_hints))
     result = PassManager(list(passes), bindings=sizes.bindings).run(graph,
                                                                     on_progress=on_progress)
     key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
-    return workspace_of(key, source.label, result, group_budget, sizes)
+    return workspace_of(key, source.label, result, group_budget, sizes,
+                        layouts=LayoutStore(cache_dir))
 
 
 def workspace_of(key: str, label: str, result: PipelineResult, group_budget: int,
-                 sizes: ChosenSizes, comparison: "Comparison | None" = None) -> Workspace:
-    """The views' precomputed parts of a run: its layout, groups and node histories."""
+                 sizes: ChosenSizes, comparison: "Comparison | None" = None,
+                 layouts: LayoutStore | None = None) -> Workspace:
+    """The views' precomputed parts of a run: its layout (every group's layer order taken
+    from, or left in, ``layouts``), groups and node histories."""
     layout = pipeline_layout(result)
+    if layouts is not None:
+        layouts.complete(layout)
     return Workspace(key, label, result, layout, layout.scopes,
                      frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result),
                      sizes, comparison=comparison)

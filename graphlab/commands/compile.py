@@ -87,7 +87,8 @@ def run(args) -> int:
     if args.output:
         saved = save_model(lowering.graph if lowering else result.final, args.output,
                            external_data=True if args.external_data else None)
-    runtime = run_runtime_check(args, result, lowering.graph if lowering else None)
+    runtime = run_runtime_check(args, result, lowering.graph if lowering else None,
+                                lowering.tolerance if lowering else None)
     report = compile_report(result, saved, runtime, lowering)
     if args.json:
         print_json(report)
@@ -157,6 +158,10 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
     if lowering is not None:
         made = ", ".join(f"{n} {op}" for op, n in lowering.counts().items())
         print(f"onnxruntime: fused nodes became {made or 'nothing (none were fused)'}")
+        if lowering.tolerance is not None:
+            rtol, why = lowering.tolerance
+            print(f"onnxruntime: {why}; outputs agree with the model's within {rtol:g} of "
+                  f"their scale, not bit for bit")
         for record in lowering.nodes:
             if record.reason:
                 print(f"inline    {record.fused_op} {record.node}: {record.reason}")

@@ -30,14 +30,17 @@ def wants_verify(args) -> bool:
     return args.runtime_check in ("final", "each")
 
 
-def run_runtime_check(args, result: PipelineResult,
-                      exported: Graph | None = None) -> RuntimeVerdict | None:
+def run_runtime_check(args, result: PipelineResult, exported: Graph | None = None,
+                      export_tolerance: tuple[float, str] | None = None
+                      ) -> RuntimeVerdict | None:
     """The verdict, when the pipeline was verified and the check is not turned off;
-    ``exported`` is the model as written for a runtime, checked too."""
+    ``exported`` is the model as written for a runtime, checked too (at ``export_tolerance``
+    when its operators need a looser one)."""
     if result.verifier is None or args.runtime_check == "off":
         return None
     return check_pipeline(result, result.verifier, level=args.runtime_level,
-                          each=args.runtime_check == "each", exported=exported)
+                          each=args.runtime_check == "each", exported=exported,
+                          export_tolerance=export_tolerance)
 
 
 def runtime_cell(entry: dict) -> str:

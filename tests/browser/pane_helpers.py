@@ -5,11 +5,12 @@ from __future__ import annotations
 from selenium.webdriver.support.ui import WebDriverWait
 
 
-def pane_js(dash_duo, script: str):
-    """Run ``script`` with ``before`` / ``after`` bound to the panes' cytoscape instances."""
+def pane_js(dash_duo, script: str, *args):
+    """Run ``script`` with ``before`` / ``after`` bound to the panes' cytoscape instances
+    (and ``arguments`` to ``args``)."""
     return dash_duo.driver.execute_script(
         "var p = window.graphlabPanes; if (!p) { return null; }"
-        "var before = p.before, after = p.after;" + script)
+        "var before = p.before, after = p.after;" + script, *args)
 
 
 def wait_until(dash_duo, condition, timeout: float = 15, message: str = ""):

@@ -9,6 +9,8 @@ import numpy as np
 import onnx
 
 from ...ir import Graph, Node, Value
+from ...ir.computed_tensors import ComputedTensor
+from ...ir.lazy_tensors import values_of
 from ..base import Pass, PassContext, PassResult
 from ..constants import remove_dead
 from ..registry import register
@@ -26,20 +28,29 @@ def _element_bytes(array: np.ndarray) -> bytes | memoryview:
     return memoryview(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
 
 
-def _digest(array: np.ndarray) -> tuple:
+def _digest(array) -> tuple:
     """Exact identity of a constant: dtype, shape and a hash of its bytes (so -0.0 != 0.0)."""
+    if isinstance(array, ComputedTensor):
+        return array.recipe()
+    array = values_of(array)
     return (array.dtype.str, array.shape,
             hashlib.blake2b(_element_bytes(array), digest_size=16).digest())
 
 
-def _fingerprint(array: np.ndarray) -> tuple:
-    """A cheap necessary condition for equality: dtype, shape and a sample of the elements.
+def _fingerprint(data) -> tuple:
+    """A cheap necessary condition for equality: dtype, shape and the first and last elements.
 
     Hashing every weight of a 440 MB model takes most of a second; different weights almost
-    always differ in a sample, so only look-alikes are hashed in full.
+    always differ in their first elements, so only look-alikes are hashed in full.  Both ends
+    are contiguous: a weight still in its file is read a page or two, not a page per sample.
+    A weight computed lazily is known by its recipe (computing it to compare would cost more
+    than the duplicate could save).
     """
+    if isinstance(data, ComputedTensor):
+        return data.recipe()
+    array = values_of(data)
     flat = array.reshape(-1)
-    sample = flat[::max(1, flat.size // FINGERPRINT_ELEMENTS)]
+    sample = np.concatenate([flat[:FINGERPRINT_ELEMENTS], flat[-FINGERPRINT_ELEMENTS:]])
     return array.dtype.str, array.shape, bytes(_element_bytes(sample))
 
 
@@ -113,14 +124,14 @@ class EliminateCommonSubexpressions(Pass):
     def _dedupe_initializers(graph: Graph) -> int:
         lookalikes: dict[tuple, list[Value]] = {}
         for value in graph.initializers.values():
-            lookalikes.setdefault(_fingerprint(value.const), []).append(value)
+            lookalikes.setdefault(_fingerprint(value.stored), []).append(value)
         merged = 0
         for group in lookalikes.values():
             if len(group) < 2:
                 continue
             first_by_digest: dict[tuple, Value] = {}
             for value in group:
-                kept = first_by_digest.setdefault(_digest(value.const), value)
+                kept = first_by_digest.setdefault(_digest(value.stored), value)
                 if kept is not value and _merge_values(graph, [value], [kept]):
                     graph.remove_initializer(value)
                     merged += 1

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numpy as np
 import onnx
 
 from ...ir import Graph, Node, Value
+from ...ir.computed_tensors import TransposedTensor
 from ..base import Pass, PassContext, PassResult
 from ..constants import remove_dead
 from ..rewrite import bypass_or_decline, replace_node, standard_nodes
@@ -23,6 +23,17 @@ def permutation(node: Node) -> tuple[int, ...] | None:
     return None if rank is None else tuple(reversed(range(rank)))
 
 
+def _kept_too(weight: Value, transpose: Node, ctx: PassContext) -> str | None:
+    """Why a transposed copy of ``weight`` would store a large weight twice (another node
+    still reads it as it is: a tied embedding), or None."""
+    others = [n for n in weight.users() if n is not transpose]
+    if not weight.is_initializer or not others or weight.stored.nbytes <= ctx.fold_size_limit:
+        return None
+    return (f"{weight.name} is also read by {others[0].name}: a transposed copy would store "
+            f"its {weight.stored.nbytes:,} bytes twice (more than the folding limit of "
+            f"{ctx.fold_size_limit:,})")
+
+
 def _transpose_producer(value: Value) -> Node | None:
     producer = value.producer
     if producer is None or producer.op_type != "Transpose" or producer.domain:
@@ -37,7 +48,9 @@ class CancelTransposes(Pass):
     Transposing twice is one transpose with the composed permutation — none at all when the
     composition is the identity.  Gemm can read either operand transposed (its transA/transB
     flags), so a Transpose feeding it becomes a flag; a 2-D MatMul of a transposed operand
-    becomes such a Gemm; and a transposed constant weight is stored transposed instead.
+    becomes such a Gemm; and a transposed constant weight is stored transposed instead —
+    unless other nodes still read it as it is and it is larger than the folding limit (a tied
+    embedding): two copies of it would cost more than the transpose.
     """
 
     name = "cancel_transposes"
@@ -96,13 +109,17 @@ class CancelTransposes(Pass):
             if perm is None:
                 continue
             weight = transpose.inputs[0]
-            if weight.is_initializer:
-                folded = np.ascontiguousarray(np.transpose(weight.const, perm))
-                node.replace_input(index, graph.add_initializer(f"{weight.name}_transposed",
-                                                                folded))
+            kept_too = _kept_too(weight, transpose, ctx)
+            if weight.is_initializer and kept_too is None:
+                name = f"{weight.name}_transposed"
+                folded = TransposedTensor(name, weight.constant_data(), perm)
+                node.replace_input(index, graph.add_initializer(name, folded))
                 remove_dead(graph, [transpose])
                 result.rewrites += 1
-            elif perm == SWAP_2D:
+                continue
+            if kept_too is not None:
+                result.decline(transpose, "transposed_weight", kept_too)
+            if perm == SWAP_2D:
                 transposed[index] = transpose
         ranks = [v.rank for v in node.inputs]
         if transposed and ranks == [2, 2] and node.outputs[0].elem_type in GEMM_TYPES:

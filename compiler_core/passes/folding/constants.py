@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...ir import Graph, Node, infer_shapes
+from ...ir.lazy_tensors import values_of
 from ...ir.subgraphs import subgraph_attributes
 from ..base import Pass, PassContext, PassResult
 from ..constants import make_initializer, produces_graph_output, replace_with_constants
@@ -68,8 +69,8 @@ def _foldable(node: Node) -> bool:
     for value in node.inputs:
         if value is None:
             continue
-        array = value.constant_value()
-        if array is None or array.dtype.kind not in NUMERIC_KINDS:
+        data = value.constant_data()   # its dtype, without reading a weight
+        if data is None or data.dtype.kind not in NUMERIC_KINDS:
             return False
     return all(v is None or v.is_tensor for v in node.outputs)
 
@@ -81,8 +82,8 @@ def _fold(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> Non
         result.decline(node, "fold", (
             "its output is a graph output; an initializer cannot take its name"))
         return
-    arrays = [v.constant_value() if v is not None else None for v in node.inputs]
-    size = predicted_bytes(graph, node, arrays)
+    data = [v.constant_data() if v is not None else None for v in node.inputs]
+    size = predicted_bytes(graph, node, data)   # from sizes: nothing is read to decline
     if size is None or size > ctx.fold_size_limit:
         reason = ("the size of its result cannot be known before computing it" if size is None
                   else f"its result would take {size:,} bytes, more than the folding limit "
@@ -90,7 +91,7 @@ def _fold(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> Non
         result.decline(node, "fold", reason)
         return
     try:
-        outputs = evaluate(graph, node, arrays)
+        outputs = evaluate(graph, node, [values_of(d) if d is not None else None for d in data])
     except EvaluationError as err:
         result.decline(node, "fold", str(err))
         return

@@ -132,7 +132,7 @@ def _batchnorms(graph: Graph) -> list[_Affine]:
     affines = []
     for node in graph.nodes_of_type("BatchNormalization"):
         if node.attrs.get("training_mode", 0) or any(
-                v is None or v.constant_value() is None for v in node.inputs[1:5]):
+                v is None or not v.is_constant for v in node.inputs[1:5]):
             continue
         s, t = batchnorm_affine(node)
         rank = node.inputs[0].rank
@@ -213,14 +213,14 @@ def _bias_add(matmul: Node) -> Node | None:
         return None
     add = readers[0]
     other = add.inputs[1] if add.inputs[0] is matmul.outputs[0] else add.inputs[0]
-    return add if other.constant_value() is not None else None
+    return add if other.is_constant else None
 
 
 def _no_bias_home(linear: _Linear, affine: _Affine) -> str | None:
     node = linear.node
     if node.op_type == "Gemm":
         c = node.input(2)
-        if c is not None and c.constant_value() is None:
+        if c is not None and not c.is_constant:
             return f"the Gemm's bias {c.name!r} is computed at run time"
         return None
     if linear.bias_add is None and np.any(affine.shift):

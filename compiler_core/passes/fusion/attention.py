@@ -159,7 +159,7 @@ def _projection_chain(start: Value) -> list[Node]:
 
 def _constant_weight(node: Node) -> bool:
     weight = node.input(1)
-    return weight is not None and weight.constant_value() is not None
+    return weight is not None and weight.is_constant
 
 
 def _data_input(node: Node) -> Value | None:
@@ -167,7 +167,7 @@ def _data_input(node: Node) -> Value | None:
     input 0); None when an Add adds two run-time tensors (not a bias)."""
     if node.op_type != "Add":
         return node.input(0)
-    runtime = [v for v in node.inputs if v is not None and v.constant_value() is None]
+    runtime = [v for v in node.inputs if v is not None and not v.is_constant]
     return runtime[0] if len(runtime) == 1 else None
 
 

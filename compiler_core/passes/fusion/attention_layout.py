@@ -111,14 +111,14 @@ def source_of(value: Value) -> Value:
         if node is None:
             return value
         if node.op_type in ("MatMul", "Gemm"):
-            if node.input(1) is None or node.input(1).constant_value() is None:
+            if node.input(1) is None or not node.input(1).is_constant:
                 return value
             flat = node.inputs[0].producer
             return flat.inputs[0] if flat is not None and flat.op_type == "Reshape" else (
                 node.inputs[0])
         if node.op_type not in _LAYOUT_OPS:
             return value
-        runtime = [v for v in node.inputs if v is not None and v.constant_value() is None]
+        runtime = [v for v in node.inputs if v is not None and not v.is_constant]
         if node.op_type == "Add" and len(runtime) != 1:
             return value
         current = runtime[0] if node.op_type == "Add" else node.inputs[0]
@@ -145,6 +145,6 @@ def _projection_inside(value: Value, inside: set[int]) -> Node | None:
             return None
         if node.op_type in ("MatMul", "Gemm"):
             return node
-        runtime = [v for v in node.inputs if v is not None and v.constant_value() is None]
+        runtime = [v for v in node.inputs if v is not None and not v.is_constant]
         node = runtime[0].producer if runtime else None
     return None

@@ -93,7 +93,7 @@ def _computed_facts(mask: Value) -> MaskFacts:
         seen.add(node.id)
         if node.op_type == "Trilu" and not node.attrs.get("upper", 1):
             causal = True
-        if node.op_type in COMPARISONS and all(v.constant_value() is None for v in node.inputs):
+        if node.op_type in COMPARISONS and all(not v.is_constant for v in node.inputs):
             causal = True
             window = max(window, *(_offset(v) for v in node.inputs))
         stack += [v for v in node.inputs if v is not None]

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...ir import Graph, Node, Provenance, Value
+from ...ir.computed_tensors import ConcatenatedTensor
+from ...ir.lazy_tensors import LazyTensor, values_of
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 
@@ -18,7 +20,7 @@ class _Member:
     """One sibling, with its weight laid out as [K, N] and its bias (if any) as [N]."""
 
     node: Node
-    weight: np.ndarray
+    weight: np.ndarray | LazyTensor   # not read: the merged weight is concatenated lazily
     bias: np.ndarray | None
     bias_add: Node | None   # the MatMul's `+ bias` node, absorbed with it
 
@@ -91,7 +93,7 @@ def _classify(siblings: list[Node], result: PassResult) -> list[_Member]:
 def _member(node: Node) -> _Member | str:
     """The sibling's weight and bias in canonical form, or why it cannot be merged."""
     weight_value = node.inputs[1]
-    weight = weight_value.constant_value()
+    weight = weight_value.constant_data()
     if weight is None:
         return (f"its weight {weight_value.name} is computed at run time; only constant weights "
                 f"can be concatenated ahead of time")
@@ -101,7 +103,7 @@ def _member(node: Node) -> _Member | str:
         bias_add, bias = _bias_after(node, weight)
         return _Member(node, weight, bias, bias_add)
     if node.attr("transB", 0):
-        weight = weight.T
+        weight = values_of(weight).T
     bias_value = node.input(2)
     if bias_value is None:
         return _Member(node, weight, np.zeros(weight.shape[1], weight.dtype), None)
@@ -203,8 +205,8 @@ def _wide_node(graph: Graph, ctx: PassContext, group: list[_Member], scope: str,
                like: Value) -> Value:
     """The MatMul (or Gemm, biases included) with the siblings' weights side by side."""
     first = group[0].node
-    weight = graph.add_initializer(f"{scope}concat_weight",
-                                   np.concatenate([m.weight for m in group], axis=1))
+    weight = graph.add_initializer(f"{scope}concat_weight", ConcatenatedTensor(
+        f"{scope}concat_weight", [m.weight for m in group], axis=1))
     inputs, attrs = [first.inputs[0], weight], None
     if first.op_type == "Gemm":  # weights are [K, N] now, so transB is dropped
         inputs.append(graph.add_initializer(f"{scope}concat_bias", _concat_biases(group)))

@@ -142,7 +142,7 @@ def _runtime_activations(node: Node) -> list[Value]:
     """Activation inputs that a transpose would have to re-lay out at run time."""
     values = [node.inputs[i] for i in layout_inputs(node)]
     return [v for v in values if v is not None and not _is_broadcast_scalar(v)
-            and v.constant_value() is None]
+            and not v.is_constant]
 
 
 def _leaves(value: Value, members: dict[int, Node] | set[int]) -> bool:
@@ -195,7 +195,7 @@ class _Converter:
             if (value is None or _is_broadcast_scalar(value)
                     or value.producer is not None and value.producer.id in members):
                 continue
-            if value.constant_value() is not None:
+            if value.is_constant:
                 node.replace_input(index, self._relaid_constant(value))
             else:
                 node.replace_input(index, self._entry(value, node))

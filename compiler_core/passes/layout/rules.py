@@ -73,7 +73,7 @@ def layout_inputs(node: Node) -> list[int]:
         return []
     if node.body is not None:  # a fused kernel: every 4-D input computed at run time
         return [i for i, v in enumerate(node.inputs)
-                if v is not None and v.rank == 4 and v.constant_value() is None]
+                if v is not None and v.rank == 4 and not v.is_constant]
     if node.op_type in _ONE_ACTIVATION:
         return [0]
     return [i for i, v in enumerate(node.inputs) if v is not None]
@@ -99,7 +99,7 @@ def why_not(node: Node, opset: int) -> str | None:
         return _why_not_pad(node)
     for index in layout_inputs(node):
         value = node.inputs[index]
-        if (value.rank != 4 and value.constant_value() is None
+        if (value.rank != 4 and not value.is_constant
                 and not (value.shape is not None and all(d == 1 for d in value.shape))):
             return (f"its operand {value.name} ({value.describe_type()}) is computed at run "
                     f"time and is not 4-D; only constants can be re-laid out")
@@ -110,7 +110,7 @@ def _why_not_reduction(node: Node) -> str | None:
     if not node.attr("keepdims", 1):
         return "keepdims=0 drops axes, so the result is no longer a 4-D NHWC tensor"
     axes_input = node.input(1)
-    if axes_input is not None and axes_input.constant_value() is None:
+    if axes_input is not None and not axes_input.is_constant:
         return f"its axes ({axes_input.name}) are computed at run time"
     return None
 

@@ -49,7 +49,7 @@ class OffloadEstimate:
 def transfer_bytes(region: list[Node], sizes: SizeResolver) -> int:
     """Bytes of the run-time tensors crossing the region's boundary (weights stay on chip)."""
     inputs, outputs = boundary(region)
-    return sum(sizes.nbytes(v) or 0 for v in inputs + outputs if v.constant_value() is None)
+    return sum(sizes.nbytes(v) or 0 for v in inputs + outputs if not v.is_constant)
 
 
 def estimate_offload(region: list[Node], target: Target, host: Host,

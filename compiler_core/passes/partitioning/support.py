@@ -53,7 +53,7 @@ def tensor_reason(node: Node, target: Target) -> str | None:
     """Why the node's run-time tensors cannot live on the target (dtype, size), or None."""
     dtypes = computed_dtypes(target)
     for value in list(node.inputs) + list(node.outputs):
-        if value is None or value.constant_value() is not None:
+        if value is None or value.is_constant:
             continue
         name = dtype_name(value.elem_type)
         if name not in dtypes:

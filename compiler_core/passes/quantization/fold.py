@@ -61,7 +61,7 @@ def _fold(graph: Graph, ctx: PassContext, layer: Layer) -> str | None:
     node, inner = layer.node, layer.inner
     dq_x, dq_w = (_producer(node.inputs[i], "DequantizeLinear")
                   for i in (layer.activation, layer.weight))
-    if dq_x is None or dq_w is None or dq_w.inputs[0].constant_value() is None:
+    if dq_x is None or dq_w is None or not dq_w.inputs[0].is_constant:
         return ""
     output = node.outputs[0]
     readers = output.users()

@@ -113,7 +113,7 @@ def _operand_refusal(node: Node, inner: Node, operands: list[Value]) -> str | No
     outer_activation = node.inputs[_index(operands, inner.inputs[ACTIVATION])]
     if outer_activation.elem_type != TensorProto.FLOAT:
         return f"its input {outer_activation.name} is not float32"
-    if outer_activation.constant_value() is not None:
+    if outer_activation.is_constant:
         return f"its input {outer_activation.name} is a constant, not an activation"
     return None
 

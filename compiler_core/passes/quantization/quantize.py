@@ -129,8 +129,8 @@ def _record_float_biases(layers: list[Layer], result: PassResult) -> None:
         nodes[layer.node.id] = layer.node
     for node_id, node in nodes.items():
         for value in node.inputs:
-            if value is not None and value.is_initializer and value.const.dtype.kind == "f" \
-                    and value.const.ndim == 1 and value.const.size in channels[node_id]:
+            if value is not None and value.is_initializer and value.stored.dtype.kind == "f" \
+                    and value.stored.ndim == 1 and value.stored.size in channels[node_id]:
                 result.decline(node, "bias", (
                     f"bias add kept float: {value.name} is added to the 32-bit accumulator, "
                     f"where 8 bits would lose the small terms"))

@@ -311,7 +311,7 @@ class RotaryRule(Rule):
         members = self._members(match)
         # Shape arithmetic shared with other layers is read at run time: it follows x, cos, sin.
         extra = [v for v in boundary(members)[0]
-                 if v.constant_value() is None and v not in (x, cos, sin)]
+                 if not v.is_constant and v not in (x, cos, sin)]
         return self.fuse(graph, ctx, members, FUSED_OP, attrs, operands=[x, cos, sin, *extra])
 
     @staticmethod

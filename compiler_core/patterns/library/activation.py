@@ -82,7 +82,7 @@ def swiglu() -> Pattern:
     """
     gate = any_value().bind("gate")
     swish = _swish(gate) | op("Swish", gate).bind("alpha", lambda n: n.attrs.get("alpha", 1.0))
-    up = any_value().bind("up").where(lambda v, _: v.constant_value() is None,
+    up = any_value().bind("up").where(lambda v, _: not v.is_constant,
                                       "a tensor computed at run time (not a constant scale)",
                                       lambda v, _: "a constant", needs_bindings=False)
     return op("Mul", swish, up).described_as(

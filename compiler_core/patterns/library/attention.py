@@ -254,7 +254,7 @@ def _fed_by_matmul(value: Value, _: dict, hops: int = 4) -> bool:
         if any(node.op_type == "MatMul" for node in producers):
             return True
         frontier = [v for node in producers for v in node.inputs
-                    if v is not None and v.constant_value() is None]
+                    if v is not None and not v.is_constant]
     return False
 
 
@@ -273,8 +273,8 @@ def attention() -> Pattern:
     and V (float16 models computing attention in float32); SDPA's NaN guard after the
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
     folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
-    V); rotary on [B, S, N, H] before the heads move forward (GPT-J).  Cross-attention is the same pattern with K and V computed from
-    another tensor than Q.  Reshape targets may be constants or computed at run time: they are
+    V); rotary on [B, S, N, H] before the heads move forward (GPT-J).  Cross-attention is the
+    same pattern with K and V computed from another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
     near miss that says so.

@@ -102,39 +102,92 @@ def layernorm_unscaled() -> Pattern:
         "ReduceMean, Sub, Pow, ReduceMean, Add epsilon, Sqrt, Div.")
 
 
+def residual_sum() -> Pattern:
+    """The residual Add a skip normalization reads: ``input + skip``, where ``input`` may be a
+    projection plus its bias vector (``x + bias``, absorbed: onnxruntime's skip ops add a bias
+    input with the skip, so the projection is left a bare MatMul).  The sum may also be read
+    elsewhere: in a pre-norm block (x + sublayer(norm(x))) the residual stream flows on to the
+    next block's Add, and the fused op returns the sum as a second result.
+
+    Bindings: ``skip_add`` (node), ``input``, ``skip`` (values), and when a bias is absorbed
+    ``bias_add`` (node) and ``bias`` (a constant vector over the last axis).
+    """
+    # Checked right away, not once the whole match stands (as same_size_as and other readers
+    # are): by then it is too late to fall back to the unbiased alternative.
+    biased = op("Add", any_value().bind("input"), const().bind("bias")).bind("bias_add").where(
+        _adds_a_vector, "a bias vector over the last axis", _bias_found,
+        needs_bindings=False).where(
+        _read_once, "a bias Add read by the residual Add only", _readers, needs_bindings=False)
+    # Two alternatives, not one Add over (biased | any): the commutative match takes the first
+    # operand order that fits, and the plain operand fits either order.
+    return (op("Add", biased, any_value().bind("skip")).bind("skip_add").allow_external_uses()
+            | op("Add", any_value().bind("input"), any_value().bind("skip")).bind(
+                "skip_add").allow_external_uses())
+
+
+def _bias_of(value: Value) -> Value:
+    """The constant operand of the bias Add that produces ``value``."""
+    return next(v for v in value.producer.inputs if v.is_constant)
+
+
+def _adds_a_vector(value: Value, _: dict) -> bool:
+    bias, width = _bias_of(value), value.shape[-1] if value.shape else None
+    return bias.rank == 1 and isinstance(width, int) and bias.shape[0] == width
+
+
+def _bias_found(value: Value, _: dict) -> str:
+    return f"{_bias_of(value).describe_type()} added to {value.describe_type()}"
+
+
+def _read_once(value: Value, _: dict) -> bool:
+    return not value.is_graph_output and len(value.uses) == 1
+
+
+def _readers(value: Value, _: dict) -> str:
+    readers = ", ".join(f"{user.op_type} '{user.name}'" for user in value.users())
+    return "a graph output" + (f" also read by {readers}" if readers else "") \
+        if value.is_graph_output else f"read by {readers}"
+
+
 @register("skip_layernorm")
 def skip_layernorm() -> Pattern:
-    """An Add (the residual connection) feeding a layer normalization — either the
-    LayerNormalization op over the last axis (standard, or GraphLab's fused LayerNormalization
-    that LayerNorm recognition makes below opset 17) or the decomposed form of ``layernorm``.
+    """A residual Add (``residual_sum``: maybe absorbing a projection's bias Add, maybe read on
+    by the next block) feeding a layer normalization — either the LayerNormalization op over
+    the last axis (standard, or GraphLab's fused LayerNormalization that LayerNorm recognition
+    makes below opset 17) or the decomposed form of ``layernorm``.
 
-    Why: onnxruntime's SkipLayerNormalization does the residual add and the normalization in
-    one pass (24 of them in bert-base).  The Add's output must be read by the normalization
-    only (otherwise the fused op would also have to output the sum).
+    Why: onnxruntime's SkipLayerNormalization does the residual add (with the bias) and the
+    normalization in one pass (24 of them in bert-base) and writes the sum once when the
+    residual stream needs it.
 
-    Bindings: ``skip_add`` (node), ``input``, ``skip`` (the Add's two inputs), ``scale``,
-    ``shift`` (None when the op form has no bias), ``epsilon`` (float), ``axis`` (-1 for
-    decomposed; the op's axis otherwise), ``layernorm`` (the LayerNormalization node, or the
-    shift Add of the decomposed form), ``form`` ("op" or "decomposed"); the decomposed form
-    also binds the node names of ``layernorm``.
+    Bindings: those of ``residual_sum``; ``scale``, ``shift`` (None when the op form has no
+    bias), ``epsilon`` (float), ``axis`` (-1 for decomposed; the op's axis otherwise),
+    ``layernorm`` (the LayerNormalization node, or the shift Add of the decomposed form),
+    ``form`` ("op" or "decomposed"); the decomposed form also binds the node names of
+    ``layernorm``.
     """
-    skip_add = op("Add", any_value().bind("input"), any_value().bind("skip")).bind("skip_add")
+    skip_add = residual_sum()
     standard = _layernorm_op(skip_add, "")
     recognized = _layernorm_op(skip_add, FUSED_DOMAIN)
     decomposed = decomposed_layernorm(skip_add).tag("form", "decomposed")
     return (standard | recognized | decomposed).described_as(
-        "A residual Add feeding a layer normalization over the last axis (the "
-        "LayerNormalization op or its decomposed form).")
+        "A residual Add (its input may carry a projection's bias Add; the sum may be read on) "
+        "feeding a layer normalization over the last axis (the LayerNormalization op or its "
+        "decomposed form).")
 
 
 def _layernorm_op(x: Pattern, domain: str) -> Pattern:
     """LayerNormalization over the last axis reading ``x``: the standard op, or (in GraphLab's
     domain) the fused node LayerNorm recognition makes where the opset has no such op."""
-    layernorm = op("LayerNormalization", x, any_value().bind("scale"),
-                   optional(any_value().bind("shift")), domain=domain).where(
-        _normalizes_last_axis, "normalization over the last axis", _axis_found)
+    layernorm = over_last_axis(op("LayerNormalization", x, any_value().bind("scale"),
+                                  optional(any_value().bind("shift")), domain=domain))
     return layernorm.bind("layernorm").bind("epsilon", attr_or_default("epsilon", 1e-5)).bind(
         "axis", attr_or_default("axis", -1)).tag("form", "op")
+
+
+def over_last_axis(norm: Pattern) -> Pattern:
+    """A normalization op whose ``axis`` attribute (default -1) names the last axis."""
+    return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found)
 
 
 def _normalizes_last_axis(value: Value, _: dict) -> bool:

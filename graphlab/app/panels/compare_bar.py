@@ -46,12 +46,15 @@ def layout(services: Services) -> html.Div:
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
-    @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"), Input(ids.VIEW, "data"))
-    def show_choice(view):
+    @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"),
+                  Input(ids.VIEW_SETTINGS, "data"), State(VERSUS, "value"), State(AFTER, "value"))
+    def show_choice(view, versus, after):
         if not view:
             return no_update, no_update
         state = ViewState.from_dict(view)
-        return state.versus or None, [AFTER_VALUE] if state.versus_after else []
+        wanted = state.versus or None, [AFTER_VALUE] if state.versus_after else []
+        # what the controls already show is not set again (it would set off request_choice)
+        return tuple(no_update if new == old else new for new, old in zip(wanted, (versus, after)))
 
     @app.callback(Output(VERSUS, "options"), Input(ids.COMPARE_UPLOAD, "data"))
     def offer_upload(upload_b):

@@ -83,9 +83,12 @@ def register(app, services: Services) -> None:
     @on_view(app, services, {"word": Output(SIZES_SOURCE, "children"),
                              "why": Output(BINDINGS_FIELD, "title"),
                              "empty": Output(BINDINGS, "placeholder")},
+             state={"shown": State(BINDINGS_FIELD, "title")}, settings_only=True,
              prevent_initial_call=True)
-    def show_sizes_source(_state, workspace):
+    def show_sizes_source(_state, workspace, shown):
         word, why = sizes_source(workspace.sizes)
+        if why == shown:
+            return {}   # a step within the same workspace: the box already says it
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 

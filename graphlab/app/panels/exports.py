@@ -1,19 +1,31 @@
 """Downloads: either graph pane as SVG or PNG (drawn by cytoscape in the browser, the whole
 graph as shown: open groups, marks, overlay), and the optimized model — the pipeline's last
 snapshot — as portable ONNX (fused nodes as model-local functions) or as ONNX for onnxruntime
-(fused nodes as its own operators, see ``compiler_core.lowering``)."""
+(fused nodes as its own operators, see ``compiler_core.lowering``).
+
+A model too large for one ONNX file (protobuf's 2 GiB) is written to the cache dir as the
+model and its external data file, and the page offers both as links to a route of this
+panel that streams them from disk; the pair is written once per model and runtime.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import shutil
+import tempfile
 
 import dash_cytoscape as cyto
 from dash import Input, Output, State, ctx, dcc, html, no_update
+from flask import abort, send_from_directory
 
-from compiler_core.ir import Graph, to_bytes
+from compiler_core.ir import Graph, save_model, to_bytes
+from compiler_core.ir.model_limits import ModelTooLargeError, format_size
 from compiler_core.lowering import lower_for_onnxruntime
 
 from .. import ids
+from ..cache_files import DOWNLOADS, cache_folder, prune
 from ..services import Services
 from ..view_state import ViewState
 from .on_view import on_view
@@ -50,15 +62,66 @@ def model_button() -> html.Span:
         dcc.Download(id=MODEL_DOWNLOAD), html.Span(id=MESSAGE)])
 
 
+FILE_ROUTE = "/_graphlab/model-files"
+
+
 def model_file(graph: Graph, label: str, runtime: str) -> tuple[bytes, str]:
-    """The model's bytes and file name for the ``onnx`` or the ``onnxruntime`` download."""
+    """The model's bytes and file name for the ``onnx`` or the ``onnxruntime`` download
+    (a ModelTooLargeError past protobuf's 2 GiB: see ``model_files``)."""
+    graph, name = _for_runtime(graph, label, runtime)
+    return to_bytes(graph), name
+
+
+def model_files(graph: Graph, label: str, runtime: str, folder: str) -> list[str]:
+    """The model written in ``folder`` as its .onnx file and its external data file; their
+    names."""
+    graph, name = _for_runtime(graph, label, runtime)
+    save_model(graph, os.path.join(folder, name), external_data=True)
+    return sorted(os.listdir(folder))
+
+
+def _for_runtime(graph: Graph, label: str, runtime: str) -> tuple[Graph, str]:
     if runtime == "onnxruntime":
-        return to_bytes(lower_for_onnxruntime(graph).graph), f"{_stem(label)}.onnxruntime.onnx"
-    return to_bytes(graph), f"{_stem(label)}.optimized.onnx"
+        return lower_for_onnxruntime(graph).graph, f"{_stem(label)}.onnxruntime.onnx"
+    return graph, f"{_stem(label)}.optimized.onnx"
+
+
+def _large_download(services: Services, workspace, graph: Graph, runtime: str) -> html.Span:
+    """Links to the model's two files, written to the cache dir if they are not there yet."""
+    downloads = cache_folder(services.config.cache_dir, DOWNLOADS)
+    prune(downloads, services.config.upload_ttl_seconds)
+    token = hashlib.sha256(f"{workspace.key}:{runtime}".encode()).hexdigest()[:32]
+    folder = os.path.join(downloads, token)
+    if not os.path.isdir(folder):   # written once; a second request (any worker) reuses it
+        writing = tempfile.mkdtemp(prefix=".writing-", dir=downloads)
+        model_files(graph, workspace.label, runtime, writing)
+        try:
+            os.rename(writing, folder)
+        except OSError:   # another request finished first
+            shutil.rmtree(writing, ignore_errors=True)
+    names = sorted(os.listdir(folder))
+    sizes = {n: os.path.getsize(os.path.join(folder, n)) for n in names}
+    return html.Span(className="export-files", children=[
+        f"The model is {format_size(sum(sizes.values()))}, more than one ONNX file can hold "
+        f"(2 GiB): it comes as two files; keep them in one folder: "
+    ] + [html.A(f"{name} ({format_size(sizes[name])})", href=f"{FILE_ROUTE}/{token}/{name}",
+                download=name, className="button small") for name in names])
+
+
+def _serve_file(services: Services):
+    downloads = os.path.join(services.config.cache_dir, DOWNLOADS)
+
+    def serve(token: str, name: str):
+        if not re.fullmatch(r"[0-9a-f]{32}", token) or "/" in name or name.startswith("."):
+            abort(404)
+        return send_from_directory(os.path.join(downloads, token), name, as_attachment=True)
+    return serve
 
 
 def register(app, services: Services) -> None:
     cyto.load_extra_layouts()   # the bundle with cytoscape's SVG exporter (before first page)
+    app.server.add_url_rule(f"{FILE_ROUTE}/<token>/<name>", "graphlab_model_file",
+                            _serve_file(services))
 
     @app.callback(Output(ids.BEFORE, "generateImage"), Output(ids.AFTER, "generateImage"),
                   Input({"type": IMAGE, "index": "before:svg"}, "n_clicks"),
@@ -83,7 +146,11 @@ def register(app, services: Services) -> None:
         if not (portable or for_onnxruntime):
             return {}
         runtime = "onnxruntime" if ctx.triggered_id == ORT_MODEL_BUTTON else "onnx"
-        data, name = model_file(workspace.result.snapshots[-1].graph, workspace.label, runtime)
+        graph = workspace.result.snapshots[-1].graph
+        try:
+            data, name = model_file(graph, workspace.label, runtime)
+        except ModelTooLargeError:
+            return {"message": _large_download(services, workspace, graph, runtime)}
         return {"file": dcc.send_bytes(data, name), "message": ""}
 
 

@@ -11,6 +11,7 @@ from ..services import Services
 from .on_view import on_view
 from .panel import TAB, Panel
 
+NAME = "inspector"
 BODY = "inspector"
 OPEN_BODY = "open-body"      # pattern-matching type, index = fused node id (the panes open it)
 HINT = "Click a node in either pane to inspect it; its counterpart is selected in the other."
@@ -24,7 +25,7 @@ def register(app, services: Services) -> None:
     hint = html.P(HINT, className="hint")
 
     @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": hint},
-             message="body")
+             tab=NAME, message="body")
     def render(state, workspace):
         if state.node is None:
             return {"body": hint}
@@ -73,4 +74,4 @@ def _value_table(rows: list[dict]) -> html.Table:
                       className="kv")
 
 
-PANEL = Panel("inspector", TAB, register, layout, tab="Inspector")
+PANEL = Panel(NAME, TAB, register, layout, tab="Inspector")

@@ -101,10 +101,14 @@ def register(app, services: Services) -> None:
             return (*UNCHANGED[:-3], message, waiting, False)
         state, workspace = checked
         url = no_update if from_url and not message else to_query(state, default)
-        return (url, state.to_dict(), state.model, _preset_of(state.pipeline),
-                _passes_text(state, workspace),
-                state.target, workspace.sizes.text(), state.panel,
-                ["hide"] if state.hide_unchanged else [], state.search, message, None, True)
+        controls = [(state.model, model), (_preset_of(state.pipeline), preset),
+                    (_passes_text(state, workspace), passes), (state.target, target),
+                    (workspace.sizes.text(), bindings), (state.panel, panel),
+                    (["hide"] if state.hide_unchanged else [], hide), (state.search, query)]
+        # A control that already shows its value is left alone (and so is the build poll
+        # when nothing waits): every prop an answer sets sets off the callbacks that read it.
+        return (url, state.to_dict(), *(no_update if new == old else new for new, old in controls),
+                message, *((None, True) if pending else (no_update, no_update)))
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:

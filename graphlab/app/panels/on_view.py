@@ -24,17 +24,20 @@ def error_message(err: Exception) -> html.Div:
 
 def on_view(app, services: Services, output: dict[str, Output], *,
             inputs: dict | None = None, state: dict | None = None, view_triggers: bool = True,
-            tab: str = "", idle: dict | None = None, message: str = "",
+            tab: str = "", settings_only: bool = False, idle: dict | None = None,
+            message: str = "",
             failed: Callable[[ViewState], dict] | None = None, **options) -> Callable:
     """Registers the decorated ``draw`` as a callback of the view and the ``inputs``.
 
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
-    tab: draw only while this tab is open.  idle: the outputs without a view (or while the
-    tab is closed).
+    tab: draw only while this tab is open — a closed tab's callback does not even fire
+    (`tab_gate`).  settings_only: draw only when more than the place in the view changed
+    (`settings_gate`): what a step cannot change.  idle: the outputs without a view.
     message: the output that shows an error; without one, errors change nothing (another
     part of the page says what is wrong).  failed(state): further outputs set on an error.
     """
-    view = (Input if view_triggers else State)(ids.VIEW, "data")
+    heard = ids.tab_view(tab) if tab else ids.VIEW_SETTINGS if settings_only else ids.VIEW
+    view = Input(heard, "data") if view_triggers else State(ids.VIEW, "data")
     dependencies = {"inputs": {**(inputs or {}), **({"view": view} if view_triggers else {})},
                     "state": {**(state or {}), "upload": State(ids.UPLOAD_TOKEN, "data"),
                               "upload_b": State(ids.COMPARE_UPLOAD, "data"),

@@ -41,10 +41,11 @@ def register(app, services: Services) -> None:
     @on_view(app, services, {"toggle": Output(TOGGLE, "value"),
                              "legend": Output(LEGEND, "children"),
                              "hidden": Output(LEGEND, "hidden")},
+             state={"shown": State(TOGGLE, "value"), "was_hidden": State(LEGEND, "hidden")},
              failed=off)
-    def show(state, workspace):   # errors: the panes already say what is wrong
-        if state.overlay != INTENSITY:
-            return off(state)
+    def show(state, workspace, shown, was_hidden):   # errors: the panes already say what is wrong
+        if state.overlay != INTENSITY:   # off, and already shown off: nothing to send
+            return {} if not shown and was_hidden else off(state)
         _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
         cost = cost_of(workspace, after, state.target)
         return {"toggle": [INTENSITY], "legend": legend_items(cost), "hidden": False}

@@ -1,17 +1,20 @@
 """The two graph panes (before / after the selected pass), their legend, search and groups.
 
-Element lists are re-sent only when what is drawn changes (pass, open groups); selection,
-pattern highlights and search only change the panes' stylesheets.  Tapping a group opens or
-closes it; the open groups live in the page (per browser), not in the URL.
+Each answer sends only what changed (`pane_updates`): the page keeps what the panes were drawn
+from, a pane whose elements are the same (a pass that changed nothing) gets nothing, a pane
+where a few changed gets those, merged in the page by `graphlab.applyElements`; a stylesheet
+(selection, pattern highlights, search) is re-sent only when it changed.  Tapping a group opens
+or closes it; the open groups live in the page (per browser), not in the URL.
 """
 
 from __future__ import annotations
 
 import dash_cytoscape as cyto
-from dash import ALL, Input, Output, State, ctx, dcc, html
+from dash import ALL, ClientsideFunction, Input, Output, State, ctx, dcc, html
 
 from .. import ids
 from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
+from ..pane_updates import pane_changes
 from ..services import Services
 from ..styles import BASE_STYLESHEET
 from . import exports, overlay
@@ -20,6 +23,7 @@ from .on_view import on_view
 from .panel import MAIN, Panel
 
 DRAWN_KEY = "pane-key"       # what the panes' element lists were drawn from
+UPDATES = {ids.BEFORE: "pane-before-update", ids.AFTER: "pane-after-update"}
 BEFORE_TITLE = "pane-before-title"
 AFTER_TITLE = "pane-after-title"
 MESSAGE = "pane-message"
@@ -49,10 +53,16 @@ LEGEND = [
     ("search", "search hit"),
 ]
 
+STRUCTURE_NOTE = ("Groups found from the structure (the model's nodes carry no name scopes): "
+                  "\"block k\" is one repeat of a layer the graph repeats, \"blocks 0–9\" a "
+                  "run of them; other groups are stretches of the order named by their main "
+                  "ops and positions (\"MatMul · Add 41–80\").")
+
 
 def layout(_: Services) -> html.Div:
     return html.Div(className="panes-area", children=[
         dcc.Store(id=DRAWN_KEY, storage_type="memory"),
+        *[dcc.Store(id=store, storage_type="memory") for store in UPDATES.values()],
         html.Div(className="pane-tools", children=[
             dcc.Input(id=SEARCH, type="search", debounce=True, className="search-input",
                       placeholder="search node name or op type (e.g. Conv)"),
@@ -70,10 +80,12 @@ def layout(_: Services) -> html.Div:
     ])
 
 
-def legend_items(comparing: bool) -> list[html.Span]:
+def legend_items(comparing: bool, structured: bool = False) -> list[html.Span]:
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
-    return [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
-                      className="legend-item") for key, text in entries]
+    items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
+                       className="legend-item") for key, text in entries]
+    return items + ([html.Span(STRUCTURE_NOTE, className="legend-item legend-note")]
+                    if structured else [])
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -90,7 +102,7 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
 
 def register(app, services: Services) -> None:
     @on_view(app, services, {
-        "before": Output(ids.BEFORE, "elements"), "after": Output(ids.AFTER, "elements"),
+        "before": Output(UPDATES[ids.BEFORE], "data"), "after": Output(UPDATES[ids.AFTER], "data"),
         "before_style": Output(ids.BEFORE, "stylesheet"),
         "after_style": Output(ids.AFTER, "stylesheet"),
         "before_title": Output(BEFORE_TITLE, "children"),
@@ -105,19 +117,22 @@ def register(app, services: Services) -> None:
         snapshot = workspace.result.snapshots[workspace.clamp_step(state.step)]
         hits = payload.search_hits
         comparison = workspace.comparison
-        shown = {"before_style": payload.before_style, "after_style": payload.after_style,
-                 "before_title": (f"A: {comparison.a_label}" if comparison else
+        shown = {"before_title": (f"A: {comparison.a_label}" if comparison else
                                   f"Before pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_before} nodes)",
                  "after_title": (f"B: {comparison.b_label}" if comparison else
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
-                 "legend": legend_items(comparing=comparison is not None),
-                 "drawn_key": payload.key, "message": "", "fit_key": workspace.key,
+                 "legend": legend_items(comparing=comparison is not None,
+                                        structured=workspace.scopes.structured),
+                 "message": "", "fit_key": workspace.key,
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
-        if payload.key == drawn:
-            return shown
-        return {**shown, "before": payload.before, "after": payload.after}
+        return {**shown, **pane_changes(workspace, payload, drawn)}
+
+    for pane, store in UPDATES.items():   # the page merges an update into what it holds
+        app.clientside_callback(ClientsideFunction("graphlab", "applyElements"),
+                                Output(pane, "elements"), Input(store, "data"),
+                                State(pane, "elements"), prevent_initial_call=True)
 
     @on_view(app, services, {"ui": Output(ids.UI, "data")},
              inputs={"tap_before": Input(ids.BEFORE, "tapNodeData"),

@@ -54,8 +54,8 @@ def layout(_: Services) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(TEXT, "value"), Output(SHOWN, "data"), Input(ids.VIEW, "data"),
-                  State(SHOWN, "data"))
+    @app.callback(Output(TEXT, "value"), Output(SHOWN, "data"),
+                  Input(ids.tab_view(EDITOR), "data"), State(SHOWN, "data"))
     def show_text(view, shown):
         if not view or view.get("panel") != EDITOR or view.get("pattern", "") == shown:
             return no_update, no_update

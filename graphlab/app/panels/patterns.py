@@ -14,6 +14,7 @@ from . import onnxscript_rules
 from .on_view import on_view
 from .panel import TAB, Panel
 
+NAME = "patterns"
 BODY = "patterns"
 ITEM = "pattern-item"        # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
 NO_PATTERNS = "No pattern matches or nearly matches here."
@@ -26,7 +27,7 @@ def layout(services: Services) -> html.Div:
 
 def register(app, services: Services) -> None:
     @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": []},
-             message="body")
+             tab=NAME, message="body")
     def render(state, workspace):
         step = workspace.clamp_step(state.step)
         snapshot = workspace.result.snapshots[step]
@@ -106,4 +107,4 @@ def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:
                                  for reason, count, patterns in reasons], className="kv")])
 
 
-PANEL = Panel("patterns", TAB, register, layout, tab="Patterns")
+PANEL = Panel(NAME, TAB, register, layout, tab="Patterns")

@@ -1,12 +1,13 @@
 """The pass stepper: every pass with its node counts, rewrites and "changed nothing" marks.
 
 Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and → step too
-(assets/graphlab.js presses the Prev/Next buttons).
+(assets/graphlab.js presses the Prev/Next buttons).  A step re-sends no row: while the list
+is the one the page holds (`ROWS_DRAWN`), the answer only moves the "selected" mark.
 """
 
 from __future__ import annotations
 
-from dash import Output, dcc, html
+from dash import Output, Patch, State, dcc, html
 
 from ..services import Services
 from . import compare_bar, numerics
@@ -14,6 +15,7 @@ from .on_view import on_view
 from .panel import MAIN, Panel
 
 ROWS = "pass-list"
+ROWS_DRAWN = "pass-list-drawn"   # the workspace, passes and selection the rows show
 ROW = "pass-row"             # pattern-matching type, index = pass index
 PREV = "step-prev"
 NEXT = "step-next"
@@ -35,30 +37,48 @@ def layout(services: Services) -> html.Div:
             numerics.layout(),
         ]),
         html.Ol(id=ROWS, className="pass-list"),
+        dcc.Store(id=ROWS_DRAWN, storage_type="memory"),
     ])
 
 
 def register(app, services: Services) -> None:
-    @on_view(app, services, {"rows": Output(ROWS, "children")}, idle={"rows": []},
+    @on_view(app, services, {"rows": Output(ROWS, "children"), "drawn": Output(ROWS_DRAWN, "data")},
+             state={"drawn": State(ROWS_DRAWN, "data")}, idle={"rows": [], "drawn": None},
              message="rows")
-    def render(state, workspace):
+    def render(state, workspace, drawn):
+        snapshots = workspace.result.snapshots
         if workspace.comparison is not None:   # one step, from model A to model B
             summary = workspace.comparison.diff.summary()
             detail = (f"{summary['matched']} matched, {summary['changed']} changed, "
                       f"{summary['only_a']} only in A, {summary['only_b']} only in B")
-            return {"rows": [pass_row(workspace.result.snapshots[0], True, detail)]}
-        return {"rows": [pass_row(s, s.index == state.step) for s in workspace.result.snapshots
-                         if s.changed or not state.hide_unchanged or s.index == state.step]}
+            return {"rows": [pass_row(snapshots[0], True, detail)], "drawn": None}
+        shown = [s.index for s in snapshots
+                 if s.changed or not state.hide_unchanged or s.index == state.step]
+        record = {"workspace": workspace.key, "rows": shown, "selected": state.step}
+        if not drawn or {**drawn, "selected": state.step} != record:
+            return {"rows": [pass_row(snapshots[i], i == state.step) for i in shown],
+                    "drawn": record}
+        if drawn["selected"] == state.step:
+            return {}
+        moved = Patch()
+        for index in (drawn["selected"], state.step):
+            if index in shown:
+                row = moved[shown.index(index)]["props"]["children"]["props"]
+                row["className"] = row_class(snapshots[index], index == state.step)
+        return {"rows": moved, "drawn": record}
+
+
+def row_class(snapshot, selected: bool) -> str:
+    return "pass-row" + (" selected" if selected else "") + ("" if snapshot.changed
+                                                              else " unchanged")
 
 
 def pass_row(snapshot, selected: bool, detail: str = "") -> html.Li:
     counts = f"{snapshot.nodes_before} → {snapshot.nodes_after} nodes"
     detail = detail or (f"{snapshot.rewrites} rewrite{'s' if snapshot.rewrites != 1 else ''}"
                         if snapshot.changed else "changed nothing")
-    classes = "pass-row" + (" selected" if selected else "") + ("" if snapshot.changed
-                                                                 else " unchanged")
     return html.Li(html.Button(
-        id={"type": ROW, "index": snapshot.index}, className=classes,
+        id={"type": ROW, "index": snapshot.index}, className=row_class(snapshot, selected),
         title=snapshot.description, children=[
             html.Span(f"{snapshot.index + 1}. {snapshot.pass_name}", className="pass-name"),
             html.Span(counts, className="pass-counts"),

@@ -107,7 +107,8 @@ def _field(label: str, control) -> html.Label:
 
 def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
-                  Output(DATAFLOW, "value"), Output(TIMING, "value"), Input(ids.VIEW, "data"))
+                  Output(DATAFLOW, "value"), Output(TIMING, "value"),
+                  Input(ids.tab_view(NAME), "data"))
     def show_settings(view):
         if not view or view.get("panel") != NAME:
             return (no_update,) * 5

@@ -1,0 +1,157 @@
+"""A serialized model's structure apart from its inline weights, found without copying them.
+
+protobuf parses a message whole: the weights stored inline in an .onnx file (``raw_data``)
+would be copied out of the file, and once more into arrays.  This scanner walks the wire
+format down to the graph's initializers, notes where each large ``raw_data`` lies in the
+buffer and returns the model's bytes without them, which parse in a moment; the importer then
+stores those weights as ranges of the buffer itself (the mapped file or the uploaded bytes).
+A file past protobuf's 2 GiB limit parses this way as well, when its structure is under it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Field numbers (onnx.proto): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data.
+MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_RAW_DATA = 7, 5, 9
+VARINT, FIXED64, LENGTH_DELIMITED, START_GROUP, END_GROUP, FIXED32 = range(6)
+
+
+class WireError(ValueError):
+    """The bytes are not a well-formed protobuf message (the parser says why, in words)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where one initializer's raw_data lies in the buffer."""
+
+    offset: int
+    length: int
+
+
+def split_inline_weights(buffer, min_bytes: int) -> tuple[bytes, list[Span | None]]:
+    """(the model without the raw_data of its graph's initializers of at least ``min_bytes``,
+    one Span or None per initializer in the order protobuf will list them)."""
+    view = memoryview(buffer)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    spans: list[Span | None] = []
+    pieces: list[bytes | memoryview] = []
+    moved = False
+    for field, wire_type, start, tag_end, body, end in _fields(view, 0, len(view)):
+        if field == MODEL_GRAPH and wire_type == LENGTH_DELIMITED:
+            graph = _graph_without_weights(view, body, end, spans, min_bytes)
+            if graph is not None:
+                pieces += [view[start:tag_end], encode_varint(len(graph)), graph]
+                moved = True
+                continue
+        pieces.append(view[start:end])
+    return (b"".join(pieces) if moved else bytes(view)), spans
+
+
+def _graph_without_weights(view: memoryview, begin: int, end: int, spans: list,
+                           min_bytes: int) -> bytes | None:
+    pieces: list[bytes | memoryview] = []
+    moved = False
+    for field, wire_type, start, tag_end, body, stop in _fields(view, begin, end):
+        if field == GRAPH_INITIALIZER and wire_type == LENGTH_DELIMITED:
+            tensor = _tensor_without_data(view, body, stop, spans, min_bytes)
+            if tensor is not None:
+                pieces += [view[start:tag_end], encode_varint(len(tensor)), tensor]
+                moved = True
+                continue
+        pieces.append(view[start:stop])
+    return b"".join(pieces) if moved else None
+
+
+def _tensor_without_data(view: memoryview, begin: int, end: int, spans: list,
+                         min_bytes: int) -> bytes | None:
+    kept: list[memoryview] = []
+    data: Span | None = None
+    for field, wire_type, start, _, body, stop in _fields(view, begin, end):
+        if field == TENSOR_RAW_DATA and wire_type == LENGTH_DELIMITED:
+            data = Span(body, stop - body)   # the last occurrence wins, as in protobuf
+        else:
+            kept.append(view[start:stop])
+    if data is None or data.length < min_bytes:
+        spans.append(None)
+        return None
+    spans.append(data)
+    return b"".join(kept)
+
+
+def _fields(view: memoryview, position: int, end: int):
+    """(field number, wire type, start of the tag, end of the tag, start of the payload, end)
+    of each field of the message between ``position`` and ``end``."""
+    while position < end:
+        start = position
+        tag, tag_end = _read_varint(view, position, end)
+        if tag >> 3 == 0:
+            raise WireError(f"field number 0 at byte {start}")
+        body, position = _payload(view, tag, tag_end, end)
+        yield tag >> 3, tag & 7, start, tag_end, body, position
+
+
+def _payload(view: memoryview, tag: int, position: int, end: int) -> tuple[int, int]:
+    """(start, end) of the payload of a field whose tag ends at ``position``."""
+    wire_type = tag & 7
+    if wire_type == VARINT:
+        stop = _read_varint(view, position, end)[1]
+    elif wire_type == FIXED64:
+        stop = position + 8
+    elif wire_type == FIXED32:
+        stop = position + 4
+    elif wire_type == LENGTH_DELIMITED:
+        length, position = _read_varint(view, position, end)
+        stop = position + length
+    elif wire_type == START_GROUP:
+        stop = _group_end(view, tag >> 3, position, end)
+    else:
+        raise WireError(f"unexpected wire type {wire_type} before byte {position}")
+    if stop > end:
+        raise WireError(f"field {tag >> 3} before byte {position} runs past the end of its "
+                        f"message")
+    return position, stop
+
+
+def _group_end(view: memoryview, field: int, position: int, end: int) -> int:
+    """Where a (long deprecated, but legal) group field ends, after its END_GROUP tag."""
+    while position < end:
+        tag, position = _read_varint(view, position, end)
+        if tag & 7 == END_GROUP:
+            if tag >> 3 != field:
+                raise WireError(f"group {field} closed as group {tag >> 3}")
+            return position
+        position = _payload(view, tag, position, end)[1]
+    raise WireError(f"group {field} is not closed")
+
+
+def _read_varint(view: memoryview, position: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= end or shift > 63:
+            raise WireError(f"a number at byte {position} is cut off")
+        byte = view[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, position
+        shift += 7
+
+
+def encode_varint(number: int) -> bytes:
+    """A non-negative number in protobuf's base-128 encoding."""
+    out = bytearray()
+    while True:
+        byte = number & 0x7F
+        number >>= 7
+        if number:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def tag(field: int, wire_type: int) -> bytes:
+    """A field's key: its number and wire type."""
+    return encode_varint((field << 3) | wire_type)

@@ -1,0 +1,73 @@
+"""The smallest answer that brings a pane from what the browser holds to what it should show.
+
+The page keeps a record of what each pane's elements were drawn from (`pane_payload.Drawn`);
+the server rebuilds that list (usually from its cache) and compares it with the new one, element
+by element (by id).  Nothing changed: nothing is sent — stepping onto a pass that changed
+nothing re-sends no graph.  A few elements changed: only those are sent, with the ids to drop,
+and the page merges them into the list it holds (`graphlab.applyElements` in
+assets/graphlab.js); cytoscape then touches only those elements.  Most changed: the whole list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .pane_payload import Drawn, PanesPayload, pane_elements_of
+from .workbench import Workspace
+
+WHOLE_LIST_SHARE = 0.6   # a change touching more of the list than this sends it whole
+
+
+def element_update(old: list[dict] | None, new: list[dict]) -> dict | None:
+    """None when ``old`` is ``new``; else {"remove": [ids], "upsert": [elements]} (the new or
+    changed elements, in the new list's order) or, when that is not much smaller, {"full": new}.
+    """
+    if old is None:
+        return {"full": new}
+    if old is new:   # the same list (kept by content): a pass that changed nothing
+        return None
+    held = {e["data"]["id"]: e for e in old}
+    wanted = {e["data"]["id"] for e in new}
+    upsert = [e for e in new if held.get(e["data"]["id"]) != e]
+    remove = [i for i in held if i not in wanted]
+    if not upsert and not remove:
+        return None
+    if len(upsert) + len(remove) / 4 > WHOLE_LIST_SHARE * len(new):
+        return {"full": new}
+    return {"remove": remove, "upsert": upsert}
+
+
+def applied(old: list[dict], update: dict) -> list[dict]:
+    """What the page makes of ``old`` and an update (the same merge as its script does)."""
+    if "full" in update:
+        return update["full"]
+    gone = set(update["remove"])
+    changed = {e["data"]["id"]: e for e in update["upsert"]}
+    merged = [changed.pop(e["data"]["id"], e) for e in old if e["data"]["id"] not in gone]
+    return merged + list(changed.values())
+
+
+def fingerprint(value) -> str:
+    """A short digest of a JSON value (a stylesheet), to tell whether it changed."""
+    return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None) -> dict:
+    """The panes' outputs that differ from what the page holds (``drawn``: the record of the
+    last answer): "before" / "after" element updates, "before_style" / "after_style", and
+    "drawn_key", the new record, when it changed."""
+    held = Drawn.from_store(drawn, workspace)
+    old = pane_elements_of(workspace, held) if held is not None else (None, None)
+    styles = [fingerprint(payload.before_style), fingerprint(payload.after_style)]
+    held_styles = drawn.get("styles", [None, None]) if held is not None else [None, None]
+    record = {**payload.drawn.to_store(workspace), "styles": styles}
+    found: dict = {} if record == drawn else {"drawn_key": record}
+    for index, (side, new, style) in enumerate((("before", payload.before, payload.before_style),
+                                                 ("after", payload.after, payload.after_style))):
+        update = element_update(old[index], new)
+        if update is not None:
+            found[side] = {**update, "for": fingerprint(record)}
+        if held_styles[index] != styles[index]:
+            found[f"{side}_style"] = style
+    return found

@@ -1,0 +1,176 @@
+"""What a step sends, watched in a real browser: a closed tab gets nothing until it is opened
+(nor does what a step cannot change: the sizes word, the comparison chosen),
+a pass that changed nothing re-sends no graph, a step sends only the elements that changed
+and draws what a fresh page draws, and a graph without name scopes opens grouped."""
+
+from __future__ import annotations
+
+import onnx
+import pytest
+
+from benchmarks.app import generated_model
+from benchmarks.browser_timing import IDLE
+from graphlab.app import AppConfig, create_app, ids
+from graphlab.app.panels import registry
+from graphlab.app.services import Services
+from graphlab.app.view_state import ViewState
+
+from pane_helpers import pane_js, wait_for_nodes, wait_until
+
+pytestmark = pytest.mark.browser
+
+# Every answer of the server from now on: the callback's outputs, the response's props and
+# its size.  Dash's renderer posts callbacks with fetch.
+RECORD_ANSWERS = """
+window.answers = [];
+if (!window.fetchRecorded) {
+  window.fetchRecorded = true;
+  var original = window.fetch;
+  window.fetch = function (url, options) {
+    var sent = original.apply(this, arguments);
+    if (String(url).indexOf('_dash-update-component') >= 0) {
+      var asked = JSON.parse(options.body).output;
+      sent.then(function (reply) {
+        reply.clone().text().then(function (text) {
+          var body = text ? JSON.parse(text).response : {};
+          window.answers.push({output: asked, bytes: text.length, response: body});
+        });
+      });
+    }
+    return sent;
+  };
+}
+"""
+ELEMENTS = """
+return [before, after].map(function (cy) {
+  return cy.elements().map(function (e) {
+    var p = e.isNode() && !e.isParent() ? e.position() : {x: 0, y: 0};
+    return [e.id(), e.classes().sort().join(' '), Math.round(p.x), Math.round(p.y)].join('|');
+  }).sort();
+});
+"""
+
+
+def answers(dash_duo) -> list[dict]:
+    return dash_duo.driver.execute_script("return window.answers;")
+
+
+def settled(dash_duo, title: str) -> None:
+    """Until the panes show ``title`` and no callback is in flight."""
+    dash_duo.wait_for_contains_text("#pane-after-title", title, timeout=20)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(IDLE), 20,
+               "callbacks still in flight")
+
+
+def unchanged_pair(model: str, tmp_path) -> int:
+    """A pass that changed nothing right after another that changed nothing (its index)."""
+    services = Services.from_config(AppConfig(cache_dir=str(tmp_path / "probe")))
+    snapshots = services.workspace(ViewState(model=model), None).result.snapshots
+    return next(s.index for s in snapshots[1:]
+                if not s.changed and not snapshots[s.index - 1].changed)
+
+
+def callbacks_of(app, store: str) -> set[str]:
+    """The outputs of every callback that hears the view through ``store``."""
+    return {output for output, spec in app.callback_map.items()
+            if any(i["id"] == store for i in spec["inputs"])}
+
+
+def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(started,
+                                                                         graphlab_app):
+    dash_duo = started
+    settled(dash_duo, "After pass 2")
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    dash_duo.find_element("#step-next").click()
+    settled(dash_duo, "After pass 3")
+    asked = {a["output"] for a in answers(dash_duo)}
+    assert any("pane-before-update" in o for o in asked), asked   # the step was answered
+    closed = {tab: callbacks_of(graphlab_app, ids.tab_view(tab)) for tab in registry.tab_names()
+              if tab != "inspector"}   # the tab open at first
+    assert all(closed.values()), closed   # every tab's panels hear the view through its store
+    assert not asked & set().union(*closed.values()), asked
+    settled_only = callbacks_of(graphlab_app, ids.VIEW_SETTINGS)   # the sizes word, the
+    assert len(settled_only) >= 2 and not asked & settled_only, asked  # comparison chosen
+
+    dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
+    dash_duo.wait_for_contains_text("#patterns", "Patterns in pass 3", timeout=20)
+    assert any("patterns.children" in a["output"] for a in answers(dash_duo))
+
+
+def test_a_pass_that_changed_nothing_resends_no_graph(dash_duo, graphlab_app, tmp_path):
+    step = unchanged_pair("cnn_bn", tmp_path)
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(f"{dash_duo.server_url}/?model=cnn_bn&pass={step}")   # 1-based
+    wait_for_nodes(dash_duo)
+    settled(dash_duo, f"After pass {step}:")
+    drawn = pane_js(dash_duo, ELEMENTS)
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    dash_duo.find_element("#step-next").click()
+    settled(dash_duo, f"After pass {step + 1}:")
+    sent = {prop for a in answers(dash_duo) for key, props in a["response"].items()
+            for prop in (f"{key}.{p}" for p in props)}
+    graph = {"pane-before-update.data", "pane-after-update.data", "pane-before.stylesheet",
+             "pane-after.stylesheet"}
+    assert not sent & graph, sorted(sent & graph)
+    rows = [a["response"]["pass-list"]["children"] for a in answers(dash_duo)
+            if "pass-list" in a["response"]]
+    assert rows and all("__dash_patch_update" in r for r in rows)   # the mark moved, no row
+    assert pane_js(dash_duo, ELEMENTS) == drawn
+
+
+def test_a_step_sends_only_what_changed_and_draws_what_a_fresh_page_draws(dash_duo,
+                                                                          graphlab_app):
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(f"{dash_duo.server_url}/?model=cnn_bn&pass=15")
+    wait_for_nodes(dash_duo)
+    settled(dash_duo, "After pass 15:")
+    assert "Groups found" not in dash_duo.find_element(".legend").text   # its own scopes
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    for step in range(16, 25):   # through fold_batchnorm (16) and fuse_linear_bias_act (23)
+        dash_duo.find_element("#step-next").click()
+        settled(dash_duo, f"After pass {step}:")
+    updates = [props["data"] for a in answers(dash_duo) for key, props in a["response"].items()
+               if key.endswith("-update")]
+    changes = [u for u in updates if "full" not in u]
+    assert changes and all(u["upsert"] or u["remove"] for u in changes), updates
+    assert len(updates) < 2 * 9, "a pane that stayed the same was sent"
+    stepped = pane_js(dash_duo, ELEMENTS)
+    dash_duo.driver.get(f"{dash_duo.server_url}/?model=cnn_bn&pass=24")
+    wait_for_nodes(dash_duo)
+    settled(dash_duo, "After pass 24:")
+    assert pane_js(dash_duo, ELEMENTS) == stepped
+
+
+@pytest.fixture
+def unscoped_app(tmp_path):
+    path = tmp_path / "unscoped.onnx"
+    onnx.save(generated_model(layers=30, branches=2, depth=6, scoped=False), str(path))  # 420
+    return create_app(AppConfig(cache_dir=str(tmp_path / "sessions"), extra_model_path=str(path)))
+
+
+def test_a_graph_without_name_scopes_opens_grouped_by_its_repeated_blocks(dash_duo,
+                                                                         unscoped_app):
+    dash_duo.start_server(unscoped_app)
+    wait_until(dash_duo, lambda: pane_js(
+        dash_duo, "return before.nodes('.collapsed').length > 0;"), 90, "nothing was grouped")
+    labels = pane_js(dash_duo, "return before.nodes('.collapsed').map(function (g) {"
+                               "  return g.data('label').split('\\n')[0]; });")
+    runs = [f"blocks {k}–{k + 4}" for k in range(0, 30, 5)]
+    layers = [f"block {k}" for k in range(30)]
+    assert sorted(labels) in (sorted(runs), sorted(layers)), labels   # how many levels open
+    # at first depends on the room they take: runs of five layers, or the layers in them
+    assert pane_js(dash_duo, "return before.nodes('.op').length;") == 0
+    dash_duo.wait_for_contains_text(".legend", "Groups found from the structure", timeout=10)
+    height = pane_js(dash_duo, "var b = before.elements().boundingBox(); return b.h;")
+    assert height < 6000, height    # the 420 nodes one under the other: ~38,000 px
+
+    first = pane_js(dash_duo, "return before.nodes('.collapsed')[0].id();")
+    pane_js(dash_duo, "before.getElementById(arguments[0]).emit('tap');", first)
+    wait_until(dash_duo, lambda: pane_js(
+        dash_duo, "return before.getElementById(arguments[0]).isParent();", first), 20,
+        "the group did not open")
+    inside = pane_js(dash_duo, "return before.getElementById(arguments[0]).children()"
+                               ".map(function (n) { return n.data('label').split('\\n')[0]; });",
+                     first)
+    assert inside == layers[:5] or sorted(inside) == sorted(
+        ["MatMul", "Sigmoid", "Tanh"] * 4 + ["Add"] * 2), inside   # a run, or one layer

@@ -1,0 +1,76 @@
+"""What a step sends: nothing for a pane that did not change, else the changed elements (or
+the whole list when most changed), which the page merges into what it holds."""
+
+from __future__ import annotations
+
+import pytest
+
+from graphlab.app.config import AppConfig
+from graphlab.app.pane_payload import UiState, build_panes
+from graphlab.app.pane_updates import WHOLE_LIST_SHARE, applied, element_update, pane_changes
+from graphlab.app.services import Services
+from graphlab.app.view_state import ViewState
+
+MODEL = "bert_tiny_op13"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    services = Services.from_config(AppConfig(cache_dir=str(tmp_path_factory.mktemp("cache"))))
+    return services.workspace(ViewState(model=MODEL), None)
+
+
+def walk(workspace, ui: UiState):
+    """Every step from the first pass to the last: (step, answer, payload)."""
+    drawn = None
+    for step in range(len(workspace.result.snapshots)):
+        payload = build_panes(workspace, ViewState(model=MODEL, step=step), ui)
+        answer = pane_changes(workspace, payload, drawn)
+        drawn = answer.get("drawn_key", drawn)
+        yield step, answer, payload
+
+
+def as_set(elements):
+    return sorted(repr(sorted(e.items())) for e in elements)
+
+
+@pytest.mark.parametrize("grouping", ["default", "all open"])
+def test_merging_each_answer_into_what_the_page_holds_draws_the_new_pass(workspace, grouping):
+    ui = UiState() if grouping == "default" else UiState(expanded=frozenset(workspace.scopes.groups))
+    held = {"before": [], "after": []}
+    for step, answer, payload in walk(workspace, ui):
+        for side in held:
+            if side in answer:
+                held[side] = applied(held[side], answer[side])
+        assert as_set(held["before"]) == as_set(payload.before), step
+        assert as_set(held["after"]) == as_set(payload.after), step
+
+
+def test_a_pass_that_changed_nothing_after_one_that_changed_nothing_sends_no_graph(workspace):
+    snapshots = workspace.result.snapshots
+    quiet = [s.index for s in snapshots[1:] if not s.changed and not snapshots[s.index - 1].changed]
+    assert quiet
+    answers = dict((step, answer) for step, answer, _ in walk(workspace, UiState()))
+    for step in quiet:
+        assert not {"before", "after", "before_style", "after_style"} & set(answers[step]), step
+
+
+def test_a_pass_that_changed_a_little_sends_the_changed_elements_only(workspace):
+    answers = [(step, answer) for step, answer, _ in walk(workspace, UiState(
+        expanded=frozenset(workspace.scopes.groups)))]
+    partial = [answer["after"] for step, answer in answers[1:]
+               if "after" in answer and "full" not in answer["after"]]
+    assert partial, "no step sent a partial update"
+    for update in partial:
+        assert update["upsert"] or update["remove"]
+
+
+def test_an_update_is_the_whole_list_when_most_of_it_changed():
+    old = [{"data": {"id": f"n{i}"}, "classes": "op"} for i in range(10)]
+    new = [{"data": {"id": f"n{i}"}, "classes": "op added"} for i in range(10)]
+    assert element_update(old, new) == {"full": new}
+    few = new[:2] + old[2:]
+    assert element_update(old, few) == {"remove": [], "upsert": new[:2]}
+    assert 2 < WHOLE_LIST_SHARE * 10
+    assert element_update(old, list(old)) is None
+    assert element_update(None, new) == {"full": new}
