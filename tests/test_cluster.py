@@ -145,17 +145,24 @@ def test_a_build_over_its_memory_limit_is_stopped_and_the_worker_lives_on(cluste
     from graphlab.app.view_state import ViewState
     from graphlab.app.workbench import Workspace
 
-    weights = numpy_helper.from_array(np.zeros((32, 1 << 20), np.float32), "weights")  # 128 MB
+    # Folding the BatchNorm into the Conv computes new 128 MB weights (mapped weights the
+    # build only reads do not count against the limit)
+    channels, width = 4096, 8192
+    weights = [numpy_helper.from_array(np.zeros((channels, width, 1, 1), np.float32), "w")] + [
+        numpy_helper.from_array(np.ones(channels, np.float32), name)
+        for name in ("scale", "bias", "mean", "var")]
     graph = helper.make_graph(
-        [helper.make_node("Add", ["x", "weights"], ["y"], name="add")], "heavy",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [32, 1 << 20])],
-        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [32, 1 << 20])], [weights])
+        [helper.make_node("Conv", ["x", "w"], ["conv"], name="conv"),
+         helper.make_node("BatchNormalization", ["conv", "scale", "bias", "mean", "var"], ["y"],
+                          name="bn")], "heavy",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, width, 1, 1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, channels, 1, 1])], weights)
     path = tmp_path / "heavy.onnx"
-    onnx.save(helper.make_model(graph), str(path))
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
     services = Services.from_config(AppConfig(
         cache_dir=str(cluster.folder / "small"), redis_url=cluster.redis_url,
         extra_model_path=str(path), build_memory_mb=64))
-    assert failure_of(services, ViewState(model="heavy.onnx", pipeline="clean")) == ("heavy.onnx: the build needed more than its 64 MB memory limit and "
+    assert failure_of(services, ViewState(model="heavy.onnx", pipeline="O2")) == ("heavy.onnx: the build needed more than its 64 MB memory limit and "
                              "was stopped (pick a smaller model or fewer passes, or ask the "
                              "operator for a larger --build-memory-mb)")
     assert all(worker.poll() is None for worker in cluster.workers)

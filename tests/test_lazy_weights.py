@@ -225,10 +225,11 @@ def test_external_data_through_a_link_out_of_the_model_folder_is_refused(tmp_pat
 def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_gone(
         tmp_path, monkeypatch):
     from graphlab.app import builds
+    from graphlab.app.shared_storage import SharedStorage
 
     monkeypatch.setenv("GRAPHLAB_SPILL_BYTES", "1024")
     model = _weights_model(tmp_path, external=True)
-    store = builds.Builds(str(tmp_path / "cache"), 3600)
+    store = builds.Builds(SharedStorage(str(tmp_path / "cache")), 3600)
     job = builds.BuildJob("folded", "weights.onnx",
                           lambda progress: PassManager("fold_constants").run(load_model(model)))
     built = store.get(job)
@@ -243,6 +244,21 @@ def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_
     os.unlink(spilled)               # cleaned away (older than the store keeps anything)
     monkeypatch.setattr(builds, "_memory", builds.OrderedDict())
     assert store.ready("folded") is None and "folded" not in store.store
+
+
+def test_a_self_contained_pickle_carries_the_weights_to_a_machine_without_the_file(tmp_path):
+    from compiler_core.ir.lazy_tensors import self_contained_pickles
+
+    model = _weights_model(tmp_path, external=True)
+    graph = load_model(model)
+    expected = np.array(graph.initializers["w1"].const)
+    by_path = pickle.dumps(graph)
+    with self_contained_pickles():
+        carried = pickle.dumps(graph)
+    os.rename(model + ".data", model + ".moved")   # the reader's machine has not got the file
+    with pytest.raises(FileNotFoundError):
+        pickle.loads(by_path)
+    np.testing.assert_array_equal(pickle.loads(carried).initializers["w1"].const, expected)
 
 
 def test_a_tied_embedding_past_the_folding_limit_is_not_stored_twice(decoder):

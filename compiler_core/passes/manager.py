@@ -88,8 +88,9 @@ def _run_pass(the_pass: Pass, graph: Graph, ctx: PassContext) -> PassResult:
             result.merge(step)
             if step.rewrites == 0:
                 break
-    except GraphLabError:
-        raise   # already a message for the user (an unknown target, a bad calibration file)
+    except (GraphLabError, MemoryError):
+        raise   # a message for the user already (an unknown target, a bad calibration file),
+        #         or the machine's limit, not the pass's bug: the caller knows what it allowed
     except Exception as err:  # noqa: BLE001 - any bug in a pass is reported with its name
         raise _failure(the_pass, ctx, err) from err
     return result

@@ -385,26 +385,28 @@ def time_limit(seconds: float) -> Iterator[None]:
 
 @contextmanager
 def memory_limit(megabytes: int) -> Iterator[None]:
-    """Allocations that would take this process more than ``megabytes`` past its size now
-    fail (the address-space limit, RLIMIT_AS) and the build stops with BuildOutOfMemory.
+    """Allocations that would take this process more than ``megabytes`` past its data size now
+    fail (the data limit, RLIMIT_DATA: memory the process allocates, not the model files it maps
+    read-only, so a big model's mapped weights do not count until a pass computes with them) and
+    the build stops with BuildOutOfMemory.
     Only in a builder's main thread (the limit is the whole process's), on systems that have
     it; 0: no limit."""
-    size = _address_space() if resource is not None else None
+    size = _data_size() if resource is not None else None
     if megabytes <= 0 or size is None or threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = resource.getrlimit(resource.RLIMIT_AS)
+    previous = resource.getrlimit(resource.RLIMIT_DATA)
     ceiling = size + (megabytes << 20)
     if previous[1] != resource.RLIM_INFINITY:
         ceiling = min(ceiling, previous[1])
-    resource.setrlimit(resource.RLIMIT_AS, (ceiling, previous[1]))
+    resource.setrlimit(resource.RLIMIT_DATA, (ceiling, previous[1]))
     exceeded = False
     try:
         yield
     except MemoryError:
         exceeded = True
     finally:
-        resource.setrlimit(resource.RLIMIT_AS, previous)
+        resource.setrlimit(resource.RLIMIT_DATA, previous)
     if exceeded:
         raise BuildOutOfMemory(f"the build needed more than its {megabytes:,} MB memory limit "
                                f"and was stopped",
@@ -412,10 +414,10 @@ def memory_limit(megabytes: int) -> Iterator[None]:
                                     "for a larger --build-memory-mb")
 
 
-def _address_space() -> int | None:
-    """This process's virtual size in bytes (what RLIMIT_AS counts); None: not Linux."""
+def _data_size() -> int | None:
+    """This process's data size in bytes (what RLIMIT_DATA counts); None: not Linux."""
     try:
         with open("/proc/self/statm") as handle:
-            return int(handle.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+            return int(handle.read().split()[5]) * os.sysconf("SC_PAGE_SIZE")
     except OSError:
         return None
