@@ -36,28 +36,29 @@ def split_inline_weights(buffer, min_bytes: int) -> tuple[bytes, list[Span | Non
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
     spans: list[Span | None] = []
-    pieces: list[bytes | memoryview] = []
-    moved = False
-    for field, wire_type, start, tag_end, body, end in _fields(view, 0, len(view)):
-        if field == MODEL_GRAPH and wire_type == LENGTH_DELIMITED:
-            graph = _graph_without_weights(view, body, end, spans, min_bytes)
-            if graph is not None:
-                pieces += [view[start:tag_end], encode_varint(len(graph)), graph]
-                moved = True
-                continue
-        pieces.append(view[start:end])
-    return (b"".join(pieces) if moved else bytes(view)), spans
+
+    def tensor(begin: int, end: int) -> bytes | None:
+        return _tensor_without_data(view, begin, end, spans, min_bytes)
+
+    def graph(begin: int, end: int) -> bytes | None:
+        return _with_field_rewritten(view, begin, end, GRAPH_INITIALIZER, tensor)
+
+    model = _with_field_rewritten(view, 0, len(view), MODEL_GRAPH, graph)
+    return (model if model is not None else bytes(view)), spans
 
 
-def _graph_without_weights(view: memoryview, begin: int, end: int, spans: list,
-                           min_bytes: int) -> bytes | None:
+def _with_field_rewritten(view: memoryview, begin: int, end: int, field_number: int,
+                          rewrite) -> bytes | None:
+    """The message between ``begin`` and ``end`` with each length-delimited ``field_number``
+    replaced by ``rewrite(payload start, payload end)`` where that gives bytes; None when it
+    gave none (the message stays as it is: no copy)."""
     pieces: list[bytes | memoryview] = []
     moved = False
     for field, wire_type, start, tag_end, body, stop in _fields(view, begin, end):
-        if field == GRAPH_INITIALIZER and wire_type == LENGTH_DELIMITED:
-            tensor = _tensor_without_data(view, body, stop, spans, min_bytes)
-            if tensor is not None:
-                pieces += [view[start:tag_end], encode_varint(len(tensor)), tensor]
+        if field == field_number and wire_type == LENGTH_DELIMITED:
+            payload = rewrite(body, stop)
+            if payload is not None:
+                pieces += [view[start:tag_end], encode_varint(len(payload)), payload]
                 moved = True
                 continue
         pieces.append(view[start:stop])
