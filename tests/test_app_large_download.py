@@ -14,6 +14,8 @@ from graphlab.app.panels import exports
 from graphlab.app.services import Services
 from graphlab.app.view_state import ViewState
 
+from callback_requests import post_callback
+
 
 @pytest.fixture
 def small_limit(monkeypatch):
@@ -24,19 +26,8 @@ def small_limit(monkeypatch):
 def press(app, button: str, view: dict) -> dict:
     """Click a download button as the browser does; the callback's JSON answer."""
     key = next(k for k in app.callback_map if exports.MESSAGE in k)
-    spec = app.callback_map[key]
     values = {(button, "n_clicks"): 1, ("view-state", "data"): view}
-    body = {"output": key,
-            "outputs": [{"id": o.component_id, "property": o.component_property}
-                        for o in spec["output"]],
-            "inputs": [{**i, "value": values.get((i["id"], i["property"]))}
-                       for i in spec["inputs"]],
-            "state": [{**s, "value": values.get((s["id"], s["property"]))}
-                      for s in spec["state"]],
-            "changedPropIds": [f"{button}.n_clicks"]}
-    response = app.server.test_client().post("/_dash-update-component", json=body)
-    assert response.status_code == 200, response.data
-    return response.get_json()["response"]
+    return post_callback(app, key, values, f"{button}.n_clicks")
 
 
 def links(answer) -> list[tuple[str, str]]:

@@ -14,6 +14,8 @@ from graphlab.app.panels.on_view import on_view
 from graphlab.app.panels.panel import TAB, Panel
 from graphlab.app.view_state import ViewState, from_query
 
+from callback_requests import post_callback
+
 FAKE_BODY = "fake-body"
 FAKE_TEXT = "the fake panel's own layout"
 FAKE_FAILURE = "the fake chart cannot be drawn"
@@ -65,22 +67,11 @@ def texts(value) -> list[str]:
 
 def call(app, output: str, view: dict | None) -> dict:
     """Post the view to the callback of ``output`` as the browser does; its answer's JSON."""
-    spec = app.callback_map[output]
     values = {("view-state", "data"): view,   # and the stores the page fills from it: a
               (ids.VIEW_SETTINGS, "data"): view}   # tab's, open on the view's panel
     values.update({(ids.tab_view(tab), "data"): view for tab in registry.tab_names()
                    if view and view.get("panel") == tab})
-    body = {"output": output,
-            "outputs": [{"id": o.component_id, "property": o.component_property}
-                        for o in spec["output"]],
-            "inputs": [{**i, "value": values.get((i["id"], i["property"]))}
-                       for i in spec["inputs"]],
-            "state": [{**s, "value": values.get((s["id"], s["property"]))}
-                      for s in spec["state"]],
-            "changedPropIds": ["view-state.data"]}
-    response = app.server.test_client().post("/_dash-update-component", json=body)
-    assert response.status_code == 200, response.data
-    return response.get_json()["response"]
+    return post_callback(app, output, values, "view-state.data")
 
 
 def test_every_tab_of_the_page_is_a_registered_panel_with_its_layout(app):
