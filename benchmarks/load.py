@@ -42,6 +42,7 @@ import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.app import generated_model  # noqa: E402
 from benchmarks.dash_client import Tab, Timing  # noqa: E402
 from benchmarks.graphlab_page import clientside  # noqa: E402
 
@@ -49,7 +50,7 @@ TABS = "side-tabs"
 MODEL = "model-select"
 NEXT = "step-next"
 PASS_ROW = "pass-row"
-RATE_MODEL = "bart_tiny"   # the largest sample: its O2 build is the heaviest a class starts
+RATE_LAYERS = 20   # the build-capacity model: 2,000 nodes, an O2 build of 1-2 s
 
 
 def free_port() -> int:
@@ -216,34 +217,56 @@ def cluster(args: argparse.Namespace) -> Outcome:
             running.stop()
 
 
-def build_rates(args: argparse.Namespace) -> list[tuple[int, float]]:
-    """(workers, builds per minute) for 1 .. --workers workers, each given --rate-builds
-    distinct builds at once: how the build capacity grows with the workers."""
+def build_rates(args: argparse.Namespace) -> tuple[int, list[tuple[int, float]]]:
+    """The model's node count and (workers, builds per minute) for 1 .. --workers workers,
+    each given the same --rate-builds distinct builds at once: how the build capacity grows
+    with the workers.  Each round runs in a fresh process (no workspace of the last round in
+    its memory)."""
+    model = generated_model(layers=RATE_LAYERS, branches=4, depth=24)
+    rates = []
+    for workers in range(1, args.workers + 1):
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            rates.append((workers, pool.apply(build_rate, (workers, args.rate_builds,
+                                                           model.SerializeToString()))))
+    return len(model.graph.node), rates
+
+
+def build_rate(workers: int, count: int, model: bytes) -> float:
+    """Builds per minute of ``workers`` workers given ``count`` distinct builds of ``model``
+    (an upload) at once, queued as a page queues them; a build is done when its workspace is
+    in the shared store."""
     from benchmarks.local_cluster import start_cluster
     from graphlab.app.config import AppConfig
     from graphlab.app.services import Services
-    from graphlab.app.view_state import ViewState
+    from graphlab.app.workbench import UPLOAD_MODEL
 
-    rates = []
-    for workers in range(1, args.workers + 1):
-        with tempfile.TemporaryDirectory(prefix="graphlab-load-rate-") as folder:
-            running = start_cluster(folder, servers=0, workers=workers)
-            try:
-                services = Services.from_config(AppConfig(cache_dir=os.path.join(folder, "web"),
-                                                          redis_url=running.redis_url))
-                started = time.perf_counter()
-                for extra in range(args.rate_builds):   # distinct pipelines: distinct builds
-                    services.workspace_or_build(ViewState(
-                        model=RATE_MODEL, pipeline=",".join(["O2"] + ["clean"] * extra)), None)
-                while running.builds_done() < args.rate_builds:
-                    if time.perf_counter() - started > 600:
-                        raise RuntimeError(f"{workers} workers did not finish "
-                                           f"{args.rate_builds} builds in 10 minutes")
-                    time.sleep(0.05)
-                rates.append((workers, args.rate_builds / (time.perf_counter() - started) * 60))
-            finally:
-                running.stop()
-    return rates
+    with tempfile.TemporaryDirectory(prefix="graphlab-load-rate-") as folder:
+        running = start_cluster(folder, servers=0, workers=workers)
+        try:
+            bench = Services.from_config(AppConfig(cache_dir=os.path.join(folder, "web"),
+                                                   redis_url=running.redis_url)).workbench
+            source = bench.source(UPLOAD_MODEL, bench.sessions.save_upload(
+                "generated.onnx", model).token)
+            jobs = [bench.job(source, ",".join(["O2"] + ["clean"] * extra), {})
+                    for extra in range(count)]   # distinct pipelines: distinct builds
+            started = time.perf_counter()
+            for job in jobs:
+                bench.builds.get_or_start(job, grace=0)
+            waiting = {job.key for job in jobs}
+            while waiting:
+                if time.perf_counter() - started > 600:
+                    raise RuntimeError(f"{workers} workers did not finish {count} builds in "
+                                       f"10 minutes")
+                for key in list(waiting):
+                    status = bench.builds.status(key)
+                    if status is not None and status.state == "failed":
+                        raise RuntimeError(f"a build failed: {status.text()}")
+                    if key in bench.builds.store:
+                        waiting.discard(key)
+                time.sleep(0.05)
+            return count / (time.perf_counter() - started) * 60
+        finally:
+            running.stop()
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -251,11 +274,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def report_rates(rates: list[tuple[int, float]], builds: int) -> None:
-    print(f"build capacity: {builds} distinct {RATE_MODEL} O2 builds at once")
-    print(f"{'workers':>7s} {'builds/min':>10s} {'x one worker':>12s}")
+def report_rates(nodes: int, rates: list[tuple[int, float]], builds: int) -> None:
+    print(f"build capacity: {builds} distinct O2 builds of a {nodes:,}-node model "
+          f"at once, {os.cpu_count()} cores")
+    print(f"{'workers':>7s} {'builds/min':>10s} {'x one worker':>12s} {'per worker':>10s}")
     for workers, rate in rates:
-        print(f"{workers:7d} {rate:10.1f} {rate / rates[0][1]:12.2f}")
+        print(f"{workers:7d} {rate:10.1f} {rate / rates[0][1]:12.2f} {rate / workers:10.1f}")
 
 
 def report(outcomes: list[Outcome], args: argparse.Namespace) -> None:
@@ -308,7 +332,7 @@ def main() -> int:
         outcomes.append(cluster(args))
     report(outcomes, args)
     if args.servers > 0 and args.rate_builds > 0:
-        report_rates(build_rates(args), args.rate_builds)
+        report_rates(*build_rates(args), args.rate_builds)
     return 0 if not any(o.errors for o in outcomes) else 1
 
 
