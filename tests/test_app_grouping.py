@@ -12,6 +12,7 @@ from graphlab.app.config import AppConfig
 from graphlab.app.drawn_graph import drawn_edges
 from graphlab.app.elements import element_id
 from graphlab.app.graph_layout import layered_layout
+from graphlab.app.group_elements import op_summary
 from graphlab.app.nested_layout import BODY_LABEL_HEIGHT, BODY_PADDING, GROUP_LABEL_HEIGHT, \
     GROUP_PADDING, IO_HEIGHT, pipeline_layout
 from graphlab.app.pane_payload import UiState, build_panes, drawn_groups, regrouped
@@ -265,3 +266,16 @@ def test_unscoped_nodes_join_the_scope_of_their_sources_or_consumers():
     scopes = pipeline_scopes([graph])
     assert scopes[constant.id] == "/enc/layer.0/attn"
     assert scopes[out.id] == ""      # it computes the model's output
+
+
+def test_a_collapsed_summary_leaves_out_whole_op_names_that_do_not_fit():
+    graph = Graph("mixed")
+    value = graph.add_input(Value("x", 1, (4,)))
+    for op in ("Sigmoid", "MatMulInteger", "MatMulInteger", "Sigmoid", "MatMulInteger"):
+        value = graph.add_node(op, [value]).outputs[0]
+    members = list(graph.nodes)
+    assert op_summary(members, {}) == "MatMulInteger 3 · Sigmoid 2"
+    assert op_summary(members, {}, chars=20) == "MatMulInteger 3"   # not "…· Sigmoi…"
+    assert op_summary(members, {}, chars=5) == "MatMulInteger 3"    # the first op always stays
+    changed = {members[0].id: "modified"}
+    assert op_summary(members, changed, chars=20) == "Sigmoid 2"    # what the pass changed first

@@ -20,6 +20,7 @@ from .scopes import Group
 
 MARK_ORDER = ("removed", "added", "modified")
 SUMMARY_OPS = 2
+SEPARATOR = " · "
 LABEL_FONT = 32            # px: readable with ten layers on a screen
 BADGE_FONT = 26
 CHAR_WIDTH = 0.56 * LABEL_FONT          # an average character
@@ -52,7 +53,8 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     text_width = box.w - BADGE_COLUMN - 3 * PADDING
     chars = int(text_width / CHAR_WIDTH)
     count = f"{len(members)} node{'s' if len(members) != 1 else ''}"
-    lines = [group.label, f"{count} · {op_summary(members, marks)}"]
+    lines = [group.label,
+             f"{count} · {op_summary(members, marks, chars - len(count) - len(SEPARATOR))}"]
     data = {"id": group.id, "label": "\n".join(_fit(line, chars) for line in lines),
             "kind": "group", "w": box.w, "h": box.h, "text_w": text_width,
             "text_dx": -(BADGE_COLUMN + PADDING) / 2}
@@ -63,14 +65,17 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     return [node] + _badges(group, box, changes)
 
 
-def op_summary(members: list[Node], marks: dict[int, str]) -> str:
+def op_summary(members: list[Node], marks: dict[int, str], chars: int | None = None) -> str:
     """'Attention · Add 5': the ops the pass changed first (what it made, on the right), then
-    the most common ones."""
+    the most common ones.  An op that does not fit in ``chars`` is left out whole rather than
+    cut to 'Sigmoi…': a cut name reads as another op."""
     counts = Counter(n.op_type for n in members)
     changed = Counter(n.op_type for n in members if n.id in marks)
     ranked = sorted(counts, key=lambda op: (-changed[op], -counts[op]))
-    return " · ".join(op if counts[op] == 1 else f"{op} {counts[op]}"
-                      for op in ranked[:SUMMARY_OPS])
+    parts = [op if counts[op] == 1 else f"{op} {counts[op]}" for op in ranked[:SUMMARY_OPS]]
+    while len(parts) > 1 and chars is not None and len(SEPARATOR.join(parts)) > chars:
+        parts.pop()
+    return SEPARATOR.join(parts)
 
 
 def _badges(group: Group, box: Box, changes: Counter) -> list[dict]:
