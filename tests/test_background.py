@@ -12,11 +12,13 @@ import subprocess
 import signal
 import threading
 import time
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import pytest
 
 from compiler_core.errors import GraphLabError
-from graphlab.app import builds
+from graphlab.app import builds, held_workspaces
 from graphlab.app.builds import BuildJob, Builds, BuildStatus
 from graphlab.app.shared_storage import SharedStorage
 
@@ -76,25 +78,68 @@ def board(tmp_path):
 class Cycle:
     """A workspace's objects reference each other (a node its values, a value its producer)."""
 
-    def __init__(self):
+    def __init__(self, nodes: int = 1):
         self.me = self
+        self.result = FakeResult(nodes)
 
 
-def test_held_workspaces_are_out_of_the_collectors_sight_and_evicted_ones_are_freed(
-        monkeypatch):
+@dataclass
+class FakeResult:
+    """What `workspace_nodes` reads of a pipeline result: graphs with a length."""
+
+    nodes: int
+
+    @property
+    def initial(self) -> list:
+        return [None] * self.nodes
+
+    snapshots = ()
+
+
+@pytest.fixture
+def held_set(monkeypatch):
+    """An empty held set of 10 nodes, and a count of the collections that walk everything."""
+    import gc
+
+    monkeypatch.setattr(held_workspaces, "_held", OrderedDict())
+    monkeypatch.setattr(held_workspaces, "_evicted_nodes", 0)
+    monkeypatch.setattr(held_workspaces, "NODE_BUDGET", 10)
+    full = []
+    real_unfreeze = gc.unfreeze
+    monkeypatch.setattr(held_workspaces.gc, "unfreeze", lambda: (full.append(1),
+                                                                   real_unfreeze()))
+    yield full
+    real_unfreeze()
+
+
+def test_held_workspaces_are_out_of_the_collectors_sight_and_evicted_ones_are_freed(held_set):
     import gc
     import weakref
 
-    monkeypatch.setattr(builds, "_memory", builds.OrderedDict())
-    monkeypatch.setattr(builds, "MEMORY_SLOTS", 1)
-    first = Cycle()
-    builds._memory_put("first", first)
+    first = Cycle(nodes=10)
+    held_workspaces.hold("first", first)
     assert not any(o is first for o in gc.get_objects())   # a full collection skips it
     gone = weakref.ref(first)
     del first
-    builds._memory_put("second", Cycle())   # evicts the first: its cycle is collected
+    held_workspaces.hold("second", Cycle(nodes=10))   # evicts the first: its cycle is collected
     assert gone() is None
-    gc.unfreeze()
+    assert held_workspaces.held("first") is None and held_workspaces.held("second") is not None
+
+
+def test_workspaces_are_held_by_their_nodes_and_evictions_do_not_each_walk_everything(
+        held_set):
+    small = [Cycle(nodes=1) for _ in range(10)]
+    for index, workspace in enumerate(small):
+        held_workspaces.hold(f"small{index}", workspace)
+    assert all(held_workspaces.held(f"small{i}") is small[i] for i in range(10))   # 10 fit
+    assert held_set == []
+    for index in range(10, 30):   # a class cycling through more than fits: one in, one out
+        held_workspaces.hold(f"small{index}", Cycle(nodes=1))
+    assert held_workspaces.held("small19") is None and held_workspaces.held("small29")
+    # one walk over everything each time the evicted reach half of what is held, not 20
+    assert len(held_set) == 4
+    held_workspaces.hold("big", Cycle(nodes=50))   # bigger than the budget: held alone
+    assert held_workspaces.held("big") and held_workspaces.held("small29") is None
 
 
 def test_a_slow_build_answers_at_once_and_shows_its_passes(board, tmp_path):

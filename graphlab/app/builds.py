@@ -38,7 +38,6 @@ import socket
 import threading
 import time
 import uuid
-from collections import OrderedDict
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -55,12 +54,12 @@ from compiler_core.ir.spill import spilling_into
 from compiler_core.plugins import load_sources
 
 from .cache_files import TENSORS, cache_folder, prune
+from .held_workspaces import held, hold
 from .messages import log, user_message
 from .shared_storage import SharedStorage
 
 Progress = Callable[[int, int, str], None]
 
-MEMORY_SLOTS = 8            # workspaces kept in each process's memory
 STORE_BYTES = 4 << 30       # finished workspaces kept on disk (oldest go first)
 HEARTBEAT_SECONDS = 1.0     # a builder says it is alive this often
 STALE_SECONDS = 30.0        # a build silent for this long is presumed dead
@@ -206,7 +205,7 @@ class Builds:
 
     def ready(self, key: str):
         """The finished workspace from memory or the store, or None."""
-        found = _memory_get(key)
+        found = held(key)
         if found is None:
             if key not in self.store:
                 return None
@@ -218,7 +217,7 @@ class Builds:
             if found is None:        # diskcache also says None when a file it maps is gone
                 self.store.delete(key)   # so it is built again
             else:
-                _memory_put(key, found)
+                hold(key, found)
         return found
 
     def status(self, key: str) -> BuildStatus | None:
@@ -260,41 +259,8 @@ class Builds:
         return status
 
     def _keep(self, key: str, workspace) -> None:
-        _memory_put(key, workspace)
+        hold(key, workspace)
         self.save(key, workspace)
-
-
-# ---- this process's memory -------------------------------------------------------------------
-
-_memory: OrderedDict[str, object] = OrderedDict()
-_memory_lock = threading.Lock()
-
-
-def _memory_get(key: str):
-    with _memory_lock:
-        if key in _memory:
-            _memory.move_to_end(key)
-            return _memory[key]
-    return None
-
-
-def _memory_put(key: str, workspace) -> None:
-    with _memory_lock:
-        _memory[key] = workspace
-        while len(_memory) > MEMORY_SLOTS:
-            _memory.popitem(last=False)
-    _settle_collector()   # not under the lock: the others may read meanwhile
-
-
-def _settle_collector() -> None:
-    """The workspaces held here are millions of long-lived objects (2.5 million for a
-    10,000-node pipeline): a full collection walks them all, 1–2 s, and one falls due every
-    so many steps through the passes, freezing that step.  Each time the set of workspaces
-    changes, one collection frees what an evicted workspace left in cycles, and everything
-    left is moved out of the collector's sight (`gc.freeze`)."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
 
 
 @contextmanager
