@@ -36,13 +36,14 @@ def test_data_folders_are_packages():
 
 def test_the_ci_command_installs_what_every_test_needs():
     """CI runs the README's command: the cluster tests skip without redis-server and the
-    cluster extra, so both must be in it (a skipped test proves nothing)."""
+    cluster extra, the deploy tests without nginx, so all must be in it (a skipped test
+    proves nothing)."""
     with open(os.path.join(ROOT, "README.md")) as handle:
         readme = handle.read()
     with open(os.path.join(ROOT, ".ci", "run")) as handle:
         command = handle.read().strip().splitlines()[-1]
     assert command in readme
-    assert "redis-server" in command and "chromium-driver" in command
+    assert "redis-server" in command and "chromium-driver" in command and " nginx" in command
     extras = command.split('pip install ".[')[1].split("]")[0].split(",")
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
         declared = tomllib.load(handle)["project"]["optional-dependencies"]
