@@ -19,7 +19,7 @@ import pytest
 
 from compiler_core.errors import GraphLabError
 from graphlab.app import builds, held_workspaces
-from graphlab.app.builds import BuildJob, Builds, BuildStatus
+from graphlab.app.builds import BuildFailed, BuildJob, Builds, BuildStatus
 from graphlab.app.shared_storage import SharedStorage
 
 import bad_models
@@ -183,8 +183,25 @@ def test_a_failure_reaches_everyone_then_may_be_retried(board, monkeypatch):
 
 
 def test_a_builder_that_dies_is_reported_not_waited_for(board):
-    with pytest.raises(GraphLabError, match=r"huge.onnx: the build was killed \(signal 9"):
+    with pytest.raises(BuildFailed, match=r"huge.onnx: the build was killed \(signal 9") as died:
         board.get_or_start(BuildJob("dies", "huge.onnx", dying_build), grace=15)
+    assert died.value.retry   # not the build's own doing: the page offers to try again
+
+
+def test_only_a_failure_not_of_the_builds_own_doing_is_offered_again_and_retried_at_once(
+        board, tmp_path):
+    with pytest.raises(BuildFailed) as broken:
+        board.get_or_start(BuildJob("broken", "bad.onnx", failing_build), grace=10)
+    assert not broken.value.retry   # the same model fails the same way again
+    lost = job(tmp_path, "lost", seconds=0.1)
+    board.publish(BuildStatus("lost", "toy model", "failed", retry=True,
+                              message="the build lost its worker 2 times"))
+    with pytest.raises(BuildFailed, match="lost its worker") as failed:
+        board.get_or_start(lost, grace=0)   # within a minute: everyone hears the failure
+    assert failed.value.retry and failed.value.key == "lost"
+    board.forget_failure("lost")            # the user clicked "Try again"
+    assert board.get_or_start(lost, grace=10)["built_by"] != os.getpid()
+    assert builds_logged(tmp_path) == 1
 
 
 def test_a_build_whose_builder_fell_silent_is_taken_over(board, tmp_path):

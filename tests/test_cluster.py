@@ -122,6 +122,27 @@ def test_a_worker_killed_mid_build_hands_it_to_another(cluster):
     assert not tab.errors
 
 
+def test_a_build_that_lost_its_workers_twice_says_so_and_offers_to_try_again(cluster):
+    tab = Tab.open(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW},clean")
+    key = tab.get("build-pending", "data")["key"]
+    for attempt in (1, 2):
+        running = wait_until(lambda: (s := board(cluster).status(key)) and s.state == "running"
+                             and s.attempt == attempt and s.step >= 2 and s, 60,
+                             f"attempt {attempt} did not reach its passes")
+        os.kill(int(re.match(r"pid (\d+) on ", running.builder).group(1)), signal.SIGKILL)
+    tab.settle(limit=120)
+    message = str(tab.get("nav-message", "children"))
+    assert "gpt2_tiny: the build lost its worker 2 times" in message
+    assert tab.get("view-state", "data")["model"] != "gpt2_tiny"   # the view stayed usable
+    retry, = tab.find("build-retry")
+    tab.base_url = cluster.urls[1]   # the click may reach the other server
+    tab.click(retry)
+    tab.settle(limit=120)
+    assert "(578 nodes)" in tab.get("pane-before-title", "children")
+    assert board(cluster).status(key).attempt == 1   # a fresh build, not a third attempt
+    assert not tab.errors
+
+
 def test_a_build_past_its_time_limit_is_stopped_on_the_worker(cluster):
     from graphlab.app.config import AppConfig
     from graphlab.app.services import Services

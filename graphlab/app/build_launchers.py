@@ -57,7 +57,7 @@ def _run_builder(builds: Builds, job: BuildJob, claim: str) -> None:
     try:
         process.start()
     except Exception as err:  # noqa: BLE001 - e.g. no memory or processes left
-        builds.publish(BuildStatus(job.key, job.label, "failed"),
+        builds.publish(BuildStatus(job.key, job.label, "failed", retry=True),
                        message=f"cannot start a builder: {err}")
         return
     process.join()
@@ -66,7 +66,7 @@ def _run_builder(builds: Builds, job: BuildJob, claim: str) -> None:
         code = process.exitcode
         how = f"was killed (signal {-code}; out of memory?)" if code < 0 else \
             f"stopped unexpectedly (exit code {code})"
-        builds.publish(status, state="failed", message=f"the build {how}")
+        builds.publish(status, state="failed", message=f"the build {how}", retry=True)
     process.close()
 
 

@@ -103,6 +103,7 @@ class BuildStatus:
     claim: str = ""         # the claim this build runs under (a later claim takes over)
     builder: str = ""       # "pid 1234 on host": who runs it now (operators, fault tests)
     attempt: int = 0        # how many builders started it (a retry after a lost worker: 2)
+    retry: bool = False     # failed, but not by its own doing (builder lost, queue away)
 
     def text(self) -> str:
         """One line for the page."""
@@ -128,6 +129,17 @@ class BuildStatus:
     def recent(self) -> bool:
         """An outcome young enough to be reported rather than retried."""
         return self.age < OUTCOME_SECONDS
+
+
+class BuildFailed(GraphLabError):
+    """A build's failure as its status tells it.  ``retry``: the build did not fail by its
+    own doing (its builder was lost, the queue was unreachable), so trying again may work;
+    a pass's error or a limit reached fails the same way every time."""
+
+    def __init__(self, status: BuildStatus):
+        super().__init__(status.text())
+        self.key = status.key
+        self.retry = status.retry
 
 
 class BuildTimeout(GraphLabError):
@@ -194,8 +206,16 @@ class Builds:
             time.sleep(0.02)
             status = self.status(job.key) or status
         if status.state == "failed":
-            raise GraphLabError(status.text())
+            raise BuildFailed(status)
         return status
+
+    def forget_failure(self, key: str) -> None:
+        """Drop a failed build's outcome (kept a minute so everyone waiting hears it), so the
+        next request builds again at once: the user asked to try again."""
+        with self.board.transact():
+            status = self.status(key)
+            if status is not None and status.state == "failed":
+                self.board.delete(key)
 
     def save(self, key: str, workspace) -> None:
         """Store a finished workspace. In a cluster its pickle carries the weights and spilled

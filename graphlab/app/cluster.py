@@ -74,7 +74,7 @@ class CeleryLauncher:
                     TASK, args=args, queue=QUEUE, retry=True, retry_policy=SEND_RETRY,
                     time_limit=builds.time_limit + HARD_MARGIN)
         except Exception as err:  # noqa: BLE001 - kombu's errors: the build cannot be queued
-            builds.publish(status, state="failed",
+            builds.publish(status, state="failed", retry=True,
                            message=f"the build could not be queued: {err}")
 
 
@@ -93,7 +93,7 @@ class BuildTask(Task):
         current = builds.status(job.key)
         if current is not None and current.claim == claim and current.state == "running" \
                 and current.attempt >= MAX_ATTEMPTS:
-            builds.publish(current, state="failed", message=(
+            builds.publish(current, state="failed", retry=True, message=(
                 f"the build lost its worker {current.attempt} times (killed, or out of "
                 f"memory: {current.builder}) and was not tried again"))
             return

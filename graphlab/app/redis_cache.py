@@ -84,6 +84,10 @@ class RedisCache:
         with reaching(self.url):
             return bool(client(self.url).exists(self._key(key)))
 
+    def delete(self, key) -> bool:
+        with reaching(self.url):
+            return bool(client(self.url).delete(self._key(key)))
+
     @contextmanager
     def transact(self) -> Iterator[None]:
         """Mutual exclusion across every process of the cluster (a Redis lock)."""

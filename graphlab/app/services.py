@@ -54,6 +54,11 @@ class Services:
                                   state.pipeline, sizes, state.versus_after)
         return self.workbench.job(source, state.pipeline, sizes)
 
+    def forget_failure(self, state: ViewState, upload: dict | str | None,
+                       upload_b: dict | str | None = None) -> None:
+        """The user asked to try the view's failed build again."""
+        self.workbench.builds.forget_failure(self._job(state, upload, upload_b).key)
+
     def build_status(self, key: str) -> BuildStatus | None:
         return self.workbench.builds.status(key)
 

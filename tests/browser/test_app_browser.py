@@ -130,3 +130,30 @@ def test_url_with_state_restores_the_view(dash_duo, graphlab_app):
     wait_until(dash_duo, lambda: pane_js(
         dash_duo, f"return after.getElementById('n{conv}').style('overlay-opacity');") == "0.18",
         message="the selected node is not highlighted in the other pane")
+
+
+def test_a_build_that_lost_its_builder_offers_to_try_again(dash_duo, tmp_path):
+    from graphlab.app import AppConfig, create_app
+    from graphlab.app.builds import BuildStatus
+    from graphlab.app.services import Services
+
+    config = AppConfig(cache_dir=str(tmp_path / "sessions"))
+    services = Services.from_config(config)
+    workbench = services.workbench
+    lost = workbench.job(workbench.source("teach_gelu"), "O1", {})
+    workbench.builds.publish(BuildStatus(lost.key, "teach_gelu", "failed", retry=True, message=(
+        "the build lost its worker 2 times (killed, or out of memory: pid 4242 on build-2) "
+        "and was not tried again")))
+    dash_duo.start_server(create_app(config))
+    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_gelu&pipeline=O1")
+    dash_duo.wait_for_contains_text("#nav-message", "teach_gelu: the build lost its worker 2 "
+                                                    "times", timeout=15)
+    wait_for_nodes(dash_duo)   # the view stayed usable: the default model is shown
+    dash_duo.driver.save_screenshot(str(tmp_path / "try_again.png"))   # to look at
+    retry = dash_duo.find_element("#nav-message button")
+    assert retry.text == "Try again"
+    retry.click()
+    dash_duo.wait_for_contains_text("#model-select", "teach_gelu", timeout=30)
+    wait_until(dash_duo, lambda: dash_duo.find_element("#nav-message").text == "",
+               message="the failure stayed on the page after the view was built")
+    assert "pipeline=O1" in dash_duo.driver.current_url

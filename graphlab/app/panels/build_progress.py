@@ -1,5 +1,7 @@
 """The build indicator: while the view waits for a workspace (an upload being imported, a
 pipeline running), a bar and "pass k of n: name"; the poll that drives it ticks only then.
+A build that failed by no doing of its own (its builder lost) is said with a "Try again"
+button, which names the view it failed for (the reducer hears it).
 
 The navigation reducer owns the waiting view (`PENDING`) and switches the poll on and
 off; this panel only reads the build's status, which every server process can see.
@@ -11,12 +13,15 @@ from dash import Input, Output, dcc, html
 
 from compiler_core.errors import GraphLabError
 
+from ..builds import BuildFailed
+from ..messages import user_message
 from ..services import Services
 from .panel import STATUS, Panel
 
 PENDING = "build-pending"    # the view waiting for its workspace to be built
 POLL = "build-poll"          # ticks while a build runs
 PROGRESS = "build-progress"
+RETRY = "build-retry"        # {"type": RETRY, "index": the failed view's query}
 POLL_MS = 500
 
 
@@ -26,6 +31,17 @@ def layout(_: Services) -> html.Div:
         dcc.Interval(id=POLL, interval=POLL_MS, disabled=True),
         html.Div(id=PROGRESS, className="build-progress", role="status"),
     ])
+
+
+def failure_message(err: Exception, view_query: str) -> html.Div:
+    """Why the view could not be shown; for a build that may work when tried again, the
+    button that tries."""
+    text = user_message(err)
+    if not (isinstance(err, BuildFailed) and err.retry):
+        return html.Div(text, className="message error")
+    return html.Div([text, " ", html.Button("Try again", className="button small",
+                                            id={"type": RETRY, "index": view_query})],
+                    className="message error")
 
 
 def register(app, services: Services) -> None:

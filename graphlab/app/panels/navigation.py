@@ -22,19 +22,18 @@ from compiler_core.passes.registry import resolve_pipeline
 
 from .. import ids
 from ..builds import BuildStatus
-from ..messages import user_message
 from ..services import Services, preset_names
 from ..shared_storage import SharedCacheUnreachable
 from ..view_state import ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
-from .build_progress import PENDING, POLL
+from .build_progress import PENDING, POLL, RETRY, failure_message
 from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
 from .panes import SEARCH
 from .patterns import ITEM as PATTERN_ITEM
 from .registry import follows_selection
 from .stepper import HIDE_UNCHANGED, NEXT, PREV, ROW as PASS_ROW
 
-CLICKS = {RUN, PREV, NEXT, PASS_ROW, PATTERN_ITEM}
+CLICKS = {RUN, PREV, NEXT, PASS_ROW, PATTERN_ITEM, RETRY}
 UNCHANGED = (no_update,) * 13
 
 
@@ -57,11 +56,11 @@ def register(app, services: Services) -> None:
         Input(ids.TABS, "value"), Input(HIDE_UNCHANGED, "value"),
         Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
         Input(SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
-        Input(POLL, "n_intervals"),
+        Input(POLL, "n_intervals"), Input({"type": RETRY, "index": ALL}, "n_clicks"),
         State(ids.VIEW, "data"), State(PENDING, "data"), State(ids.COMPARE_UPLOAD, "data"))
     def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
-                 _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick, view,
-                 pending, upload_b):
+                 _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick,
+                 _retries, view, pending, upload_b):
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
@@ -73,6 +72,8 @@ def register(app, services: Services) -> None:
             if not pending:
                 return (*UNCHANGED[:-2], None, True)
             wanted, from_url = ViewState.from_dict(pending["view"]), pending["from_url"]
+        elif kind == RETRY:   # the view whose build failed, built afresh
+            wanted = from_query(trigger["index"], default)
         elif from_url or previous is None:
             wanted = from_query(search, default)
         else:
@@ -84,6 +85,8 @@ def register(app, services: Services) -> None:
                 return UNCHANGED
         backwards = kind == PREV
         try:
+            if kind == RETRY:
+                services.forget_failure(wanted, token, upload_b)
             checked = _checked(services, wanted, token, upload_b, backwards)
             message = ""
         except SharedCacheUnreachable as err:   # Redis away: the view waits and the poll retries
@@ -92,7 +95,7 @@ def register(app, services: Services) -> None:
             return (*UNCHANGED[:-3], html.Div(str(err), className="message error"), waiting,
                     False)
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
-            message = html.Div(user_message(err), className="message error")
+            message = failure_message(err, to_query(wanted, default))
             wanted, from_url = previous or default, False
             checked = _checked(services, wanted, token, upload_b, backwards)
         if isinstance(checked, BuildStatus):
@@ -107,8 +110,11 @@ def register(app, services: Services) -> None:
                     (["hide"] if state.hide_unchanged else [], hide), (state.search, query)]
         # A control that already shows its value is left alone (and so is the build poll
         # when nothing waits): every prop an answer sets sets off the callbacks that read it.
+        # A view that was waited for leaves the message as it is: the wait began by clearing
+        # it, or by saying why the view asked for could not be shown instead.
+        shown = no_update if kind == POLL and message == "" else message
         return (url, state.to_dict(), *(no_update if new == old else new for new, old in controls),
-                message, *((None, True) if pending else (no_update, no_update)))
+                shown, *((None, True) if pending else (no_update, no_update)))
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
