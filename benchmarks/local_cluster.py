@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -92,10 +93,14 @@ class LocalCluster:
         restarted = []
         for index, (process, url) in enumerate(self.servers):
             if process.poll() is not None:
+                port = int(url.rsplit(":", 1)[1])
+                # A killed server's gunicorn workers answer on its port until they notice
+                # (a second or so): a server started meanwhile would look up at once, then
+                # refuse connections while it waits for the port.
+                _wait(lambda: not listening(port), f"the killed server's port {port} to close")
                 cache = str(self.folder / f"server{index}")
                 self.servers[index] = launch_server(
-                    self.server_processes, cache, ("--redis", self.redis_url),
-                    port=int(url.rsplit(":", 1)[1]))
+                    self.server_processes, cache, ("--redis", self.redis_url), port=port)
                 restarted.append((*self.servers[index], cache))
         for process, url, cache in restarted:
             wait_for_server(process, url, cache)
@@ -144,6 +149,12 @@ def start_cluster(folder: str, servers: int, workers: int, server_processes: int
         cluster.stop()
         raise
     return cluster
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on this loopback port."""
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
 def _answers(client: redis.Redis) -> bool:

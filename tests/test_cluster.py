@@ -19,6 +19,7 @@ from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage
 
 import bad_models
+from waiting import wait_until
 
 SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
 BANNER_POLL = "service-banner-poll"
@@ -30,16 +31,6 @@ def board(cluster) -> Builds:
 
 def pass_number(tab: Tab) -> int:
     return int(re.match(r"Before pass (\d+):", tab.get("pane-before-title", "children")).group(1))
-
-
-def wait_until(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{what} within {seconds:g} s")
 
 
 def failure_of(services, state) -> str:

@@ -224,7 +224,9 @@ def test_external_data_through_a_link_out_of_the_model_folder_is_refused(tmp_pat
 
 def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_gone(
         tmp_path, monkeypatch):
-    from graphlab.app import builds
+    from collections import OrderedDict
+
+    from graphlab.app import builds, held_workspaces
     from graphlab.app.shared_storage import SharedStorage
 
     monkeypatch.setenv("GRAPHLAB_SPILL_BYTES", "1024")
@@ -235,14 +237,14 @@ def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_
     built = store.get(job)
     spilled = built.final.initializers["t"].stored.source.path
     assert os.path.dirname(spilled) == store.tensors   # where every server process finds it
-    monkeypatch.setattr(builds, "_memory", builds.OrderedDict())   # another server process
+    monkeypatch.setattr(held_workspaces, "_held", OrderedDict())   # another server process
     np.testing.assert_array_equal(store.ready("folded").final.initializers["t"].const,
                                   built.final.initializers["t"].const)
     del built
     gc.collect()
     assert os.path.exists(spilled)   # the store still needs it
     os.unlink(spilled)               # cleaned away (older than the store keeps anything)
-    monkeypatch.setattr(builds, "_memory", builds.OrderedDict())
+    monkeypatch.setattr(held_workspaces, "_held", OrderedDict())
     assert store.ready("folded") is None and "folded" not in store.store
 
 
