@@ -52,7 +52,7 @@ class LocalCluster:
              "--save", "", "--appendonly", "no", "--dir", str(self.folder)],
             stdout=log, stderr=subprocess.STDOUT)
         client = redis.Redis(port=self.redis_port, socket_connect_timeout=1)
-        _wait(lambda: _answers(client), "redis-server")
+        wait_until(lambda: _answers(client), START_SECONDS, "no answer from redis-server")
 
     def stop_redis(self) -> None:
         _stop(self.redis)
@@ -97,7 +97,8 @@ class LocalCluster:
                 # A killed server's gunicorn workers answer on its port until they notice
                 # (a second or so): a server started meanwhile would look up at once, then
                 # refuse connections while it waits for the port.
-                _wait(lambda: not listening(port), f"the killed server's port {port} to close")
+                wait_until(lambda: not listening(port), START_SECONDS,
+                           f"port {port} of the killed server not closed")
                 cache = str(self.folder / f"server{index}")
                 self.servers[index] = launch_server(
                     self.server_processes, cache, ("--redis", self.redis_url), port=port)
@@ -113,7 +114,8 @@ class LocalCluster:
         from graphlab.app.cluster import live_workers
 
         expected = sum(1 for w in self.workers if w.poll() is None)
-        _wait(lambda: len(live_workers(self.redis_url)) >= expected, "the workers")
+        wait_until(lambda: len(live_workers(self.redis_url)) >= expected, START_SECONDS,
+                   "not all workers announced")
 
     def worker_log(self) -> str:
         return "".join((self.folder / f"worker{i}.log").read_text()
@@ -164,13 +166,16 @@ def _answers(client: redis.Redis) -> bool:
         return False
 
 
-def _wait(ready, what: str) -> None:
-    deadline = time.monotonic() + START_SECONDS
+def wait_until(condition, seconds: float, what: str):
+    """The first true value of ``condition()``; RuntimeError "``what`` within ``seconds``"
+    if none comes in time (the cluster's start, and the tests' waits on its processes)."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if ready():
-            return
+        found = condition()
+        if found:
+            return found
         time.sleep(0.1)
-    raise RuntimeError(f"{what} did not start within {START_SECONDS} s")
+    raise RuntimeError(f"{what} within {seconds:g} s")
 
 
 def _stop(process: subprocess.Popen | None) -> None:

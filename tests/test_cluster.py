@@ -14,12 +14,12 @@ import threading
 import time
 
 from benchmarks.dash_client import Tab
+from benchmarks.local_cluster import wait_until
 from compiler_core.errors import GraphLabError
 from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage
 
 import bad_models
-from waiting import wait_until
 
 SLOW = ",".join(["clean"] * 12)   # gpt2_tiny: a few seconds of passes, long enough to kill
 BANNER_POLL = "service-banner-poll"

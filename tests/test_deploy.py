@@ -23,9 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from benchmarks.dash_client import Tab
 from benchmarks.load import free_port
-from benchmarks.local_cluster import listening
+from benchmarks.local_cluster import listening, wait_until
 from graphlab.cli import build_parser
-from waiting import wait_until
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 NGINX_DEFAULT_BODY_LIMIT = 1 << 20
