@@ -50,7 +50,8 @@ def layout(services: Services) -> html.Div:
         _field("Pipeline", dcc.Dropdown(id=PRESET, options=presets, clearable=True,
                                         placeholder="custom", className="dropdown-preset")),
         _field("Passes", dcc.Input(id=PASSES, type="text", debounce=True,
-                                   className="passes-input"),
+                                   className="passes-input", placeholder="or list: a,b,…"),
+               class_name="passes-field",
                title="comma-separated pass names; available: " + ", ".join(sorted(all_passes()))),
         html.Button("Run", id=RUN, className="button primary"),
         _field("Target", dcc.Dropdown(id=TARGET, clearable=False, className="dropdown-target",
@@ -63,9 +64,9 @@ def layout(services: Services) -> html.Div:
     ])
 
 
-def _field(label: str, control, title: str | None = None) -> html.Label:
-    return html.Label([html.Span(label, className="field-label"), control], className="field",
-                      title=title)
+def _field(label: str, control, title: str | None = None, class_name: str = "") -> html.Label:
+    return html.Label([html.Span(label, className="field-label"), control],
+                      className=f"field {class_name}".strip(), title=title)
 
 
 def sizes_source(sizes: ChosenSizes) -> tuple[str, str]:

@@ -127,9 +127,9 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         if not inputs["preset"]:
             return None
         return state.with_changes(pipeline=inputs["preset"], step=None, highlight="")
-    if kind in (RUN, PASSES):
-        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), step=None,
-                                  highlight="")
+    if kind in (RUN, PASSES):   # an empty box runs the preset again
+        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]) or state.pipeline,
+                                  step=None, highlight="")
     if kind == TARGET:
         return state.with_changes(target=inputs["target"])
     if kind == BINDINGS:
@@ -184,7 +184,10 @@ def _nearest_changed(workspace: Workspace, step: int, backwards: bool) -> int:
 
 
 def _passes_text(state: ViewState, workspace: Workspace) -> str:
-    """The passes box: the passes run (a comparison's one step is not a pass)."""
+    """The passes box: empty under a preset (the pass list shows its passes), else the
+    passes run (a comparison's one step is not a pass)."""
+    if _preset_of(state.pipeline):
+        return ""
     if workspace.comparison is not None:
         return ",".join(resolve_pipeline(state.pipeline or None))
     return ",".join(s.pass_name for s in workspace.result.snapshots)

@@ -37,7 +37,8 @@ def section(services: Services) -> html.Div:
         html.H4("onnxscript rewrite rules, judged by onnxscript"),
         html.Div(className="rules-form", children=[
             dcc.Input(id=FIELD, type="text", debounce=True, className="rules-input",
-                      placeholder=f"MODULE[:NAME], e.g. {EXAMPLE}, or my_rules.py"),
+                      placeholder="MODULE[:NAME] or my_rules.py",
+                      title=f"a module of onnxscript rules, e.g. {EXAMPLE}, or a file"),
             html.Button("Run rules", id=RUN, className="button"),
         ]),
         html.P("Each rule's matcher runs in onnxscript over the graph after the selected pass."

@@ -1,0 +1,154 @@
+"""Journeys through the pass debugger, written as a person acts: choose in the dropdown, upload,
+press Next, click a tab or a near miss — at a projector's 1280×800 and at 1600×1000 and
+1920×1080.  Every journey fails on a browser console error, on text cut off by its box, and on
+panes that draw another model than the one chosen; a step that changed the graph must have
+its changes inside both panes' viewports.  Screenshots are saved under the test's tmp folder
+(GRAPHLAB_SCREENSHOTS=DIR keeps them elsewhere, to look at)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from benchmarks.journeys import Person, chromium
+from compiler_core.ir import load_model
+from compiler_core.passes import PassManager
+from graphlab.app import AppConfig, create_app
+from graphlab.samples import resolve_model, size_hints
+
+pytestmark = pytest.mark.browser
+
+SIZES = [(1280, 800), (1600, 1000), (1920, 1080)]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The app on a loopback port, as `graphlab serve` runs it (one process)."""
+    from werkzeug.serving import make_server
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def person_at(url: str, size: tuple[int, int]) -> Person:
+    return Person(chromium(*size), url)
+
+
+def op_types(model: str) -> set[str]:
+    """Every op type the model has before, during and after the default pipeline."""
+    result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
+    graphs = [result.initial] + [s.graph for s in result.snapshots]
+    return {n.op_type for g in graphs for n in g.nodes}
+
+
+def drawn_ops(person: Person, side: str) -> set[str]:
+    view = person.pane(side)
+    return {label.split("\n")[0] for label in view.labels.split("|") if label}
+
+
+def assert_sound(person: Person, where: str) -> None:
+    """No console error and no text cut off, said with where the person was."""
+    errors = person.console_errors()
+    assert not errors, f"{where}: console errors: {errors[:2]}"
+    cut = person.cut_off()
+    assert not cut, f"{where}: text cut off: {cut}"
+
+
+def assert_change_in_view(person: Person, where: str) -> None:
+    for side in ("before", "after"):
+        view = person.pane(side)
+        if view.marked:
+            assert view.seen, (f"{where}: none of the {view.marked} changed nodes is in view in "
+                               f"the {side} pane")
+
+
+def assert_draws(person: Person, model: str, previous: set[str] | None, where: str) -> set[str]:
+    """Both panes draw ``model``: its op types only, and not what was drawn before."""
+    ops = drawn_ops(person, "before") | drawn_ops(person, "after")
+    unknown = ops - op_types(model)
+    assert ops and not unknown, f"{where}: the panes draw ops {model} has not: {unknown}"
+    labels = person.pane("before").labels
+    assert previous is None or labels != previous, f"{where}: the panes still draw the last model"
+    return labels
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, size):
+    person = person_at(served, size)
+    tag = f"{size[0]}x{size[1]}"
+    try:
+        person.open()
+        person.driver.save_screenshot(str(shots / f"student-{tag}-open.png"))
+        assert_sound(person, "the first view")
+        assert_change_in_view(person, "the first view")
+        titles = []
+        while not person.driver.execute_script(
+                "var r = document.querySelectorAll('.pass-row');"
+                "return r[r.length - 1].classList.contains('selected');"):
+            person.next()
+            title = person.text("#pane-after-title")
+            assert title not in titles, f"Next did not move on from {title}"
+            titles.append(title)
+            assert_change_in_view(person, title)
+            note = person.text("#pane-message")
+            row = person.text(".pass-row.selected")
+            assert ("changed nothing" in note) == ("changed nothing" in row), (title, note, row)
+            assert person.driver.execute_script(   # the pass list shows the selected pass
+                "var row = document.querySelector('.pass-row.selected'),"
+                " list = row.closest('.stepper'), r = row.getBoundingClientRect(),"
+                " l = list.getBoundingClientRect(); return r.top >= l.top - 2 && r.bottom <= l.bottom + 2;")
+        assert len(titles) > 5
+        person.driver.save_screenshot(str(shots / f"student-{tag}-last.png"))
+        assert_sound(person, "after the last pass")
+        for tab in [t.text for t in person._all(".tab")]:
+            person.open_tab(tab)
+            person.driver.save_screenshot(str(shots / f"student-{tag}-tab-{tab}.png"))
+            assert_sound(person, f"the {tab} tab")
+            panes = [person.pane(side) for side in ("before", "after")]
+            assert all(p.width >= 250 and p.height >= 250 for p in panes), (tab, panes)
+    finally:
+        person.driver.quit()
+
+
+def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_path):
+    person = person_at(served, (1280, 800))
+    upload = tmp_path / "my_model.onnx"
+    shutil.copy(resolve_model("bert_tiny_dynamo"), upload)
+    try:
+        person.open()
+        drawn = assert_draws(person, "cnn_bn", None, "the first view")
+        person.upload(str(upload))
+        person.wait_drawn()
+        drawn = assert_draws(person, "bert_tiny_dynamo", drawn, "after the upload")
+        assert_change_in_view(person, "after the upload")
+        person.driver.save_screenshot(str(shots / "engineer-upload.png"))
+        for model in ("teach_layernorm", "gpt2_tiny", "cnn_bn"):
+            person.choose(model)
+            person.wait_drawn()
+            drawn = assert_draws(person, model, drawn, f"after choosing {model}")
+            assert f"model={model}" in person.url_query()
+            assert_change_in_view(person, f"after choosing {model}")
+            assert_sound(person, f"after choosing {model}")
+        person.back()   # the browser's Back: gpt2_tiny again
+        person.wait_drawn()
+        drawn = assert_draws(person, "gpt2_tiny", drawn, "after Back")
+        person.choose("uploaded")   # and the upload again, from the dropdown
+        person.wait_drawn()
+        assert_draws(person, "bert_tiny_dynamo", drawn, "after choosing the upload again")
+        assert_sound(person, "after choosing the upload again")
+    finally:
+        person.driver.quit()
