@@ -219,7 +219,8 @@
         });
       }
     }, 300);
-    window.graphlabPanes = { before: a, after: b };
+    // `shown()`: the view (model and pass) both panes hold and were fitted to.
+    window.graphlabPanes = { before: a, after: b, shown: function () { return fitted; } };
     return window.graphlabPanes;
   }
 

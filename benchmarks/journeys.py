@@ -39,7 +39,9 @@ CUT_OFF = """
 var found = [];
 document.querySelectorAll('body *').forEach(function (el) {
   if (!el.offsetParent && getComputedStyle(el).position !== 'fixed') { return; }
+  if (el.type === 'file') { return; }   // an upload's input is drawn as its button
   var style = getComputedStyle(el);
+  if (style.visibility === 'hidden' || style.opacity === '0') { return; }
   if (/(auto|scroll)/.test(style.overflowX + style.overflowY)) { return; }
   var text = (el.innerText || el.placeholder || el.value || '').trim();
   if (!text || el.children.length > 0 && el.innerText === undefined) { return; }
@@ -94,17 +96,25 @@ class Person:
 
     def choose(self, value: str, dropdown_id: str = "model-select") -> None:
         """Open the dropdown and click the option whose label starts with ``value``."""
+        shown = self.shown()
         self._click(f"#{dropdown_id}")
+        search = self._all(".dash-dropdown-search")
+        if search:   # typed into the list's search box, as a person does with a long list
+            search[0].send_keys(value)
+            time.sleep(0.2)
         for option in self._all("[role=option]"):
             if option.text.split() and option.text.split()[0] == value:
                 option.click()
+                if dropdown_id == "model-select":
+                    self.wait_shown_other_than(shown)
                 self.wait_idle()
                 return
         raise AssertionError(f"{dropdown_id} has no option {value!r}")
 
     def upload(self, path: str, input_css: str = "#model-upload input[type=file]") -> None:
+        shown = self.shown()
         self._all(input_css)[0].send_keys(path)
-        self.wait_idle(timeout=120)
+        self.wait_shown_other_than(shown, timeout=120)
 
     def next(self) -> None:
         self._click("#step-next")
@@ -127,10 +137,16 @@ class Person:
         self.wait_idle()
 
     def back(self) -> None:
+        shown = self.shown()
         self.driver.back()
-        self.wait_idle()
+        self.wait_shown_other_than(shown)
 
     # -- what they see -----------------------------------------------------------------------
+    def shown(self) -> str | None:
+        """The view (model and pass) both panes hold and were fitted to."""
+        return self.driver.execute_script(
+            "var p = window.graphlabPanes; return p ? p.shown() : null;")
+
     def pane(self, side: str) -> PaneView | None:
         found = self.driver.execute_script(PANE, side)
         return PaneView(**found) if found else None
@@ -162,14 +178,21 @@ class Person:
             "requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });")
 
     def wait_drawn(self, timeout: float = 60) -> None:
+        """Until both panes hold one view and the page is idle."""
+        self.wait_shown_other_than(None, timeout)
+
+    def wait_shown_other_than(self, shown: str | None, timeout: float = 60) -> None:
+        """Until both panes hold a view other than ``shown`` and the page is idle: a choice
+        that builds a model first waits for the build."""
         end = time.time() + timeout
         while time.time() < end:
-            before, after = self.pane("before"), self.pane("after")
-            if before and after and before.nodes and after.nodes:
+            now = self.shown()
+            if now is not None and now != shown:
                 self.wait_idle(timeout=max(1.0, end - time.time()))
-                return
+                if self.shown() == now:
+                    return
             time.sleep(0.1)
-        raise AssertionError("the panes drew nothing")
+        raise AssertionError(f"the panes still show {shown!r} after {timeout} s")
 
     def _click(self, css: str) -> None:
         self._all(css)[0].click()

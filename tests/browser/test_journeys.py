@@ -18,6 +18,7 @@ from benchmarks.journeys import Person, chromium
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
 from graphlab.app import AppConfig, create_app
+from graphlab.app.config import DEFAULT_MODEL
 from graphlab.samples import resolve_model, size_hints
 
 pytestmark = pytest.mark.browser
@@ -53,6 +54,13 @@ def op_types(model: str) -> set[str]:
     result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
     graphs = [result.initial] + [s.graph for s in result.snapshots]
     return {n.op_type for g in graphs for n in g.nodes}
+
+
+def url_model(person: Person) -> str:
+    """The model the page's URL names (the default is left out of it)."""
+    from urllib.parse import parse_qs
+
+    return parse_qs(person.url_query().lstrip("?")).get("model", [DEFAULT_MODEL])[0]
 
 
 def drawn_ops(person: Person, side: str) -> set[str]:
@@ -104,7 +112,7 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
             assert title not in titles, f"Next did not move on from {title}"
             titles.append(title)
             assert_change_in_view(person, title)
-            note = person.text("#pane-message")
+            note = person.text("#pane-note")
             row = person.text(".pass-row.selected")
             assert ("changed nothing" in note) == ("changed nothing" in row), (title, note, row)
             assert person.driver.execute_script(   # the pass list shows the selected pass
@@ -140,7 +148,7 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
             person.choose(model)
             person.wait_drawn()
             drawn = assert_draws(person, model, drawn, f"after choosing {model}")
-            assert f"model={model}" in person.url_query()
+            assert url_model(person) == model, person.url_query()
             assert_change_in_view(person, f"after choosing {model}")
             assert_sound(person, f"after choosing {model}")
         person.back()   # the browser's Back: gpt2_tiny again
@@ -152,3 +160,69 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
         assert_sound(person, "after choosing the upload again")
     finally:
         person.driver.quit()
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """`graphlab serve --workers 2`: the form a teacher starts for a room."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cache = tmp_path_factory.mktemp("room")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--workers", "2",
+         "--port", str(port), "--cache-dir", str(cache)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield f"http://127.0.0.1:{port}/"
+    os.killpg(server.pid, 15)
+    server.wait(30)
+
+
+def test_a_teachers_room_three_browsers_on_two_workers(two_workers, shots):
+    """Three students at once on different samples: each sees its own model, the URL, the
+    dropdown and the panes agree, and a copied URL opens the same view elsewhere."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def student(model: str) -> tuple[str, str, str, str]:
+        person = person_at(two_workers, (1280, 800))
+        try:
+            person.open()
+            person.choose(model)
+            person.wait_drawn()
+            for _ in range(2):
+                person.next()
+            assert url_model(person) == model, person.url_query()
+            assert person.text("#model-select").split()[0] == model
+            assert_draws(person, model, None, f"{model} in the room")
+            assert_change_in_view(person, f"{model} in the room")
+            assert not person.console_errors(), (model, person.console_errors()[:2])
+            person.driver.save_screenshot(str(shots / f"room-{model}.png"))
+            return (person.url_query(), person.text("#pane-after-title"),
+                    person.pane("before").labels, person.pane("after").labels)
+        finally:
+            person.driver.quit()
+
+    models = ("teach_gelu", "mlp_dropout", "bert_tiny_op20")
+    with ThreadPoolExecutor(len(models)) as pool:
+        views = list(pool.map(student, models))
+    for model, (query, title, before, after) in zip(models, views):
+        again = person_at(two_workers, (1280, 800))   # the copied URL, in another browser
+        try:
+            again.open(query)
+            assert again.text("#pane-after-title") == title, model
+            assert again.pane("before").labels == before and again.pane("after").labels == after
+            assert again.text("#model-select").split()[0] == model
+        finally:
+            again.driver.quit()

@@ -37,12 +37,11 @@ def section(services: Services) -> html.Div:
         html.H4("onnxscript rewrite rules, judged by onnxscript"),
         html.Div(className="rules-form", children=[
             dcc.Input(id=FIELD, type="text", debounce=True, className="rules-input",
-                      placeholder="MODULE[:NAME] or my_rules.py",
-                      title=f"a module of onnxscript rules, e.g. {EXAMPLE}, or a file"),
+                      placeholder="MODULE[:NAME] or my_rules.py"),
             html.Button("Run rules", id=RUN, className="button"),
         ]),
-        html.P("Each rule's matcher runs in onnxscript over the graph after the selected pass."
-               if allowed else
+        html.P(f"Each rule's matcher runs in onnxscript over the graph after the selected pass "
+               f"(e.g. {EXAMPLE})." if allowed else
                "This server does not load Python modules (start `graphlab serve --allow-code` "
                "on your own machine for that).", className="muted"),
         html.Div(id=BODY),

@@ -28,6 +28,7 @@ UPDATES = {ids.BEFORE: "pane-before-update", ids.AFTER: "pane-after-update"}
 BEFORE_TITLE = "pane-before-title"
 AFTER_TITLE = "pane-after-title"
 MESSAGE = "pane-message"
+NOTE = "pane-note"           # "this pass changed nothing", over the panes
 FIT_CHANGE = "fit-change"    # buttons handled in the page (assets/graphlab.js)
 FIT_ALL = "fit-all"
 FOLD_SIDE = "fold-side"
@@ -69,7 +70,7 @@ def layout(_: Services) -> html.Div:
         *[dcc.Store(id=store, storage_type="memory") for store in UPDATES.values()],
         html.Div(className="pane-tools", children=[
             dcc.Input(id=SEARCH, type="search", debounce=True, className="search-input",
-                      placeholder="search name or op (e.g. Conv)"),
+                      placeholder="search node or op type"),
             html.Span(id=SEARCH_COUNT, className="search-count"),
             html.Button("Fit to change", id=FIT_CHANGE, className="button",
                         title="zoom both panes to what this pass changed"),
@@ -83,7 +84,8 @@ def layout(_: Services) -> html.Div:
             html.Div(id=MESSAGE, className="pane-message"),
         ]),
         html.Div(className="panes", children=[_pane(ids.BEFORE, BEFORE_TITLE),
-                                              _pane(ids.AFTER, AFTER_TITLE)]),
+                                              _pane(ids.AFTER, AFTER_TITLE),
+                                              html.Div(id=NOTE, className="pane-note")]),
         html.Details(id=LEGEND_ID, className="legend", children=legend_items(comparing=False)),
         overlay.legend(),
     ])
@@ -119,7 +121,7 @@ def register(app, services: Services) -> None:
         "before_title": Output(BEFORE_TITLE, "children"),
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
-        "message": Output(MESSAGE, "children"),
+        "message": Output(MESSAGE, "children"), "note": Output(NOTE, "children"),
         "legend": Output(LEGEND_ID, "children")},
         inputs={"ui": Input(ids.UI, "data")}, state={"drawn": State(DRAWN_KEY, "data")},
         message="message")
@@ -134,9 +136,10 @@ def register(app, services: Services) -> None:
                  "after_title": (f"B: {comparison.b_label}" if comparison else
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
+                 "note": _unchanged_note(snapshot, comparison is not None),
                  "legend": legend_items(comparing=comparison is not None,
                                         structured=workspace.scopes.structured),
-                 "message": _unchanged_note(snapshot, comparison is not None),
+                 "message": "",
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         return {**shown, **pane_changes(workspace, payload, drawn)}
 
@@ -176,10 +179,10 @@ def register(app, services: Services) -> None:
 
 
 def _unchanged_note(snapshot, comparing: bool) -> str:
-    """Said above the panes when the pass left the graph as it was (both panes alike)."""
+    """Said over the panes when the pass left the graph as it was (both panes alike)."""
     if comparing or snapshot.changed:
         return ""
-    return f"{snapshot.pass_name} changed nothing: both panes show the same graph."
+    return f"{snapshot.pass_name} changed nothing: both panes show the same graph"
 
 
 PANEL = Panel("panes", MAIN, register, layout)
