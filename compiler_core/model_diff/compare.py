@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from ..ir.dtypes import dtype_name
+from ..ir.dtypes import dtype_name, dtype_text, is_dtype_attribute
 from ..ir.printer import format_attr
 from ..ir.shape_inference import is_unnamed_dim
 from ..patterns.schema_defaults import attribute_default
@@ -80,10 +80,11 @@ def _body_text(node: Node) -> str:
 def _attribute_text(node: Node, name: str, value: Any) -> str:
     if isinstance(value, np.ndarray):
         return _constant_text(value)
+    shown = dtype_text if is_dtype_attribute(node.op_type, name) else format_attr
     if value is not None:
-        return format_attr(value)
+        return shown(value)
     default = attribute_default(node.op_type, node.domain, name)
-    return "absent" if default is None else f"{format_attr(default)} (default)"
+    return "absent" if default is None else f"{shown(default)} (default)"
 
 
 # -- inputs ------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compiler_core.hardware.cost import OpCost, node_cost
 from compiler_core.ir import Graph, Node, Value
+from compiler_core.ir.dtypes import dtype_text, is_dtype_attribute
 from compiler_core.ir.printer import format_attr
 
 from .comparison import status_of
@@ -33,7 +34,10 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "scope": node.scope,
         "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
         else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
-        "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
+        "changes": [] if ws.comparison else [c.to_dict()
+                                             for c in snapshot.diff.changes_of(node.id)],
+        "attributes": [(k, dtype_text(v) if is_dtype_attribute(node.op_type, k)
+                        else format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
@@ -71,7 +75,9 @@ def _status_in_pass(node_id: int, diff, pass_name: str) -> str:
     if node_id in diff.added:
         return f"added by this pass ({pass_name})"
     if node_id in diff.modified:
-        return f"modified by this pass ({pass_name})"
+        wheres = [c.where for c in diff.changes_of(node_id)]
+        return f"modified by this pass ({pass_name})" + (
+            f": {', '.join(wheres)} changed" if wheres else "")
     return f"unchanged by this pass ({pass_name})"
 
 

@@ -111,7 +111,7 @@ def compile_report(result: PipelineResult, saved: SavedModel | None,
     runtime check (None when it did not run), the files written, and the export: for
     ``--runtime onnxruntime`` what each fused node became."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
-    passes = [s.summary() for s in result.snapshots]
+    passes = [{**s.summary(), "modified": s.modified_nodes()} for s in result.snapshots]
     for entry, check in zip(passes, runtime.per_pass if runtime else []):
         entry["runtime"] = check.to_dict()
     return {

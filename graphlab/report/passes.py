@@ -86,8 +86,14 @@ def _diff(story: Story, s: Snapshot) -> list[Markup]:
                        [story.node(i).op for i in s.diff.removed]),
             _node_list("Added", added, [story.node(i).op for i in s.diff.added]),
             _node_list("Modified (same node, other inputs or attributes)",
-                       [tag("li", str(story.node(i))) for i in s.diff.modified],
+                       [tag("li", str(story.node(i)), _changes(s, i)) for i in s.diff.modified],
                        [story.node(i).op for i in s.diff.modified])]
+
+
+def _changes(s: Snapshot, node_id: int) -> str:
+    """' — input 1 (B): 'x' → 'y'; attribute axes: [1] → [-1]'."""
+    changes = s.diff.changes_of(node_id)
+    return (" — " + "; ".join(c.text() for c in changes)) if changes else ""
 
 
 def _node_list(title: str, items: list[Markup], ops: list[str]) -> Markup | None:

@@ -15,6 +15,7 @@ from dash import ALL, ClientsideFunction, Input, Output, State, ctx, dcc, html
 from .. import ids
 from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..pane_updates import pane_changes
+from ..scopes import structure_note
 from ..services import Services
 from ..styles import BASE_STYLESHEET
 from . import exports, overlay
@@ -53,12 +54,6 @@ LEGEND = [
     ("search", "search hit"),
 ]
 
-STRUCTURE_NOTE = ("Groups found from the structure (the model's nodes carry no name scopes): "
-                  "\"block k\" is one repeat of a layer the graph repeats, \"blocks 0–9\" a "
-                  "run of them; other groups are stretches of the order named by their main "
-                  "ops and positions (\"MatMul · Add 41–80\").")
-
-
 def layout(_: Services) -> html.Div:
     return html.Div(className="panes-area", children=[
         dcc.Store(id=DRAWN_KEY, storage_type="memory"),
@@ -80,12 +75,12 @@ def layout(_: Services) -> html.Div:
     ])
 
 
-def legend_items(comparing: bool, structured: bool = False) -> list[html.Span]:
+def legend_items(comparing: bool, structure: str = "") -> list[html.Span]:
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
     items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
                        className="legend-item") for key, text in entries]
-    return items + ([html.Span(STRUCTURE_NOTE, className="legend-item legend-note")]
-                    if structured else [])
+    return items + ([html.Span(structure, className="legend-item legend-note")]
+                    if structure else [])
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -124,7 +119,8 @@ def register(app, services: Services) -> None:
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
                  "legend": legend_items(comparing=comparison is not None,
-                                        structured=workspace.scopes.structured),
+                                        structure=structure_note(workspace.scopes.cut)
+                                        if workspace.scopes.structured else ""),
                  "message": "", "fit_key": workspace.key,
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         return {**shown, **pane_changes(workspace, payload, drawn)}

@@ -1,0 +1,139 @@
+"""Teaching samples open on the pass they teach; a modified node says what changed; the words
+and numbers of the pass debugger agree with each other (dtype names, plurals, fusion counts,
+op types in a diff, the legends)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+from compiler_core.ir import Graph
+from compiler_core.passes import PassManager
+from compiler_core.passes.base import Pass, PassContext, PassResult
+from compiler_core.patterns.testing import build_graph
+from graphlab import samples
+from graphlab.app.config import AppConfig
+from graphlab.app.inspector_data import describe_node
+from graphlab.app.services import Services
+from graphlab.app.view_state import ViewState
+from graphlab.app.workbench import workspace_of
+
+SAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                       "sample_models")
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    """The manifest of this checkout (the samples' files may be installed from elsewhere)."""
+    with open(os.path.join(SAMPLES, "manifest.json"), encoding="utf-8") as handle:
+        return {e["name"]: e for e in json.load(handle)["samples"]}
+
+
+@pytest.fixture(scope="module")
+def services(tmp_path_factory, manifest):
+    """The app's services reading this checkout's manifest."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr(samples, "samples_dir", lambda: SAMPLES)
+    samples.list_samples.cache_clear()
+    yield Services.from_config(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
+    patch.undo()
+    samples.list_samples.cache_clear()
+
+
+# ---- teaching samples open on their pass ---------------------------------------------------
+
+def test_every_teaching_sample_names_its_pass(manifest):
+    teaching = [name for name in manifest if name.startswith("teach_")]
+    assert len(teaching) >= 4
+    for name in teaching:
+        assert manifest[name].get("teaches_pass"), name
+
+
+@pytest.mark.parametrize("name", ["teach_layernorm", "teach_gelu", "teach_conv_bn",
+                                  "teach_matmul_bias", "mobilenet_zeropad"])
+def test_a_teaching_sample_opens_on_the_pass_it_teaches(services, manifest, name):
+    ws = services.workspace(ViewState(model=name), None)
+    opened = ws.result.snapshots[ws.clamp_step(None)]
+    assert opened.pass_name == manifest[name]["teaches_pass"]
+    assert opened.changed and (opened.diff.removed or opened.diff.added)
+
+
+def test_teach_layernorm_no_longer_opens_on_cse(services):
+    ws = services.workspace(ViewState(model="teach_layernorm"), None)
+    first_changed = next(s for s in ws.result.snapshots if s.changed)
+    assert first_changed.pass_name == "cse"          # it did change the graph first...
+    assert ws.clamp_step(None) != first_changed.index   # ...but is not what the sample teaches
+
+
+# ---- a modified node says what changed -----------------------------------------------------
+
+def test_cse_modified_nodes_say_which_input_now_reads_what(services):
+    ws = services.workspace(ViewState(model="teach_layernorm"), None)
+    cse = next(s for s in ws.result.snapshots if s.pass_name == "cse" and s.changed)
+    pow_node = next(cse.graph.node_by_id(i) for i in cse.diff.modified
+                    if cse.graph.node_by_id(i).op_type == "Pow")
+    info = describe_node(ws, cse.index, pow_node.id, "asic32")
+    assert info["status"] == "modified by this pass (cse): input 1 (Y) changed"
+    (change,) = info["changes"]
+    assert change["where"] == "input 1 (Y)"
+    assert change["before"].startswith("'ln_wrongaxis_two'")
+    assert change["after"].startswith("'ln_good_two'")
+
+
+class _CastToHalf(Pass):
+    """Test pass: every Cast to float32 casts to float16 instead."""
+
+    name, family = "cast_to_half", "test"
+
+    def run(self, graph: Graph, ctx: PassContext) -> PassResult:
+        result = PassResult()
+        for node in graph.nodes:
+            if node.op_type == "Cast" and node.attrs.get("to") == TensorProto.FLOAT:
+                graph.set_node_attr(node, "to", TensorProto.FLOAT16)
+                node.outputs[0].elem_type = TensorProto.FLOAT16
+                result.rewrites += 1
+        return result
+
+
+def _cast_graph() -> Graph:
+    nodes = [helper.make_node("Cast", ["x"], ["c"], to=TensorProto.FLOAT, name="cast"),
+             helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT, name="back")]
+    return build_graph(nodes, {"x": (2, 3)}, {"y": (2, 3)})
+
+
+def test_a_changed_attribute_is_listed_old_to_new_by_name():
+    result = PassManager([_CastToHalf()]).run(_cast_graph())
+    snapshot = result.snapshots[0]
+    cast = next(n for n in snapshot.graph.nodes if n.name == "cast")
+    texts = [c.text() for c in snapshot.diff.changes_of(cast.id)]
+    assert "attribute to: float32 → float16" in texts
+    assert "output 0 type: float32[2,3] → float16[2,3]" in texts
+    record = snapshot.to_dict()["changes"]
+    assert {"kind": "attribute", "where": "attribute to", "before": "float32",
+            "after": "float16"} in next(r for r in record if r["name"] == "cast")["changes"]
+    ws = workspace_of("k", "casts", result, 250, _no_sizes())
+    info = describe_node(ws, 0, cast.id, "asic32")
+    assert {"kind": "attribute", "where": "attribute to", "before": "float32",
+            "after": "float16"} in info["changes"]
+    assert ("to", "float16") in info["attributes"]
+
+
+def _no_sizes():
+    from compiler_core.hardware.representative_sizes import ChosenSizes
+    return ChosenSizes()
+
+
+def test_compile_json_lists_what_changed_on_each_modified_node(capsys):
+    from graphlab.cli import main
+    assert main(["compile", os.path.join(SAMPLES, "teach_gelu.onnx"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    cse = next(p for p in report["passes"] if p["name"] == "cse")
+    assert len(cse["modified"]) == 2
+    for node in cse["modified"]:
+        (change,) = node["changes"]
+        assert change["kind"] == "input" and change["before"] != change["after"]
+    assert all(p["modified"] == [] for p in report["passes"] if not p["changed"])
