@@ -137,3 +137,29 @@ def test_compile_json_lists_what_changed_on_each_modified_node(capsys):
         (change,) = node["changes"]
         assert change["kind"] == "input" and change["before"] != change["after"]
     assert all(p["modified"] == [] for p in report["passes"] if not p["changed"])
+
+
+# ---- a fusion's counts agree ---------------------------------------------------------------
+
+def test_a_fused_attention_counts_the_same_nodes_everywhere(services):
+    """History, body, the pass's removed count and the match agree on 16; the match's 13
+    and the input model's 19 are said as what they are."""
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    snapshot = next(s for s in ws.result.snapshots if s.pass_name == "fuse_attention")
+    attention = [snapshot.graph.node_by_id(i) for i in snapshot.diff.added]
+    assert len(attention) == 2
+    node = attention[0]
+    body = len(node.body)
+    assert len(node.provenance.replaced) == body
+    assert len(snapshot.diff.removed) == sum(len(n.body) for n in attention)
+    (report,) = [r for r in snapshot.pattern_reports if r.matches]
+    match = next(m for m in report.matches if m.made.id == node.id)
+    assert len(match.nodes) + len(match.taken_along) == body
+    history = describe_node(ws, snapshot.index, node.id, "asic32")["history"]
+    assert history[0].startswith("made by rule fuse_attention")
+    assert f"from {body} nodes:" in history[0] and history[0].endswith("(its body)")
+    assert history[1].startswith(f"the pattern attention matched {len(match.nodes)} of them; "
+                                 f"the rewrite took {len(match.taken_along)} more along: ")
+    assert f"those {body} come from {len(node.provenance.sources)} nodes of the input" in \
+        history[2]
+    assert report.to_dict()["matches"][0]["made"] == match.made.name

@@ -230,7 +230,7 @@ def counterparts(ws: Workspace, node_id: int, graph: Graph) -> list[int]:
     node = _find_anywhere(ws, node_id)  # a new node: the sources it was made from
     if node is None or node.provenance is None:
         return []
-    return [s for s in node.provenance.sources if graph.node_by_id(s) is not None]
+    return [s for s in node.provenance.replaced_ids if graph.node_by_id(s) is not None]
 
 
 def _find_anywhere(ws: Workspace, node_id: int):

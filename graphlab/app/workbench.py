@@ -99,7 +99,8 @@ class NodeHistory:
                 node = graph.node_by_id(node_id)
                 history.names.setdefault(node_id, node.name)
                 history.made_in[node_id] = snapshot.index
-                for source in node.provenance.sources if node.provenance else ():
+                made = node.provenance
+                for source in (*made.replaced_ids, *made.sources) if made else ():
                     history.replaced_by.setdefault(source, node_id)
             for node_id in snapshot.diff.removed:
                 history.removed_in.setdefault(node_id, snapshot.index)

@@ -139,7 +139,7 @@ class CompileResult:
                  f"changed the graph) in {self.result.seconds:.2f} s",
                  f"  sizes: {self.sizes.describe()}"]
         lines += [f"  {s.index + 1:>3}. {s.pass_name:<28} {s.nodes_before:>5} -> "
-                  f"{s.nodes_after:<5} ({s.rewrites} rewrites)" for s in changed]
+                  f"{s.nodes_after:<5} ({plural(s.rewrites, 'rewrite')})" for s in changed]
         return "\n".join(lines) + ">"
 
 

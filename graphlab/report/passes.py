@@ -80,7 +80,7 @@ def _diff(story: Story, s: Snapshot) -> list[Markup]:
         node = graph.node_by_id(node_id)
         made = node.provenance
         origin = (f" — made by rule {made.rule} from "
-                  + ", ".join(str(story.node(i)) for i in made.sources)) if made else ""
+                  + ", ".join(str(story.node(i)) for i in made.replaced_ids)) if made else ""
         added.append(tag("li", tag("b", str(story.node(node_id))), origin))
     return [_node_list("Removed", [tag("li", str(story.node(i))) for i in s.diff.removed],
                        [story.node(i).op for i in s.diff.removed]),

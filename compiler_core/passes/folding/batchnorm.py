@@ -10,6 +10,7 @@ from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
+from ...wording import plural
 
 
 class _BatchNormFold(Rule):
@@ -101,5 +102,5 @@ class FoldBatchNorm(RewritePass):
     rules = (ConvBatchNormRule(), LinearBatchNormRule())
 
     def note(self, graph: Graph, made: list[Node]) -> str:
-        return (f"folded {len(made)} BatchNormalization node(s) into the weights of the layer "
-                f"before them")
+        return (f"folded {plural(len(made), 'BatchNormalization node')} into the weights of "
+                f"the layer before them")

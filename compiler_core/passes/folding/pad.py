@@ -12,6 +12,7 @@ from ..base import Pass, PassContext, PassResult
 from ..constants import constant_ints, ints_input_or_attr
 from ..rewrite import replace_node
 from ..registry import register
+from ...wording import plural
 
 RULE = "fold_pad"
 # Ops whose outputs are never negative: a zero pad in front of MaxPool changes nothing after them.
@@ -57,8 +58,8 @@ class FoldPad(Pass):
                 node.attr_types = {k: t for k, t in reader.attr_types.items() if k in attrs}
             result.rewrites += 1
         if result.rewrites:
-            result.notes.append(f"folded {result.rewrites} zero Pad node(s) into the pads of "
-                                f"the convolution or pooling op after them")
+            result.notes.append(f"folded {plural(result.rewrites, 'zero Pad node')} into the "
+                                f"pads of the convolution or pooling op after them")
         return result
 
 

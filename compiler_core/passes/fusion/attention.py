@@ -8,6 +8,7 @@ from ..base import PassContext
 from ..registry import register
 from ..rewrite import with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
+from ...wording import plural
 from .attention_layout import describe
 
 FUSED_OP = "Attention"
@@ -66,7 +67,8 @@ class FuseAttention(RewritePass):
     rules = (AttentionRule(),)
 
     def note(self, graph: Graph, made: list[Node]) -> str:
-        return f"fused {len(made)} attention blocks into {FUSED_OP} nodes"
+        return (f"fused {plural(len(made), 'attention block')} into "
+                f"{plural(len(made), FUSED_OP + ' node')}")
 
 
 # ------------------------------------------------------------------------------- the node set

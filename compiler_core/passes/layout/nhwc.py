@@ -10,6 +10,7 @@ from .rules import (TO_NCHW, TO_NHWC, adapt, is_kernel, layout_inputs, permute,
                            read_shape_in_nchw_order, reads_shape_only, why_not)
 from ..registry import register
 from ..rewrite import bypass_node, fuse_nodes, insert_after
+from ...wording import plural
 
 RULE = "convert_layout_nhwc"
 
@@ -44,10 +45,11 @@ class ConvertLayoutNHWC(Pass):
             kernels = sum(is_kernel(n) for n in region)
             result.rewrites += len(region)
             result.notes.append(f"region {number}: {len(region)} ops ({kernels} channels-last "
-                                f"kernels), {entries} entry and {exits} exit transpose(s)")
+                                f"kernels), {plural(entries + exits, 'transpose')} ({entries} "
+                                f"entry, {exits} exit)")
         cancelled = converter.cancel_transpose_pairs()
         if cancelled:
-            result.notes.append(f"folded {cancelled} transpose pair(s) at region edges")
+            result.notes.append(f"folded {plural(cancelled, 'transpose pair')} at region edges")
         converter.drop_orphaned_constants()
         return result
 

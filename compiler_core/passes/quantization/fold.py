@@ -9,6 +9,7 @@ from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .layers import Layer, find_layers
 from .quantize import QuantizeInt8
+from ...wording import plural
 
 RULE = "fold_qdq"
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
@@ -51,7 +52,7 @@ class FoldQdq(Pass):
         if result.rewrites:
             made = [n.op_type for n in graph.nodes if n.provenance is not None
                     and n.provenance.pass_name == ctx.pass_name]
-            result.notes.append(f"folded {result.rewrites} layer(s) into integer ops: " +
+            result.notes.append(f"folded {plural(result.rewrites, 'layer')} into integer ops: " +
                                 ", ".join(f"{made.count(op)} {op}" for op in sorted(set(made))))
         return result
 

@@ -24,6 +24,7 @@ from ..registry import register
 from ..rewrite import boundary, with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
 from ..shape_facts import known_dim, shape_tensor_dims
+from ...wording import plural
 
 FUSED_OP = "RotaryEmbedding"  # the lowering and the attention pattern import this spelling
 HEADS_FIRST, SEQUENCE_FIRST = "heads_first", "sequence_first"  # [B, N, S, H] / [B, S, N, H]
@@ -338,5 +339,5 @@ class RecognizeRotary(RewritePass):
     def note(self, graph: Graph, made: list[Node]) -> str:
         interleaved = sum(1 for n in made if n.attrs["interleaved"])
         partial = sum(1 for n in made if n.attrs["rotary_dim"] != _last_dim(n.inputs[0]))
-        return (f"made {len(made)} RotaryEmbedding node(s): {interleaved} interleaved, "
+        return (f"made {plural(len(made), 'RotaryEmbedding node')}: {interleaved} interleaved, "
                 f"{partial} partial")

@@ -8,6 +8,7 @@ from ...patterns import Match
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
+from ...wording import plural
 SWISH = "Swish"    # ONNX's name for it; the lowering imports these spellings
 SWIGLU = "SwiGLU"
 
@@ -64,4 +65,4 @@ class RecognizeSilu(RewritePass):
 
     def note(self, graph: Graph, made: list[Node]) -> str:
         gates = sum(1 for node in made if node.op_type == SWIGLU)
-        return f"made {gates} SwiGLU and {len(made) - gates} Swish node(s)"
+        return f"made {plural(len(made), 'node')}: {gates} SwiGLU, {len(made) - gates} Swish"
