@@ -163,3 +163,24 @@ def test_a_fused_attention_counts_the_same_nodes_everywhere(services):
     assert f"those {body} come from {len(node.provenance.sources)} nodes of the input" in \
         history[2]
     assert report.to_dict()["matches"][0]["made"] == match.made.name
+
+
+# ---- op types in a diff --------------------------------------------------------------------
+
+def test_a_diff_counts_every_body_of_a_fused_op_as_one_op_type():
+    """The exporter writes each distinct body of Attention as its own function (Attention,
+    Attention_2); read back, they are still one op type in the diff's table and texts."""
+    from compiler_core.ir import load_model, to_bytes
+    from compiler_core.model_diff import diff_models
+
+    model = load_model(os.path.join(SAMPLES, "bert_tiny_op13.onnx"))
+    final = PassManager("O2", bindings={"batch": 1, "seq": 128}).run(model).final
+    exported = load_model(to_bytes(final))
+    assert {n.op_type for n in exported.nodes if n.domain == "graphlab"} >= {
+        "Attention", "Attention_2"}   # two bodies, two functions
+    diff = diff_models(model, exported)
+    rows = {row.op: row for row in diff.by_op()}
+    assert rows["graphlab.Attention"].b == 2 and "graphlab.Attention_2" not in rows
+    assert not any(op.rsplit("_", 1)[-1].isdigit() for op in rows)
+    record = json.dumps(diff.to_dict())
+    assert "Attention_2" not in record
