@@ -184,3 +184,33 @@ def test_a_diff_counts_every_body_of_a_fused_op_as_one_op_type():
     assert not any(op.rsplit("_", 1)[-1].isdigit() for op in rows)
     record = json.dumps(diff.to_dict())
     assert "Attention_2" not in record
+
+
+# ---- the intensity overlay on collapsed groups ---------------------------------------------
+
+def test_collapsed_groups_take_the_intensity_band_of_their_members(services):
+    from compiler_core.hardware.targets import get_target
+    from graphlab.app.graph_analyses import cost_of
+    from graphlab.app.intensity_bands import BANDS, NO_ARITHMETIC, NOT_PRICED
+    from graphlab.app.pane_payload import UiState, build_panes
+
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    state = ViewState(model="bert_tiny_op13", step=0, overlay="intensity")
+    closed = build_panes(ws, state, UiState(expanded=frozenset()))
+    collapsed = [e for e in closed.before if "collapsed" in e.get("classes", "")]
+    assert collapsed
+    band_names = {b.css_class for b in (*BANDS, NO_ARITHMETIC, NOT_PRICED)}
+    for element in collapsed:
+        assert band_names & set(element["classes"].split()), element["data"]["id"]
+    plain = build_panes(ws, state.with_changes(overlay=""), UiState(expanded=frozenset()))
+    assert not any(" ai-" in e.get("classes", "") for e in plain.before)
+    # the band is the members' FLOPs over their bytes, at the ridge of their dtype
+    graph = ws.graphs_of_step(0)[0]
+    cost = cost_of(ws, graph, "asic32")
+    (top,) = [e for e in collapsed if e["data"]["id"] == ws.scopes.roots[0]] or [collapsed[0]]
+    inside = [op for node, op in zip(graph.nodes, cost.ops) if op.modelled and op.flops
+              and top["data"]["id"] in ws.scopes.ancestors(ws.scopes.group_of.get(node.id))]
+    ratio = (sum(op.flops for op in inside) / sum(op.bytes for op in inside)
+             / get_target("asic32").ridge_point("float32"))
+    band = next(b for b in BANDS if ratio < b.high)
+    assert band.css_class in top["classes"].split()
