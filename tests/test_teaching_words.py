@@ -214,3 +214,34 @@ def test_collapsed_groups_take_the_intensity_band_of_their_members(services):
              / get_target("asic32").ridge_point("float32"))
     band = next(b for b in BANDS if ratio < b.high)
     assert band.css_class in top["classes"].split()
+
+
+# ---- the sizes the app and the CLI bind ----------------------------------------------------
+
+def test_the_app_says_what_it_bound_and_the_cli_gets_the_same_graph_when_told(services,
+                                                                              capsys):
+    from graphlab.app.panels.controls import sizes_source
+    from graphlab.app.panels.stepper import bound_detail, pass_row
+    from graphlab.cli import main
+
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    bound = ws.sizes.text()
+    assert bound == "batch=1,seq=128"
+    specialize = next(s for s in ws.result.snapshots if s.pass_name == "specialize_dims")
+    detail, title = bound_detail(ws, specialize)
+    assert detail == "bound batch=1, seq=128"
+    assert f"graphlab compile MODEL --bind {bound}" in title
+    row = pass_row(specialize, False, detail, title)
+    assert row.children.children[2].children == detail
+    assert f"--bind {bound}" in sizes_source(ws.sizes)[1]
+
+    model = os.path.join(SAMPLES, "bert_tiny_op13.onnx")
+    assert main(["compile", model, "--json", "--bind", bound]) == 0
+    told = json.loads(capsys.readouterr().out)
+    assert told["nodes_after"] == len(ws.result.final)     # the app's graph, node for node
+    assert told["sizes"]["bound"] == {"batch": 1, "seq": 128}
+    assert told["sizes"]["left_symbolic"] == []
+    assert main(["compile", model]) == 0
+    text = capsys.readouterr().out
+    assert (f"sizes     batch, seq left symbolic (the model keeps accepting any size); the "
+            f"app, roofline and memory bind {bound}: --bind {bound} gives their graph") in text
