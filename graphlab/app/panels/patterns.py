@@ -8,15 +8,16 @@ from dash import Output, html
 
 from compiler_core.patterns import NodeRef, PatternRecord
 
+from .. import ids
 from ..pattern_view import PatternFocus, reasons_across_model, resolve_focus, step_reports
 from ..services import Services
 from . import onnxscript_rules
 from .on_view import on_view
 from .panel import TAB, Panel
 
-NAME = "patterns"
+NAME = ids.PATTERNS_TAB
 BODY = "patterns"
-ITEM = "pattern-item"        # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
+ITEM = ids.PATTERN_ITEM      # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
 NO_PATTERNS = "No pattern matches or nearly matches here."
 
 
