@@ -245,3 +245,30 @@ def test_the_app_says_what_it_bound_and_the_cli_gets_the_same_graph_when_told(se
     text = capsys.readouterr().out
     assert (f"sizes     batch, seq left symbolic (the model keeps accepting any size); the "
             f"app, roofline and memory bind {bound}: --bind {bound} gives their graph") in text
+
+
+# ---- the structure note says what is true --------------------------------------------------
+
+def test_the_structure_note_names_the_crowded_scope_when_the_nodes_carry_scopes(services):
+    from graphlab.app.scopes import structure_note
+
+    ws = services.workspace(ViewState(model="llama_tiny_torchscript"), None)
+    assert ws.scopes.structured and not ws.scopes.cut.unscoped
+    note = structure_note(ws.scopes.cut)
+    assert "carry no name scopes" not in note
+    assert "scope /lm/model/layers.0/self_attn holds" in note
+    assert "nodes of its own (more than 120 in one group)" in note
+
+
+def test_the_structure_note_says_no_name_scopes_only_when_none_has_one():
+    from graphlab.app.nested_layout import pipeline_layout
+    from graphlab.app.scopes import structure_note
+
+    nodes = [helper.make_node("Relu" if k % 2 else "Neg", [f"v{k}"], [f"v{k + 1}"],
+                              name=f"node_{k}") for k in range(130)]
+    graph = build_graph(nodes, {"v0": (2,)}, {"v130": (2,)})
+    layout = pipeline_layout(PassManager("dce").run(graph))
+    assert layout.scopes.structured and layout.scopes.cut.unscoped
+    note = structure_note(layout.scopes.cut)
+    assert note.startswith("Groups found from the structure (the model's nodes carry no name "
+                           "scopes): ")
