@@ -272,3 +272,15 @@ def test_the_structure_note_says_no_name_scopes_only_when_none_has_one():
     note = structure_note(layout.scopes.cut)
     assert note.startswith("Groups found from the structure (the model's nodes carry no name "
                            "scopes): ")
+
+
+def test_the_report_lists_what_changed_on_each_modified_node(tmp_path):
+    import html
+    import re
+
+    from graphlab.cli import main
+    out = tmp_path / "teach_layernorm.html"
+    assert main(["report", os.path.join(SAMPLES, "teach_layernorm.onnx"), "-o", str(out)]) == 0
+    text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", out.read_text())))
+    assert ("ln_wrongaxis_pow (Pow) — input 1 (Y): 'ln_wrongaxis_two' (weight float32[]) → "
+            "'ln_good_two' (weight float32[])") in text
