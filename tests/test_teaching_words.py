@@ -284,3 +284,10 @@ def test_the_report_lists_what_changed_on_each_modified_node(tmp_path):
     text = html.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", out.read_text())))
     assert ("ln_wrongaxis_pow (Pow) — input 1 (Y): 'ln_wrongaxis_two' (weight float32[]) → "
             "'ln_good_two' (weight float32[])") in text
+
+
+def test_show_prints_a_cast_target_by_name():
+    from compiler_core.ir import format_node
+    graph = _cast_graph()
+    cast = next(n for n in graph.nodes if n.name == "cast")
+    assert "Cast[to=float32](%x)" in format_node(cast)
