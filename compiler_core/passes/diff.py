@@ -52,7 +52,8 @@ class GraphDiff:
         return bool(self.removed or self.added or self.modified)
 
     def changes_of(self, node_id: int) -> list[NodeChange]:
-        return self.changes.get(node_id, [])
+        # a diff pickled before changes were recorded has none
+        return getattr(self, "changes", {}).get(node_id, [])
 
     def __repr__(self) -> str:
         return (f"GraphDiff(removed {len(self.removed)}, added {len(self.added)}, modified "
