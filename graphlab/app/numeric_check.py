@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
+from compiler_core.wording import plural
 
 from .workbench import Workspace
-from compiler_core.wording import plural
 
 
 @dataclass

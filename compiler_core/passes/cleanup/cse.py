@@ -11,10 +11,10 @@ import onnx
 from ...ir import Graph, Node, Value
 from ...ir.computed_tensors import ComputedTensor
 from ...ir.lazy_tensors import values_of
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..constants import remove_dead
 from ..registry import register
-from ...wording import plural
 
 FINGERPRINT_ELEMENTS = 64
 # Two draws from a random op differ even with identical inputs.

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ...ir import Graph
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
-from ...wording import plural
 
 
 @register

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..rewrite import bypass_or_decline
 from ..registry import register
-from ...wording import plural
 
 
 @register

@@ -6,11 +6,11 @@ import numpy as np
 
 from ...ir import Graph, Node
 from ...patterns import Match
+from ...wording import plural
 from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
-from ...wording import plural
 
 
 class _BatchNormFold(Rule):

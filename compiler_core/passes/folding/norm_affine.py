@@ -8,12 +8,12 @@ from typing import Callable
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..base import Pass, PassContext, PassResult
 from ..pattern_pass import find_matches
 from ..registry import register
 from ..rewrite import bypass_node, replace_by_op
-from ...wording import plural
 
 RULE = "fold_norm_affine"
 

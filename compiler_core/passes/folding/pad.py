@@ -8,11 +8,11 @@ from typing import Callable
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..constants import constant_ints, ints_input_or_attr
 from ..rewrite import replace_node
 from ..registry import register
-from ...wording import plural
 
 RULE = "fold_pad"
 # Ops whose outputs are never negative: a zero pad in front of MaxPool changes nothing after them.

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match, Pattern, get_pattern
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rewrite import with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
-from ...wording import plural
 from .attention_layout import describe
 
 FUSED_OP = "Attention"

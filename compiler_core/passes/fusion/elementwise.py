@@ -5,11 +5,11 @@ from __future__ import annotations
 import onnx
 
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..op_kinds import is_elementwise
 from ..registry import register
 from ..rewrite import fuse_nodes
-from ...wording import plural
 
 RULE = "fuse_elementwise"
 FUSED_OP = "FusedElementwise"

@@ -8,9 +8,9 @@ from typing import ClassVar, Sequence
 
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match
+from ...wording import plural
 from ..base import PassContext
 from ..rules import Rule
-from ...wording import plural
 
 
 class SkipNormRule(Rule):

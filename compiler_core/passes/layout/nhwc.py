@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from .rules import (TO_NCHW, TO_NHWC, adapt, is_kernel, layout_inputs, permute,
                            read_shape_in_nchw_order, reads_shape_only, why_not)
 from ..registry import register
 from ..rewrite import bypass_node, fuse_nodes, insert_after
-from ...wording import plural
 
 RULE = "convert_layout_nhwc"
 

@@ -8,6 +8,7 @@ from collections import Counter
 from ...hardware.targets import Target, get_target
 from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from ..rewrite import fuse_nodes, open_fused_node
@@ -15,7 +16,6 @@ from .benefit import OffloadEstimate, estimate_offload, transfer_bytes
 from .regions import grow_regions
 from .support import unsupported_reason
 from .unfuse import worth_opening
-from ...wording import plural
 
 PARTITION_OP = "AcceleratorPartition"
 RULE = "partition"

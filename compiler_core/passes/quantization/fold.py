@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .layers import Layer, find_layers
 from .quantize import QuantizeInt8
-from ...wording import plural
 
 RULE = "fold_qdq"
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")

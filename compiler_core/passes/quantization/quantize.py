@@ -6,13 +6,13 @@ from collections import Counter
 
 from ...hardware.op_flops import DATA_MOVEMENT, METADATA_ONLY
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .calibration import calibrate
 from .int8 import activation_params
 from .layers import Layer, Refusal, find_layers
 from .qdq import ActivationSite, plan_activation_sites, quantize_activation, quantize_weight
-from ...wording import plural
 
 MIN_OPSET = 13  # DequantizeLinear's per-channel ``axis`` arrived in opset 13
 _NO_ARITHMETIC = DATA_MOVEMENT | METADATA_ONLY | {"QuantizeLinear", "DequantizeLinear"}

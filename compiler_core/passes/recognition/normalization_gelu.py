@@ -7,10 +7,10 @@ import numpy as np
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float, to_numpy
 from ...patterns import Match
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
-from ...wording import plural
 
 LAYERNORM_OPSET = 17  # LayerNormalization is a standard op from this default-domain opset on
 GELU_OPSET = 20       # Gelu likewise

@@ -18,13 +18,13 @@ from ...ir.dtypes import is_float
 from ...patterns import Failure, Match, Pattern, any_value, const, op, optional, variadic
 from ...patterns.language import OpPattern
 from ...patterns.library.registry import register as register_pattern
+from ...wording import plural
 from ..base import PassContext
 from ..constants import constant_ints, ints_input_or_attr
 from ..registry import register
 from ..rewrite import boundary, with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
 from ..shape_facts import known_dim, shape_tensor_dims
-from ...wording import plural
 
 FUSED_OP = "RotaryEmbedding"  # the lowering and the attention pattern import this spelling
 HEADS_FIRST, SEQUENCE_FIRST = "heads_first", "sequence_first"  # [B, N, S, H] / [B, S, N, H]

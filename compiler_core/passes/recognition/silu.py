@@ -5,10 +5,10 @@ from __future__ import annotations
 from ...ir import Graph, Node
 from ...ir.dtypes import is_float
 from ...patterns import Match
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
-from ...wording import plural
 SWISH = "Swish"    # ONNX's name for it; the lowering imports these spellings
 SWIGLU = "SwiGLU"
 
