@@ -861,7 +861,7 @@ def make_teach_layernorm(out: Path) -> dict:
                    "ln_wrongaxis_* (ReduceMean over axis 1, not the last axis).")
     path = _save_teach(out, "teach_layernorm", graph)
     return _entry("teach_layernorm", path,
-                  "Teaching graph: a decomposed LayerNorm over the last axis (fuses) and one over the wrong axis (does not).",
+                  "Teaching graph: a decomposed LayerNorm over the last axis (recognized: one LayerNormalization) and one over the wrong axis (a near miss: it stays decomposed).",
                   "onnx.helper", ["teaching", "layernorm-fusion", "near-miss"],
                   "Opset 13, so ReduceMean takes axes as an attribute (axes=[-1] vs axes=[1]). "
                   "Good site: ln_good_mean ... ln_good_shift; near miss: ln_wrongaxis_* on x of shape [2, 4, 16].",
@@ -893,7 +893,7 @@ def make_teach_gelu(out: Path) -> dict:
                    "gelu_wrongconst_* divides by 1.5.")
     path = _save_teach(out, "teach_gelu", graph)
     return _entry("teach_gelu", path,
-                  "Teaching graph: an Erf-form GELU (fuses) and a look-alike with the wrong constant (does not).",
+                  "Teaching graph: an Erf-form GELU (recognized: one Gelu) and a look-alike with the wrong constant (a near miss: not a GELU, though its element-wise ops fuse later).",
                   "onnx.helper", ["teaching", "gelu-fusion", "near-miss"],
                   "Good site: gelu_good_div/erf/add/mul/half_mul with constant 1.4142135; near miss: "
                   "gelu_wrongconst_* divides by 1.5 (the initializer gelu_wrongconst_sqrt2).",
@@ -922,7 +922,7 @@ def make_teach_matmul_bias(out: Path) -> dict:
                    "miss: matmul_inputbias -> add_inputbias (bias is the graph input 'bias').")
     path = _save_teach(out, "teach_matmul_bias", graph)
     return _entry("teach_matmul_bias", path,
-                  "Teaching graph: MatMul+Add with a constant bias (fuses) and with a bias fed as a graph input (does not).",
+                  "Teaching graph: MatMul+Add with a constant bias (fuses with its Relu into a FusedGemm) and with a bias fed as a graph input (a near miss of matmul_add: it only becomes a standard Gemm that reads the bias at run time).",
                   "onnx.helper", ["teaching", "matmul-bias-fusion", "gemm", "near-miss"],
                   "Good site: matmul_good -> add_bias_good (initializer add_bias_good_b); near miss: "
                   "matmul_inputbias -> add_inputbias, whose bias is the graph input 'bias'.",
