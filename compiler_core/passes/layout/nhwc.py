@@ -44,9 +44,10 @@ class ConvertLayoutNHWC(Pass):
             entries, exits = converter.convert(region)
             kernels = sum(is_kernel(n) for n in region)
             result.rewrites += len(region)
-            result.notes.append(f"region {number}: {len(region)} ops ({kernels} channels-last "
-                                f"kernels), {plural(entries + exits, 'transpose')} ({entries} "
-                                f"entry, {exits} exit)")
+            result.notes.append(f"region {number}: {plural(len(region), 'op')} "
+                                f"({plural(kernels, 'channels-last kernel')}), "
+                                f"{plural(entries + exits, 'transpose')} ({entries} entry, "
+                                f"{exits} exit)")
         cancelled = converter.cancel_transpose_pairs()
         if cancelled:
             result.notes.append(f"folded {plural(cancelled, 'transpose pair')} at region edges")
