@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..ir import Graph, Node, Value
-from ..patterns import (Failure, Match, NearMiss, Pattern, PatternReport, get_pattern,
-                        match_all)
+from ..patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
+                        get_pattern, match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report
 from .rewrite import fuse_nodes, outside_reader, replace_by_op
@@ -162,22 +162,44 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
             if miss.score >= DECLINE_SCORE:
                 result.decline(miss.site, report.name, miss.reason)
     made: list[Node] = []
+    made_by: dict[int, Node] = {}
     refused: dict[int, NearMiss] = {}
     for index, match in enumerate(report.matches):
         with ctx.working_on(match.root):  # a rule that raises is reported at its site
             outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
         if isinstance(outcome, Node):
             made.append(outcome)
+            made_by[index] = outcome
         elif outcome is not None:
             if isinstance(outcome, Failure):
                 refused[index] = NearMiss(match.root, outcome)
             result.decline(rule.site(match), rule.name, getattr(outcome, "reason", outcome))
     if rule.reported:
+        kept = [i for i in range(len(report.matches)) if i not in refused]
         if refused:  # a match refused in the matcher's words is a near miss, not a match
             report = replace(
                 report, matches=[m for i, m in enumerate(report.matches) if i not in refused],
                 near_misses=sorted([*refused.values(), *report.near_misses],
                                    key=lambda m: -m.score))
-        result.pattern_reports.append(report.record())
+        record = report.record()
+        result.pattern_reports.append(replace(record, matches=tuple(
+            _with_rewrite(m, made_by.get(i)) for m, i in zip(record.matches, kept))))
     return made
+
+
+def _with_rewrite(record: MatchRecord, made: Node | None) -> MatchRecord:
+    """The match's record with the node its rewrite made and the nodes it replaced beyond
+    the match (named from the fused body, which keeps them)."""
+    if made is None:
+        return record
+    matched = {n.id for n in record.nodes}
+    replaced = made.provenance.replaced_ids if made.provenance is not None else ()
+    body = made.body
+
+    def ref(node_id: int) -> NodeRef:
+        inner = body.node_by_id(node_id) if body is not None else None
+        return NodeRef(node_id, inner.name if inner is not None else f"#{node_id}")
+
+    return replace(record, made=NodeRef.of(made),
+                   taken_along=tuple(ref(i) for i in replaced if i not in matched))
 
