@@ -88,13 +88,15 @@ def layout(_: Services) -> html.Div:
 
 def legend_items(comparing: bool, structure: str = "") -> list:
     """The legend's children: the diff marks and fused ops in one line, the rest under it;
-    ``structure``: the note on groups found from structure (why, and how to read them)."""
+    ``structure``: the note on groups found from structure (why, and how to read them), in
+    sight, since the groups on screen are read by it."""
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
     items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
                        className="legend-item") for key, text in entries]
     note = [html.Span(structure, className="legend-item legend-note")] if structure else []
-    return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more")]),
-            html.Div(items[LEGEND_SHOWN:] + note, className="legend-rest")]
+    return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more"),
+                          *note]),
+            html.Div(items[LEGEND_SHOWN:], className="legend-rest")]
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
