@@ -8,6 +8,7 @@ import pytest
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware import get_target, graph_cost, plan_memory
+from compiler_core.hardware.gemm_shapes import has_gemm
 from compiler_core.hardware.systolic import schedule_gemm
 from compiler_core.ir import load_model, to_bytes
 from compiler_core.runtime_check import RuntimeOutcome
@@ -21,12 +22,13 @@ from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.panels.chart_panel import picked_node
 from graphlab.app.panels.exports import image_name, model_file
 from graphlab.app.panels.navigation import _apply
-from graphlab.app.panels.systolic import chosen_problem
+from graphlab.app.panels.systolic import chosen_gemm, chosen_problem, graph_gemms, parse_choice
 from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
     roofline_figure
 from graphlab.app.services import Services
 from graphlab.app.systolic_view import ArrayProblem, advance, array_problem, array_shape, \
-    heatmap_figure, operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
+    heatmap_figure, operands_figure, phase_marks, retreat, timeline_figure, totals_rows, \
+    typed_problem
 from graphlab.app.view_state import ViewState, from_query, to_query, with_patch
 
 TARGET = get_target("asic32")
@@ -214,19 +216,75 @@ def test_the_selected_conv_becomes_the_problem_and_bad_input_says_why(cnn):
     conv = next(n for n in graph.nodes if n.op_type == "FusedConv")
     state = ViewState(model="cnn_bn", step=len(cnn.result.snapshots) - 1, node=conv.id,
                       array="8x8", dataflow="os")
-    problem, parts = chosen_problem(cnn, state, 0)
+    gemms = graph_gemms(cnn, state)
+    chosen = chosen_gemm(gemms, state, None)
+    assert chosen.node.id == conv.id and chosen.value == f"{conv.id}:0"
+    problem = chosen_problem(cnn, state, chosen)
     assert (problem.rows, problem.cols, problem.conv is not None) == (8, 8, True)
-    assert problem.M == 32 * 32 and len(parts) == 1
-    typed, _ = chosen_problem(cnn, state.with_changes(gemm="64,32,16"), 0)
+    assert problem.M == 32 * 32
+    typed = chosen_problem(cnn, state.with_changes(gemm="64,32,16"), None)
     assert (typed.M, typed.N, typed.K) == (64, 32, 16)
-    pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
-    for bad, words in ((state.with_changes(node=pool.id), "no matrix multiply"),
-                       (state.with_changes(gemm="64x64"), "M,N,K"),
+    for bad, words in ((state.with_changes(gemm="64x64"), "M,N,K"),
                        (state.with_changes(array="4x9999"), "1 to 256"),
                        (state.with_changes(array="big"), "cannot read array")):
         with pytest.raises(GraphLabError, match=words):
-            chosen_problem(cnn, bad, 0)
+            chosen_problem(cnn, bad, None if bad.gemm else chosen)
     assert array_shape("", "asic32") == (128, 128)
+
+
+def test_the_graphs_first_gemm_is_shown_when_no_node_with_one_is_selected(cnn):
+    """Opening the tab shows a GEMM at once: the graph's first, also when the selected node
+    has none (a MaxPool); a node with several GEMMs lists each, and the part picked sticks."""
+    step = len(cnn.result.snapshots) - 1
+    graph = cnn.result.snapshots[-1].graph
+    state = ViewState(model="cnn_bn", step=step)
+    gemms = graph_gemms(cnn, state)
+    first = next(n for n in graph.nodes if has_gemm(n))
+    assert [g.node.id for g in gemms] == [n.id for n in graph.nodes if has_gemm(n)]
+    assert chosen_gemm(gemms, state, None).node.id == first.id
+    assert gemms[0].label.startswith(f"{first.op_type} {first.name.strip('/')}: M=")
+    pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
+    assert chosen_gemm(gemms, state.with_changes(node=pool.id), None) is gemms[0]
+    assert chosen_gemm(gemms, state.with_changes(gemm="8,8,8"), None) is None
+    with pytest.raises(GraphLabError, match="no MatMul, Gemm or Conv"):
+        chosen_gemm([], state, None)
+    assert parse_choice("12:1") == (12, 1) and parse_choice(None) is None
+
+
+def test_a_node_with_several_gemms_lists_each_and_the_part_picked_sticks(services):
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    step = len(ws.result.snapshots) - 1
+    attention = next(n for n in ws.result.snapshots[-1].graph.nodes if n.op_type == "Attention")
+    state = ViewState(model="bert_tiny_op13", step=step, node=attention.id)
+    gemms = graph_gemms(ws, state)
+    own = [g for g in gemms if g.node.id == attention.id]
+    assert len(own) > 1 and all(f"of {len(own)}: M=" in g.label for g in own)
+    assert chosen_gemm(gemms, state, (attention.id, 1)) is own[1]
+    assert chosen_gemm(gemms, state, (attention.id + 1000, 1)) is own[0]   # another node's
+
+
+def test_stepping_back_mirrors_stepping_forward():
+    schedule = schedule_gemm(5, 6, 7, 4, 4, "ws", timing="scalesim")   # 4 folds of 15 cycles
+    forward, position = [(0, 0)], (0, 0)
+    while True:
+        fold, cycle, done = advance(schedule, *position, "phase")
+        if done:
+            break
+        position = (fold, cycle)
+        forward.append(position)
+    backward, done = [position], False
+    while not done:
+        fold, cycle, done = retreat(schedule, *backward[-1], "phase")
+        if not done:
+            backward.append((fold, cycle))
+    assert backward[::-1] == forward
+    assert retreat(schedule, 2, 9, "phase") == (2, 7, False)     # the start of its phase
+    assert retreat(schedule, 2, 9, "fold") == (2, 0, False)
+    assert retreat(schedule, 2, 0, "fold") == (1, 0, False)
+    assert retreat(schedule, 2, 0, "cycle") == (1, 14, False)
+    assert retreat(schedule, 2, 0, "ten") == (1, 5, False)
+    assert retreat(schedule, 0, 0, "cycle") == (0, 0, True)
+    assert advance(schedule, 0, 0, "hundred") == (1, 0, False)
 
 
 # ---- memory ---------------------------------------------------------------------------------

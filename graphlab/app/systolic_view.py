@@ -17,8 +17,8 @@ from plotly.subplots import make_subplots
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.gemm_shapes import GemmProblem
 from compiler_core.hardware.node_schedule import schedule_problem
-from compiler_core.hardware.systolic import ACTIVE, IDLE, PADDING, PRELOAD, TIMINGS, ConvShape, \
-    Schedule, Step
+from compiler_core.hardware.systolic import ACTIVE, IDLE, LOADING, PADDING, PRELOAD, TIMINGS, \
+    ConvShape, Schedule, Step
 from compiler_core.hardware.systolic.mapping import OPERAND_DIMS
 from compiler_core.hardware.targets import get_target
 
@@ -27,15 +27,18 @@ from ..units import format_seconds
 
 MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
 TIMELINE_FOLDS = 10     # folds the timeline shows around the current one
-STATES = ((IDLE, "idle", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
-          (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preload", "#9775fa"))
+STATES = ((IDLE, "idle (done this fold)", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
+          (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preloaded", "#9775fa"),
+          (LOADING, "loading (data on its way)", "#74c0fc"))   # in state-code order
 PHASE_COLOURS = {"stall": "#fa5252", "preload": "#9775fa", "fill": "#74c0fc",
                  "stream": "#2b8a3e", "drain": "#fcc419"}
 DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
                   "is": "input-stationary"}
 TIMING_NAMES = {"scalesim": "SCALE-Sim (folds back to back)",
                 "overlap": "overlap (double-buffered)"}
-STRIDES = {"cycle": "1 cycle", "ten": "10 cycles", "phase": "a phase", "fold": "a fold"}
+STRIDES = {"cycle": "1 cycle", "ten": "10 cycles", "hundred": "100 cycles", "phase": "a phase",
+           "fold": "a fold"}
+STRIDE_CYCLES = {"cycle": 1, "ten": 10, "hundred": 100}
 
 
 @dataclass(frozen=True)
@@ -115,9 +118,9 @@ def describe(problem: ArrayProblem, schedule: Schedule) -> str:
 def heatmap_title(schedule: Schedule, step: Step) -> str:
     length = schedule.timeline.fold_length(step.fold)
     counts = ", ".join(f"{step.count(code)} {name.split(' ')[0]}" for code, name, _ in STATES
-                       if code != PRELOAD or step.count(code))
-    return (f"fold {step.fold + 1} of {schedule.folds}, cycle {step.cycle} of {length - 1}: "
-            f"<b>{step.phase}</b> · PEs: {counts}")
+                       if code not in (PRELOAD, LOADING) or step.count(code))
+    return (f"fold {step.fold + 1} of {schedule.folds}, cycle {step.cycle} of {length - 1} "
+            f"(clock {step.global_cycle:,}): <b>{step.phase}</b> · PEs: {counts}")
 
 
 def heatmap_figure(schedule: Schedule, step: Step) -> go.Figure:
@@ -250,7 +253,8 @@ def phase_marks(schedule: Schedule, fold: int) -> dict[int, str]:
 
 
 def advance(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int, int, bool]:
-    """The next step after (fold, cycle) by `stride`; True when the schedule is over."""
+    """The next step after (fold, cycle) by `stride` (a number of cycles, the next phase's or
+    fold's start); True when the schedule is over."""
     timeline = schedule.timeline
     length = timeline.fold_length(fold)
     if stride == "fold":
@@ -259,12 +263,33 @@ def advance(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int
         target = next((start for _, start, _ in timeline.fold_phases(fold) if start > cycle),
                       length)
     else:
-        target = cycle + (10 if stride == "ten" else 1)
+        target = cycle + STRIDE_CYCLES.get(stride, 1)
     if target < length:
         return fold, target, False
     if fold + 1 < schedule.folds:
         return fold + 1, 0, False
     return fold, length - 1, True
+
+
+def retreat(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int, int, bool]:
+    """The step before (fold, cycle) by `stride`: that many cycles back, or the start of the
+    phase or fold it is in — of the previous one when already at a start.  True at the very
+    first step."""
+    timeline = schedule.timeline
+    if stride in ("fold", "phase") and cycle > 0:
+        starts = [0] if stride == "fold" else [s for _, s, _ in timeline.fold_phases(fold)]
+        return fold, max(s for s in starts if s < cycle), False
+    if cycle > 0:
+        return fold, max(0, cycle - STRIDE_CYCLES.get(stride, 1)), False
+    if fold == 0:
+        return 0, 0, True
+    previous = fold - 1
+    if stride == "fold":
+        return previous, 0, False
+    last = timeline.fold_length(previous) - 1
+    if stride == "phase":
+        return previous, timeline.fold_phases(previous)[-1][1], False
+    return previous, max(0, last + 1 - STRIDE_CYCLES.get(stride, 1)), False
 
 
 # ---- totals --------------------------------------------------------------------------------

@@ -11,6 +11,10 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 
 from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_memory
+from compiler_core.hardware.cost import compute_dtype
+from compiler_core.hardware.gemm_shapes import has_gemm
+from compiler_core.hardware.node_schedule import schedule_problem
+from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
@@ -188,3 +192,61 @@ def test_the_optimized_model_downloads_as_onnx(started):
     lowered = load_model(path)
     assert [(n.domain, n.op_type) for n in lowered.nodes if "Conv" in n.op_type] == \
         [("com.microsoft", "FusedConv")] * 3
+
+
+def heatmap_position(dash_duo) -> tuple[int, int, int]:
+    """(fold, local cycle, clock cycle) the array's title says it shows; fold from 1."""
+    title = plot_js(dash_duo, "systolic-heatmap", "return gd.layout.title.text;") or ""
+    found = re.match(r"fold (\d+) of \d+, cycle (\d+) of \d+ \(clock ([\d,]+)\)", title)
+    return tuple(int(g.replace(",", "")) for g in found.groups()) if found else None
+
+
+def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_steps(
+        dash_duo, graphlab_app):
+    """A person opens the Systolic tab with nothing selected: the dropdown shows the graph's
+    first GEMM, cycle 0 shows that fold's cells loading, and the step buttons land on the
+    phase and fold boundaries of compiler_core's schedule, forwards and back."""
+    result, bindings = app_pipeline("cnn_bn")
+    graph = result.snapshots[-1].graph
+    node = next(n for n in graph.nodes if has_gemm(n))
+    problem = gemm_problems(node, bindings)[0]
+    target = get_target("asic32")
+    schedule = schedule_problem(problem, rows=target.array_rows, cols=target.array_cols,
+                                dataflow="os", timing="overlap", target=target,
+                                dtype=compute_dtype(node))
+    timeline = schedule.timeline
+    open_view(dash_duo, graphlab_app, f"?model=cnn_bn&pass={len(result.snapshots)}")
+    tab = dash_duo.driver.find_element(
+        "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Systolic']")
+    started = time.perf_counter()
+    tab.click()
+    wait_for_plot(dash_duo, "systolic-heatmap")
+    wait_until(dash_duo, lambda: heatmap_position(dash_duo) is not None)
+    opened = time.perf_counter() - started
+    shown = dash_duo.find_element("#systolic-gemm-select").text
+    assert node.name.strip("/") in shown and f"M={problem.M}, N={problem.N}, K={problem.K}" \
+        in shown, shown
+    assert "node=" not in dash_duo.driver.current_url    # shown, not selected for the person
+
+    assert heatmap_position(dash_duo) == (1, 0, 0)
+    z = plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
+    first = schedule.step(0, 0)
+    assert z == first.pe_state.tolist()
+    assert sum(row.count(LOADING) for row in z) == first.loading > 0
+    assert sum(row.count(IDLE) for row in z) == 0       # no grey cell in the used region
+
+    def press(button: str, expected: tuple[int, int, int]) -> None:
+        dash_duo.find_element(f"#systolic-{button}").click()
+        wait_until(dash_duo, lambda: heatmap_position(dash_duo) == expected, 10,
+                   f"{button}: the array shows {heatmap_position(dash_duo)}, not {expected}")
+
+    second, third = [start for _, start, _ in timeline.fold_phases(0)][1:3]
+    press("next-phase", (1, second, timeline.fold_begin(0) + second))
+    press("next-phase", (1, third, timeline.fold_begin(0) + third))
+    press("next-fold", (2, 0, timeline.fold_begin(1)))
+    press("next-cycle", (2, 1, timeline.fold_begin(1) + 1))
+    press("prev-fold", (2, 0, timeline.fold_begin(1)))
+    press("prev-phase", (1, third, timeline.fold_begin(0) + third))
+    press("prev-cycle", (1, third - 1, timeline.fold_begin(0) + third - 1))
+    assert dash_duo.find_element("#systolic-gemm-select").text == shown
+    print(f"systolic tab opened in {opened:.2f} s")
