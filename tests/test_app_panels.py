@@ -4,6 +4,7 @@ and the view fields they add — figure builders checked against the compiler_co
 from __future__ import annotations
 
 import onnx
+import plotly.graph_objects as go
 import pytest
 
 from compiler_core.errors import GraphLabError
@@ -149,7 +150,7 @@ def test_heatmap_z_is_the_simulators_pe_state_at_that_step():
     reference = schedule_gemm(100, 40, 30, rows=16, cols=16, dataflow="ws", timing="overlap")
     for fold, cycle in ((0, 0), (2, 25), (5, reference.timeline.fold_length(5) - 1)):
         step = schedule.step(fold, cycle)
-        figure = heatmap_figure(schedule, step)
+        figure = go.Figure(heatmap_figure(schedule, step))   # a dict plotly.js reads
         assert [list(row) for row in figure.data[0].z] == \
             reference.step(fold, cycle).pe_state.tolist()
         assert f"fold {fold + 1} of 6" in figure.layout.title.text
@@ -160,7 +161,7 @@ def test_a_128_by_128_step_is_one_small_z_matrix():
     problem = array_problem(typed_problem("4096,4096,4096"), 128, 128, "ws", "overlap",
                             "asic32", None)
     schedule = problem.schedule()
-    figure = heatmap_figure(schedule, schedule.step(500, 300))
+    figure = go.Figure(heatmap_figure(schedule, schedule.step(500, 300)))
     assert len(figure.data) == 1 and len(figure.data[0].z) == 128
     assert len(figure.to_json()) < 60_000
 
@@ -186,12 +187,12 @@ def test_stepping_walks_phases_and_folds_and_stops_at_the_end():
 def test_operands_and_timeline_show_the_folds_tiles_and_phases():
     schedule = schedule_gemm(100, 40, 30, 16, 16, "ws", timing="overlap")
     step = schedule.step(2, 25)
-    operands = operands_figure(schedule, step)
+    operands = go.Figure(operands_figure(schedule, step))
     tiles = [s for s in operands.layout.shapes if s.fillcolor == "#a5d8ff"]
     b_tile = tiles[1]
     assert (b_tile.y0, b_tile.y1, b_tile.x0, b_tile.x1) == (*step.tiles["B"]["rows"],
                                                           *step.tiles["B"]["cols"])
-    timeline = timeline_figure(schedule, 2, 25)
+    timeline = go.Figure(timeline_figure(schedule, 2, 25))
     bars = {t.name: t for t in timeline.data}
     fold_phases = schedule.timeline.fold_phases(2)
     stream = next(p for p in fold_phases if p[0] == "stream")

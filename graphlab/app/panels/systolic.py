@@ -42,6 +42,7 @@ DATAFLOW = "systolic-dataflow"
 TIMING = "systolic-timing"
 GEMM_SELECT = "systolic-gemm-select"
 CHOSEN = "systolic-chosen"
+DRAWN = "systolic-drawn"      # the step the figures show: {"problem", "fold", "cycle"}
 PROBLEM = "systolic-problem"
 SOURCE = "systolic-source"
 TOTALS = "systolic-totals"
@@ -58,9 +59,9 @@ VIEWER = "systolic-viewer"
 STEPS = {"systolic-prev-fold": (-1, "fold"), "systolic-prev-phase": (-1, "phase"),
          "systolic-prev-cycle": (-1, "cycle"), "systolic-next-cycle": (1, "cycle"),
          "systolic-next-phase": (1, "phase"), "systolic-next-fold": (1, "fold")}
-STEP_LABELS = {"systolic-prev-fold": "⏮ fold", "systolic-prev-phase": "◀◀ phase",
+STEP_LABELS = {"systolic-prev-fold": "◀ fold", "systolic-prev-phase": "◀ phase",
                "systolic-prev-cycle": "◀ cycle", "systolic-next-cycle": "cycle ▶",
-               "systolic-next-phase": "phase ▶▶", "systolic-next-fold": "fold ⏭"}
+               "systolic-next-phase": "phase ▶", "systolic-next-fold": "fold ▶"}
 STEP_TITLES = {"fold": "the start of the {} fold", "phase": "the start of the {} phase",
                "cycle": "the {} cycle"}
 NO_GEMM = ("This graph has no MatMul, Gemm or Conv: type a GEMM as M,N,K to put one on the "
@@ -68,6 +69,8 @@ NO_GEMM = ("This graph has no MatMul, Gemm or Conv: type a GEMM as M,N,K to put 
 LISTED_GEMMS = 400   # dropdown options; a bigger graph's others are reached by a click
 _NOTHING_CHOSEN = {"problem": None, "totals": [], "viewer_hidden": True}
 TICK_MS = 300
+_ROW = {"display": "flex", "flexWrap": "wrap", "gap": "4px", "alignItems": "end"}
+_NO_WRAP = {"whiteSpace": "nowrap"}
 STATIC = {"displayModeBar": False, "responsive": True}
 
 
@@ -75,6 +78,7 @@ def layout(_: Services) -> html.Div:
     return html.Div(id=NAME, className="wide-panel systolic-panel", children=[
         dcc.Store(id=PROBLEM, storage_type="memory"),
         dcc.Store(id=CHOSEN, storage_type="memory"),
+        dcc.Store(id=DRAWN, storage_type="memory"),
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
         html.Div(className="panel-controls", children=[
             _field("GEMM M,N,K", dcc.Input(id=GEMM, type="text", debounce=True,
@@ -98,16 +102,17 @@ def layout(_: Services) -> html.Div:
         html.Div(id=VIEWER, hidden=True, children=[
             html.Div(id=TOTALS),
             html.Div(className="step-controls", children=[
-                html.Div(className="step-buttons", children=[
+                html.Div(className="step-buttons", style=_ROW, children=[
                     html.Button(STEP_LABELS[key], id=key, className="button step",
-                                title="to " + STEP_TITLES[stride].format(
+                                style=_NO_WRAP, title="to " + STEP_TITLES[stride].format(
                                     "previous" if direction < 0 else "next"))
                     for key, (direction, stride) in STEPS.items()]),
-                html.Button("▶ Play", id=PLAY, className="button primary"),
-                _field("play speed", dcc.Dropdown(
-                    id=STRIDE, value="ten", clearable=False, className="stride-select",
-                    options=[{"label": f"{t} every {TICK_MS / 1000:g} s", "value": k}
-                             for k, t in STRIDES.items()])),
+                html.Div(style=_ROW, children=[
+                    html.Button("▶ Play", id=PLAY, className="button primary",
+                                style=_NO_WRAP),
+                    _field(f"play: per {TICK_MS / 1000:g} s", dcc.Dropdown(
+                        id=STRIDE, value="ten", clearable=False, className="stride-select",
+                        options=[{"label": t, "value": k} for k, t in STRIDES.items()]))]),
                 html.Div(className="sliders", children=[
                     html.Div([html.Span("fold", className="slider-label"),
                               dcc.Slider(id=FOLD, min=1, max=1, step=1, value=1,
@@ -131,8 +136,11 @@ def _field(label: str, control) -> html.Label:
 def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
                   Output(DATAFLOW, "value"), Output(TIMING, "value"),
-                  Input(ids.tab_view(NAME), "data"))
-    def show_settings(view):
+                  Input(ids.tab_view(NAME), "data"), State(GEMM, "value"), State(ARRAY, "value"),
+                  State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"))
+    def show_settings(view, *shown):
+        """The view's settings in the controls; those already shown are left alone, so no
+        request echoes them back."""
         if not view or view.get("panel") != NAME:
             return (no_update,) * 5
         state = ViewState.from_dict(view)
@@ -141,7 +149,9 @@ def register(app, services: Services) -> None:
             placeholder = f"{rows}x{cols} ({state.target})"
         except GraphLabError:
             placeholder = "e.g. 16x16"
-        return state.gemm, state.array, placeholder, state.dataflow, state.timing
+        wanted = (state.gemm, state.array, placeholder, state.dataflow, state.timing)
+        return tuple(no_update if (value or "") == (old or "") else value
+                     for value, old in zip(wanted, shown))
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GEMM, "value"), Input(ARRAY, "value"), Input(DATAFLOW, "value"),
@@ -172,11 +182,15 @@ def register(app, services: Services) -> None:
                              "value": Output(GEMM_SELECT, "value"),
                              "chosen": Output(CHOSEN, "data"),
                              "totals": Output(TOTALS, "children"),
-                             "viewer_hidden": Output(VIEWER, "hidden")},
+                             "viewer_hidden": Output(VIEWER, "hidden"),
+                             **{name: output for name, output in _AT_START.items()}},
              inputs={"choice": Input(GEMM_SELECT, "value")},
              state={"shown": State(PROBLEM, "data")},
              tab=NAME, message="source", failed=lambda _: _NOTHING_CHOSEN)
     def choose(state, workspace, choice, shown):
+        """The GEMM to show and its totals; for a new problem also the array at its first
+        step, the sliders and the timeline, in the same answer (one round trip opens the
+        tab)."""
         picked = parse_choice(choice)
         if ctx.triggered_id == GEMM_SELECT and not state.gemm and \
                 (picked is None or picked[0] != state.node):
@@ -195,25 +209,28 @@ def register(app, services: Services) -> None:
         if value is not None and not any(o["value"] == value for o in options):
             options.append({"label": chosen.label, "value": value})
         stored = problem.to_store()
+        drawn = {} if stored == shown else _first_step(schedule, stored)
         return {"problem": no_update if stored == shown else stored,
                 "source": html.P([*_note(state, workspace, chosen), describe(problem, schedule)]),
-                "options": options, "value": value, "chosen": value,
-                "totals": _table(heads, rows), "viewer_hidden": False}
+                "options": options, "value": no_update if value == choice else value,
+                "chosen": value, "totals": _table(heads, rows), "viewer_hidden": False,
+                **drawn}
 
-    @app.callback(Output(FOLD, "value"), Output(FOLD, "max"), Output(FOLD, "marks"),
-                  Output(CYCLE, "value"), Output(CYCLE, "max"), Output(CYCLE, "marks"),
+    @app.callback(*(Output(component, prop, allow_duplicate=True) for component in (FOLD, CYCLE)
+                    for prop in ("value", "max", "marks")),
                   Output(TICK, "disabled", allow_duplicate=True),
-                  Input(PROBLEM, "data"), Input(FOLD, "value"), Input(TICK, "n_intervals"),
+                  Input(FOLD, "value"), Input(TICK, "n_intervals"),
                   *(Input(key, "n_clicks") for key in STEPS),
-                  State(CYCLE, "value"), State(STRIDE, "value"), prevent_initial_call=True)
-    def position(stored, fold_number, _ticks, *rest):
-        *_clicks, cycle, stride = rest
+                  State(PROBLEM, "data"), State(CYCLE, "value"), State(STRIDE, "value"),
+                  State(DRAWN, "data"), prevent_initial_call=True)
+    def position(fold_number, _ticks, *rest):
+        *_clicks, stored, cycle, stride, drawn = rest
         schedule = _schedule_of(stored)
-        if schedule is None:
-            return (no_update,) * 6 + (True,)
         trigger = ctx.triggered_id
-        fold, cycle, stop = (0, 0, True) if trigger == PROBLEM else \
-            (*_clamped(schedule, fold_number, cycle), no_update)
+        if schedule is None or (trigger == FOLD and _shows(drawn, stored, fold_number, cycle)):
+            return (no_update,) * 6 + (no_update if schedule else True,)   # `choose` set it
+        fold, cycle = _clamped(schedule, fold_number, cycle)
+        stop = no_update
         if trigger == TICK:
             fold, cycle, finished = advance(schedule, fold, cycle, stride)
             stop = True if finished else no_update
@@ -222,7 +239,7 @@ def register(app, services: Services) -> None:
             move = advance if direction > 0 else retreat
             fold, cycle, _ = move(schedule, fold, cycle, by)
         last = schedule.timeline.fold_length(fold) - 1
-        return (fold + 1, schedule.folds, {1: "1", schedule.folds: str(schedule.folds)},
+        return (fold + 1, schedule.folds, _fold_marks(schedule),
                 min(cycle, last), last, phase_marks(schedule, fold), stop)
 
     @app.callback(Output(TICK, "disabled", allow_duplicate=True), Input(PLAY, "n_clicks"),
@@ -234,28 +251,60 @@ def register(app, services: Services) -> None:
     def play_label(disabled):
         return "▶ Play" if disabled else "⏸ Pause"
 
-    @app.callback(Output(HEATMAP, "figure"), Output(OPERANDS, "figure"),
-                  Output(TIMELINE, "figure"),
-                  Input(PROBLEM, "data"), Input(FOLD, "value"), Input(CYCLE, "value"))
-    def draw(stored, fold_number, cycle):
+    @app.callback(Output(HEATMAP, "figure", allow_duplicate=True),
+                  Output(OPERANDS, "figure", allow_duplicate=True),
+                  Output(TIMELINE, "figure", allow_duplicate=True),
+                  Output(DRAWN, "data", allow_duplicate=True),
+                  Input(FOLD, "value"), Input(CYCLE, "value"),
+                  State(PROBLEM, "data"), State(DRAWN, "data"), prevent_initial_call=True)
+    def draw(fold_number, cycle, stored, drawn):
+        """A step: the array's z and title, the operands, the timeline's cursor (the whole
+        timeline when the fold changed)."""
         schedule = _schedule_of(stored)
-        if schedule is None:
-            return no_update, no_update, no_update
+        if schedule is None or _shows(drawn, stored, fold_number, cycle):
+            return no_update, no_update, no_update, no_update
         fold, cycle = _clamped(schedule, fold_number, cycle)
         step = schedule.step(fold, cycle)
-        changed = ctx.triggered_prop_ids.values()
-        if PROBLEM in changed or not ctx.triggered_id:
-            return (heatmap_figure(schedule, step), operands_figure(schedule, step),
-                    timeline_figure(schedule, fold, cycle))
         heatmap = Patch()   # one z matrix and a title: a step stays small for any layer
         heatmap["data"][0]["z"] = step.pe_state.tolist()
         heatmap["layout"]["title"]["text"] = heatmap_title(schedule, step)
-        if FOLD in changed:
+        if not drawn or drawn.get("fold") != fold:
             timeline = timeline_figure(schedule, fold, cycle)
         else:
             timeline = Patch()
             timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
-        return heatmap, operands_figure(schedule, step), timeline
+        return (heatmap, operands_figure(schedule, step), timeline,
+                {"problem": stored, "fold": fold, "cycle": cycle})
+
+
+_AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
+             "fold_marks": Output(FOLD, "marks"), "cycle": Output(CYCLE, "value"),
+             "cycle_max": Output(CYCLE, "max"), "cycle_marks": Output(CYCLE, "marks"),
+             "stopped": Output(TICK, "disabled"), "heatmap": Output(HEATMAP, "figure"),
+             "operands": Output(OPERANDS, "figure"), "timeline": Output(TIMELINE, "figure"),
+             "drawn": Output(DRAWN, "data")}
+
+
+def _first_step(schedule: Schedule, stored: dict) -> dict:
+    """The outputs `_AT_START` names for a new problem: its first step, drawn whole."""
+    step = schedule.step(0, 0)
+    return {"fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
+            "cycle": 0, "cycle_max": schedule.timeline.fold_length(0) - 1,
+            "cycle_marks": phase_marks(schedule, 0), "stopped": True,
+            "heatmap": heatmap_figure(schedule, step),
+            "operands": operands_figure(schedule, step),
+            "timeline": timeline_figure(schedule, 0, 0),
+            "drawn": {"problem": stored, "fold": 0, "cycle": 0}}
+
+
+def _fold_marks(schedule: Schedule) -> dict:
+    return {1: "1", schedule.folds: str(schedule.folds)}
+
+
+def _shows(drawn: dict | None, stored: dict | None, fold_number, cycle) -> bool:
+    """Do the figures already show this step of this problem (what `choose` just drew)?"""
+    return bool(drawn) and drawn.get("problem") == stored and \
+        drawn.get("fold") == (fold_number or 1) - 1 and drawn.get("cycle") == (cycle or 0)
 
 
 def _schedule_of(stored: dict | None) -> Schedule | None:
