@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -15,12 +16,13 @@ from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_m
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import has_gemm
 from compiler_core.hardware.node_schedule import schedule_problem
-from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.hardware.representative_sizes import choose_sizes
+from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
 from graphlab.app.roofline_view import op_points
 from graphlab.app.systolic_view import array_problem
+from graphlab.cli import main
 from graphlab.samples import resolve_model, size_hints
 
 from pane_helpers import pane_js, wait_for_nodes, wait_until
@@ -218,7 +220,7 @@ def heatmap_position(dash_duo) -> tuple[int, int, int]:
 
 
 def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_steps(
-        dash_duo, graphlab_app):
+        dash_duo, graphlab_app, capsys):
     """A person opens the Systolic tab with nothing selected: the dropdown shows the graph's
     first GEMM, cycle 0 shows that fold's cells loading, and the step buttons land on the
     phase and fold boundaries of compiler_core's schedule, forwards and back."""
@@ -227,9 +229,10 @@ def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_ste
     node = next(n for n in graph.nodes if has_gemm(n))
     problem = gemm_problems(node, bindings)[0]
     target = get_target("asic32")
-    schedule = schedule_problem(problem, rows=target.array_rows, cols=target.array_cols,
-                                dataflow="os", timing="overlap", target=target,
-                                dtype=compute_dtype(node))
+    scalesim, schedule = (schedule_problem(problem, rows=target.array_rows,
+                                           cols=target.array_cols, dataflow="os", timing=timing,
+                                           target=target, dtype=compute_dtype(node))
+                          for timing in ("scalesim", "overlap"))   # the tab's defaults
     timeline = schedule.timeline
     open_view(dash_duo, graphlab_app, f"?model=cnn_bn&pass={len(result.snapshots)}")
     tab = dash_duo.driver.find_element(
@@ -265,4 +268,14 @@ def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_ste
     press("prev-phase", (1, third, timeline.fold_begin(0) + third))
     press("prev-cycle", (1, third - 1, timeline.fold_begin(0) + third - 1))
     assert dash_duo.find_element("#systolic-gemm-select").text == shown
+
+    # `graphlab schedule` says the same: the cycles in the totals, the fold period, the fill
+    capsys.readouterr()   # the test server's own lines
+    assert main(["schedule", "cnn_bn", "--node", problem.source, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    totals = dash_duo.find_element("#systolic-totals").text
+    assert record["cycles"] == schedule.cycles
+    assert f"cycles (SCALE-Sim's count) {scalesim.cycles:,} {schedule.cycles:,}" in totals
+    assert record["fold_grid"]["period"] == timeline.fold_begin(1)
+    assert record["phases"]["fill"] == record["folds"] * second   # OS: fill, then stream
     print(f"systolic tab opened in {opened:.2f} s")
