@@ -279,3 +279,36 @@ def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_ste
     assert record["fold_grid"]["period"] == timeline.fold_begin(1)
     assert record["phases"]["fill"] == record["folds"] * second   # OS: fill, then stream
     print(f"systolic tab opened in {opened:.2f} s")
+
+
+def test_choosing_a_gemm_in_the_dropdown_selects_its_node_and_shows_that_gemm(
+        dash_duo, graphlab_app):
+    """A fused attention holds three GEMMs: choosing the second layer's second GEMM selects
+    that node (as a click in the panes would) and shows that GEMM; its third GEMM is then one
+    more choice away, the node staying selected."""
+    result, bindings = app_pipeline("bert_tiny_op13")
+    graph = result.snapshots[-1].graph
+    second = [n for n in graph.nodes if n.op_type == "Attention"][1]
+    gemms = gemm_problems(second, bindings)
+    name = second.name.strip("/")
+    open_view(dash_duo, graphlab_app,
+              f"?model=bert_tiny_op13&pass={len(result.snapshots)}&panel=systolic")
+    wait_for_plot(dash_duo, "systolic-heatmap")
+
+    def choose(part: int) -> None:
+        p = gemms[part]
+        label = f"{name} · GEMM {part + 1} of {len(gemms)}: M={p.M}, N={p.N}, K={p.K}"
+        dash_duo.find_element("#systolic-gemm-select").click()
+        option = dash_duo.driver.find_element(
+            "xpath", f"//*[@role='option']//*[contains(text(), '{label}')] | "
+                     f"//*[@role='option'][contains(., '{label}')]")
+        option.click()
+        dash_duo.wait_for_contains_text("#systolic-gemm-select", label, timeout=10)
+        dash_duo.wait_for_contains_text(
+            "#systolic-source", f"({p.M} × {p.K}) · ({p.K} × {p.N})", timeout=10)
+
+    choose(1)
+    assert f"node={second.id}" in dash_duo.driver.current_url
+    wait_until(dash_duo, lambda: heatmap_position(dash_duo) == (1, 0, 0))
+    choose(2)
+    assert f"node={second.id}" in dash_duo.driver.current_url
