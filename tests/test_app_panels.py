@@ -3,14 +3,16 @@ and the view fields they add — figure builders checked against the compiler_co
 
 from __future__ import annotations
 
+import json
+
 import onnx
 import plotly.graph_objects as go
 import pytest
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware import get_target, graph_cost, plan_memory
-from compiler_core.hardware.gemm_shapes import has_gemm
-from compiler_core.hardware.systolic import schedule_gemm
+from compiler_core.hardware.gemm_shapes import GemmProblem, has_gemm
+from compiler_core.hardware.systolic import ConvShape, schedule_gemm
 from compiler_core.ir import load_model, to_bytes
 from compiler_core.runtime_check import RuntimeOutcome
 from compiler_core.runtime_verify import LevelCheck
@@ -155,6 +157,11 @@ def test_heatmap_z_is_the_simulators_pe_state_at_that_step():
             reference.step(fold, cycle).pe_state.tolist()
         assert f"fold {fold + 1} of 6" in figure.layout.title.text
     assert ArrayProblem.from_store(problem.to_store()) == problem
+    conv = array_problem(GemmProblem("c", "Conv", 1024, 16, 27, conv=ConvShape(34, 34, 3, 3,
+                                                                               3, 16, 1)),
+                         16, 16, "ws", "overlap", "asic32", None)
+    kept = conv.to_store()   # what the page sends back compares equal: no redraw from scratch
+    assert json.loads(json.dumps(kept)) == kept and ArrayProblem.from_store(kept) == conv
 
 
 def test_a_128_by_128_step_is_one_small_z_matrix():

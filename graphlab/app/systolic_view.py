@@ -67,7 +67,11 @@ class ArrayProblem:
                                 target=get_target(self.target), dtype=self.dtype)
 
     def to_store(self) -> dict:
-        return asdict(self)
+        """As the page keeps it (JSON: the conv shape a list), so what comes back compares
+        equal to what was sent."""
+        data = asdict(self)
+        data["conv"] = list(self.conv) if self.conv else None
+        return data
 
     @classmethod
     def from_store(cls, data: dict) -> "ArrayProblem":

@@ -92,7 +92,8 @@ def run(args) -> int:
     url = f"http://{args.host}:{args.port}/"
 
     def ready() -> None:   # the address is bound: say it once, then open a browser on it
-        print(f"GraphLab pass debugger on {url}  (Ctrl+C stops it)", flush=True)
+        workers = f"{args.workers} worker processes; " if args.workers > 1 else ""
+        print(f"GraphLab pass debugger on {url}  ({workers}Ctrl+C stops it)", flush=True)
         if not args.no_browser:
             threading.Thread(target=open_browser, args=(url,), daemon=True).start()
 

@@ -268,6 +268,13 @@ def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_ste
     press("prev-phase", (1, third, timeline.fold_begin(0) + third))
     press("prev-cycle", (1, third - 1, timeline.fold_begin(0) + third - 1))
     assert dash_duo.find_element("#systolic-gemm-select").text == shown
+    here = heatmap_position(dash_duo)
+    dash_duo.find_element("#step-prev").click()   # the pass before: the same GEMM is kept
+    wait_until(dash_duo, lambda: f"pass={len(result.snapshots) - 1}" in
+               dash_duo.driver.current_url)
+    time.sleep(1.5)
+    assert heatmap_position(dash_duo) == here and \
+        dash_duo.find_element("#systolic-gemm-select").text == shown
 
     # `graphlab schedule` says the same: the cycles in the totals, the fold period, the fill
     capsys.readouterr()   # the test server's own lines

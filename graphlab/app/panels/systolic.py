@@ -192,8 +192,8 @@ def register(app, services: Services) -> None:
         step, the sliders and the timeline, in the same answer (one round trip opens the
         tab)."""
         picked = parse_choice(choice)
-        if ctx.triggered_id == GEMM_SELECT and not state.gemm and \
-                (picked is None or picked[0] != state.node):
+        if ctx.triggered_id == GEMM_SELECT and \
+                (state.gemm or picked is None or picked[0] != state.node):
             return {}   # a person chose another node's GEMM: the view selects it, then we draw
         gemms = graph_gemms(workspace, state)
         options = [{"label": g.label, "value": g.value} for g in gemms[:LISTED_GEMMS]]
