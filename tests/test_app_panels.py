@@ -25,7 +25,8 @@ from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.panels.chart_panel import picked_node
 from graphlab.app.panels.exports import image_name, model_file
 from graphlab.app.panels.navigation import _apply
-from graphlab.app.panels.systolic import chosen_gemm, chosen_problem, graph_gemms, parse_choice
+from graphlab.app.panels.systolic import _note, chosen_gemm, chosen_problem, graph_gemms, \
+    parse_choice
 from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
     roofline_figure
 from graphlab.app.services import Services
@@ -253,6 +254,10 @@ def test_the_graphs_first_gemm_is_shown_when_no_node_with_one_is_selected(cnn):
     assert gemms[0].label.startswith(f"{first.op_type} {first.name.strip('/')}: M=")
     pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
     assert chosen_gemm(gemms, state.with_changes(node=pool.id), None) is gemms[0]
+    said = _note(state.with_changes(node=pool.id), cnn, gemms[0])[0].children
+    assert said == (f"{pool.name} (MaxPool) has no matrix multiply or convolution to put on "
+                    f"the array: showing the graph's first GEMM. ")
+    assert _note(state, cnn, gemms[0]) == []   # nothing selected: nothing to explain
     assert chosen_gemm(gemms, state.with_changes(gemm="8,8,8"), None) is None
     with pytest.raises(GraphLabError, match="no MatMul, Gemm or Conv"):
         chosen_gemm([], state, None)

@@ -374,8 +374,8 @@ def graph_gemms(ws: Workspace, state: ViewState) -> list[GraphGemm]:
 def chosen_gemm(gemms: list[GraphGemm], state: ViewState,
                 picked: tuple[int, int] | None) -> GraphGemm | None:
     """The GEMM to show: none for a typed GEMM; the selected node's (the part picked for it,
-    else its first); with no node selected, or one without a GEMM, the graph's first.  A
-    selected node the graph does not hold is an error, as is a graph without GEMMs."""
+    else its first); with no node selected, or one without a GEMM the simulator can take, the
+    graph's first (`_note` says why).  A graph without GEMMs is an error."""
     if state.gemm:
         return None
     if state.node is not None:
@@ -408,6 +408,12 @@ def _note(state: ViewState, ws: Workspace, chosen: GraphGemm | None) -> list:
     node = _selected_node(ws, state)
     if node is None:
         what = f"node #{state.node} is not in this pass's graphs"
+    elif has_gemm(node):
+        try:
+            gemm_problems(node, ws.sizes.bindings)
+            what = f"{node.name} ({node.qualified_op}) cannot go on the array"
+        except GraphLabError as err:   # the reason graph_gemms left it out
+            what = str(err).rstrip(".")
     else:
         what = (f"{node.name} ({node.qualified_op}) has no matrix multiply or convolution "
                 f"to put on the array")
