@@ -77,6 +77,10 @@ def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str 
     else:          # the pipeline the app has just run, told without running it again
         document = _workspace_report(app["workspace"], pipeline, target)
     scope = " (the report has no comparison: that needs the live app)" if versus else ""
+    if _in_colab():   # Dash drew the live app through Colab's proxy; the report goes below
+        display(report_output(document, height, "the live app is in the frame above while "
+                                                "this notebook's kernel runs"), raw=True)
+        return
     display(live_output(app["url"], app["token"], document, height, scope), raw=True)
 
 
