@@ -104,10 +104,10 @@ def _workspace_report(workspace, pipeline: str, target: str) -> str:
                        workspace.sizes, NOT_VERIFIED))
 
 
-def report_frame(document: str, height: int, hidden: bool = False) -> str:
-    style = FRAME_STYLE.format(height=int(height)) + ("; display: none" if hidden else "")
+def report_frame(document: str, height: int) -> str:
+    """The report in an iframe of its own, so its styles stay out of the notebook."""
     return (f'<iframe class="graphlab-report" srcdoc="{html.escape(document, quote=True)}" '
-            f'style="{style}"></iframe>')
+            f'style="{FRAME_STYLE.format(height=int(height))}"></iframe>')
 
 
 def report_output(document: str, height: int = 800, why: str = "") -> dict:
