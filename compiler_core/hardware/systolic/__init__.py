@@ -15,5 +15,6 @@ from compiler_core.hardware.systolic.timing import TIMINGS
 
 __all__ = [
     "ACTIVE", "IDLE", "LOADING", "PADDING", "PRELOAD", "DATAFLOWS", "TIMINGS", "ConvShape",
-    "FoldSteps", "Gemm", "Mapping", "Schedule", "ScheduleError", "Step", "schedule_conv", "schedule_gemm",
+    "FoldSteps", "Gemm", "Mapping", "Schedule", "ScheduleError", "Step", "schedule_conv",
+    "schedule_gemm",
 ]

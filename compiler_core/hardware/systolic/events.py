@@ -11,10 +11,10 @@ PE states, for the PEs of the fold's used region: LOADING (it will work later in
 and its data is on its way: the fold's operands arriving from memory during a stall, its
 stationary value not yet down to its row during the preload, the wavefront not yet at it
 during the fill), PRELOAD (ws/is: its stationary value has arrived — rows 0 .. p during
-preload cycle p — and it waits for the stream), ACTIVE (a multiply-accumulate), IDLE (its work in this fold is done: the drain); and
-PADDING (outside the problem in an edge fold: no work in the whole fold).  So the first cycle
-of a fold shows the whole tile loading, and each PE goes loading -> (preload) -> active ->
-idle, once.
+preload cycle p — and it waits for the stream), ACTIVE (a multiply-accumulate), IDLE (its
+work in this fold is done: the drain); and PADDING (outside the problem in an edge fold: no
+work in the whole fold).  So the first cycle of a fold shows the whole tile loading, and
+each PE goes loading -> (preload) -> active -> idle, once.
 """
 
 from __future__ import annotations
