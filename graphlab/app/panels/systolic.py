@@ -82,7 +82,7 @@ def layout(_: Services) -> html.Div:
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
         html.Div(className="panel-controls", children=[
             _field("GEMM M,N,K", dcc.Input(id=GEMM, type="text", debounce=True,
-                                           placeholder="empty: a GEMM of the graph",
+                                           placeholder="e.g. 64,64,64",
                                            className="gemm-input")),
             _field("Array R×C", dcc.Input(id=ARRAY, type="text", debounce=True,
                                           className="array-input")),
