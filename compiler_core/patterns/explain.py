@@ -17,7 +17,7 @@ from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
 from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
-from .records import NearMissRecord, NodeRef, PatternRecord
+from .records import NearMissRecord, NodeRef, PatternRecord, rank_groups
 
 
 ROOT_ONLY = 1  # pattern elements matched when only the root's op type matched
@@ -72,11 +72,9 @@ class PatternReport:
         return dict(Counter(m.reason for m in self.near_misses).most_common())
 
     def grouped(self) -> list[tuple[str, list[NearMiss]]]:
-        """Near misses grouped by reason, most frequent reason first."""
-        groups: dict[str, list[NearMiss]] = {}
-        for miss in self.near_misses:
-            groups.setdefault(miss.reason, []).append(miss)
-        return sorted(groups.items(), key=lambda item: (-len(item[1]), -item[1][0].score))
+        """Near misses grouped by reason, the strongest group first (its best score, then
+        how many sites)."""
+        return rank_groups(self.near_misses)
 
     def record(self) -> PatternRecord:
         """The report without live nodes: what snapshots keep and the app reads."""
