@@ -131,6 +131,13 @@ class PassVerdict:
     declines: tuple[Decline, ...] = ()     # all of the pass's declines, in its order
     note: str = ""                         # what the asked node was found as, or why not
 
+    @property
+    def every_decline(self) -> tuple[Decline, ...]:
+        """The pass's declines, then the matches it left without recording why."""
+        told = set(self.declines)
+        extra = [d for p in self.patterns for d in p.declines if d not in told]
+        return (*self.declines, *dict.fromkeys(extra))
+
     def to_dict(self) -> dict:
         return {"graph": self.graph.to_dict(), "pass": self.graph.pass_name or None,
                 "note": self.note or None,

@@ -8,7 +8,7 @@ unreadable falls back to a default, and the page says so rather than breaking.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
@@ -17,6 +17,7 @@ from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
 
 from ..user_input import parse_bindings
+from .highlight import Highlight
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
@@ -55,7 +56,7 @@ class ViewState:
     step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
-    highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
+    highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
     search: str = ""
     hide_unchanged: bool = False
     overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
@@ -69,6 +70,11 @@ class ViewState:
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
     pattern: str = ""             # the pattern editor's text, as typed (the editor reads it)
 
+    def __post_init__(self) -> None:
+        # The address's and the page's text form of the highlight is read once, here.
+        if not isinstance(self.highlight, (Highlight, type(None))):
+            object.__setattr__(self, "highlight", Highlight.decode(str(self.highlight)))
+
     @cached_property
     def bound(self) -> Bindings:
         """``bindings`` read (the URL keeps the text as typed)."""
@@ -78,7 +84,10 @@ class ViewState:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The view as the page's store keeps it (JSON: the highlight in its text form)."""
+        record = {f.name: getattr(self, f.name) for f in fields(self)}
+        record["highlight"] = _format(self.highlight)
+        return record
 
     @classmethod
     def from_dict(cls, data: dict) -> "ViewState":
@@ -107,7 +116,7 @@ _CHECKS = {
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
     "pattern": lambda text, fallback: text,
-    "highlight": lambda text, fallback: text,
+    "highlight": lambda text, fallback: Highlight.decode(text),
 }
 _PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
                    "versus_after", "rules")
@@ -158,6 +167,8 @@ def _tab_names() -> tuple[str, ...]:
 def _format(value) -> str:
     if value is None:
         return ""
+    if isinstance(value, Highlight):
+        return value.encode()
     if isinstance(value, bool):
         return "1" if value else ""
     return str(value)
