@@ -157,6 +157,23 @@
         syncing = false;
       }
     }, 300);
+    var lastLit = "";
+    setInterval(function () {   // a clicked near miss or decline: bring what failed into view
+      var lit = a.nodes().filter(function (n) { return n.style("border-width") === "6px"; });
+      var key = lit.map(function (n) { return n.id(); }).join(" ");
+      if (key === lastLit) { return; }
+      lastLit = key;
+      var dashed = lit.filter(function (n) { return n.style("border-style") === "dashed"; });
+      var box = (dashed.length ? dashed : lit).boundingBox(), ext = a.extent();
+      if (!lit.length || (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1
+                          && box.y2 <= ext.y2)) { return; }
+      syncing = true;
+      [a, b].forEach(function (cy) {
+        cy.pan({ x: cy.width() / 2 - cy.zoom() * (box.x1 + box.x2) / 2,
+                 y: cy.height() / 2 - cy.zoom() * (box.y1 + box.y2) / 2 });
+      });
+      syncing = false;
+    }, 300);
     window.graphlabPanes = { before: a, after: b };
     refit();
     return true;
