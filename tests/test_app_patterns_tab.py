@@ -103,3 +103,18 @@ def test_one_typed_value_for_every_clicked_item():
     assert "hl=decline%3A0%3A3" in to_query(state, default)
     assert from_query(to_query(state, default), default) == state
     assert ViewState.from_dict(state.to_dict()) == state
+
+
+def test_the_inspector_says_why_a_declined_site_is_unchanged(services):
+    from graphlab.app.inspector_data import describe_node
+
+    ws = services.workspace(ViewState(model="declined_attention.onnx"), None)
+    step = step_of(ws, "fuse_attention")
+    graph = ws.result.graph_before(step)
+    site = describe_node(ws, step, graph.node_by_name(DECLINED_ROOT).id, "asic32")
+    assert site["status"] == (f"unchanged by this pass (fuse_attention): it declined to "
+                              f"rewrite at {DECLINED_ROOT}: Mul output has another consumer "
+                              f"(ReduceMax '{BLOCKING}')")
+    blocker = describe_node(ws, step, graph.node_by_name(BLOCKING).id, "asic32")
+    assert blocker["status"].startswith("unchanged by this pass (fuse_attention); this node "
+                                        f"blocked its rewrite at {DECLINED_ROOT}")

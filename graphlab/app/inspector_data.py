@@ -32,7 +32,7 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "id": node.id,
         "scope": node.scope,
         "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
-        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
+        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name, snapshot.declined),
         "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
         "outputs": [_value_row(v, "to") for v in node.outputs],
@@ -65,13 +65,20 @@ def _body_member(node_id: int, *graphs: Graph) -> Node | None:
     return None
 
 
-def _status_in_pass(node_id: int, diff, pass_name: str) -> str:
+def _status_in_pass(node_id: int, diff, pass_name: str, declined=()) -> str:
     if node_id in diff.removed:
         return f"removed by this pass ({pass_name})"
     if node_id in diff.added:
         return f"added by this pass ({pass_name})"
     if node_id in diff.modified:
         return f"modified by this pass ({pass_name})"
+    for decline in declined:   # left as it was on purpose: say why
+        if decline.node_id == node_id or any(n.id == node_id for n in decline.nodes):
+            return (f"unchanged by this pass ({pass_name}): it declined to rewrite at "
+                    f"{decline.site}: {decline.reason}")
+        if decline.blocking is not None and decline.blocking.id == node_id:
+            return (f"unchanged by this pass ({pass_name}); this node blocked its rewrite at "
+                    f"{decline.site}: {decline.reason}")
     return f"unchanged by this pass ({pass_name})"
 
 
