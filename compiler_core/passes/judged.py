@@ -71,6 +71,7 @@ class JudgedPattern:
     graph: JudgedGraph
     rewritten: tuple[bool, ...] = ()      # per match: the pass rewrote it
     declines: tuple[Decline, ...] = ()    # the pass's refusals concerning this pattern
+    by_pass: bool = False                 # the pass of ``graph`` runs it (False: judged only)
 
     @property
     def name(self) -> str:
@@ -118,7 +119,7 @@ class JudgedPattern:
         for match, done in zip(record["matches"], self.rewritten):
             match["rewritten"] = done
         return {**record, "pass": self.graph.pass_name or None, "graph": self.graph.to_dict(),
-                "rewritten": self.rewrites if not self.graph.is_input else None,
+                "rewritten": self.rewrites if self.by_pass else None,
                 "declines": [d.to_dict() for d in self.declines]}
 
 
@@ -176,7 +177,7 @@ def judge_pass(result: PipelineResult, index: int, pipeline: str,
                 extra.append(Decline(match.root.name, report.name,
                                      UNRECORDED.format(pass_name=snapshot.pass_name),
                                      match.root.id, None, tuple(match.nodes)))
-        judged.append(JudgedPattern(report, graph, tuple(rewritten), tuple(own + extra)))
+        judged.append(JudgedPattern(report, graph, tuple(rewritten), tuple(own + extra), True))
     return PassVerdict(graph, tuple(judged), tuple(snapshot.declined), note)
 
 

@@ -131,7 +131,7 @@ def report_lines(report: PatternRecord | JudgedPattern, detailed: bool = False,
     lines = [f"{report.name}: {_count(len(report.matches), 'match', 'matches')}, "
              f"{_count(len(report.near_misses), 'near miss', 'near misses')}"
              + (f"; {judged.graph.pass_name} rewrote {judged.rewrites}, declined "
-                f"{len(judged.declines)}" if judged and not judged.graph.is_input else ""),
+                f"{len(judged.declines)}" if judged and judged.by_pass else ""),
              f"  {report.description}"]
     rewritten = judged.rewritten if judged else ()
     declined_sites = {d.node_id for d in judged.declines} if judged else set()

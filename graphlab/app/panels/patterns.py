@@ -88,7 +88,7 @@ def report_view(report_index: int, report: PatternRecord | JudgedPattern,
     the weak ones (that failed near the root) are folded under "more"."""
     judged = report if isinstance(report, JudgedPattern) else None
     matches, misses = report.matches, report.near_misses
-    rewritten = judged.rewritten if judged is not None and not judged.graph.is_input else ()
+    rewritten = judged.rewritten if judged is not None and judged.by_pass else ()
     declined = {d.node_id for d in judged.declines} if judged is not None else set()
 
     def mark(i: int, match) -> str:
