@@ -1,20 +1,34 @@
-/* GraphLab pass debugger, client side: arrow keys step through passes, and the two panes share
- * one viewport (pan/zoom one, the other follows), fitted together when a new model is shown,
- * so a node sits at the same place on screen in both panes. */
+/* GraphLab pass debugger, client side: arrow keys step through passes; the two panes share one
+ * viewport (pan/zoom one, the other follows), so a node sits at the same place on screen in
+ * both; every new view (another model, another pass) is fitted to what its pass changed. */
 (function () {
   "use strict";
 
-  /* Clientside callbacks.  applyElements: a pane's update from the server (see
-   * graphlab/app/pane_updates.py) merged into the elements the pane holds — the whole list, or
-   * the elements to drop and the new or changed ones (replaced in place, new ones appended).
-   * Untouched elements stay the same objects, so cytoscape leaves them alone. */
+  var READABLE_ZOOM = 0.55;   // node labels stay legible at or above it (16 px font)
+  var CLOSEST_ZOOM = 1.0;     // a small change is not blown up past its natural size
+  var PAD = 24;               // screen pixels kept free around what is fitted
+  var CHANGED = ".removed, .added, .modified, .has-removed, .has-added, .has-modified";
+
+  /* What each pane was last sent (see graphlab/app/pane_updates.py): the view it belongs to
+   * (model and pass) and how many elements the pane holds once it is applied. */
+  var sent = { "pane-before": null, "pane-after": null };
+  var fitted = null;          // the view the panes were last fitted to
+  var linked = null;          // {before, after}: the panes' graph instances, once drawn
+
+  /* Clientside callbacks.  applyElements: a pane's update from the server merged into the
+   * elements the pane holds — the whole list, or the elements to drop and the new or changed
+   * ones (replaced in place, new ones appended).  Untouched elements stay the same objects,
+   * so the graph component leaves them alone. */
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     graphlab: {
-      applyElements: function (update, elements) {
+      applyElements: function (update, elements, paneId) {
         if (!update) { return window.dash_clientside.no_update; }
+        sent[paneId] = { view: update.view, count: update.count };
+        whenDrawn();
         if (update.full) { return update.full; }
-        var gone = new Set(update.remove), changed = new Map();
-        update.upsert.forEach(function (e) { changed.set(e.data.id, e); });
+        if (!update.upsert && !update.remove) { return window.dash_clientside.no_update; }
+        var gone = new Set(update.remove || []), changed = new Map();
+        (update.upsert || []).forEach(function (e) { changed.set(e.data.id, e); });
         var merged = [];
         (elements || []).forEach(function (e) {
           var id = e.data.id;
@@ -40,6 +54,24 @@
     }
   });
 
+  document.addEventListener("click", function (event) {   // the fit buttons above the panes
+    var target = event.target && event.target.closest && event.target.closest("button");
+    if (!target || !linked) { return; }
+    if (target.id === "fit-change") { together(function () { fitChange() || fitAll(); }); }
+    if (target.id === "fit-all") { together(fitAll); }
+    if (target.id === "fold-side") { foldSide(!document.querySelector(".main.side-folded")); }
+  });
+
+  /* The side panel folded away (the panes take its width) or back; a node tapped in a pane
+   * brings it back, since the inspector shows that node. */
+  function foldSide(folded) {
+    var main = document.querySelector(".main"), button = document.getElementById("fold-side");
+    if (!main) { return; }
+    main.classList.toggle("side-folded", folded);
+    if (button) { button.textContent = folded ? "⇤ Side panel" : "Side panel ⇥"; }
+    if (linked) { panes().forEach(function (cy) { cy.resize(); }); }
+  }
+
   function cyOf(id) {
     var element = document.getElementById(id);
     if (!element) { return null; }
@@ -48,139 +80,186 @@
     return found ? found._cyreg.cy : null;
   }
 
-  function unionBox(instances) {
-    var box = null;
-    instances.forEach(function (cy) {
-      if (cy.elements().length === 0) { return; }
-      var b = cy.elements().boundingBox();
-      box = box ? { x1: Math.min(box.x1, b.x1), y1: Math.min(box.y1, b.y1),
-                    x2: Math.max(box.x2, b.x2), y2: Math.max(box.y2, b.y2) } : b;
-    });
-    return box;
+  function panes() { return [linked.before, linked.after]; }
+
+  function union(boxes) {
+    return boxes.reduce(function (box, b) {
+      return box ? { x1: Math.min(box.x1, b.x1), y1: Math.min(box.y1, b.y1),
+                     x2: Math.max(box.x2, b.x2), y2: Math.max(box.y2, b.y2) } : b;
+    }, null);
   }
 
-  function fitTogether(instances) {
-    var box = unionBox(instances);
-    if (!box) { return; }
-    instances.forEach(function (cy) {
-      var pad = 20, w = cy.width(), h = cy.height();
-      var zoom = Math.min((w - 2 * pad) / Math.max(box.x2 - box.x1, 1),
-                          (h - 2 * pad) / Math.max(box.y2 - box.y1, 1));
-      // A tall model fitted whole is unreadable: start at a readable zoom, at its top.
-      var readable = Math.min(Math.max(zoom, READABLE_ZOOM), 1.0);
-      zoom = Math.max(cy.minZoom(), Math.min(readable, cy.maxZoom()));
-      cy.viewport({ zoom: zoom, pan: { x: (w - zoom * (box.x1 + box.x2)) / 2,
-                                       y: pad - zoom * box.y1 } });
+  function inView(cy, box) {
+    var e = cy.extent();
+    return box.x2 > e.x1 && box.x1 < e.x2 && box.y2 > e.y1 && box.y1 < e.y2;
+  }
+
+  /* Both panes at one zoom, with the model point (x, top) at the centre / top of the view. */
+  function show(zoom, x, top) {
+    panes().forEach(function (cy) {
+      var z = Math.max(cy.minZoom(), Math.min(zoom, cy.maxZoom()));
+      cy.viewport({ zoom: z, pan: { x: cy.width() / 2 - z * x, y: PAD - z * top } });
     });
   }
 
-  var CHANGED = ".removed, .added, .modified, .has-removed, .has-added, .has-modified";
+  function zoomFor(box) {
+    var cy = linked.before;
+    return Math.min((cy.width() - 2 * PAD) / Math.max(box.x2 - box.x1, 1),
+                    (cy.height() - 2 * PAD) / Math.max(box.y2 - box.y1, 1));
+  }
 
-  function showChanges(instances) {
-    var boxes = [];
-    instances.forEach(function (cy) {
-      var changed = cy.$(CHANGED);
-      if (changed.length) { boxes.push(changed.boundingBox()); }
-    });
+  /* The whole graph when it fits at a readable zoom, else its top at that zoom. */
+  function fitAll() {
+    var boxes = panes().filter(function (cy) { return cy.elements().length; })
+      .map(function (cy) { return cy.elements().boundingBox(); });
     if (!boxes.length) { return; }
-    var cy = instances[0], ext = cy.extent();
-    var visible = boxes.some(function (b) {
-      return b.x2 > ext.x1 && b.x1 < ext.x2 && b.y2 > ext.y1 && b.y1 < ext.y2;
-    });
-    if (visible) { return; }
-    var x = boxes.map(function (b) { return (b.x1 + b.x2) / 2; });
-    var y = boxes.map(function (b) { return b.y1; });
-    var cx = x.reduce(function (s, v) { return s + v; }, 0) / x.length;
-    var top = Math.min.apply(null, y);
-    instances.forEach(function (other) {
-      var zoom = other.zoom();
-      other.pan({ x: other.width() / 2 - zoom * cx, y: other.height() / 4 - zoom * top });
-    });
+    var box = union(boxes), zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
+    if (zoom >= READABLE_ZOOM) {
+      show(zoom, (box.x1 + box.x2) / 2, (box.y1 + box.y2) / 2 - (linked.before.height() / 2 - PAD) / zoom);
+    } else {
+      show(READABLE_ZOOM, (box.x1 + box.x2) / 2, box.y1);
+    }
   }
 
-  var READABLE_ZOOM = 0.6;
-  var linked = false;
-  var lastFitKey = null;
+  /* What the pass changed — removed on the left, added on the right, modified in both — in
+   * view at a readable zoom: all of it when it fits, else where it starts in each pane.
+   * False when the panes mark no change. */
+  function fitChange() {
+    var marked = panes().map(function (cy) { return cy.$(CHANGED); })
+      .filter(function (c) { return c.length; });
+    if (!marked.length) { return false; }
+    var box = union(marked.map(function (c) { return c.boundingBox(); }));
+    var zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
+    if (zoom >= READABLE_ZOOM) {
+      var middle = (box.y1 + box.y2) / 2;
+      show(zoom, (box.x1 + box.x2) / 2, middle - (linked.before.height() / 2 - PAD) / zoom);
+      return true;
+    }
+    var firsts = marked.map(function (c) {   // the first change of each pane, from the top
+      return c.min(function (e) { return e.boundingBox().y1; }).ele.boundingBox();
+    });
+    var start = union(firsts);
+    if (zoomFor(start) < READABLE_ZOOM) { start = firsts[firsts.length - 1]; }   // the result
+    show(READABLE_ZOOM, (start.x1 + start.x2) / 2, start.y1);
+    return true;
+  }
+
+  var syncing = false;
+  function together(action) {
+    syncing = true;
+    try { action(); } finally { syncing = false; }
+  }
+
+  /* Once both panes hold what they were last sent, a new view is fitted to its change. */
+  var waiting = null;
+  function whenDrawn(tries) {
+    clearTimeout(waiting);
+    tries = tries || 0;
+    waiting = setTimeout(function () {
+      if (!linked) { linked = link(); }
+      var a = sent["pane-before"], b = sent["pane-after"];
+      if (!linked || !a || !b || a.view !== b.view) { return tries < 100 && whenDrawn(tries + 1); }
+      if (linked.before.elements().length !== a.count || linked.after.elements().length !== b.count) {
+        return tries < 100 && whenDrawn(tries + 1);
+      }
+      if (a.view === fitted) { return; }
+      fitted = a.view;
+      together(function () { fitChange() || fitAll(); });
+    }, tries ? 40 : 0);
+  }
+
+  /* After groups open or close, a change that the new layout moved out of both panes' view
+   * is brought back. */
+  function keepChangeInView() {
+    if (syncing) { return; }
+    var lost = panes().some(function (cy) {
+      var marked = cy.$(CHANGED);
+      return marked.length && !inView(cy, marked.boundingBox());
+    });
+    if (lost) { together(fitChange); }
+  }
 
   function link() {
     var a = cyOf("pane-before"), b = cyOf("pane-after");
-    if (!a || !b) { return false; }
-    var syncing = false;
+    if (!a || !b) { return null; }
     function follow(source, target) {
       source.on("viewport", function () {
         if (syncing) { return; }
-        syncing = true;
-        target.viewport({ zoom: source.zoom(), pan: source.pan() });
-        syncing = false;
+        together(function () { target.viewport({ zoom: source.zoom(), pan: source.pan() }); });
       });
     }
     follow(a, b);
     follow(b, a);
-    function refit() {
-      var keyElement = document.getElementById("fit-key");
-      var key = keyElement ? keyElement.textContent : "";
-      if (key && key !== lastFitKey && a.elements().length && b.elements().length) {
-        lastFitKey = key;
-        syncing = true;
-        fitTogether([a, b]);
-        syncing = false;
-      }
-    }
     var pending = null;
-    function redrawn() {   // after a step: refit a new model, else bring the changes into view
+    function regrouped() {
       clearTimeout(pending);
       pending = setTimeout(function () {
-        refit();
-        syncing = true;
-        showChanges([a, b]);
-        syncing = false;
-      }, 30);
+        var s = sent["pane-before"];
+        if (s && s.view === fitted) { keepChangeInView(); }
+      }, 60);
     }
-    a.on("add remove", redrawn);
-    b.on("add remove", redrawn);
-    new MutationObserver(refit).observe(document.getElementById("fit-key"),
-                                        { childList: true, characterData: true, subtree: true });
+    a.on("add remove", regrouped);
+    b.on("add remove", regrouped);
+    [a, b].forEach(function (cy) { cy.on("tap", "node.op", function () { foldSide(false); }); });
     var lastNode = null;
     setInterval(function () {   // a node selected from a link or history: bring it into view
       var node = new URLSearchParams(window.location.search).get("node");
       if (node === lastNode) { return; }
-      var target = a.$id("n" + node).length ? a.$id("n" + node) : b.$id("n" + node);
       if (!node) { lastNode = node; return; }
+      var selector = "[node_id = " + Number(node) + "]";
+      var target = a.nodes(selector).length ? a.nodes(selector) : b.nodes(selector);
       if (!target.length) { return; }   // not drawn yet: try again on the next tick
       lastNode = node;
       var ext = a.extent(), p = target.position();
       if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) {
-        syncing = true;
-        [a, b].forEach(function (cy) {
-          cy.pan({ x: cy.width() / 2 - cy.zoom() * p.x, y: cy.height() / 2 - cy.zoom() * p.y });
+        together(function () {
+          [a, b].forEach(function (cy) {
+            cy.pan({ x: cy.width() / 2 - cy.zoom() * p.x, y: cy.height() / 2 - cy.zoom() * p.y });
+          });
         });
-        syncing = false;
       }
     }, 300);
     var lastLit = "";
     setInterval(function () {   // a clicked near miss or decline: bring what failed into view
+      // the failed node and the blocking consumer are the only nodes drawn with this border
+      // (styles.FOCUS_BORDER); the blocking one, dashed, is the one to see
       var lit = a.nodes().filter(function (n) { return n.style("border-width") === "6px"; });
       var key = lit.map(function (n) { return n.id(); }).join(" ");
       if (key === lastLit) { return; }
       lastLit = key;
+      if (!lit.length) { return; }
       var dashed = lit.filter(function (n) { return n.style("border-style") === "dashed"; });
       var box = (dashed.length ? dashed : lit).boundingBox(), ext = a.extent();
-      if (!lit.length || (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1
-                          && box.y2 <= ext.y2)) { return; }
-      syncing = true;
-      [a, b].forEach(function (cy) {
-        cy.pan({ x: cy.width() / 2 - cy.zoom() * (box.x1 + box.x2) / 2,
-                 y: cy.height() / 2 - cy.zoom() * (box.y1 + box.y2) / 2 });
+      if (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1 && box.y2 <= ext.y2) {
+        return;
+      }
+      together(function () {
+        [a, b].forEach(function (cy) {
+          cy.pan({ x: cy.width() / 2 - cy.zoom() * (box.x1 + box.x2) / 2,
+                   y: cy.height() / 2 - cy.zoom() * (box.y1 + box.y2) / 2 });
+        });
       });
-      syncing = false;
     }, 300);
-    window.graphlabPanes = { before: a, after: b };
-    refit();
-    return true;
+    // `shown()`: the view (model and pass) both panes hold and were fitted to.
+    window.graphlabPanes = { before: a, after: b, shown: function () { return fitted; } };
+    return window.graphlabPanes;
+  }
+
+  /* The selected pass stays in sight in the pass list, however it was selected. */
+  var watched = null;
+  function followSelectedPass() {
+    var list = document.getElementById("pass-list");
+    if (!list || list === watched) { return; }
+    watched = list;
+    new MutationObserver(function () {   // "nearest": no scroll when it is in sight already
+      var row = list.querySelector(".pass-row.selected");
+      if (row) { row.scrollIntoView({ block: "nearest" }); }
+    }).observe(list, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
   }
 
   var timer = setInterval(function () {
-    if (!linked && document.getElementById("fit-key")) { linked = link(); }
-    if (linked) { clearInterval(timer); }
+    if (!linked) { linked = link(); }
+    followSelectedPass();
+    if (linked && watched) { clearInterval(timer); }
   }, 200);
 })();

@@ -8,6 +8,7 @@ import pytest
 
 from compiler_core.ir import Graph, Value
 from compiler_core.passes import PassManager
+from graphlab.app.page_ids import namespace, page_id
 from graphlab.app.config import AppConfig
 from graphlab.app.drawn_graph import drawn_edges
 from graphlab.app.elements import element_id
@@ -229,7 +230,7 @@ def test_closing_the_group_that_holds_the_selection_keeps_it_closed(services):
     payload = build_panes(ws, state, ui)
     collapsed = {e["data"]["id"] for e in payload.before if "collapsed" in e.get("classes", "")}
     assert inner in collapsed, "the group reopened by itself"
-    assert any(f'[id = "{inner}"]' in rule["selector"] and "overlay-color" in rule["style"]
+    assert any(f'[id = "{page_id(namespace(ws.key), inner)}"]' in rule["selector"] and "overlay-color" in rule["style"]
                for rule in payload.before_style), "the selection did not move to the group"
     other = next(n for n in ws.result.initial.nodes
                  if ws.scopes.group_of.get(n.id) not in (None, inner))

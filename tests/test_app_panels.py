@@ -27,6 +27,7 @@ from graphlab.app.roofline_view import left_out_caption, op_points, pass_change,
 from graphlab.app.services import Services
 from graphlab.app.systolic_view import ArrayProblem, advance, array_problem, array_shape, \
     heatmap_figure, operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
+from graphlab.app.panels.registry import tab_names
 from graphlab.app.view_state import ViewState, from_query, to_query, with_patch
 
 TARGET = get_target("asic32")
@@ -291,7 +292,8 @@ def test_patches_change_only_what_panels_may_change():
     assert with_patch(state, {"node": 7}) == state.with_changes(node=7)
     assert with_patch(state, {"model": "evil", "step": 9, "dataflow": "IS"}) == \
         state.with_changes(step=9, dataflow="is")
-    assert with_patch(state, {"panel": "nowhere", "overlay": "x"}) == state
+    assert with_patch(state, {"panel": "nowhere", "overlay": "x"}, tab_names()) == state
+    assert with_patch(state, {"panel": "memory"}, tab_names()).panel == "memory"
     assert with_patch(state, None) == state
 
 

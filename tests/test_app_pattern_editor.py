@@ -7,6 +7,7 @@ import pytest
 
 from compiler_core.patterns import MatchTimeout, explain
 from compiler_core.patterns.text import PatternTextError, example_text, parse_patterns
+from graphlab.app.page_ids import namespace, page_id
 from graphlab.app import pattern_editor_view
 from graphlab.app.config import AppConfig
 from graphlab.app.pane_payload import UiState, build_panes
@@ -59,7 +60,7 @@ def test_the_panes_show_every_match_or_the_clicked_item(gelu):
     style = build_panes(gelu, editor_view(highlight="edit-miss:0:0"), UiState()).before_style
     failed_rule = next(r for r in style if r["style"].get("border-width") == 6
                        and r["style"].get("border-style") == "solid")
-    assert failed_rule["selector"] == f'[id = "n{miss.failed}"]'
+    assert failed_rule["selector"] == f'[id = "{page_id(namespace(gelu.key), f"n{miss.failed}")}"]'
     # the patterns panel's own items are left to it; another tab shows no overview
     assert editor_focus(gelu, editor_view(highlight="miss:0:0")) is None
     assert editor_focus(gelu, editor_view(panel="inspector")) is None

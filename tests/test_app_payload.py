@@ -9,6 +9,8 @@ import pytest
 import bad_models
 
 from compiler_core.errors import GraphLabError
+from graphlab.app.panels.registry import tab_names
+from graphlab.app.page_ids import namespace, page_id
 from graphlab.app.config import AppConfig
 from graphlab.app.elements import element_id
 from graphlab.app.inspector_data import describe_node
@@ -86,7 +88,7 @@ def test_selecting_a_node_styles_it_in_both_panes(services):
     ws = workspace(services, "cnn_bn")
     node = ws.result.initial.nodes[3]
     payload = build_panes(ws, ViewState(model="cnn_bn", node=node.id), UiState())
-    selector = f'[id = "{element_id(node.id)}"]'
+    selector = f'[id = "{page_id(namespace(ws.key), element_id(node.id))}"]'
     assert any(selector in rule["selector"] for rule in payload.before_style)
     assert any(selector in rule["selector"] for rule in payload.after_style)
 
@@ -140,8 +142,9 @@ def test_view_state_round_trips_through_the_url():
 
 def test_bad_urls_fall_back_to_defaults():
     default = ViewState(model="cnn_bn")
-    state = from_query("?pass=-4&node=x&panel=nope&zzz=1", default)
+    state = from_query("?pass=-4&node=x&panel=nope&zzz=1", default, tab_names())
     assert state == default
+    assert from_query("?panel=../x", default).panel == default.panel   # not a panel's name
 
 
 def test_unknown_models_and_server_paths_are_refused(services):

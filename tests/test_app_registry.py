@@ -89,8 +89,8 @@ def test_every_tab_of_the_page_is_a_registered_panel_with_its_layout(app):
 
 def test_a_registered_tab_is_a_view_the_url_can_name(app):
     default = ViewState(model="cnn_bn")
-    assert from_query("?panel=fake", default).panel == "fake"
-    assert from_query("?panel=unregistered", default).panel == "inspector"
+    assert from_query("?panel=fake", default, registry.tab_names()).panel == "fake"
+    assert from_query("?panel=unregistered", default, registry.tab_names()).panel == "inspector"
 
 
 def test_the_panels_are_laid_out_where_they_declare():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from graphlab.app.config import AppConfig
+from graphlab.app.page_ids import local_id, namespace, to_page
 from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.pane_updates import WHOLE_LIST_SHARE, applied, element_update, pane_changes
 from graphlab.app.services import Services
@@ -38,12 +39,36 @@ def as_set(elements):
 def test_merging_each_answer_into_what_the_page_holds_draws_the_new_pass(workspace, grouping):
     ui = UiState() if grouping == "default" else UiState(expanded=frozenset(workspace.scopes.groups))
     held = {"before": [], "after": []}
+    space = namespace(workspace.key)
     for step, answer, payload in walk(workspace, ui):
         for side in held:
-            if side in answer:
-                held[side] = applied(held[side], answer[side])
-        assert as_set(held["before"]) == as_set(payload.before), step
-        assert as_set(held["after"]) == as_set(payload.after), step
+            held[side] = applied(held[side], answer[side])
+            assert answer[side]["count"] == len(held[side]), step
+            assert answer[side]["view"] == f"{space}:{step}"
+        assert as_set(held["before"]) == as_set(to_page(payload.before, space)), step
+        assert as_set(held["after"]) == as_set(to_page(payload.after, space)), step
+
+
+ELEMENTS = ("full", "upsert", "remove")
+
+
+def test_two_models_share_no_element_id_on_the_page(tmp_path):
+    """The graph component patches elements whose ids it holds: a new model must be drawn
+    whole, so no id (node, group, input, edge) of one model is an id of another."""
+    services = Services.from_config(AppConfig(cache_dir=str(tmp_path)))
+    drawn = []
+    for model in ("cnn_bn", "mlp_dropout", MODEL):
+        ws = services.workspace(ViewState(model=model), None)
+        answer = pane_changes(ws, build_panes(ws, ViewState(model=model), UiState()), None)
+        page = answer["before"]["full"] + answer["after"]["full"]
+        drawn.append({e["data"]["id"] for e in page})
+        local = {local_id(e["data"]["id"]) for e in page}
+        assert "n0" in local or any(i.startswith("n") for i in local)
+        for element in page:   # references point inside the same namespace
+            for key in ("parent", "source", "target"):
+                if key in element["data"]:
+                    assert element["data"][key].split("|")[0] == namespace(ws.key)
+    assert not drawn[0] & drawn[1] and not drawn[1] & drawn[2] and not drawn[0] & drawn[2]
 
 
 def test_a_pass_that_changed_nothing_after_one_that_changed_nothing_sends_no_graph(workspace):
@@ -52,14 +77,16 @@ def test_a_pass_that_changed_nothing_after_one_that_changed_nothing_sends_no_gra
     assert quiet
     answers = dict((step, answer) for step, answer, _ in walk(workspace, UiState()))
     for step in quiet:
-        assert not {"before", "after", "before_style", "after_style"} & set(answers[step]), step
+        assert not {"before_style", "after_style"} & set(answers[step]), step
+        for side in ("before", "after"):   # the view is named, no element is sent
+            assert not set(ELEMENTS) & set(answers[step][side]), step
 
 
 def test_a_pass_that_changed_a_little_sends_the_changed_elements_only(workspace):
     answers = [(step, answer) for step, answer, _ in walk(workspace, UiState(
         expanded=frozenset(workspace.scopes.groups)))]
     partial = [answer["after"] for step, answer in answers[1:]
-               if "after" in answer and "full" not in answer["after"]]
+               if "upsert" in answer["after"]]
     assert partial, "no step sent a partial update"
     for update in partial:
         assert update["upsert"] or update["remove"]

@@ -236,7 +236,10 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
     judged graph by name, or, when a pass renamed or replaced it, as what stands for it there
     (``PassVerdict.note`` says which).  ``all_sites`` keeps sites that failed at the root.
     """
-    names = list(patterns) if patterns is not None else (None if extra else list_patterns())
+    if patterns is not None:
+        names: list[str] | None = list(patterns)
+    else:
+        names = [] if extra else None   # None: every pattern
     wanted = set(names or ())
     plans: list[_Plan] = []
     runs: dict[str, list[int]] = {}   # pattern name -> passes reporting it
@@ -265,7 +268,7 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
                    if names is None or r.name in wanted]
             if own:
                 plans.append(_Plan(snapshot.index, own))
-        loose = [n for n in (names or ()) if n not in runs]
+        loose = [n for n in (list_patterns() if names is None else names) if n not in runs]
         if loose:
             plans.append(_Plan(None, list(loose),
                                f"no pass of {pipeline} runs "

@@ -17,6 +17,9 @@ TABS = "side-tabs"
 BEFORE = "pane-before"
 AFTER = "pane-after"
 
+PATTERNS_TAB = "patterns"     # the tab of matches and near misses, and of onnxscript's rules
+PATTERN_ITEM = "pattern-item"   # pattern-matching type of a clickable match, miss or decline
+
 
 def tab_view(tab: str) -> str:
     """The store through which the tab's panels hear the view: it follows the view only while

@@ -20,6 +20,7 @@ from .elements import element_id, pane_elements
 from .graph_analyses import band_classes
 from .intensity_bands import paint
 from .onnxscript_view import rule_focus
+from .page_ids import namespace, page_id
 from .pattern_editor_view import editor_focus
 from .pattern_view import PatternFocus, resolve_focus
 from .styles import Highlights, stylesheet
@@ -243,13 +244,15 @@ def _find_anywhere(ws: Workspace, node_id: int):
 
 def _pane_style(ws: Workspace, graph: Graph, expanded: set[str], selected: list[int],
                 focus: PatternFocus | None, hits: set[int]) -> list[dict]:
-    def ids(node_ids) -> list[str]:
+    space = namespace(ws.key)
+
+    def ids(node_ids) -> list[str]:   # as the page holds them (see `page_ids`)
         out: list[str] = []
         for node_id in node_ids:
             if graph.node_by_id(node_id) is None:
                 continue
             group, _ = ws.scopes.representative(node_id, expanded)
-            out.append(group or element_id(node_id))
+            out.append(page_id(space, group or element_id(node_id)))
         return list(dict.fromkeys(out))
 
     chosen = [c for i in selected for c in counterparts(ws, i, graph)]

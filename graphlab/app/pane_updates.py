@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 
+from .page_ids import namespace, update_to_page
 from .pane_payload import Drawn, PanesPayload, pane_elements_of
 from .workbench import Workspace
 
@@ -42,8 +43,8 @@ def applied(old: list[dict], update: dict) -> list[dict]:
     """What the page makes of ``old`` and an update (the same merge as its script does)."""
     if "full" in update:
         return update["full"]
-    gone = set(update["remove"])
-    changed = {e["data"]["id"]: e for e in update["upsert"]}
+    gone = set(update.get("remove", ()))
+    changed = {e["data"]["id"]: e for e in update.get("upsert", ())}
     merged = [changed.pop(e["data"]["id"], e) for e in old if e["data"]["id"] not in gone]
     return merged + list(changed.values())
 
@@ -55,19 +56,24 @@ def fingerprint(value) -> str:
 
 def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None) -> dict:
     """The panes' outputs that differ from what the page holds (``drawn``: the record of the
-    last answer): "before" / "after" element updates, "before_style" / "after_style", and
-    "drawn_key", the new record, when it changed."""
+    last answer): "before" / "after" updates, "before_style" / "after_style", and
+    "drawn_key", the new record, when it changed.  Each pane's update is sent every time: it
+    names the view drawn (model and pass) and how many elements the pane then holds, so the
+    page fits a new view once both panes hold it; its elements, in the page's ids, only when
+    they changed."""
     held = Drawn.from_store(drawn, workspace)
     old = pane_elements_of(workspace, held) if held is not None else (None, None)
     styles = [fingerprint(payload.before_style), fingerprint(payload.after_style)]
     held_styles = drawn.get("styles", [None, None]) if held is not None else [None, None]
     record = {**payload.drawn.to_store(workspace), "styles": styles}
     found: dict = {} if record == drawn else {"drawn_key": record}
+    space = namespace(workspace.key)
+    view = f"{space}:{payload.drawn.step}"
     for index, (side, new, style) in enumerate((("before", payload.before, payload.before_style),
                                                  ("after", payload.after, payload.after_style))):
         update = element_update(old[index], new)
-        if update is not None:
-            found[side] = {**update, "for": fingerprint(record)}
+        found[side] = {**(update_to_page(update, space) if update is not None else {}),
+                       "view": view, "count": len(new), "for": fingerprint(record)}
         if held_styles[index] != styles[index]:
             found[f"{side}_style"] = style
     return found

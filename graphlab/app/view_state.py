@@ -8,6 +8,8 @@ unreadable falls back to a default, and the page says so rather than breaking.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
@@ -105,7 +107,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
 _CHECKS = {
     "step": lambda text, fallback: _int(text, fallback, minimum=0),   # clamped when checked
     "node": lambda text, fallback: _int(text, None, minimum=0),
-    "panel": lambda text, fallback: text if text in _tab_names() else fallback,
+    "panel": lambda text, fallback: text if _PANEL_NAME.fullmatch(text or "") else fallback,
     "overlay": lambda text, fallback: text if text in OVERLAYS else fallback,
     "compare": lambda text, fallback: text in ("1", "true", "yes"),
     "array": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
@@ -118,6 +120,9 @@ _CHECKS = {
     "pattern": lambda text, fallback: text,
     "highlight": lambda text, fallback: Highlight.decode(text),
 }
+# A panel's name as the URL may give it; which panels exist is the registry's to say (the
+# navigation passes their names: this module does not import the panels).
+_PANEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
                    "versus_after", "rules")
 
@@ -131,7 +136,9 @@ def to_query(state: ViewState, default: ViewState) -> str:
     return "?" + urlencode(items) if items else ""
 
 
-def from_query(search: str | None, default: ViewState) -> ViewState:
+def from_query(search: str | None, default: ViewState, panels: Collection[str] = ()) -> ViewState:
+    """The view a URL's query names, each value checked; ``panels``: the panels that exist
+    (the registry's, given by the caller), when known."""
     params = dict(parse_qsl((search or "").lstrip("?")))
     values = {}
     for name, key in _URL_KEYS.items():
@@ -143,25 +150,25 @@ def from_query(search: str | None, default: ViewState) -> ViewState:
     return state.with_changes(
         step=_step(values.get("step"), default.step),
         node=_int(values.get("node"), None, minimum=0),
-        panel=_CHECKS["panel"](values.get("panel"), default.panel),
+        panel=_known_panel(values.get("panel"), default.panel, panels),
         hide_unchanged=values.get("hide_unchanged", "") in ("1", "true", "yes"),
         **{name: _CHECKS[name](values[name], getattr(default, name))
            for name in _PANEL_SETTINGS if name in values})
 
 
-def with_patch(state: ViewState, patch: dict | None) -> ViewState:
+def with_patch(state: ViewState, patch: dict | None, panels: Collection[str] = ()) -> ViewState:
     """A panel's request (a node picked in a chart, a setting changed), checked as the URL
     is: panels write patches, and the navigation reducer applies them."""
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
                for name, value in (patch or {}).items() if name in _CHECKS}
+    if "panel" in changes:
+        changes["panel"] = _known_panel(changes["panel"], state.panel, panels)
     return state.with_changes(**changes)
 
 
-def _tab_names() -> tuple[str, ...]:
-    """The panels a view may show.  Asked when a URL or patch is read, not at import: the
-    registry imports every panel, and panels import this module."""
-    from .panels.registry import tab_names
-    return tab_names()
+def _known_panel(text: str | None, fallback: str, panels: Collection[str]) -> str:
+    checked = _CHECKS["panel"](text, fallback)
+    return checked if not panels or checked in panels else fallback
 
 
 def _format(value) -> str:

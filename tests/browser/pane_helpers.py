@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 from selenium.webdriver.support.ui import WebDriverWait
+
+# The page's element ids carry the drawn model's namespace ('3fa2c1d0|n12', see
+# graphlab/app/page_ids.py); the tests name elements by the server's ids ('n12').
+BY_LOCAL_ID = ("function byLocal(cy, id) { var first = cy.elements()[0];"
+               "  var space = first ? first.id().split('|')[0] + '|' : '';"
+               "  return cy.getElementById(space + id); }")
 
 
 def pane_js(dash_duo, script: str, *args):
     """Run ``script`` with ``before`` / ``after`` bound to the panes' cytoscape instances
-    (and ``arguments`` to ``args``)."""
+    (and ``arguments`` to ``args``); ``cy.getElementById(id)`` and ``cy.$id(id)`` take the
+    server's ids."""
+    script = re.sub(r"(\w+)\.(?:getElementById|\$id)\(", r"byLocal(\1, ", script)
     return dash_duo.driver.execute_script(
         "var p = window.graphlabPanes; if (!p) { return null; }"
-        "var before = p.before, after = p.after;" + script, *args)
+        "var before = p.before, after = p.after;" + BY_LOCAL_ID + script, *args)
 
 
 def wait_until(dash_duo, condition, timeout: float = 15, message: str = ""):

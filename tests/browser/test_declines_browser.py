@@ -59,4 +59,4 @@ def test_clicking_a_decline_highlights_the_node_that_blocked_it(dash_duo, tmp_pa
     wait_until(dash_duo, lambda: pane_js(dash_duo, in_view),
                message="the blocking consumer is not drawn in view")
     selectors = pane_js(dash_duo, "return before.style().json().map(r => r.selector);")
-    assert any(f'"{blocking}"' in s for s in selectors), "not in the pane's stylesheet"
+    assert any(f'|{blocking}"' in s for s in selectors), "not in the pane's stylesheet"

@@ -38,10 +38,9 @@ SIZES_SOURCE = "bindings-source"   # "(representative)" or "(yours)" beside the 
 
 def layout(services: Services) -> html.Div:
     presets = [{"label": name, "value": name} for name in preset_names()]
-    model_options = services.workbench.model_options()
-    model_options.append({"label": "uploaded model", "value": UPLOAD_MODEL, "disabled": True})
     return html.Div(className="load-bar", children=[
-        _field("Model", dcc.Dropdown(id=MODEL, options=model_options, clearable=False,
+        _field("Model", dcc.Dropdown(id=MODEL, options=model_options(services, None),
+                                     clearable=False,
                                      className="dropdown-model")),
         dcc.Upload(id=UPLOAD, className="upload", multiple=True,
                    children=html.Span(["Upload .onnx"], className="button",
@@ -50,7 +49,8 @@ def layout(services: Services) -> html.Div:
         _field("Pipeline", dcc.Dropdown(id=PRESET, options=presets, clearable=True,
                                         placeholder="custom", className="dropdown-preset")),
         _field("Passes", dcc.Input(id=PASSES, type="text", debounce=True,
-                                   className="passes-input"),
+                                   className="passes-input", placeholder="or list: a,b,…"),
+               class_name="passes-field",
                title="comma-separated pass names; available: " + ", ".join(sorted(all_passes()))),
         html.Button("Run", id=RUN, className="button primary"),
         _field("Target", dcc.Dropdown(id=TARGET, clearable=False, className="dropdown-target",
@@ -63,9 +63,18 @@ def layout(services: Services) -> html.Div:
     ])
 
 
-def _field(label: str, control, title: str | None = None) -> html.Label:
-    return html.Label([html.Span(label, className="field-label"), control], className="field",
-                      title=title)
+def model_options(services: Services, upload: dict | None) -> list[dict]:
+    """The samples, and the model this browser uploaded (once it has): choosing it again
+    after a sample opens the upload again."""
+    options = services.workbench.model_options()
+    options.append({"label": "uploaded model", "value": UPLOAD_MODEL, "disabled": not upload,
+                    "title": (upload or {}).get("filename") or "upload a model first"})
+    return options
+
+
+def _field(label: str, control, title: str | None = None, class_name: str = "") -> html.Label:
+    return html.Label([html.Span(label, className="field-label"), control],
+                      className=f"field {class_name}".strip(), title=title)
 
 
 def sizes_source(sizes: ChosenSizes) -> tuple[str, str]:
@@ -91,6 +100,10 @@ def register(app, services: Services) -> None:
             return {}   # a step within the same workspace: the box already says it
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
+
+    @app.callback(Output(MODEL, "options"), Input(ids.UPLOAD_TOKEN, "data"))
+    def offer_upload(upload):
+        return model_options(services, upload)
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

@@ -53,10 +53,10 @@ def pane_buttons(pane_id: str) -> html.Span:
 def model_button() -> html.Span:
     """Drawn in the pane tools."""
     return html.Span([
-        html.Button("⤓ optimized .onnx", id=MODEL_BUTTON, className="button",
+        html.Button("⤓ .onnx", id=MODEL_BUTTON, className="button",
                     title="download the model after the last pass of the pipeline, fused "
                           "nodes as model-local functions (runs in any ONNX runtime)"),
-        html.Button("⤓ ONNX for onnxruntime", id=ORT_MODEL_BUTTON, className="button",
+        html.Button("⤓ for onnxruntime", id=ORT_MODEL_BUTTON, className="button",
                     title="the same model with fused nodes as onnxruntime's own operators "
                           "(Attention, SkipLayerNormalization, ...), which it runs fastest"),
         dcc.Download(id=MODEL_DOWNLOAD), html.Span(id=MESSAGE)])

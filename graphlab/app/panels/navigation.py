@@ -30,59 +30,64 @@ from .build_progress import PENDING, POLL, RETRY, failure_message
 from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
 from .panes import SEARCH
 from .patterns import ITEM as PATTERN_ITEM
-from .registry import follows_selection
+from .registry import follows_selection, tab_names
 from .stepper import HIDE_UNCHANGED, NEXT, PREV, ROW as PASS_ROW
 
 CLICKS = {RUN, PREV, NEXT, PASS_ROW, PATTERN_ITEM, RETRY}
-UNCHANGED = (no_update,) * 13
+
+OUTPUTS = {
+    "url": Output(ids.URL, "search"), "view": Output(ids.VIEW, "data"),
+    "model": Output(MODEL, "value"), "preset": Output(PRESET, "value"),
+    "passes": Output(PASSES, "value"), "target": Output(TARGET, "value"),
+    "bindings": Output(BINDINGS, "value"), "panel": Output(ids.TABS, "value"),
+    "hide": Output(HIDE_UNCHANGED, "value"), "query": Output(SEARCH, "value"),
+    "message": Output(ids.NAV_MESSAGE, "children"),
+    "pending": Output(PENDING, "data"), "poll_off": Output(POLL, "disabled"),
+}
+INPUTS = {
+    "search": Input(ids.URL, "search"), "model": Input(MODEL, "value"),
+    "upload": Input(ids.UPLOAD_TOKEN, "data"), "preset": Input(PRESET, "value"),
+    "_run": Input(RUN, "n_clicks"), "passes": Input(PASSES, "value"),
+    "target": Input(TARGET, "value"), "bindings": Input(BINDINGS, "value"),
+    "_rows": Input({"type": PASS_ROW, "index": ALL}, "n_clicks"),
+    "_prev": Input(PREV, "n_clicks"), "_next": Input(NEXT, "n_clicks"),
+    "tap_before": Input(ids.BEFORE, "tapNodeData"), "tap_after": Input(ids.AFTER, "tapNodeData"),
+    "panel": Input(ids.TABS, "value"), "hide": Input(HIDE_UNCHANGED, "value"),
+    "_items": Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
+    "query": Input(SEARCH, "value"), "patch": Input(ids.VIEW_PATCH, "data"),
+    "_tick": Input(POLL, "n_intervals"), "_retries": Input({"type": RETRY, "index": ALL}, "n_clicks"),
+}
+STATE = {"view": State(ids.VIEW, "data"), "pending": State(PENDING, "data"),
+         "upload_b": State(ids.COMPARE_UPLOAD, "data")}
 
 
 def register(app, services: Services) -> None:
     default = services.default_state
 
-    @app.callback(
-        Output(ids.URL, "search"), Output(ids.VIEW, "data"), Output(MODEL, "value"),
-        Output(PRESET, "value"), Output(PASSES, "value"), Output(TARGET, "value"),
-        Output(BINDINGS, "value"), Output(ids.TABS, "value"),
-        Output(HIDE_UNCHANGED, "value"), Output(SEARCH, "value"),
-        Output(ids.NAV_MESSAGE, "children"),
-        Output(PENDING, "data"), Output(POLL, "disabled"),
-        Input(ids.URL, "search"), Input(MODEL, "value"), Input(ids.UPLOAD_TOKEN, "data"),
-        Input(PRESET, "value"), Input(RUN, "n_clicks"), Input(PASSES, "value"),
-        Input(TARGET, "value"), Input(BINDINGS, "value"),
-        Input({"type": PASS_ROW, "index": ALL}, "n_clicks"),
-        Input(PREV, "n_clicks"), Input(NEXT, "n_clicks"),
-        Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
-        Input(ids.TABS, "value"), Input(HIDE_UNCHANGED, "value"),
-        Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
-        Input(SEARCH, "value"), Input(ids.VIEW_PATCH, "data"),
-        Input(POLL, "n_intervals"), Input({"type": RETRY, "index": ALL}, "n_clicks"),
-        State(ids.VIEW, "data"), State(PENDING, "data"), State(ids.COMPARE_UPLOAD, "data"))
-    def navigate(search, model, upload, preset, _run, passes, target, bindings, _rows, _prev,
-                 _next, tap_before, tap_after, panel, hide, _items, query, patch, _tick,
-                 _retries, view, pending, upload_b):
+    @app.callback(output=OUTPUTS, inputs=INPUTS, state=STATE)
+    def navigate(**values):
+        return _every_output(_navigate(**values))
+
+    def _navigate(search, upload, view, pending, upload_b, **inputs) -> dict:
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
-            return UNCHANGED   # a freshly drawn button, not a click
+            return {}   # a freshly drawn button, not a click
         token = (upload or {}).get("token")
         previous = ViewState.from_dict(view) if view else None
         from_url = trigger is None or trigger == ids.URL
         if kind == POLL:
             if not pending:
-                return (*UNCHANGED[:-2], None, True)
+                return {"pending": None, "poll_off": True}
             wanted, from_url = ViewState.from_dict(pending["view"]), pending["from_url"]
         elif kind == RETRY:   # the view whose build failed, built afresh
-            wanted = from_query(trigger["index"], default)
+            wanted = from_query(trigger["index"], default, tab_names())
         elif from_url or previous is None:
-            wanted = from_query(search, default)
+            wanted = from_query(search, default, tab_names())
         else:
-            inputs = {"model": model, "preset": preset, "passes": passes, "target": target,
-                      "bindings": bindings, "tap_before": tap_before, "tap_after": tap_after,
-                      "panel": panel, "hide": hide, "query": query, "patch": patch}
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
-                return UNCHANGED
+                return {}
         backwards = kind == PREV
         try:
             if kind == RETRY:
@@ -90,31 +95,41 @@ def register(app, services: Services) -> None:
             checked = _checked(services, wanted, token, upload_b, backwards)
             message = ""
         except SharedCacheUnreachable as err:   # Redis away: the view waits and the poll retries
-            waiting = {"view": wanted.to_dict(), "from_url": from_url, "key": "",
-                       "text": str(err)}
-            return (*UNCHANGED[:-3], html.Div(str(err), className="message error"), waiting,
-                    False)
+            return {"message": html.Div(str(err), className="message error"),
+                    "pending": {"view": wanted.to_dict(), "from_url": from_url, "key": "",
+                                "text": str(err)},
+                    "poll_off": False}
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = failure_message(err, to_query(wanted, default))
             wanted, from_url = previous or default, False
             checked = _checked(services, wanted, token, upload_b, backwards)
         if isinstance(checked, BuildStatus):
-            waiting = {"view": wanted.to_dict(), "from_url": from_url, "key": checked.key,
-                       "text": checked.text()}
-            return (*UNCHANGED[:-3], message, waiting, False)
+            return {"message": message, "poll_off": False,
+                    "pending": {"view": wanted.to_dict(), "from_url": from_url,
+                                "key": checked.key, "text": checked.text()}}
         state, workspace = checked
-        url = no_update if from_url and not message else to_query(state, default)
-        controls = [(state.model, model), (_preset_of(state.pipeline), preset),
-                    (_passes_text(state, workspace), passes), (state.target, target),
-                    (workspace.sizes.text(), bindings), (state.panel, panel),
-                    (["hide"] if state.hide_unchanged else [], hide), (state.search, query)]
+        shown = {"model": state.model, "preset": _preset_of(state.pipeline),
+                 "passes": _passes_text(state, workspace), "target": state.target,
+                 "bindings": workspace.sizes.text(), "panel": state.panel,
+                 "hide": ["hide"] if state.hide_unchanged else [], "query": state.search}
         # A control that already shows its value is left alone (and so is the build poll
         # when nothing waits): every prop an answer sets sets off the callbacks that read it.
         # A view that was waited for leaves the message as it is: the wait began by clearing
         # it, or by saying why the view asked for could not be shown instead.
-        shown = no_update if kind == POLL and message == "" else message
-        return (url, state.to_dict(), *(no_update if new == old else new for new, old in controls),
-                shown, *((None, True) if pending else (no_update, no_update)))
+        answer = {name: value for name, value in shown.items() if value != inputs.get(name)}
+        answer["view"] = state.to_dict()
+        if not (from_url and not message):
+            answer["url"] = to_query(state, default)
+        if not (kind == POLL and message == ""):
+            answer["message"] = message
+        if pending:
+            answer.update(pending=None, poll_off=True)
+        return answer
+
+
+def _every_output(answer: dict) -> dict:
+    """The outputs the answer names; the others left as they are."""
+    return {name: answer.get(name, no_update) for name in OUTPUTS}
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
@@ -127,9 +142,9 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         if not inputs["preset"]:
             return None
         return state.with_changes(pipeline=inputs["preset"], step=None, highlight="")
-    if kind in (RUN, PASSES):
-        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]), step=None,
-                                  highlight="")
+    if kind in (RUN, PASSES):   # an empty box runs the preset again
+        return state.with_changes(pipeline=_pipeline_text(inputs["passes"]) or state.pipeline,
+                                  step=None, highlight="")
     if kind == TARGET:
         return state.with_changes(target=inputs["target"])
     if kind == BINDINGS:
@@ -154,7 +169,7 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
     if kind == SEARCH:
         return state.with_changes(search=(inputs["query"] or "").strip())
     if kind == ids.VIEW_PATCH:
-        return with_patch(state, inputs["patch"])
+        return with_patch(state, inputs["patch"], tab_names())
     return None
 
 
@@ -184,7 +199,10 @@ def _nearest_changed(workspace: Workspace, step: int, backwards: bool) -> int:
 
 
 def _passes_text(state: ViewState, workspace: Workspace) -> str:
-    """The passes box: the passes run (a comparison's one step is not a pass)."""
+    """The passes box: empty under a preset (the pass list shows its passes), else the
+    passes run (a comparison's one step is not a pass)."""
+    if _preset_of(state.pipeline):
+        return ""
     if workspace.comparison is not None:
         return ",".join(resolve_pipeline(state.pipeline or None))
     return ",".join(s.pass_name for s in workspace.result.snapshots)

@@ -38,11 +38,11 @@ def section(services: Services) -> html.Div:
         html.H4("onnxscript rewrite rules, judged by onnxscript"),
         html.Div(className="rules-form", children=[
             dcc.Input(id=FIELD, type="text", debounce=True, className="rules-input",
-                      placeholder=f"MODULE[:NAME], e.g. {EXAMPLE}, or my_rules.py"),
+                      placeholder="MODULE[:NAME] or my_rules.py"),
             html.Button("Run rules", id=RUN, className="button"),
         ]),
-        html.P("Each rule's matcher runs in onnxscript over the graph after the selected pass."
-               if allowed else
+        html.P(f"Each rule's matcher runs in onnxscript over the graph after the selected pass "
+               f"(e.g. {EXAMPLE})." if allowed else
                "This server does not load Python modules (start `graphlab serve --allow-code` "
                "on your own machine for that).", className="muted"),
         html.Div(id=BODY),
@@ -50,8 +50,6 @@ def section(services: Services) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    from . import patterns   # the tab this part lives in (it imports this module)
-
     @on_view(app, services, {"patch": Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                              "asked": Output(ASKED, "data")},
              inputs={"_run": Input(RUN, "n_clicks"), "_enter": Input(FIELD, "n_submit")},
@@ -64,7 +62,7 @@ def register(app, services: Services) -> None:
         return {"asked": time.time()}   # the same rules again: judge them afresh
 
     @on_view(app, services, {"body": Output(BODY, "children"), "field": Output(FIELD, "value")},
-             inputs={"asked": Input(ASKED, "data")}, tab=patterns.PANEL.name, message="body")
+             inputs={"asked": Input(ASKED, "data")}, tab=ids.PATTERNS_TAB, message="body")
     def render(state, workspace, asked):
         if not state.rules:
             return {"body": [], "field": ""}
@@ -74,7 +72,7 @@ def register(app, services: Services) -> None:
         report = verdicts(workspace, step, state.rules, asked or 0.0)
         snapshot = workspace.result.snapshots[step]
         where = f"the graph after pass {step + 1} ({snapshot.pass_name}), right pane"
-        return {"body": report_view(report, where, state.highlight, patterns.ITEM),
+        return {"body": report_view(report, where, state.highlight, ids.PATTERN_ITEM),
                 "field": state.rules}
 
 

@@ -13,6 +13,7 @@ import dash_cytoscape as cyto
 from dash import ALL, ClientsideFunction, Input, Output, State, ctx, dcc, html
 
 from .. import ids
+from ..page_ids import local_id
 from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..pane_updates import pane_changes
 from ..services import Services
@@ -27,7 +28,11 @@ UPDATES = {ids.BEFORE: "pane-before-update", ids.AFTER: "pane-after-update"}
 BEFORE_TITLE = "pane-before-title"
 AFTER_TITLE = "pane-after-title"
 MESSAGE = "pane-message"
-FIT_KEY = "fit-key"          # changes when a new workspace is drawn: the panes re-fit
+NOTE = "pane-note"           # "this pass changed nothing", over the panes
+FIT_CHANGE = "fit-change"    # buttons handled in the page (assets/graphlab.js)
+FIT_ALL = "fit-all"
+FOLD_SIDE = "fold-side"
+LEGEND_SHOWN = 4             # legend entries always in view; the rest fold under "more"
 SEARCH = "node-search"
 SEARCH_COUNT = "node-search-count"
 EXPAND_ALL = "groups-expand"
@@ -65,27 +70,35 @@ def layout(_: Services) -> html.Div:
         *[dcc.Store(id=store, storage_type="memory") for store in UPDATES.values()],
         html.Div(className="pane-tools", children=[
             dcc.Input(id=SEARCH, type="search", debounce=True, className="search-input",
-                      placeholder="search node name or op type (e.g. Conv)"),
+                      placeholder="search node or op type"),
             html.Span(id=SEARCH_COUNT, className="search-count"),
+            html.Button("Fit to change", id=FIT_CHANGE, className="button",
+                        title="zoom both panes to what this pass changed"),
+            html.Button("Fit all", id=FIT_ALL, className="button",
+                        title="the whole graph, or its top at a readable zoom"),
             html.Button("Open all groups", id=EXPAND_ALL, className="button"),
             html.Button("Close all groups", id=COLLAPSE_ALL, className="button"),
             overlay.toggle(), exports.model_button(),
-            html.Div(id=MESSAGE),
-            html.Div(id=FIT_KEY, className="fit-key"),
+            html.Button("Side panel ⇥", id=FOLD_SIDE, className="button fold-side",
+                        title="fold the tabs away so the panes take the width (again: back)"),
+            html.Div(id=MESSAGE, className="pane-message"),
         ]),
         html.Div(className="panes", children=[_pane(ids.BEFORE, BEFORE_TITLE),
-                                              _pane(ids.AFTER, AFTER_TITLE)]),
-        html.Div(id=LEGEND_ID, className="legend", children=legend_items(comparing=False)),
+                                              _pane(ids.AFTER, AFTER_TITLE),
+                                              html.Div(id=NOTE, className="pane-note")]),
+        html.Details(id=LEGEND_ID, className="legend", children=legend_items(comparing=False)),
         overlay.legend(),
     ])
 
 
-def legend_items(comparing: bool, structured: bool = False) -> list[html.Span]:
+def legend_items(comparing: bool, structured: bool = False) -> list:
+    """The legend's children: the diff marks and fused ops in one line, the rest under it."""
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
     items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
                        className="legend-item") for key, text in entries]
-    return items + ([html.Span(STRUCTURE_NOTE, className="legend-item legend-note")]
-                    if structured else [])
+    note = [html.Span(STRUCTURE_NOTE, className="legend-item legend-note")] if structured else []
+    return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more")]),
+            html.Div(items[LEGEND_SHOWN:] + note, className="legend-rest")]
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -108,7 +121,7 @@ def register(app, services: Services) -> None:
         "before_title": Output(BEFORE_TITLE, "children"),
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
-        "message": Output(MESSAGE, "children"), "fit_key": Output(FIT_KEY, "children"),
+        "message": Output(MESSAGE, "children"), "note": Output(NOTE, "children"),
         "legend": Output(LEGEND_ID, "children")},
         inputs={"ui": Input(ids.UI, "data")}, state={"drawn": State(DRAWN_KEY, "data")},
         message="message")
@@ -123,16 +136,18 @@ def register(app, services: Services) -> None:
                  "after_title": (f"B: {comparison.b_label}" if comparison else
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
+                 "note": _unchanged_note(snapshot, comparison is not None),
                  "legend": legend_items(comparing=comparison is not None,
                                         structured=workspace.scopes.structured),
-                 "message": "", "fit_key": workspace.key,
+                 "message": "",
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         return {**shown, **pane_changes(workspace, payload, drawn)}
 
     for pane, store in UPDATES.items():   # the page merges an update into what it holds
         app.clientside_callback(ClientsideFunction("graphlab", "applyElements"),
                                 Output(pane, "elements"), Input(store, "data"),
-                                State(pane, "elements"), prevent_initial_call=True)
+                                State(pane, "elements"), State(pane, "id"),
+                                prevent_initial_call=True)
 
     @on_view(app, services, {"ui": Output(ids.UI, "data")},
              inputs={"tap_before": Input(ids.BEFORE, "tapNodeData"),
@@ -159,8 +174,15 @@ def register(app, services: Services) -> None:
             data = tap_before if trigger == ids.BEFORE else tap_after
             if not data or data.get("kind") != "group":
                 return {}
-            expanded ^= {data["id"]}
+            expanded ^= {local_id(data["id"])}
         return {"ui": regrouped(workspace, state, expanded, opened).to_store(workspace.key)}
+
+
+def _unchanged_note(snapshot, comparing: bool) -> str:
+    """Said over the panes when the pass left the graph as it was (both panes alike)."""
+    if comparing or snapshot.changed:
+        return ""
+    return f"{snapshot.pass_name} changed nothing: both panes show the same graph"
 
 
 PANEL = Panel("panes", MAIN, register, layout)

@@ -12,6 +12,7 @@ from compiler_core.passes.base import Decline
 from compiler_core.passes.judged import JudgedPattern, PassVerdict
 from compiler_core.patterns import STRONG_SCORE, NodeRef, PatternRecord
 
+from .. import ids
 from ..highlight import DECLINE, MATCH, MISS, PATTERNS, Highlight
 from ..pattern_view import PatternFocus, pass_verdict, reasons_across_model, resolve_focus
 from ..services import Services
@@ -19,9 +20,9 @@ from . import onnxscript_rules
 from .on_view import on_view
 from .panel import TAB, Panel
 
-NAME = "patterns"
+NAME = ids.PATTERNS_TAB
 BODY = "patterns"
-ITEM = "pattern-item"        # pattern-matching type, index = a Highlight's text form
+ITEM = ids.PATTERN_ITEM      # pattern-matching type, index = a Highlight's text form
 NO_PATTERNS = "No pattern matches or nearly matches here."
 NO_RULES = ("This pass runs no pattern rules. The Pattern editor tab finds any pattern in the "
             "graph it receives.")

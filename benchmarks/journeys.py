@@ -1,0 +1,223 @@
+"""A person at the pass debugger, in a real browser: what they do and what they see.
+
+The journey tests (tests/browser/test_journeys.py) and the app benchmark (benchmarks/app.py)
+drive the page through this one class, the way a person does: open the dropdown and choose
+an option, upload a file, press Next, click a tab or a near miss.  What they check is what
+the person sees: which model each pane draws, whether the changed nodes are inside the
+panes' viewports, text cut off by its box, and the browser console's errors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+# Dash's renderer has no callback in flight and no build is under way.
+BUSY = ("var s = window.store && window.store.getState(); if (!s) { return 1; }"
+        "var c = Object.assign({}, s.callbacks); delete c.stored; delete c.completed;"
+        "var pending = Object.values(c).reduce(function (n, l) { return n + l.length; }, 0);"
+        "var progress = document.getElementById('build-progress');"
+        "return pending + (progress && progress.textContent ? 1 : 0);")
+
+# One pane as drawn: its node ids and labels, and how many marked (changed) nodes it holds and
+# how many of those lie inside its viewport (the graph component's extent).
+PANE = """
+var cy = window.graphlabPanes && window.graphlabPanes[arguments[0]];
+if (!cy) { return null; }
+var e = cy.extent(), mark = /\\b(has-)?(removed|added|modified)\\b/;
+var seen = function (n) { var b = n.boundingBox();
+  return b.x2 > e.x1 && b.x1 < e.x2 && b.y2 > e.y1 && b.y1 < e.y2; };
+var marked = cy.nodes().filter(function (n) { return mark.test(n.classes().join(' ')); });
+return {labels: cy.nodes('.op').map(function (n) { return n.data('label'); }).sort().join('|'),
+        nodes: cy.nodes().length, marked: marked.length, seen: marked.filter(seen).length,
+        zoom: cy.zoom(), width: cy.width(), height: cy.height()};
+"""
+
+# Visible elements whose text is wider (or taller) than their box and hidden by it: what a
+# person reads as cut off ("Inspecto", "6 remov").  Scrolling areas are not cut: they scroll.
+CUT_OFF = """
+var found = [];
+document.querySelectorAll('body *').forEach(function (el) {
+  if (!el.offsetParent && getComputedStyle(el).position !== 'fixed') { return; }
+  if (el.type === 'file') { return; }   // an upload's input is drawn as its button
+  var style = getComputedStyle(el);
+  if (style.visibility === 'hidden' || style.opacity === '0') { return; }
+  if (/(auto|scroll)/.test(style.overflowX + style.overflowY)) { return; }
+  var text = (el.innerText || el.placeholder || el.value || '').trim();
+  if (!text || el.children.length > 0 && el.innerText === undefined) { return; }
+  var wide = el.scrollWidth > el.clientWidth + 1 && style.overflowX !== 'visible';
+  var ellipsis = style.textOverflow === 'ellipsis' && el.scrollWidth > el.clientWidth + 1;
+  var placeholder = el.placeholder && !el.value && el.tagName === 'INPUT' &&
+    measure(el.placeholder, style) > el.clientWidth - 8;
+  if (wide || ellipsis || placeholder) {
+    found.push((el.id ? '#' + el.id : el.className || el.tagName) + ': ' +
+               (placeholder ? el.placeholder : text).slice(0, 60));
+  }
+});
+function measure(text, style) {
+  var c = measure.c || (measure.c = document.createElement('canvas').getContext('2d'));
+  c.font = style.font; return c.measureText(text).width;
+}
+return found;
+"""
+
+
+@dataclass
+class PaneView:
+    """What one pane shows."""
+
+    labels: str
+    nodes: int
+    marked: int
+    seen: int
+    zoom: float
+    width: float
+    height: float
+
+
+class Person:
+    """A person at the page, through a selenium driver."""
+
+    def __init__(self, driver, base_url: str):
+        self.driver = driver
+        self.base_url = base_url.rstrip("/") + "/"
+
+    # -- what they do ------------------------------------------------------------------------
+    def open(self, query: str = "") -> None:
+        self.driver.get(self.base_url + query)
+        self.wait_drawn()
+
+    def options(self, dropdown_id: str = "model-select") -> list[str]:
+        """The dropdown's option labels, as the person reads them when it is open."""
+        self._click(f"#{dropdown_id}")
+        labels = [el.text for el in self._all("[role=option]") if el.text.strip()]
+        self._all("body")[0].click()
+        return labels
+
+    def choose(self, value: str, dropdown_id: str = "model-select") -> None:
+        """Open the dropdown and click the option whose label starts with ``value``."""
+        shown = self.shown()
+        self._click(f"#{dropdown_id}")
+        search = self._all(".dash-dropdown-search")
+        if search:   # typed into the list's search box, as a person does with a long list
+            search[0].send_keys(value)
+            time.sleep(0.2)
+        for option in self._all("[role=option]"):
+            if option.text.split() and option.text.split()[0] == value:
+                option.click()
+                if dropdown_id == "model-select":
+                    self.wait_shown_other_than(shown)
+                self.wait_idle()
+                return
+        raise AssertionError(f"{dropdown_id} has no option {value!r}")
+
+    def upload(self, path: str, input_css: str = "#model-upload input[type=file]") -> None:
+        shown = self.shown()
+        self._all(input_css)[0].send_keys(path)
+        self.wait_shown_other_than(shown, timeout=120)
+
+    def next(self) -> None:
+        self._click("#step-next")
+        self.wait_idle()
+
+    def prev(self) -> None:
+        self._click("#step-prev")
+        self.wait_idle()
+
+    def open_tab(self, label: str) -> None:
+        for tab in self._all(".tab"):
+            if tab.text.strip() == label:
+                tab.click()
+                self.wait_idle()
+                return
+        raise AssertionError(f"no tab {label!r}: {[t.text for t in self._all('.tab')]}")
+
+    def click(self, css: str, index: int = 0) -> None:
+        self._all(css)[index].click()
+        self.wait_idle()
+
+    def back(self) -> None:
+        shown = self.shown()
+        self.driver.back()
+        self.wait_shown_other_than(shown)
+
+    # -- what they see -----------------------------------------------------------------------
+    def shown(self) -> str | None:
+        """The view (model and pass) both panes hold and were fitted to."""
+        return self.driver.execute_script(
+            "var p = window.graphlabPanes; return p ? p.shown() : null;")
+
+    def pane(self, side: str) -> PaneView | None:
+        found = self.driver.execute_script(PANE, side)
+        return PaneView(**found) if found else None
+
+    def text(self, css: str) -> str:
+        found = self._all(css)
+        return found[0].text if found else ""
+
+    def cut_off(self) -> list[str]:
+        return self.driver.execute_script(CUT_OFF)
+
+    def console_errors(self) -> list[str]:
+        return [entry["message"] for entry in self.driver.get_log("browser")
+                if entry["level"] == "SEVERE" and "favicon" not in entry["message"]]
+
+    def url_query(self) -> str:
+        return self.driver.execute_script("return window.location.search;")
+
+    # -- waiting ------------------------------------------------------------------------------
+    def wait_idle(self, timeout: float = 60, calm: int = 4) -> None:
+        """Until no callback is in flight nor build under way for ``calm`` looks in a row,
+        and the browser has painted since."""
+        end, quiet = time.time() + timeout, 0
+        while time.time() < end and quiet < calm:
+            quiet = quiet + 1 if self.driver.execute_script(BUSY) == 0 else 0
+            time.sleep(0.05)
+        self.driver.execute_async_script(
+            "var done = arguments[arguments.length - 1];"
+            "requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });")
+
+    def wait_drawn(self, timeout: float = 60) -> None:
+        """Until both panes hold one view and the page is idle."""
+        self.wait_shown_other_than(None, timeout)
+
+    def wait_shown_other_than(self, shown: str | None, timeout: float = 60) -> None:
+        """Until both panes hold a view other than ``shown`` and the page is idle: a choice
+        that builds a model first waits for the build."""
+        end = time.time() + timeout
+        while time.time() < end:
+            now = self.shown()
+            if now is not None and now != shown:
+                self.wait_idle(timeout=max(1.0, end - time.time()))
+                if self.shown() == now:
+                    return
+            time.sleep(0.1)
+        raise AssertionError(f"the panes still show {shown!r} after {timeout} s")
+
+    def _click(self, css: str) -> None:
+        self._all(css)[0].click()
+        time.sleep(0.2)
+
+    def _all(self, css: str):
+        from selenium.webdriver.common.by import By
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+
+def chromium(width: int = 1600, height: int = 1000):
+    """Headless Chromium at a window size, with its console kept for `console_errors`."""
+    import shutil
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--no-first-run",
+                 f"--window-size={width},{height}"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    service = Service(shutil.which("chromedriver") or "/usr/bin/chromedriver")
+    driver = webdriver.Chrome(service=service, options=options)
+    driver.set_script_timeout(60)
+    return driver

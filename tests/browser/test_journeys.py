@@ -1,0 +1,228 @@
+"""Journeys through the pass debugger, written as a person acts: choose in the dropdown, upload,
+press Next, click a tab or a near miss — at a projector's 1280×800 and at 1600×1000 and
+1920×1080.  Every journey fails on a browser console error, on text cut off by its box, and on
+panes that draw another model than the one chosen; a step that changed the graph must have
+its changes inside both panes' viewports.  Screenshots are saved under the test's tmp folder
+(GRAPHLAB_SCREENSHOTS=DIR keeps them elsewhere, to look at)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from benchmarks.journeys import Person, chromium
+from compiler_core.ir import load_model
+from compiler_core.passes import PassManager
+from graphlab.app import AppConfig, create_app
+from graphlab.app.config import DEFAULT_MODEL
+from graphlab.samples import resolve_model, size_hints
+
+pytestmark = pytest.mark.browser
+
+SIZES = [(1280, 800), (1600, 1000), (1920, 1080)]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The app on a loopback port, as `graphlab serve` runs it (one process)."""
+    from werkzeug.serving import make_server
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def person_at(url: str, size: tuple[int, int]) -> Person:
+    return Person(chromium(*size), url)
+
+
+def op_types(model: str) -> set[str]:
+    """Every op type the model has before, during and after the default pipeline."""
+    result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
+    graphs = [result.initial] + [s.graph for s in result.snapshots]
+    return {n.op_type for g in graphs for n in g.nodes}
+
+
+def url_model(person: Person) -> str:
+    """The model the page's URL names (the default is left out of it)."""
+    from urllib.parse import parse_qs
+
+    return parse_qs(person.url_query().lstrip("?")).get("model", [DEFAULT_MODEL])[0]
+
+
+def drawn_ops(person: Person, side: str) -> set[str]:
+    view = person.pane(side)
+    return {label.split("\n")[0] for label in view.labels.split("|") if label}
+
+
+def assert_sound(person: Person, where: str) -> None:
+    """No console error and no text cut off, said with where the person was."""
+    errors = person.console_errors()
+    assert not errors, f"{where}: console errors: {errors[:2]}"
+    cut = person.cut_off()
+    assert not cut, f"{where}: text cut off: {cut}"
+
+
+def assert_change_in_view(person: Person, where: str) -> None:
+    for side in ("before", "after"):
+        view = person.pane(side)
+        if view.marked:
+            assert view.seen, (f"{where}: none of the {view.marked} changed nodes is in view in "
+                               f"the {side} pane")
+
+
+def assert_draws(person: Person, model: str, previous: set[str] | None, where: str) -> set[str]:
+    """Both panes draw ``model``: its op types only, and not what was drawn before."""
+    ops = drawn_ops(person, "before") | drawn_ops(person, "after")
+    unknown = ops - op_types(model)
+    assert ops and not unknown, f"{where}: the panes draw ops {model} has not: {unknown}"
+    labels = person.pane("before").labels
+    assert previous is None or labels != previous, f"{where}: the panes still draw the last model"
+    return labels
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, size):
+    person = person_at(served, size)
+    tag = f"{size[0]}x{size[1]}"
+    try:
+        person.open()
+        person.driver.save_screenshot(str(shots / f"student-{tag}-open.png"))
+        assert_sound(person, "the first view")
+        assert_change_in_view(person, "the first view")
+        titles = []
+        while not person.driver.execute_script(
+                "var r = document.querySelectorAll('.pass-row');"
+                "return r[r.length - 1].classList.contains('selected');"):
+            person.next()
+            title = person.text("#pane-after-title")
+            assert title not in titles, f"Next did not move on from {title}"
+            titles.append(title)
+            assert_change_in_view(person, title)
+            note = person.text("#pane-note")
+            row = person.text(".pass-row.selected")
+            assert ("changed nothing" in note) == ("changed nothing" in row), (title, note, row)
+            assert person.driver.execute_script(   # the pass list shows the selected pass
+                "var row = document.querySelector('.pass-row.selected'),"
+                " list = row.closest('.stepper'), r = row.getBoundingClientRect(),"
+                " l = list.getBoundingClientRect(); return r.top >= l.top - 2 && r.bottom <= l.bottom + 2;")
+        assert len(titles) > 5
+        person.driver.save_screenshot(str(shots / f"student-{tag}-last.png"))
+        assert_sound(person, "after the last pass")
+        for tab in [t.text for t in person._all(".tab")]:
+            person.open_tab(tab)
+            person.driver.save_screenshot(str(shots / f"student-{tag}-tab-{tab}.png"))
+            assert_sound(person, f"the {tab} tab")
+            panes = [person.pane(side) for side in ("before", "after")]
+            assert all(p.width >= 250 and p.height >= 250 for p in panes), (tab, panes)
+    finally:
+        person.driver.quit()
+
+
+def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_path):
+    person = person_at(served, (1280, 800))
+    upload = tmp_path / "my_model.onnx"
+    shutil.copy(resolve_model("bert_tiny_dynamo"), upload)
+    try:
+        person.open()
+        drawn = assert_draws(person, "cnn_bn", None, "the first view")
+        person.upload(str(upload))
+        person.wait_drawn()
+        drawn = assert_draws(person, "bert_tiny_dynamo", drawn, "after the upload")
+        assert_change_in_view(person, "after the upload")
+        person.driver.save_screenshot(str(shots / "engineer-upload.png"))
+        for model in ("teach_layernorm", "gpt2_tiny", "cnn_bn"):
+            person.choose(model)
+            person.wait_drawn()
+            drawn = assert_draws(person, model, drawn, f"after choosing {model}")
+            assert url_model(person) == model, person.url_query()
+            assert_change_in_view(person, f"after choosing {model}")
+            assert_sound(person, f"after choosing {model}")
+        person.back()   # the browser's Back: gpt2_tiny again
+        person.wait_drawn()
+        drawn = assert_draws(person, "gpt2_tiny", drawn, "after Back")
+        person.choose("uploaded")   # and the upload again, from the dropdown
+        person.wait_drawn()
+        assert_draws(person, "bert_tiny_dynamo", drawn, "after choosing the upload again")
+        assert_sound(person, "after choosing the upload again")
+    finally:
+        person.driver.quit()
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory):
+    """`graphlab serve --workers 2`: the form a teacher starts for a room."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cache = tmp_path_factory.mktemp("room")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--workers", "2",
+         "--port", str(port), "--cache-dir", str(cache)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), 1).close()
+            break
+        except OSError:
+            time.sleep(0.5)
+    yield f"http://127.0.0.1:{port}/"
+    os.killpg(server.pid, 15)
+    server.wait(30)
+
+
+def test_a_teachers_room_three_browsers_on_two_workers(two_workers, shots):
+    """Three students at once on different samples: each sees its own model, the URL, the
+    dropdown and the panes agree, and a copied URL opens the same view elsewhere."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def student(model: str) -> tuple[str, str, str, str]:
+        person = person_at(two_workers, (1280, 800))
+        try:
+            person.open()
+            person.choose(model)
+            person.wait_drawn()
+            for _ in range(2):
+                person.next()
+            assert url_model(person) == model, person.url_query()
+            assert person.text("#model-select").split()[0] == model
+            assert_draws(person, model, None, f"{model} in the room")
+            assert_change_in_view(person, f"{model} in the room")
+            assert not person.console_errors(), (model, person.console_errors()[:2])
+            person.driver.save_screenshot(str(shots / f"room-{model}.png"))
+            return (person.url_query(), person.text("#pane-after-title"),
+                    person.pane("before").labels, person.pane("after").labels)
+        finally:
+            person.driver.quit()
+
+    models = ("teach_gelu", "mlp_dropout", "bert_tiny_op20")
+    with ThreadPoolExecutor(len(models)) as pool:
+        views = list(pool.map(student, models))
+    for model, (query, title, before, after) in zip(models, views):
+        again = person_at(two_workers, (1280, 800))   # the copied URL, in another browser
+        try:
+            again.open(query)
+            assert again.text("#pane-after-title") == title, model
+            assert again.pane("before").labels == before and again.pane("after").labels == after
+            assert again.text("#model-select").split()[0] == model
+        finally:
+            again.driver.quit()
