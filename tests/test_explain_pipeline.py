@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from onnx import helper
 
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
+from compiler_core.passes.rules import RewritePass, Rule
 from compiler_core.passes.judged import UNRECORDED, judge_pass, judge_pipeline
-from compiler_core.patterns import STRONG_SCORE, NearMissRecord, NodeRef, PatternRecord
+from compiler_core.patterns import (STRONG_SCORE, NearMissRecord, NodeRef, Pattern,
+                                    PatternRecord, any_value, op)
 from decline_models import BLOCKING, DECLINED_ROOT, FUSED_ROOT, write_declined_attention
 from graphlab.cli import main
 from graphlab.samples import get_sample
+from passes_helpers import F, build, ops, tensor
 
 
 def explain_json(capsys, *argv: str) -> dict:
@@ -151,3 +155,41 @@ def test_weak_near_misses_are_folded_in_the_text(capsys):
     full = explain_text(capsys, "bert_tiny_op13", "--before", "recognize_layernorm",
                         "--all-sites")
     assert "at /bert/encoder/layer.0/attention/self/Add" in full
+
+
+# ------------------------------------------------------------------- overlapping rewrites
+class _GreedyReluRule(Rule):
+    """Relu -> a fused node that also swallows the Relu reading it (as attention fusion takes
+    what only its block reads), so the next match loses its node."""
+
+    name = "greedy_relu"
+
+    def pattern(self) -> Pattern:
+        return op("Relu", any_value()).bind("relu")
+
+    def rewrite(self, graph, ctx, match):
+        nodes = [match.root, *match.root.outputs[0].users()]
+        return self.fuse(graph, ctx, nodes, "ReluTwice")
+
+
+class _FuseGreedyRelu(RewritePass):
+    """Fuse a Relu with the one after it (a test's own pass, never registered)."""
+
+    name, family, rules = "fuse_greedy_relu", "fusion", (_GreedyReluRule(),)
+
+
+def test_a_match_an_earlier_rewrite_took_is_declined_not_dropped():
+    """Two matches; rewriting the first swallows the second's node.  The pass used to skip it
+    silently (or rewrite a node no longer in the graph); now it declines it, naming the node
+    that took it, and explain counts 1 rewritten and 1 declined."""
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
+             helper.make_node("Relu", ["a"], ["b"], name="relu_b")]
+    graph = build(nodes, [tensor("x", F, [2, 3])], [tensor("b", F, [2, 3])])
+    result = PassManager([_FuseGreedyRelu()], check=True).run(graph)
+    [verdict] = judge_pipeline(result, "fuse_greedy_relu", patterns=["greedy_relu"])
+    [judged] = verdict.patterns
+    assert len(judged.matches) == 2 and judged.rewrites == 1
+    [decline] = judged.declines
+    assert decline.site == "relu_b" and decline.reason.startswith(
+        "Relu 'relu_b' of this match was already rewritten by ReluTwice")
+    assert dict(ops(result.final)) == {"ReluTwice": 1}

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
 from ..errors import GraphLabError
-from ..ir import Graph, Node
+from ..ir import Node
 from ..patterns import Pattern, PatternRecord, explain, get_pattern, list_patterns
 from ..patterns.records import MatchRecord, NearMissRecord
 from .base import Decline
@@ -171,9 +171,12 @@ def judge_pass(result: PipelineResult, index: int, pipeline: str,
         rewritten, extra = [], []
         for match in report.matches:
             ids = {n.id for n in match.nodes}
-            done = bool(ids & touched)
+            # a match the pass declined at one of its nodes was not rewritten, even when
+            # another rewrite took some of its nodes
+            declined = any(d.node_id in ids for d in own)
+            done = bool(ids & touched) and not declined
             rewritten.append(done)
-            if not done and not any(_concerns(d, ids) for d in own):
+            if not done and not declined and not any(_concerns(d, ids) for d in own):
                 extra.append(Decline(match.root.name, report.name,
                                      UNRECORDED.format(pass_name=snapshot.pass_name),
                                      match.root.id, None, tuple(match.nodes)))
@@ -321,9 +324,9 @@ def _pattern_of(result: PipelineResult, index: int | None, asked: Pattern | str)
     try:
         return get_pattern(asked)
     except KeyError:
-        raise GraphLabError(f"pattern {asked!r} of pass {result.snapshots[index].pass_name} "
-                            f"cannot be run again on one node",
-                            hint="leave out --node and --all-sites to see its report")
+        where = f" of pass {result.snapshots[index].pass_name}" if index is not None else ""
+        raise GraphLabError(f"pattern {asked!r}{where} cannot be run again on one node",
+                            hint="leave out --node and --all-sites to see its report") from None
 
 
 def _rules_of(pass_name: str) -> tuple:
@@ -399,11 +402,5 @@ def _replacement(result: PipelineResult, index: int | None,
     return None, by
 
 
-def graph_of(result: PipelineResult, verdict: PassVerdict) -> Graph:
-    """The graph a verdict judged."""
-    index = verdict.graph.index
-    return result.graph_before(index) if index is not None else result.initial
-
-
-__all__ = ["JudgedGraph", "JudgedPattern", "PassVerdict", "find_node", "judge_graph",
-           "judge_pass", "judge_pipeline", "judged_graph", "pass_index", "graph_of"]
+__all__ = ["JudgedGraph", "JudgedPattern", "PassVerdict", "UNRECORDED", "find_node",
+           "judge_graph", "judge_pass", "judge_pipeline", "judged_graph", "pass_index"]
