@@ -52,7 +52,7 @@ def test_the_declined_block_lists_its_reason_and_lights_its_blocking_consumer(se
     assert "Declined by fuse_attention" in shown
     assert f"✗ {DECLINED_ROOT}: Mul output has another consumer (ReduceMax '{BLOCKING}')" \
         in shown and f"(blocked by {BLOCKING})" in shown
-    assert "✓ rewritten: a_merge" in shown
+    assert "✓ rewritten: a_merge  (+12 nodes)" in shown
 
     clicked = view.with_changes(step=step, panel="patterns",
                                 highlight=Highlight.of(PATTERNS, DECLINE, 0, 0).encode())

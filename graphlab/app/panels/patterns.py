@@ -103,9 +103,13 @@ def report_view(report_index: int, report: PatternRecord | JudgedPattern,
         return _item(item_type, Highlight.of(source, MISS, report_index, i), "miss",
                      f"{m.site.name}: {m.reason}{suffix}", highlight)
 
+    def match_text(i: int, m) -> str:
+        more = len(m.nodes) - 1
+        return mark(i, m) + m.root.name + (f"  (+{more} node{'s' if more != 1 else ''})"
+                                           if more else "")
+
     items = [_item(item_type, Highlight.of(source, MATCH, report_index, i), "match",
-                   mark(i, m) + " + ".join(n.name for n in m.nodes), highlight)
-             for i, m in enumerate(matches)]
+                   match_text(i, m), highlight) for i, m in enumerate(matches)]
     strong = [(i, m) for i, m in enumerate(misses) if m.score >= STRONG_SCORE]
     weak = [(i, m) for i, m in enumerate(misses) if m.score < STRONG_SCORE]
     items += [miss_item(i, m) for i, m in strong]
