@@ -193,3 +193,14 @@ def test_a_match_an_earlier_rewrite_took_is_declined_not_dropped():
     assert decline.site == "relu_b" and decline.reason.startswith(
         "Relu 'relu_b' of this match was already rewritten by ReluTwice")
     assert dict(ops(result.final)) == {"ReluTwice": 1}
+
+
+def test_node_without_named_patterns_lists_only_what_concerns_it(capsys):
+    """Every pass's patterns, but only sites that reach the node: no attempt of each pattern
+    rooted at it (that is for patterns asked for by name); a decline belongs to its rule."""
+    text = explain_text(capsys, "teach_conv_bn", "--node", "conv_shared")
+    assert "(score 0.00)" not in text and "attention:" not in text
+    assert "conv_bn: 0 matches, 1 near miss; fold_batchnorm rewrote 0, declined 1" in text
+    assert "conv_act: 0 matches, 1 near miss; fuse_linear_bias_act rewrote 0, declined 1" in text
+    assert "matmul_bias_act: 0 matches, 1 near miss; fuse_linear_bias_act rewrote 0, " \
+           "declined 0" in text

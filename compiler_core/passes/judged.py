@@ -185,19 +185,15 @@ def judge_pass(result: PipelineResult, index: int, pipeline: str,
 
 
 def _owners(reports: Sequence[PatternRecord], declines: Sequence[Decline]) -> list[int | None]:
-    """For each decline, the report it concerns (by its nodes, its site, its rule's name, or
-    the pass's only report); None when it concerns none of them."""
+    """For each decline, the report it concerns (named by its rule, else the one whose match
+    or near miss is at its nodes, else the pass's only report); None when none is."""
     owners: list[int | None] = []
     for decline in declines:
-        owner = None
-        for i, report in enumerate(reports):
-            sites = {m.site.id for m in report.near_misses}
-            if any(_concerns(decline, {n.id for n in m.nodes}) for m in report.matches) or \
-                    decline.node_id in sites:
-                owner = i
-                break
+        owner = next((i for i, r in enumerate(reports) if r.name == decline.rule), None)
         if owner is None:
-            owner = next((i for i, r in enumerate(reports) if r.name == decline.rule), None)
+            owner = next((i for i, r in enumerate(reports)
+                          if any(_concerns(decline, {n.id for n in m.nodes}) for m in r.matches)
+                          or decline.node_id in {m.site.id for m in r.near_misses}), None)
         if owner is None and len(reports) == 1:
             owner = 0
         owners.append(owner)
@@ -279,11 +275,12 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
         if extra:
             plans.append(_Plan(None, list(extra), "your patterns (--before PASS judges them "
                                                   "on the graph a pass receives)"))
-    return [_judge_plan(result, pipeline, plan, node, all_sites) for plan in plans]
+    asked = patterns is not None or bool(extra)   # named: an attempt rooted at the node too
+    return [_judge_plan(result, pipeline, plan, node, all_sites, asked) for plan in plans]
 
 
 def _judge_plan(result: PipelineResult, pipeline: str, plan: _Plan, node: str | None,
-                all_sites: bool) -> PassVerdict:
+                all_sites: bool, asked: bool) -> PassVerdict:
     graph = result.graph_before(plan.index) if plan.index is not None else result.initial
     target, note = (None, "") if node is None else find_node(result, plan.index, node)
     own = {r.name: r for r in result.snapshots[plan.index].pattern_reports} \
@@ -296,7 +293,8 @@ def _judge_plan(result: PipelineResult, pipeline: str, plan: _Plan, node: str | 
         reports = [own[p] for p in plan.patterns]   # what the pass itself saw
     else:
         live = [_pattern_of(result, plan.index, p) for p in plan.patterns]
-        reports = [r.record() for r in explain(graph, live, node=target, all_sites=all_sites)]
+        reports = [r.record() for r in explain(graph, live, node=target, all_sites=all_sites,
+                                               rooted=asked)]
         # a pass's own pattern keeps the name its report has
         reports = [_named(r, p) for r, p in zip(reports, plan.patterns)]
     if pass_runs:

@@ -88,7 +88,8 @@ class PatternReport:
 
 def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
             node: Node | str | None = None, *, all_sites: bool = False,
-            budget: MatchBudget | None = None) -> list[PatternReport]:
+            budget: MatchBudget | None = None,
+            rooted: bool | None = None) -> list[PatternReport]:
     """Report every pattern (default: the whole library) on ``graph``.
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
@@ -99,7 +100,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     other near misses only with ``all_sites``.  With
     ``node``: only what concerns that node — the match that contains it, or the failed sites
     whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
-    for by name, the attempt rooted at the node itself.  A ``budget`` limits the time of the
+    for by name (``rooted``: default, when ``patterns`` is given), the attempt rooted at the
+    node itself.  A ``budget`` limits the time of the
     whole call (``MatchTimeout`` names the pattern at work when it runs out).
     """
     index = NodeIndex(graph)
@@ -131,7 +133,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
                                       all_sites)
             if target is not None:
                 misses = [m for m in misses if _concerns(m.failure, target)]
-        if target is not None and not matches and not misses and patterns is not None:
+        if target is not None and not matches and not misses and (
+                patterns is not None if rooted is None else rooted):
             failure = attempt(compiled, target, explain=True, claimed=covered, budget=budget)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))
