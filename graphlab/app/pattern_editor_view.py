@@ -76,10 +76,6 @@ def _explain_text(ws: Workspace, step: int, text: str) -> EditorOutcome:
     return EditorOutcome(tuple(r.record() for r in reports))
 
 
-def editor_highlight(kind: str, report: int, item: int) -> Highlight:
-    return Highlight.of(EDITOR_ITEMS, kind, report, item)
-
-
 def clicked_in_editor(highlight: Highlight | None) -> bool:
     return highlight is not None and highlight.source == EDITOR_ITEMS
 
