@@ -110,9 +110,11 @@ class JudgedPattern:
 
     def __repr__(self) -> str:
         where = self.graph.pass_name or "the input model"
-        return (f"<JudgedPattern {self.name} on {where}: {len(self.matches)} matches "
-                f"({self.rewrites} rewritten), {len(self.declines)} declined, "
-                f"{len(self.near_misses)} near misses>")
+        matches, misses = len(self.matches), len(self.near_misses)
+        return (f"<JudgedPattern {self.name} on {where}: {matches} "
+                f"match{'es' if matches != 1 else ''} ({self.rewrites} rewritten), "
+                f"{len(self.declines)} declined, {misses} near "
+                f"miss{'es' if misses != 1 else ''}>")
 
     def to_dict(self) -> dict:
         record = self.report.to_dict()
