@@ -204,3 +204,14 @@ def test_node_without_named_patterns_lists_only_what_concerns_it(capsys):
     assert "conv_act: 0 matches, 1 near miss; fuse_linear_bias_act rewrote 0, declined 1" in text
     assert "matmul_bias_act: 0 matches, 1 near miss; fuse_linear_bias_act rewrote 0, " \
            "declined 0" in text
+
+
+def test_a_node_a_pass_removed_is_said_to_be_gone(capsys):
+    text = explain_text(capsys, "mlp_dropout", "--node", "/2/Dropout", "--pattern", "matmul_add")
+    assert ("'/2/Dropout' is not in the graph fuse_linear_bias_act receives: eliminate_dropout "
+            "removed it") in text
+    # on the model as loaded it is there, and judged
+    data = explain_json(capsys, "mlp_dropout", "--node", "/2/Dropout", "--pattern", "dropout")
+    [verdict] = data["judged"]
+    assert verdict["graph"]["pass"] is None and verdict["note"] is None
+    assert data["patterns"][0]["matches"][0]["root"] == "/2/Dropout"
