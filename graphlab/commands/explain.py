@@ -35,8 +35,9 @@ def add_parser(subparsers) -> None:
                         "what each pass did with its matches")
     add_model_argument(parser)
     parser.add_argument("--pattern", action="append", metavar="NAME",
-                        help="a library pattern to explain (repeatable; default: all of "
-                             f"them: {', '.join(list_patterns())})")
+                        help="a pattern to explain: a library pattern or one a pass of the "
+                             "pipeline reports (repeatable; default: all of them; the "
+                             f"library's: {', '.join(list_patterns())})")
     add_patterns_option(parser)
     parser.add_argument("--node", metavar="NODE",
                         help="explain only what concerns this node (by name; a node a pass "
@@ -61,16 +62,17 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     graph = load_graph(args.model)
+    if args.onnxscript_rules and not args.before:   # judged on the model as loaded
+        return onnxscript_rules.run(args, graph)
     result = PassManager(args.pipeline, bindings=parse_bindings(args.bind)).run(graph)
+    if args.onnxscript_rules:
+        return onnxscript_rules.run(args, result.graph_before(pass_index(result, args.before)))
     known = list(dict.fromkeys([*list_patterns(), *(r.name for s in result.snapshots
                                                     for r in s.pattern_reports)]))
     unknown = sorted(set(args.pattern or ()) - set(known))
     if unknown:
         raise GraphLabError(f"unknown pattern {', '.join(map(repr, unknown))}",
                             hint="known patterns: " + ", ".join(known))
-    if args.onnxscript_rules:
-        judged = result.graph_before(pass_index(result, args.before)) if args.before else graph
-        return onnxscript_rules.run(args, judged)
     chosen = chosen_patterns(args.pattern, args.patterns)
     names = None if chosen is None else [p for p in chosen if isinstance(p, str)]
     extra = [] if chosen is None else [p for p in chosen if isinstance(p, Pattern)]
