@@ -215,3 +215,13 @@ def test_a_node_a_pass_removed_is_said_to_be_gone(capsys):
     [verdict] = data["judged"]
     assert verdict["graph"]["pass"] is None and verdict["note"] is None
     assert data["patterns"][0]["matches"][0]["root"] == "/2/Dropout"
+
+
+def test_onnxscript_rules_are_judged_on_the_graph_a_pass_receives(capsys):
+    pytest.importorskip("onnxscript")
+    rules = "onnxscript.rewriter.ort_fusions.gelu"
+    loaded = explain_json(capsys, "teach_gelu", "--onnxscript-rules", rules)
+    later = explain_json(capsys, "teach_gelu", "--onnxscript-rules", rules, "--before",
+                         "fuse_elementwise")
+    assert loaded["onnxscript_rules"]["node_count"] == 10      # the model as loaded
+    assert later["onnxscript_rules"]["node_count"] == 6        # after recognize_gelu
