@@ -135,13 +135,28 @@
       show(zoom, (box.x1 + box.x2) / 2, middle - (linked.before.height() / 2 - PAD) / zoom);
       return true;
     }
-    var firsts = marked.map(function (c) {   // the first change of each pane, from the top
-      return c.min(function (e) { return e.boundingBox().y1; }).ele.boundingBox();
-    });
-    var start = union(firsts);
-    if (zoomFor(start) < READABLE_ZOOM) { start = firsts[firsts.length - 1]; }   // the result
+    var start = closestPair(marked);
     show(READABLE_ZOOM, (start.x1 + start.x2) / 2, start.y1);
     return true;
+  }
+
+  /* Where a change of each pane can be seen at once at a readable zoom: of the pairs (one
+   * marked element per pane), the highest that fits one view; else the first change of the
+   * right pane (what the pass made). */
+  function closestPair(marked) {
+    var boxes = marked.map(function (c) {
+      return c.map(function (e) { return e.boundingBox(); })
+        .sort(function (p, q) { return p.y1 - q.y1; }).slice(0, 400);
+    });
+    if (boxes.length === 1) { return boxes[0][0]; }
+    var best = null;
+    boxes[0].forEach(function (p) {
+      boxes[1].forEach(function (q) {
+        var both = union([p, q]);
+        if (zoomFor(both) >= READABLE_ZOOM && (!best || both.y1 < best.y1)) { best = both; }
+      });
+    });
+    return best || boxes[1][0];
   }
 
   var syncing = false;

@@ -230,6 +230,73 @@ def browser_interaction_figures(label: str, path: str, cache_dir: str | None) ->
               f"drawn: {browser_pattern_editor(driver, url):.2f} s")
 
 
+JOURNEY_MODELS = ("bert_tiny_op13", "cnn_bn", "gpt2_tiny")
+JOURNEY_GOALS = {"first render": ("p50", 3.0), "step": ("p50", 0.5), "step p95": ("p95", 1.0),
+                 "tab opened": ("max", 0.5), "near-miss click": ("max", 0.5)}
+
+
+def journey_figures(browsers: int, workers: int, runs: int) -> bool:
+    """``browsers`` people at once, each on its own sample, against `graphlab serve`: the
+    seconds they wait for the first render, each Next, each tab, a near-miss click.  Every
+    figure is from the click to the page idle with the result painted.  True: goals met."""
+    import signal
+    import socket
+    import subprocess
+    from concurrent.futures import ThreadPoolExecutor
+
+    from benchmarks.journeys import timed_journey
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    cache = tempfile.mkdtemp(prefix="graphlab-journeys-")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--port", str(port),
+         "--workers", str(workers), "--cache-dir", cache],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        for _ in range(240):
+            try:
+                socket.create_connection(("127.0.0.1", port), 1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        models = [JOURNEY_MODELS[i % len(JOURNEY_MODELS)] for i in range(browsers)]
+        for model in models:   # built once, as a teacher opens the samples before class
+            timed_journey(url, model, steps=0)
+        times = {"first render": [], "step": [], "tab opened": [], "near-miss click": []}
+        for _ in range(runs):
+            with ThreadPoolExecutor(browsers) as pool:
+                for found in pool.map(lambda m: timed_journey(url, m), models):
+                    times["first render"] += found.first_render
+                    times["step"] += found.steps
+                    times["tab opened"] += found.tabs
+                    times["near-miss click"] += found.near_miss
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(30)
+    times["step p95"] = times["step"]
+    print(f"\njourneys: {browsers} browsers at once on {', '.join(models)}, `graphlab serve "
+          f"--workers {workers}`, {runs} run(s), {os.cpu_count()} cores, load average "
+          f"{browser_timing.load_average()} (seconds, click to idle and painted)")
+    print(f"  {'what':<16} {'n':>4} {'p50':>6} {'p95':>6} {'max':>6}   goal")
+    met = True
+    for name, (which, goal) in JOURNEY_GOALS.items():
+        values = sorted(times[name])
+        if not values:
+            print(f"  {name:<16} not measured")
+            continue
+        figures = {"p50": statistics.median(values),
+                   "p95": values[min(len(values) - 1, int(0.95 * len(values)))],
+                   "max": values[-1]}
+        ok = figures[which] <= goal
+        met &= ok
+        print(f"  {name:<16} {len(values):>4} {figures['p50']:>6.2f} {figures['p95']:>6.2f} "
+              f"{figures['max']:>6.2f}   {which} <= {goal} s: {'met' if ok else 'MISSED'}")
+    return met
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default=str(BERT_BASE),
@@ -237,7 +304,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-browser", action="store_true", help="skip the browser timings")
     parser.add_argument("--runs", type=int, default=3, help="browser measurements of each")
     parser.add_argument("--cache-dir", help="keep built workspaces here between runs")
+    parser.add_argument("--journeys", action="store_true",
+                        help="only the journeys: several browsers at once on the samples")
+    parser.add_argument("--browsers", type=int, default=3, help="with --journeys")
+    parser.add_argument("--workers", type=int, default=1, help="with --journeys: serve --workers")
     args = parser.parse_args(argv)
+    if args.journeys:
+        return 0 if journey_figures(args.browsers, args.workers, args.runs) else 1
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     work = args.cache_dir or tempfile.mkdtemp(prefix="graphlab-bench-")
     os.makedirs(work, exist_ok=True)

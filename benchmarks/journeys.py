@@ -111,6 +111,11 @@ class Person:
                 return
         raise AssertionError(f"{dropdown_id} has no option {value!r}")
 
+    def clear(self, dropdown_id: str) -> None:
+        """The dropdown's clear button (its ×)."""
+        self._all(f"#{dropdown_id} .dash-dropdown-clear")[0].click()
+        self.wait_idle()
+
     def upload(self, path: str, input_css: str = "#model-upload input[type=file]") -> None:
         shown = self.shown()
         self._all(input_css)[0].send_keys(path)
@@ -166,32 +171,40 @@ class Person:
         return self.driver.execute_script("return window.location.search;")
 
     # -- waiting ------------------------------------------------------------------------------
-    def wait_idle(self, timeout: float = 60, calm: int = 4) -> None:
+    def wait_idle(self, timeout: float = 60, calm: int = 4) -> float:
         """Until no callback is in flight nor build under way for ``calm`` looks in a row,
-        and the browser has painted since."""
-        end, quiet = time.time() + timeout, 0
+        and the browser has painted since; returns when (perf_counter) the quiet began, plus
+        the time one paint took — what a person waited, without the looks that confirmed it."""
+        end, quiet, began = time.time() + timeout, 0, time.perf_counter()
         while time.time() < end and quiet < calm:
-            quiet = quiet + 1 if self.driver.execute_script(BUSY) == 0 else 0
+            if self.driver.execute_script(BUSY) == 0:
+                began = time.perf_counter() if quiet == 0 else began
+                quiet += 1
+            else:
+                quiet = 0
             time.sleep(0.05)
+        start = time.perf_counter()
         self.driver.execute_async_script(
             "var done = arguments[arguments.length - 1];"
             "requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });")
+        return began + (time.perf_counter() - start)
 
     def wait_drawn(self, timeout: float = 60) -> None:
         """Until both panes hold one view and the page is idle."""
         self.wait_shown_other_than(None, timeout)
 
-    def wait_shown_other_than(self, shown: str | None, timeout: float = 60) -> None:
-        """Until both panes hold a view other than ``shown`` and the page is idle: a choice
-        that builds a model first waits for the build."""
+    def wait_shown_other_than(self, shown: str | None, timeout: float = 60) -> float:
+        """Until both panes hold a view other than ``shown`` and the page is idle (a choice
+        that builds a model first waits for the build); returns when that was (see
+        `wait_idle`)."""
         end = time.time() + timeout
         while time.time() < end:
             now = self.shown()
             if now is not None and now != shown:
-                self.wait_idle(timeout=max(1.0, end - time.time()))
+                done = self.wait_idle(timeout=max(1.0, end - time.time()))
                 if self.shown() == now:
-                    return
-            time.sleep(0.1)
+                    return done
+            time.sleep(0.02)
         raise AssertionError(f"the panes still show {shown!r} after {timeout} s")
 
     def _click(self, css: str) -> None:
@@ -221,3 +234,54 @@ def chromium(width: int = 1600, height: int = 1000):
     driver = webdriver.Chrome(service=service, options=options)
     driver.set_script_timeout(60)
     return driver
+
+
+# -- timing the journeys (benchmarks/app.py --journeys) -------------------------------------------
+
+AT_LAST_PASS = ("var r = document.querySelectorAll('.pass-row');"
+                "return r.length > 0 && r[r.length - 1].classList.contains('selected');")
+
+
+@dataclass
+class JourneyTimes:
+    """Seconds a person waits, from the click to the page idle with the result painted."""
+
+    first_render: list[float]
+    steps: list[float]
+    tabs: list[float]
+    near_miss: list[float]
+
+
+def timed_journey(url: str, model: str, size: tuple[int, int] = (1600, 1000),
+                  steps: int = 12) -> JourneyTimes:
+    """Open ``model``, press Next ``steps`` times, open every tab, click a near miss."""
+    person = Person(chromium(*size), url)
+    clock = time.perf_counter
+    try:
+        person.driver.get("about:blank")
+        start = clock()
+        person.driver.get(person.base_url + f"?model={model}")
+        first = person.wait_shown_other_than(None, timeout=120) - start
+        stepped = []
+        for _ in range(steps):
+            if person.driver.execute_script(AT_LAST_PASS):
+                break
+            shown = person.shown()
+            start = clock()
+            person._all("#step-next")[0].click()
+            stepped.append(person.wait_shown_other_than(shown, timeout=30) - start)
+        tabs = []
+        for tab in person._all(".tab"):
+            start = clock()
+            tab.click()
+            tabs.append(person.wait_idle() - start)
+        near = []
+        person.open_tab("Patterns")
+        for index in range(min(3, len(person._all(".pattern-item.miss")))):
+            item = person._all(".pattern-item.miss")[index]   # the list is drawn anew
+            start = clock()
+            item.click()
+            near.append(person.wait_idle() - start)
+        return JourneyTimes([first], stepped, tabs, near)
+    finally:
+        person.driver.quit()

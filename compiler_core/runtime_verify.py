@@ -17,6 +17,7 @@ from .ir import Graph, model_for_runtime
 from .passes.manager import PipelineResult
 from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
+from .wording import plural
 
 CHECK_WHEN = ("final", "each", "off")  # which models `compile --runtime-check` runs
 
@@ -40,8 +41,9 @@ class LevelCheck:
             return (f"{self.outcome.describe()}; outputs match the input model's (max abs "
                     f"error {self.report.max_abs_err:.3g})")
         failing = [o for o in self.report.outputs if not o.ok]
-        return (f"{self.outcome.describe()}, but {len(failing)} output(s) differ from the input "
-                f"model's: " + "; ".join(
+        differ = "differs" if len(failing) == 1 else "differ"
+        return (f"{self.outcome.describe()}, but {plural(len(failing), 'output')} {differ} "
+                f"from the input model's: " + "; ".join(
                     f"{o.name}: {o.note or f'max abs error {o.max_abs_err:.3g}'}"
                     for o in failing))
 

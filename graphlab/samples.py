@@ -26,11 +26,13 @@ class Sample:
     test_data: str | None
     notes: str
     sizes: tuple[tuple[str, int], ...] = ()   # its symbolic dims' usual sizes (manifest)
+    teaches_pass: str | None = None   # the pass a teaching sample is about: the app opens on it
 
     def to_dict(self) -> dict:
         return {"name": self.name, "path": self.path, "description": self.description,
                 "exporter": self.exporter, "opset": self.opset, "tags": list(self.tags),
                 "test_data": self.test_data, "sizes": dict(self.sizes),
+                "teaches_pass": self.teaches_pass,
                 "size_bytes": os.path.getsize(self.path)}
 
 
@@ -46,7 +48,7 @@ def list_samples() -> tuple[Sample, ...]:
         Sample(e["name"], os.path.join(folder, e["file"]), e.get("description", ""),
                e.get("exporter", ""), e.get("opset"), tuple(e.get("tags", ())),
                os.path.join(folder, e["test_data"]) if e.get("test_data") else None,
-               e.get("notes", ""), tuple(e.get("sizes", {}).items()))
+               e.get("notes", ""), tuple(e.get("sizes", {}).items()), e.get("teaches_pass"))
         for e in entries)
 
 

@@ -156,6 +156,8 @@ def _torchscript_export(module, args, path: Path, **kwargs) -> None:
 
 
 def _entry(name, path, description, exporter, tags, notes, test_data=None, **extra) -> dict:
+    """A manifest entry; ``teaches_pass`` (a teaching sample's) names the pass it is about,
+    which the app opens on."""
     model = onnx.load(str(path))
     entry = {
         "name": name,
@@ -420,7 +422,8 @@ def make_mobilenet_zeropad(out: Path) -> dict:
         "come from small all-constant subgraphs (ConstantOfShape/Concat/Slice/Transpose/Reshape/"
         "Cast, how the TorchScript exporter writes F.pad at opset 13) that constant folding "
         "reduces. Stride-2 depthwise convs get TF-style asymmetric (0, 1, 0, 1) padding. "
-        "BatchNorm was folded into the convs by the exporter.")
+        "BatchNorm was folded into the convs by the exporter.",
+        teaches_pass="fold_pad")
 
 
 def make_digits_cnn(out: Path) -> dict:
@@ -820,7 +823,8 @@ def make_teach_conv_bn(out: Path) -> dict:
                   "Teaching graph: one Conv+BatchNorm pair that folds, one that cannot (the conv output has a second consumer).",
                   "onnx.helper", ["teaching", "conv-bn-fold", "near-miss"],
                   "Good site: conv_good -> bn_good. Near miss: conv_shared -> bn_shared; "
-                  "conv_shared_out also feeds relu_side, whose output side_branch is a graph output.")
+                  "conv_shared_out also feeds relu_side, whose output side_branch is a graph output.",
+                  teaches_pass="fold_batchnorm")
 
 
 def _layernorm_nodes(prefix: str, x: str, out: str, axis: int) -> list:
@@ -857,10 +861,11 @@ def make_teach_layernorm(out: Path) -> dict:
                    "ln_wrongaxis_* (ReduceMean over axis 1, not the last axis).")
     path = _save_teach(out, "teach_layernorm", graph)
     return _entry("teach_layernorm", path,
-                  "Teaching graph: a decomposed LayerNorm over the last axis (fuses) and one over the wrong axis (does not).",
+                  "Teaching graph: a decomposed LayerNorm over the last axis (recognized: one LayerNormalization) and one over the wrong axis (a near miss: it stays decomposed).",
                   "onnx.helper", ["teaching", "layernorm-fusion", "near-miss"],
                   "Opset 13, so ReduceMean takes axes as an attribute (axes=[-1] vs axes=[1]). "
-                  "Good site: ln_good_mean ... ln_good_shift; near miss: ln_wrongaxis_* on x of shape [2, 4, 16].")
+                  "Good site: ln_good_mean ... ln_good_shift; near miss: ln_wrongaxis_* on x of shape [2, 4, 16].",
+                  teaches_pass="recognize_layernorm")
 
 
 def _gelu_nodes(prefix: str, x: str, out: str) -> list:
@@ -888,10 +893,11 @@ def make_teach_gelu(out: Path) -> dict:
                    "gelu_wrongconst_* divides by 1.5.")
     path = _save_teach(out, "teach_gelu", graph)
     return _entry("teach_gelu", path,
-                  "Teaching graph: an Erf-form GELU (fuses) and a look-alike with the wrong constant (does not).",
+                  "Teaching graph: an Erf-form GELU (recognized: one Gelu) and a look-alike with the wrong constant (a near miss: not a GELU, though its element-wise ops fuse later).",
                   "onnx.helper", ["teaching", "gelu-fusion", "near-miss"],
                   "Good site: gelu_good_div/erf/add/mul/half_mul with constant 1.4142135; near miss: "
-                  "gelu_wrongconst_* divides by 1.5 (the initializer gelu_wrongconst_sqrt2).")
+                  "gelu_wrongconst_* divides by 1.5 (the initializer gelu_wrongconst_sqrt2).",
+                  teaches_pass="recognize_gelu")
 
 
 def make_teach_matmul_bias(out: Path) -> dict:
@@ -916,10 +922,11 @@ def make_teach_matmul_bias(out: Path) -> dict:
                    "miss: matmul_inputbias -> add_inputbias (bias is the graph input 'bias').")
     path = _save_teach(out, "teach_matmul_bias", graph)
     return _entry("teach_matmul_bias", path,
-                  "Teaching graph: MatMul+Add with a constant bias (fuses) and with a bias fed as a graph input (does not).",
+                  "Teaching graph: MatMul+Add with a constant bias (fuses with its Relu into a FusedGemm) and with a bias fed as a graph input (a near miss of matmul_add: it only becomes a standard Gemm that reads the bias at run time).",
                   "onnx.helper", ["teaching", "matmul-bias-fusion", "gemm", "near-miss"],
                   "Good site: matmul_good -> add_bias_good (initializer add_bias_good_b); near miss: "
-                  "matmul_inputbias -> add_inputbias, whose bias is the graph input 'bias'.")
+                  "matmul_inputbias -> add_inputbias, whose bias is the graph input 'bias'.",
+                  teaches_pass="fuse_linear_bias_act")
 
 
 # --------------------------------------------------------------------------------------------

@@ -342,11 +342,11 @@ def test_a_wrong_graph_is_reported_output_by_output(cnn):
     report = VerifyReport([OutputCheck("logits", 3.5, 1.0, 4.0, False)])
     check = StepCheck(4, "fold_batchnorm", report, None, "image float32[2, 3, 32, 32]",
                       LevelCheck(RuntimeOutcome("all", "ran"), report))
-    assert check.headline() == ("✗ after pass 5 (fold_batchnorm) 1 output(s) differ from the "
+    assert check.headline() == ("✗ after pass 5 (fold_batchnorm) 1 output differs from the "
                                 "input model's: logits: max abs error 3.5")
     assert check.runtime_line() == (
         "✗ as users load it: the model loads and runs in onnxruntime at ORT_ENABLE_ALL, but 1 "
-        "output(s) differ from the input model's: logits: max abs error 3.5")
+        "output differs from the input model's: logits: max abs error 3.5")
 
 
 def test_a_pass_whose_model_crashes_onnxruntime_is_an_answer_on_the_page(monkeypatch):

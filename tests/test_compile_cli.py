@@ -19,7 +19,8 @@ from graphlab.samples import get_sample
 import sized_models
 from passes_helpers import F, tensor
 
-PASS_KEYS = {"name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds", "verify"}
+PASS_KEYS = {"name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds", "verify",
+             "modified"}
 
 
 def _json(capsys, argv: list[str]) -> tuple[int, dict]:
@@ -53,7 +54,8 @@ def test_compile_json_reports_every_pass(capsys):
     code, report = _json(capsys, ["compile", "mlp_dropout", "--pipeline", "clean", "--verify"])
     assert code == 0
     assert set(report) == {"nodes_before", "nodes_after", "op_histogram_after", "passes",
-                           "verify", "runtime_check", "output", "output_files", "export"}
+                           "verify", "runtime_check", "output", "output_files", "export",
+                           "sizes"}
     assert report["runtime_check"]["ok"] and report["runtime_check"]["level"] == "ORT_ENABLE_ALL"
     assert (report["nodes_before"], report["nodes_after"]) == (11, 5)
     assert report["op_histogram_after"] == {"Gemm": 3, "Relu": 2}
@@ -63,6 +65,8 @@ def test_compile_json_reports_every_pass(capsys):
     first = report["passes"][0]
     assert set(first) == PASS_KEYS
     assert first["changed"] is True and first["rewrites"] == 2
+    # eliminate_dropout rewired the Gemms that read the Dropouts: each says which input
+    assert [c["kind"] for m in first["modified"] for c in m["changes"]] == ["input", "input"]
     assert set(first["verify"]) == {"max_abs_err", "ok", "rtol"} and first["verify"]["ok"] is True
     assert first["verify"]["rtol"] == 1e-4
     assert report["passes"][1]["changed"] is False

@@ -22,7 +22,7 @@ def test_clean_removes_training_mode_dropout_from_mlp():
     assert ops(result.final)["Dropout"] == 0
     assert ops(result.final)["Constant"] == 0  # the ratio/training_mode constants went too
     notes = snapshot(result, "eliminate_dropout").notes
-    assert any("2 Dropout node(s) had training_mode true" in n for n in notes)
+    assert any("2 Dropout nodes had training_mode true" in n for n in notes)
 
 
 def test_clean_removes_identity_aliases_of_weights_in_cnn_bn():

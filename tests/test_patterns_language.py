@@ -68,6 +68,21 @@ def test_attribute_predicate_says_what_it_wanted():
     assert failure.reason == "Transpose: expected perm moving axis 0, found perm = [0, 2, 1]"
 
 
+def test_element_type_attributes_are_named_not_numbered():
+    """Cast's `to` is an ONNX enum: explanations say float32 / float16, never 1 / 10."""
+    from onnx import TensorProto
+
+    from compiler_core.patterns import one_of
+    g = build_graph([node("Cast", ["x"], ["y"], to=TensorProto.FLOAT, name="c")],
+                    {"x": (2,)}, {"y": (2,)})
+    half = one_of(TensorProto.FLOAT16, TensorProto.BFLOAT16)
+    failure = explain_at(g, op("Cast", any_value(), to=half), "c")
+    assert failure.reason == "Cast: expected to one of float16, bfloat16, found to = float32"
+    failure = explain_at(g, op("Cast", any_value(), to=TensorProto.FLOAT16), "c")
+    assert failure.reason == "Cast: expected to = float16, found to = float32"
+    assert "to one of float16, bfloat16" in op("Cast", any_value(), to=half).text(set())
+
+
 def test_domain_is_part_of_the_op():
     g = build_graph([node("Gelu", ["x"], ["y"], domain="com.microsoft", name="g")],
                     {"x": (2,)}, {"y": (2,)})

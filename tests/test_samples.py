@@ -29,7 +29,8 @@ EXPECTED = [
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
 BERTS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo"]
 ENTRY_KEYS = {"name", "file", "description", "exporter", "opset", "tags", "test_data", "notes"}
-OPTIONAL_KEYS = {"sizes"}   # only samples with symbolic dims
+OPTIONAL_KEYS = {"sizes",          # only samples with symbolic dims
+                 "teaches_pass"}   # only samples about one pass (the app opens on it)
 
 # small values for the symbolic dimensions the samples declare
 DIMS = {"batch": 1, "seq": 8, "height": 32, "width": 32, "target": 4}

@@ -51,3 +51,28 @@ def element_bits(elem_type: int | None) -> int:
 def is_float(elem_type: int | None) -> bool:
     return elem_type in (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16,
                          TensorProto.BFLOAT16)
+
+
+# Attributes whose value is an ONNX element type (the TensorProto enum), by op: shown by
+# name in every message ("to = float32", not "to = 1").
+_DTYPE_ATTRIBUTES = {
+    "Cast": ("to",), "EyeLike": ("dtype",), "RandomNormal": ("dtype",),
+    "RandomNormalLike": ("dtype",), "RandomUniform": ("dtype",),
+    "RandomUniformLike": ("dtype",), "Multinomial": ("dtype",), "Bernoulli": ("dtype",),
+    "QuantizeLinear": ("output_dtype",),
+}
+
+
+def is_dtype_attribute(op_types, name: str) -> bool:
+    """Whether attribute ``name`` of ``op_types`` (one op type or several) names a dtype."""
+    if isinstance(op_types, str):
+        op_types = (op_types,)
+    return any(name in _DTYPE_ATTRIBUTES.get(op, ()) for op in op_types)
+
+
+def dtype_text(value) -> str:
+    """An element-type attribute's value by name ('float16'); anything else as it is."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and \
+            int(value) in _NAMES and int(value) != TensorProto.UNDEFINED:
+        return dtype_name(int(value))
+    return str(value)

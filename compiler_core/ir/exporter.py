@@ -26,7 +26,7 @@ from .graph import Graph
 from .lazy_tensors import LazyTensor, StoredTensor
 from .node import Node
 from .model_limits import check_fits_in_one_message
-from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, to_value_info
+from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, fused_function_name, to_value_info
 from .schema_checks import ASSUMED_OPSET
 from .value import Value
 from .wire import encode_varint
@@ -308,11 +308,11 @@ class _FunctionTable:
         function = self._function(node.body, node.op_type)
         digest = hashlib.sha1(function.SerializeToString(deterministic=True)).hexdigest()
         if digest not in self._by_digest:
-            name = node.op_type
             suffix = 1
+            name = fused_function_name(node.op_type, suffix)
             while name in self._taken:
                 suffix += 1
-                name = f"{node.op_type}_{suffix}"
+                name = fused_function_name(node.op_type, suffix)
             self._taken.add(name)
             function.name = name
             self.protos.append(function)

@@ -341,7 +341,8 @@ class Graph:
             provenance = record[11]
             if provenance is not None:
                 provenance = Provenance(provenance.pass_name, provenance.rule, tuple(
-                    new_id[s] for s in provenance.sources if s in new_id), provenance.source)
+                    new_id[s] for s in provenance.sources if s in new_id), provenance.source,
+                    tuple(new_id[s] for s in provenance.replaced if s in new_id))
             nodes.append((new_id[record[0]],) + record[1:11] + (provenance,) + record[12:])
         state["nodes"] = nodes
         state["scalars"] = {**state["scalars"],

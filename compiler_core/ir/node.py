@@ -19,16 +19,29 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Provenance:
-    """Why a node exists: the pass and rule that created it, from which original node ids, and
-    where the rule is written (``source``, "compiler_core/passes/x.py:42"; empty when unknown)."""
+    """Why a node exists: the pass and rule that created it, from which nodes, and where the
+    rule is written (``source``, "compiler_core/passes/x.py:42"; empty when unknown).
+
+    ``replaced`` are the nodes of the graph before the pass that the node took the place of
+    (a fused node's body, node for node); ``sources`` are the input model's nodes they came
+    from, through earlier rewrites (a MatMul merged from three counts as those three).  The
+    two differ when the pass rewrote nodes an earlier pass had made."""
 
     pass_name: str
     rule: str
     sources: tuple[int, ...] = ()
     source: str = ""
+    replaced: tuple[int, ...] = ()
+
+    @property
+    def replaced_ids(self) -> tuple[int, ...]:
+        """The nodes of the graph before the pass this node replaced (records made before
+        they were kept: the sources)."""
+        return self.replaced or self.sources
 
     def to_dict(self) -> dict:
-        record = {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources)}
+        record = {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources),
+                  "replaced": list(self.replaced_ids)}
         if self.source:
             record["source"] = self.source
         return record

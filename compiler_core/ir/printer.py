@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
+from .dtypes import dtype_text, is_dtype_attribute
 from .graph import Graph
 from .node import Node
 
@@ -37,10 +38,15 @@ def format_attr(value) -> str:
     return text if len(text) <= MAX_ATTR_CHARS else text[:MAX_ATTR_CHARS - 3] + "..."
 
 
+def _attr_text(node: Node, name: str, value) -> str:
+    """An attribute as `show` prints it: an element type by name (Cast's to=float16)."""
+    return dtype_text(value) if is_dtype_attribute(node.op_type, name) else format_attr(value)
+
+
 def format_node(node: Node) -> str:
     outs = [o for o in node.outputs if o is not None]
     lhs = ", ".join(f"%{o.name} : {o.describe_type()}" for o in outs) or "()"
-    attrs = ", ".join(f"{k}={format_attr(v)}" for k, v in sorted(node.attrs.items()))
+    attrs = ", ".join(f"{k}={_attr_text(node, k, v)}" for k, v in sorted(node.attrs.items()))
     args = ", ".join(f"%{v.name}" if v is not None else "_" for v in node.inputs)
     op = node.qualified_op + (f"[{attrs}]" if attrs else "")
     extra = f"  # {node.name}"

@@ -6,12 +6,31 @@ model and reads types back) depends on neither direction's module as a whole.
 
 from __future__ import annotations
 
+import re
+
 import onnx
 
 from .value import Value
 
 FUSED_DOMAIN = "graphlab"     # the domain of fused nodes and of the functions they call
 LIGHT_WEIGHT_BYTES = 1024     # a "light" model keeps constants up to this size (shape inference)
+_BODY_SUFFIX = re.compile(r"_\d+$")
+
+
+def fused_function_name(op_type: str, number: int) -> str:
+    """The model-local function the exporter writes for the ``number``-th distinct body of a
+    fused op: ONNX calls a function by name, so two bodies of Attention (two layers with
+    other constants inside) are the functions Attention and Attention_2.  (ONNX's function
+    overloads would keep one name, but onnx.reference ignores them and runs the wrong body.)"""
+    return op_type if number <= 1 else f"{op_type}_{number}"
+
+
+def fused_op_of(op_type: str, domain: str, calls_function: bool) -> str:
+    """The op a node stands for: for a call of one of GraphLab's fused functions read back
+    from a file ('Attention_2'), the fused op ('Attention'); anything else as it is."""
+    if domain == FUSED_DOMAIN and calls_function:
+        return _BODY_SUFFIX.sub("", op_type)
+    return op_type
 
 
 def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:

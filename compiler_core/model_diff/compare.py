@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from ..ir.dtypes import dtype_name
+from ..ir.dtypes import dtype_name, dtype_text, is_dtype_attribute
 from ..ir.printer import format_attr
 from ..ir.shape_inference import is_unnamed_dim
 from ..patterns.schema_defaults import attribute_default
 from .align import Aligner, align, source_key
 from .fingerprints import Fingerprints, attribute_key, body_key
-from .records import Change, DiffNode, ModelDiff, NodePair
+from .records import Change, DiffNode, ModelDiff, NodePair, op_name
 
 SHOWN_VALUES = 8   # a constant this small is shown by value
 
@@ -39,10 +39,10 @@ def diff_models(a: Graph, b: Graph, a_label: str = "A", b_label: str = "B") -> M
     for na in aligner.fa.nodes:
         if na.id in alignment.a_to_b:
             nb = b_nodes[alignment.a_to_b[na.id]]
-            pairs.append(NodePair(DiffNode.of(na), DiffNode.of(nb), alignment.how[na.id],
+            pairs.append(NodePair(DiffNode.of(na, a), DiffNode.of(nb, b), alignment.how[na.id],
                                   tuple(pair_changes(aligner, na, nb))))
-    only_a = [DiffNode.of(n) for n in aligner.fa.nodes if n.id not in alignment.a_to_b]
-    only_b = [DiffNode.of(n) for n in aligner.fb.nodes if n.id not in alignment.b_to_a]
+    only_a = [DiffNode.of(n, a) for n in aligner.fa.nodes if n.id not in alignment.a_to_b]
+    only_b = [DiffNode.of(n, b) for n in aligner.fb.nodes if n.id not in alignment.b_to_a]
     return ModelDiff(a_label, b_label, pairs, only_a, only_b, interface_changes(a, b),
                      time.perf_counter() - start, a, b)
 
@@ -80,10 +80,11 @@ def _body_text(node: Node) -> str:
 def _attribute_text(node: Node, name: str, value: Any) -> str:
     if isinstance(value, np.ndarray):
         return _constant_text(value)
+    shown = dtype_text if is_dtype_attribute(node.op_type, name) else format_attr
     if value is not None:
-        return format_attr(value)
+        return shown(value)
     default = attribute_default(node.op_type, node.domain, name)
-    return "absent" if default is None else f"{format_attr(default)} (default)"
+    return "absent" if default is None else f"{shown(default)} (default)"
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -103,12 +104,13 @@ def _input_changes(aligner: Aligner, na: Node, nb: Node) -> list[Change]:
                                   _constant_text(data_b) + _largest_difference(data_a, data_b)))
         else:
             changes.append(Change("inputs", f"input {i}",
-                                  _source_text(va, alignment.a_to_b, "A"),
-                                  _source_text(vb, alignment.b_to_a, "B")))
+                                  _source_text(va, alignment.a_to_b, "A", aligner.fa.graph),
+                                  _source_text(vb, alignment.b_to_a, "B", aligner.fb.graph)))
     return changes
 
 
-def _source_text(value: Value | None, matched: dict[int, int], side: str) -> str:
+def _source_text(value: Value | None, matched: dict[int, int], side: str,
+                 graph: Graph | None = None) -> str:
     """What a slot reads, for a reader: a constant, a node's output or a graph input."""
     if value is None:
         return "nothing"
@@ -120,7 +122,7 @@ def _source_text(value: Value | None, matched: dict[int, int], side: str) -> str
         return f"graph input {value.name!r}"
     output = f" output {value.output_index}" if len(producer.outputs) > 1 else ""
     alone = "" if producer.id in matched else f", only in {side}"
-    return f"{producer.qualified_op} {producer.name!r}{output}{alone}"
+    return f"{op_name(producer, graph)} {producer.name!r}{output}{alone}"
 
 
 def _constant_text(data: np.ndarray) -> str:

@@ -10,9 +10,18 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
+from ..ir.proto_types import fused_op_of
 
 # The kinds of difference a matched pair (or the models' interface) can have, in report order.
 KINDS = ("attributes", "weights", "inputs", "outputs", "dtypes", "shapes")
+
+
+def op_name(node: Node, graph: Graph | None = None) -> str:
+    """The node's op as the diff groups it (domain.op), a read-back fused call by its op."""
+    calls = graph is not None and node.body is None and (
+        node.domain, node.op_type, node.overload) in graph.functions
+    op = fused_op_of(node.op_type, node.domain, calls)
+    return op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}"
 
 
 @dataclass(frozen=True)
@@ -24,8 +33,10 @@ class DiffNode:
     op: str
 
     @classmethod
-    def of(cls, node: Node) -> "DiffNode":
-        return cls(node.id, node.name, node.qualified_op)
+    def of(cls, node: Node, graph: Graph | None = None) -> "DiffNode":
+        """``graph``: the node's own, to name a call of an exported fused function by its
+        op (graphlab.Attention_2 is one of the bodies of graphlab.Attention)."""
+        return cls(node.id, node.name, op_name(node, graph))
 
     def __str__(self) -> str:
         return f"{self.op} {self.name!r}"

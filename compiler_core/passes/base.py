@@ -101,7 +101,8 @@ class PassContext:
 
     def provenance(self, rule: str, sources: list[Node] | tuple[Node, ...],
                    source: str = "") -> Provenance:
-        """Provenance for a node this pass creates from ``sources`` (original ids kept);
+        """Provenance for a node this pass creates from ``sources``: their ids (``replaced``)
+        and the input model's nodes they came from (``sources``, original ids kept);
         ``source`` is where the rule is written, when a Rule object made the node."""
         ids: list[int] = []
         for node in sources:
@@ -109,7 +110,8 @@ class PassContext:
                 ids.extend(node.provenance.sources)  # a rewrite of a rewrite: keep the originals
             else:
                 ids.append(node.id)
-        return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)), source)
+        return Provenance(self.pass_name, rule, tuple(dict.fromkeys(ids)), source,
+                          tuple(dict.fromkeys(node.id for node in sources)))
 
 
 class Pass(ABC):

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import ClassVar
 
 from ..ir import Graph, Node, Value
-from ..patterns import (Failure, Match, NearMiss, Pattern, PatternReport, get_pattern,
-                        match_all)
+from ..patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
+                        get_pattern, match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report
 from .rewrite import fuse_nodes, outside_reader, replace_by_op
@@ -163,6 +163,7 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
                 result.decline(miss.site, report.name, miss.reason,
                                miss.failure.blocking_node, miss.failure.matched_nodes)
     made: list[Node] = []
+    made_by: dict[int, Node] = {}
     refused: dict[int, NearMiss] = {}
     for index, match in enumerate(report.matches):
         taken = _taken(graph, match, made)
@@ -173,6 +174,7 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
             outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
         if isinstance(outcome, Node):
             made.append(outcome)
+            made_by[index] = outcome
         elif outcome is not None:
             blocking = None
             if isinstance(outcome, Failure):
@@ -181,12 +183,15 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
             result.decline(rule.site(match), rule.name, getattr(outcome, "reason", outcome),
                            blocking, match.nodes)
     if rule.reported:
+        kept = [i for i in range(len(report.matches)) if i not in refused]
         if refused:  # a match refused in the matcher's words is a near miss, not a match
             report = replace(
                 report, matches=[m for i, m in enumerate(report.matches) if i not in refused],
                 near_misses=sorted([*refused.values(), *report.near_misses],
                                    key=lambda m: -m.score))
-        result.pattern_reports.append(report.record())
+        record = report.record()
+        result.pattern_reports.append(replace(record, matches=tuple(
+            _with_rewrite(m, made_by.get(i)) for m, i in zip(record.matches, kept))))
     return made
 
 
@@ -197,8 +202,25 @@ def _taken(graph: Graph, match: Match, made: list[Node]) -> str | None:
     if gone is None:
         return None
     taker = next((m for m in made if m.provenance is not None
-                  and gone.id in m.provenance.sources), None)
+                  and gone.id in (*m.provenance.replaced_ids, *m.provenance.sources)), None)
     by = f" by {taker.op_type} '{taker.name}'" if taker is not None else ""
     return (f"{gone.op_type} '{gone.name}' of this match was already rewritten{by} "
             f"(the matches overlap)")
+
+
+def _with_rewrite(record: MatchRecord, made: Node | None) -> MatchRecord:
+    """The match's record with the node its rewrite made and the nodes it replaced beyond
+    the match (named from the fused body, which keeps them)."""
+    if made is None:
+        return record
+    matched = {n.id for n in record.nodes}
+    replaced = made.provenance.replaced_ids if made.provenance is not None else ()
+    body = made.body
+
+    def ref(node_id: int) -> NodeRef:
+        inner = body.node_by_id(node_id) if body is not None else None
+        return NodeRef(node_id, inner.name if inner is not None else f"#{node_id}")
+
+    return replace(record, made=NodeRef.of(made),
+                   taken_along=tuple(ref(i) for i in replaced if i not in matched))
 

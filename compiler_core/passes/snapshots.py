@@ -63,6 +63,15 @@ class Snapshot:
             "verify": _verify_summary(self.verify),
         }
 
+    def modified_nodes(self) -> list[dict]:
+        """Each node the pass kept but changed, with what changed on it (inputs, attributes,
+        outputs' types: before → after)."""
+        graph = self.graph
+        return [{"id": i, "name": graph.node_by_id(i).name,
+                 "op": graph.node_by_id(i).qualified_op,
+                 "changes": [c.to_dict() for c in self.diff.changes_of(i)]}
+                for i in self.diff.modified if graph.node_by_id(i) is not None]
+
     def to_dict(self) -> dict:
         """Everything about the pass (the app's record), without the graph itself."""
         graph = self.graph
@@ -73,6 +82,7 @@ class Snapshot:
             "removed": self.diff.removed,
             "added": self.diff.added,
             "modified": self.diff.modified,
+            "changes": self.modified_nodes(),
             "provenance": {str(i): graph.node_by_id(i).provenance.to_dict()
                            for i in self.diff.added
                            if graph.node_by_id(i).provenance is not None},

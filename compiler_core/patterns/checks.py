@@ -21,6 +21,7 @@ class Predicate:
 
     test: Callable[[Any], bool]
     text: str
+    choices: tuple = ()   # one_of's values, so a message can name them (dtypes by name)
 
     def __call__(self, value: Any) -> bool:
         try:
@@ -35,7 +36,7 @@ def predicate(test: Callable[[Any], bool], text: str) -> Predicate:
 
 
 def one_of(*choices: Any) -> Predicate:
-    return Predicate(lambda v: v in choices, "one of " + ", ".join(map(str, choices)))
+    return Predicate(lambda v: v in choices, "one of " + ", ".join(map(str, choices)), choices)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from ..ir import Node, Value
+from ..ir.dtypes import dtype_text, is_dtype_attribute
 from .checks import (Check, Predicate, custom_check, dtype_check, rank_check, same_size_check,
                      shape_check)
 from .failure import best_of
@@ -281,7 +282,7 @@ class OpPattern(Pattern):
             args.append("...")
         elif isinstance(self.rest, Variadic):
             args.append(self.rest.text(seen))
-        args += [_expected_attr(name, want) for name, want in self.attrs]
+        args += [_expected_attr(name, want, self.op_types) for name, want in self.attrs]
         body = f"{self.label}({', '.join(args)})"
         return f"{body} as {self.binding}" if self.binding else body
 
@@ -357,8 +358,9 @@ class OpPattern(Pattern):
         st.reset(mark)
         # The failure reads these; whoever backtracks from it resets them.
         st.matched, st.extra_size = matched, extra_size
-        return st.fail(path, node.op_type, node.op_type, _expected_attr(name, want),
-                       f"{name} = {format_attr(got)}", node)
+        return st.fail(path, node.op_type, node.op_type,
+                       _expected_attr(name, want, (node.op_type,)),
+                       f"{name} = {_attr_text(node.op_type, name, got)}", node)
 
     def _match_inputs(self, node: Node, st: MatchState, path: Path | None) -> bool:
         inputs = node.inputs
@@ -791,5 +793,14 @@ def _attr_equal(got: Any, want: Any) -> bool:
     return got == want
 
 
-def _expected_attr(name: str, want: Any) -> str:
-    return f"{name} {want.text}" if isinstance(want, Predicate) else f"{name} = {format_attr(want)}"
+def _expected_attr(name: str, want: Any, op_types: tuple[str, ...] = ()) -> str:
+    """'to = float32', 'to one of float16, bfloat16': an element type by its name."""
+    if not isinstance(want, Predicate):
+        return f"{name} = {_attr_text(op_types, name, want)}"
+    if want.choices and is_dtype_attribute(op_types, name):
+        return f"{name} one of " + ", ".join(dtype_text(c) for c in want.choices)
+    return f"{name} {want.text}"
+
+
+def _attr_text(op_types, name: str, value: Any) -> str:
+    return dtype_text(value) if is_dtype_attribute(op_types, name) else format_attr(value)

@@ -34,13 +34,23 @@ def _name(ref: NodeRef | None) -> str | None:
 
 @dataclass(frozen=True)
 class MatchRecord:
+    """One match: the nodes the pattern covers; when a pass rewrote it, the node it made and
+    the nodes the rewrite replaced beyond the match (``taken_along``: e.g. the projections an
+    attention fusion takes inside), so the match's count and the fused node's agree."""
+
     root: NodeRef
     nodes: tuple[NodeRef, ...]
     bindings: dict[str, Any] = field(default_factory=dict)  # JSON-ready (names, numbers)
+    made: NodeRef | None = None
+    taken_along: tuple[NodeRef, ...] = ()
 
     def to_dict(self) -> dict:
-        return {"nodes": [n.name for n in self.nodes], "bindings": dict(self.bindings),
-                "root": self.root.name}
+        record = {"nodes": [n.name for n in self.nodes], "bindings": dict(self.bindings),
+                  "root": self.root.name}
+        if self.made is not None:
+            record["made"] = self.made.name
+            record["taken_along"] = [n.name for n in self.taken_along]
+        return record
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffi
 from compiler_core.hardware.shape_transfer import sized
 from compiler_core.ir import Graph
 
-from .intensity_bands import node_bands
+from .intensity_bands import group_bands, node_bands
 from .workbench import Workspace
 
 
@@ -56,6 +56,14 @@ def band_classes(ws: Workspace, graph: Graph, target: str) -> dict[int, str]:
     """Node id -> intensity band class, for the panes' overlay."""
     cost = cost_of(ws, graph, target)
     return node_bands(graph, cost, cost.target)
+
+
+def group_band_classes(ws: Workspace, graph: Graph, target: str) -> dict[str, str]:
+    """Group id -> the intensity band class of its members together (a collapsed group)."""
+    cost = cost_of(ws, graph, target)
+    scopes = ws.scopes
+    return group_bands(graph, cost, cost.target,
+                       lambda node_id: scopes.ancestors(scopes.group_of.get(node_id)))
 
 
 def traffic_of(ws: Workspace, target: str) -> PipelineTraffic:

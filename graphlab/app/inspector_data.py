@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from compiler_core.hardware.cost import OpCost, node_cost
 from compiler_core.ir import Graph, Node, Value
+from compiler_core.ir.dtypes import dtype_text, is_dtype_attribute
 from compiler_core.ir.printer import format_attr
 
 from .comparison import status_of
@@ -32,8 +33,12 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "id": node.id,
         "scope": node.scope,
         "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
-        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name, snapshot.declined),
-        "attributes": [(k, format_attr(v)) for k, v in sorted(node.attrs.items())],
+        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name,
+                              snapshot.declined),
+        "changes": [] if ws.comparison else [c.to_dict()
+                                             for c in snapshot.diff.changes_of(node.id)],
+        "attributes": [(k, dtype_text(v) if is_dtype_attribute(node.op_type, k)
+                        else format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
@@ -71,7 +76,9 @@ def _status_in_pass(node_id: int, diff, pass_name: str, declined=()) -> str:
     if node_id in diff.added:
         return f"added by this pass ({pass_name})"
     if node_id in diff.modified:
-        return f"modified by this pass ({pass_name})"
+        wheres = [c.where for c in diff.changes_of(node_id)]
+        return f"modified by this pass ({pass_name})" + (
+            f": {', '.join(wheres)} changed" if wheres else "")
     for decline in declined:   # left as it was on purpose: say why
         if decline.node_id == node_id or any(n.id == node_id for n in decline.nodes):
             return (f"unchanged by this pass ({pass_name}): it declined to rewrite at "
@@ -108,10 +115,7 @@ def _history(ws: Workspace, node: Node) -> list[str]:
     lines: list[str] = []
     made = node.provenance
     if made is not None:
-        sources = [names.get(s, f"#{s}") for s in made.sources]
-        where = f" ({made.source})" if made.source else ""
-        lines.append(f"made by rule {made.rule}{where} in pass {made.pass_name} "
-                     f"from {_name_list(sources, node.scope)}")
+        lines += _made_lines(ws, node, made)
     removed = history.removed_in.get(node.id)
     if removed is not None:
         line = f"removed by pass {removed + 1} ({passes[removed]})"
@@ -122,6 +126,39 @@ def _history(ws: Workspace, node: Node) -> list[str]:
     elif node.id in names:
         lines.append("kept until the end of the pipeline")
     return lines
+
+
+def _made_lines(ws: Workspace, node: Node, made) -> list[str]:
+    """How the node was made, with one count everywhere: the nodes its pass replaced (a
+    fused node's body, the pass's "removed"), how many of them the pattern matched and which
+    came along, and the input model's nodes those came from when earlier passes made some."""
+    names = ws.history.names
+    replaced = made.replaced_ids
+    where = f" ({made.source})" if made.source else ""
+    what = " (its body)" if node.body is not None and len(node.body) == len(replaced) else ""
+    lines = [f"made by rule {made.rule}{where} in pass {made.pass_name} from "
+             f"{_name_list([names.get(s, f'#{s}') for s in replaced], node.scope)}{what}"]
+    pattern, match = _match_that_made(ws, node, made.pass_name)
+    if match is not None and match.taken_along:
+        along = [_relative(n.name, node.scope) for n in match.taken_along]
+        lines.append(f"the pattern {pattern} matched {len(match.nodes)} of them; the "
+                     f"rewrite took {len(along)} more along: {', '.join(along)}")
+    if set(made.sources) != set(replaced):
+        lines.append(f"those {len(replaced)} come from {len(made.sources)} nodes of the input "
+                     f"model (earlier passes had rewritten some)")
+    return lines
+
+
+def _match_that_made(ws: Workspace, node: Node, pass_name: str):
+    """(pattern name, match record) of the pass that made ``node`` whose rewrite made it."""
+    for snapshot in ws.result.snapshots:
+        if snapshot.pass_name != pass_name or node.id not in snapshot.diff.added:
+            continue
+        for report in snapshot.pattern_reports:
+            for match in report.matches:
+                if match.made is not None and match.made.id == node.id:
+                    return report.name, match
+    return None, None
 
 
 def _relative(name: str, scope: str) -> str:

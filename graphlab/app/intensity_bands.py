@@ -3,14 +3,18 @@ relative to the target's ridge point, so the memory-bound parts of a model show 
 
 Bands are powers of 4 around the ridge (brown: memory-bound, teal: compute-bound); an op's
 ridge is the one of the dtype it computes in.  Ops without arithmetic and ops the cost model
-cannot price get bands of their own.  The bands are element classes with fixed style rules
+cannot price get bands of their own.  A collapsed group takes the band of its members
+together: their FLOPs over the bytes they move (each op's own traffic), at the ridge of the
+dtype that does most of its FLOPs.  The bands are element classes with fixed style rules
 (`band_stylesheet`), so the overlay needs no per-node style rule.
 """
 
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
+from typing import Callable, Iterable
 
 from compiler_core.hardware.cost import GraphCost
 from compiler_core.hardware.targets import Target
@@ -63,11 +67,49 @@ def node_bands(graph: Graph, cost: GraphCost, target: Target) -> dict[int, str]:
     return bands
 
 
-def paint(elements: list[dict], bands: dict[int, str]) -> None:
-    """Add each drawn node's band class (collapsed groups and fused bodies stay as they are)."""
+def group_bands(graph: Graph, cost: GraphCost, target: Target,
+                groups_of: Callable[[int], Iterable[str]]) -> dict[str, str]:
+    """Group id -> band class of its members together (``groups_of``: the groups a node
+    sits in, at every level): total FLOPs over total bytes of the members with arithmetic."""
+    flops: dict[str, int] = defaultdict(int)
+    moved: dict[str, int] = defaultdict(int)
+    by_dtype: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    unpriced: set[str] = set()
+    seen: set[str] = set()
+    for node, op in zip(graph.nodes, cost.ops):
+        for group in groups_of(node.id):
+            seen.add(group)
+            if not op.modelled:
+                unpriced.add(group)
+            elif op.flops:
+                flops[group] += op.flops
+                moved[group] += op.bytes
+                by_dtype[group][op.dtype] += op.flops
+    bands = {}
+    for group in seen:
+        if flops[group]:
+            dtype = max(by_dtype[group].items(), key=lambda item: item[1])[0]
+            ratio = flops[group] / max(moved[group], 1) / target.ridge_point(dtype)
+            bands[group] = next(b.css_class for b in BANDS if ratio < b.high)
+        else:
+            bands[group] = (NOT_PRICED if group in unpriced else NO_ARITHMETIC).css_class
+    return bands
+
+
+def paint(elements: list[dict], bands: dict[int, str],
+          groups: dict[str, str] | None = None) -> None:
+    """Add each drawn node's band class, and each collapsed group's (``groups``); an open
+    group's frame and a fused body's frame stay as they are."""
     for element in elements:
-        band = bands.get(element["data"].get("node_id"))
-        if band is not None and element["data"].get("kind") == "node":
+        data = element["data"]
+        kind = data.get("kind")
+        if kind == "node":
+            band = bands.get(data.get("node_id"))
+        elif kind == "group" and groups and "collapsed" in element.get("classes", ""):
+            band = groups.get(data.get("id"))
+        else:
+            band = None
+        if band is not None:
             element["classes"] = f"{element.get('classes', '')} {band}".strip()
 
 

@@ -27,9 +27,9 @@ from .drawn_graph import Key, drawn_edges
 from .graph_layout import Box, LayerOrder, LayoutOptions, Position, Size, layered_layout, \
     layered_order, place_layers
 from .group_elements import collapsed_size
-from .scopes import ScopeTree, pipeline_scopes
+from .scopes import ScopeTree, StructureCut, pipeline_scopes
 from .stable_positions import PipelineGraph, pipeline_graph
-from .structure_scopes import structure_scopes
+from .structure_scopes import CROWDED, crowded_scopes, structure_scopes
 
 Item = Key   # a slot (node id, 'in:x', 'out:y') or a group id ('g:/bert/encoder')
 
@@ -46,9 +46,13 @@ LAYOUT_VERSION = 3          # of the grouping and the layout: a change makes cac
 def pipeline_layout(result: PipelineResult) -> NestedLayout:
     """The scope groups of every snapshot (crowded scopes cut by structure), and the layout
     of the whole pipeline's graph."""
-    structured = structure_scopes(result.initial, pipeline_scopes([result.initial]))
+    given = pipeline_scopes([result.initial])
+    structured = structure_scopes(result.initial, given)
     graphs = [result.initial] + [s.graph for s in result.snapshots]
-    scopes = ScopeTree(pipeline_scopes(graphs, structured).items(), structured=bool(structured))
+    scopes = ScopeTree(pipeline_scopes(graphs, structured).items(), structured=bool(structured),
+                       cut=StructureCut.of(result.initial, crowded_scopes(result.initial, given),
+                                         CROWDED)
+                       if structured else None)
     return NestedLayout(pipeline_graph(result, scopes.group_of.get), scopes)
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from compiler_core.runtime_check import DEFAULT_LEVEL
 from compiler_core.runtime_verify import LevelCheck, check_at_level
 from compiler_core.verify import Verifier, VerifyReport, describe_inputs
+from compiler_core.wording import plural
 
 from .workbench import Workspace
 
@@ -37,7 +38,8 @@ class StepCheck:
             return (f"✓ {where} the model computes what the input model does: max abs error "
                     f"{self.report.max_abs_err:.3g}")
         failing = [o for o in self.report.outputs if not o.ok]
-        return (f"✗ {where} {len(failing)} output(s) differ from the input model's: "
+        differ = "differs" if len(failing) == 1 else "differ"
+        return (f"✗ {where} {plural(len(failing), 'output')} {differ} from the input model's: "
                 + "; ".join(f"{o.name}: {o.note or f'max abs error {o.max_abs_err:.3g}'}"
                             for o in failing))
 

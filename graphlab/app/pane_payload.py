@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from compiler_core.ir import Graph
 
 from .elements import element_id, pane_elements
-from .graph_analyses import band_classes
+from .graph_analyses import band_classes, group_band_classes
 from .intensity_bands import paint
 from .onnxscript_view import rule_focus
 from .page_ids import namespace, page_id
@@ -141,7 +141,8 @@ def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
     elements = pane_elements(graph, placement, ws.scopes, drawn.expanded, marks,
                              set(drawn.opened))
     if drawn.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
-        paint(elements, band_classes(ws, graph, drawn.overlay))
+        paint(elements, band_classes(ws, graph, drawn.overlay),
+              group_band_classes(ws, graph, drawn.overlay))
     with _KEPT_LOCK:
         kept[key] = elements
         while len(kept) > ELEMENTS_KEPT:
@@ -231,7 +232,7 @@ def counterparts(ws: Workspace, node_id: int, graph: Graph) -> list[int]:
     node = _find_anywhere(ws, node_id)  # a new node: the sources it was made from
     if node is None or node.provenance is None:
         return []
-    return [s for s in node.provenance.sources if graph.node_by_id(s) is not None]
+    return [s for s in node.provenance.replaced_ids if graph.node_by_id(s) is not None]
 
 
 def _find_anywhere(ws: Workspace, node_id: int):

@@ -29,15 +29,54 @@ class Group:
     size: int = 0                # all members, nested ones included
 
 
+@dataclass(frozen=True)
+class StructureCut:
+    """Why groups were found from structure: the scopes that were cut ('' the top level) with
+    the nodes of their own each held, and whether the model's nodes carry any scope at all."""
+
+    crowded: tuple[tuple[str, int], ...]
+    unscoped: bool          # no node of the model carries a name scope
+    limit: int              # a scope with more nodes of its own than this is cut
+
+    @classmethod
+    def of(cls, graph: Graph, crowded: dict[str, int], limit: int) -> "StructureCut":
+        return cls(tuple(sorted(crowded.items())), not any(n.scope for n in graph.nodes), limit)
+
+    def reason(self) -> str:
+        """'the model's nodes carry no name scopes', or which scopes held too many nodes."""
+        if self.unscoped:
+            return "the model's nodes carry no name scopes"
+        parts = []
+        for scope, count in self.crowded:
+            where = (f"{count} nodes have no name scope" if not scope else
+                     f"scope {scope} holds {count} nodes of its own")
+            parts.append(where)
+        shown = parts[:3] + ([f"{len(parts) - 3} more"] if len(parts) > 3 else [])
+        return "; ".join(shown) + f" (more than {self.limit} in one group)"
+
+
+def structure_note(cut: StructureCut | None) -> str:
+    """The legend's line under the panes when groups were found from structure: why, and how
+    to read their names."""
+    why = f" ({cut.reason()})" if cut is not None else ""
+    return (f"Groups found from the structure{why}: \"block k\" is one repeat of a layer the "
+            "graph repeats, \"blocks 0–9\" a run of them; other groups are stretches of the "
+            "order named by their main ops and positions (\"MatMul · Add 41–80\").")
+
+
 class ScopeTree:
     """The groups of a set of nodes, and which group or node represents a node when collapsed.
 
     structured: some groups were found from the graph's structure (`structure_scopes`), not
-    named by the exporter, so the page says what they are.
+    named by the exporter, so the page says what they are; ``cut`` says why.
     """
 
-    def __init__(self, node_scopes: Iterable[tuple[int, str]], structured: bool = False):
+    cut: StructureCut | None = None   # (a tree pickled before it was recorded has none)
+
+    def __init__(self, node_scopes: Iterable[tuple[int, str]], structured: bool = False,
+                 cut: StructureCut | None = None):
         self.structured = structured
+        self.cut = cut
         self.groups: dict[str, Group] = {}
         self.group_of: dict[int, str] = {}
         raw: dict[str, set[str]] = {"": set()}

@@ -63,15 +63,24 @@ class Piece:
 def structure_scopes(graph: Graph, scopes: dict[int, str]) -> dict[int, str]:
     """A deeper scope for every node of a crowded scope of ``graph`` (``scopes``: each node's
     scope as `pipeline_scopes` resolved it); nodes of other scopes are left out."""
+    found: dict[int, str] = {}
+    for scope, nodes in _crowded(graph, scopes).items():
+        for node_id, path in _paths(nodes).items():
+            found[node_id] = scope + path
+    return found
+
+
+def crowded_scopes(graph: Graph, scopes: dict[int, str]) -> dict[str, int]:
+    """The scopes `structure_scopes` cuts ('' is the top level) and how many nodes of their
+    own each holds: why the page's groups came from structure."""
+    return {scope: len(nodes) for scope, nodes in _crowded(graph, scopes).items()}
+
+
+def _crowded(graph: Graph, scopes: dict[int, str]) -> dict[str, list[Node]]:
     members: dict[str, list[Node]] = {}
     for node in graph.nodes:   # topological order
         members.setdefault(normalise_scope(scopes.get(node.id, "")), []).append(node)
-    found: dict[int, str] = {}
-    for scope, nodes in members.items():
-        if len(nodes) > CROWDED:
-            for node_id, path in _paths(nodes).items():
-                found[node_id] = scope + path
-    return found
+    return {scope: nodes for scope, nodes in members.items() if len(nodes) > CROWDED}
 
 
 def _paths(nodes: list[Node]) -> dict[int, str]:

@@ -17,12 +17,15 @@ COLORS = {
     "node": "#eef2f7", "node_border": "#7b8794", "text": "#1f2933",
     "removed": "#d64545", "removed_fill": "#fde8e8",
     "added": "#2f9e44", "added_fill": "#e6f6ea",
-    "modified": "#d9822b", "modified_fill": "#fff4e0",
+    # modified is teal, far from the near miss's orange; the near miss is also another shape
+    "modified": "#0c8599", "modified_fill": "#e3fafc",
     "fused": "#7048e8", "fused_fill": "#f0ebff",
     "group": "#f7f9fb", "group_border": "#b8c2cc",
     "selected": "#1c7ed6", "match": "#1c7ed6", "failed": "#e8590c", "blocking": "#c2255c",
     "search": "#fab005",
 }
+
+FAILED_SHAPE = "cut-rectangle"   # a near miss's failing node: chamfered corners, not only a hue
 
 BASE_STYLESHEET = [
     {"selector": "node", "style": {
@@ -103,7 +106,8 @@ def stylesheet(highlights: Highlights) -> list[dict]:
     _add(rules, highlights.blocking, {"border-color": COLORS["blocking"],
                                       "border-width": FOCUS_BORDER, "border-style": "dashed"})
     _add(rules, highlights.failed, {"border-color": COLORS["failed"],
-                                    "border-width": FOCUS_BORDER, "border-style": "solid"})
+                                    "border-width": FOCUS_BORDER, "border-style": "solid",
+                                    "shape": FAILED_SHAPE})
     _add(rules, highlights.selected, {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
                                       "overlay-padding": 8, "border-color": COLORS["selected"],
                                       "border-width": 4})

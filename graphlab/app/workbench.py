@@ -54,6 +54,7 @@ class ModelSource:
     size_hints: tuple[tuple[str, int], ...] = ()   # a sample's usual sizes (its manifest)
     stored_in: SharedStorage | None = None         # an upload: where its bytes are
     sample: str | None = None   # a bundled sample: found by name where the build runs
+    opens_on: str | None = None   # a teaching sample's pass (manifest: teaches_pass)
 
     def load(self) -> Graph:
         return load_model(self._located())
@@ -98,7 +99,8 @@ class NodeHistory:
                 node = graph.node_by_id(node_id)
                 history.names.setdefault(node_id, node.name)
                 history.made_in[node_id] = snapshot.index
-                for source in node.provenance.sources if node.provenance else ():
+                made = node.provenance
+                for source in (*made.replaced_ids, *made.sources) if made else ():
                     history.replaced_by.setdefault(source, node_id)
             for node_id in snapshot.diff.removed:
                 history.removed_in.setdefault(node_id, snapshot.index)
@@ -119,16 +121,21 @@ class Workspace:
     # Set when the workspace shows two models side by side instead of a pipeline's passes:
     # its one "pass" is the step from model A to model B (see `comparison`).
     comparison: "Comparison | None" = None
+    # the pass a teaching sample is about (its manifest's teaches_pass): a new view opens on it
+    opens_on: str | None = None
 
     def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
         """(graph before pass ``step``, graph after it)."""
         return self.result.graph_before(step), self.result.snapshots[step].graph
 
     def clamp_step(self, step: int | None) -> int:
-        """A pass that exists; no pass named (None): the first that changed the graph, so a
-        new view never opens on two identical graphs (the first pass when none changed)."""
+        """A pass that exists; no pass named (None): for a teaching sample the pass it teaches
+        (where that pass changed the graph), else the first that changed the graph, so a new
+        view never opens on two identical graphs (the first pass when none changed)."""
         if step is None:
-            return next((s.index for s in self.result.snapshots if s.changed), 0)
+            changed = [s for s in self.result.snapshots if s.changed]
+            taught = next((s.index for s in changed if s.pass_name == self.opens_on), None)
+            return taught if taught is not None else (changed[0].index if changed else 0)
         return max(0, min(step, len(self.result.snapshots) - 1))
 
 
@@ -162,7 +169,7 @@ class Workbench:
             raise GraphLabError(f"there is no model named {model!r} here",
                                 hint="pick a sample from the list or upload an .onnx file")
         return replace(_file_source(sample.name, sample.path, sample.sizes),
-                        path=None, sample=sample.name)
+                       path=None, sample=sample.name, opens_on=sample.teaches_pass)
 
     def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
                   on_progress: Progress | None = None) -> Workspace:
@@ -187,8 +194,8 @@ class Workbench:
         passes = tuple(resolve_pipeline(pipeline or None))
         bound = tuple(sorted(sizes.items()))
         budget = self.config.group_budget
-        key = hashlib.sha256(repr((source.digest, passes, bound, budget, LAYOUT_VERSION))
-                             .encode()).hexdigest()
+        key = hashlib.sha256(repr((source.digest, passes, bound, budget, LAYOUT_VERSION,
+                                   source.opens_on)).encode()).hexdigest()
         return BuildJob(key, source.label,
                         functools.partial(_build_workspace, source, passes, bound, budget,
                                           self.config.cache_dir))
@@ -221,8 +228,10 @@ def _build_workspace(source: ModelSource, passes: tuple[str, ...],
     result = PassManager(list(passes), bindings=sizes.bindings).run(graph,
                                                                     on_progress=on_progress)
     key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
-    return workspace_of(key, source.label, result, group_budget, sizes,
-                        layouts=LayoutStore(cache_dir))
+    workspace = workspace_of(key, source.label, result, group_budget, sizes,
+                             layouts=LayoutStore(cache_dir))
+    workspace.opens_on = source.opens_on
+    return workspace
 
 
 def workspace_of(key: str, label: str, result: PipelineResult, group_budget: int,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.ir import SavedModel, save_model
 from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
@@ -27,7 +28,7 @@ from compiler_core.verify import load_inputs
 from ..user_input import parse_bindings
 from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
                      print_json)
-from .model_options import add_target_option
+from .model_options import add_target_option, model_sizes
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
 
@@ -89,7 +90,9 @@ def run(args) -> int:
                            external_data=True if args.external_data else None)
     runtime = run_runtime_check(args, result, lowering.graph if lowering else None,
                                 lowering.tolerance if lowering else None)
-    report = compile_report(result, saved, runtime, lowering)
+    report = compile_report(result, saved, runtime, lowering,
+                            sizes_record(model_sizes(args.model, graph, args.bind),
+                                         parse_bindings(args.bind)))
     if args.json:
         print_json(report)
     else:
@@ -104,20 +107,30 @@ def run(args) -> int:
     return 1 if failed or (runtime is not None and not runtime.ok) else 0
 
 
+def sizes_record(sizes: ChosenSizes, bound: dict[str, int]) -> dict:
+    """What the pipeline bound (``--bind`` only: a compiled model keeps the dims it was not
+    told to fix), the symbolic dims it left, and the sizes the app, `roofline` and `memory`
+    choose for this model (with them bound, the graph is the app's)."""
+    left = [c.dim for c in sizes.chosen if c.dim not in bound]
+    return {"bound": dict(bound), "left_symbolic": left, "representative": sizes.to_dict()}
+
+
 def compile_report(result: PipelineResult, saved: SavedModel | None,
                    runtime: RuntimeVerdict | None = None,
-                   lowering: Lowering | None = None) -> dict:
-    """The `--json` record: node counts, the final op histogram, one entry per pass, the
-    runtime check (None when it did not run), the files written, and the export: for
+                   lowering: Lowering | None = None, sizes: dict | None = None) -> dict:
+    """The `--json` record: node counts, the final op histogram, one entry per pass (with
+    what changed on each node it modified), the sizes bound and left symbolic, the runtime
+    check (None when it did not run), the files written, and the export: for
     ``--runtime onnxruntime`` what each fused node became."""
     checked = [s.verify for s in result.snapshots if s.verify is not None]
-    passes = [s.summary() for s in result.snapshots]
+    passes = [{**s.summary(), "modified": s.modified_nodes()} for s in result.snapshots]
     for entry, check in zip(passes, runtime.per_pass if runtime else []):
         entry["runtime"] = check.to_dict()
     return {
         "nodes_before": len(result.initial),
         "nodes_after": len(result.final),
         "op_histogram_after": op_histogram(result.final),
+        "sizes": sizes,
         "passes": passes,
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
                    "ok": all(r.ok for r in checked),
@@ -165,6 +178,13 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
         for record in lowering.nodes:
             if record.reason:
                 print(f"inline    {record.fused_op} {record.node}: {record.reason}")
+    sizes = report["sizes"]
+    if sizes and sizes["left_symbolic"]:
+        app = sizes["representative"]["bindings"]
+        chosen = ",".join(f"{k}={v}" for k, v in app.items())
+        print(f"sizes     {', '.join(sizes['left_symbolic'])} left symbolic (the model keeps "
+              f"accepting any size); the app, roofline and memory bind {chosen}: "
+              f"--bind {chosen} gives their graph")
     print(f"{report['nodes_before']} -> {report['nodes_after']} nodes in "
           f"{result.seconds:.2f} s" + (f"; {saved.describe()}" if saved else ""))
 

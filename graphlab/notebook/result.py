@@ -19,6 +19,7 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult, Snapshot
 from compiler_core.passes.diff import GraphDiff
 from compiler_core.passes.judged import JudgedPattern, judge_pipeline
+from compiler_core.wording import plural
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
@@ -118,13 +119,15 @@ class CompileResult:
     # -- as the CLI prints it ------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The CLI's --json records: compile, roofline and memory (with --pipeline), explain."""
-        from ..commands.compile import compile_report
+        from ..commands.compile import compile_report, sizes_record
         from ..commands.model_options import Analysed
         from ..commands.roofline import roofline_record
 
         analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline, self.result)
         return {"model": self.model, "pipeline": self.pipeline, "sizes": self.sizes.to_dict(),
-                "target": self.target, "compile": compile_report(self.result, None),
+                "target": self.target,
+                "compile": compile_report(self.result, None, sizes=sizes_record(
+                    self.sizes, self.sizes.bindings)),   # it binds them all
                 "roofline": roofline_record(analysed, get_target(self.target)),
                 "memory": {"sizes": self.sizes.to_dict(), **self.memory.to_dict()},
                 "patterns": [record.to_dict() for record in self.patterns]}
@@ -142,7 +145,7 @@ class CompileResult:
                  f"changed the graph) in {self.result.seconds:.2f} s",
                  f"  sizes: {self.sizes.describe()}"]
         lines += [f"  {s.index + 1:>3}. {s.pass_name:<28} {s.nodes_before:>5} -> "
-                  f"{s.nodes_after:<5} ({s.rewrites} rewrites)" for s in changed]
+                  f"{s.nodes_after:<5} ({plural(s.rewrites, 'rewrite')})" for s in changed]
         return "\n".join(lines) + ">"
 
 

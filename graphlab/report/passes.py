@@ -80,14 +80,20 @@ def _diff(story: Story, s: Snapshot) -> list[Markup]:
         node = graph.node_by_id(node_id)
         made = node.provenance
         origin = (f" — made by rule {made.rule} from "
-                  + ", ".join(str(story.node(i)) for i in made.sources)) if made else ""
+                  + ", ".join(str(story.node(i)) for i in made.replaced_ids)) if made else ""
         added.append(tag("li", tag("b", str(story.node(node_id))), origin))
     return [_node_list("Removed", [tag("li", str(story.node(i))) for i in s.diff.removed],
                        [story.node(i).op for i in s.diff.removed]),
             _node_list("Added", added, [story.node(i).op for i in s.diff.added]),
             _node_list("Modified (same node, other inputs or attributes)",
-                       [tag("li", str(story.node(i))) for i in s.diff.modified],
+                       [tag("li", str(story.node(i)), _changes(s, i)) for i in s.diff.modified],
                        [story.node(i).op for i in s.diff.modified])]
+
+
+def _changes(s: Snapshot, node_id: int) -> str:
+    """' — input 1 (B): 'x' → 'y'; attribute axes: [1] → [-1]'."""
+    changes = s.diff.changes_of(node_id)
+    return (" — " + "; ".join(c.text() for c in changes)) if changes else ""
 
 
 def _node_list(title: str, items: list[Markup], ops: list[str]) -> Markup | None:

@@ -8,7 +8,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 # The page's element ids carry the drawn model's namespace ('3fa2c1d0|n12', see
 # graphlab/app/page_ids.py); the tests name elements by the server's ids ('n12').
-BY_LOCAL_ID = ("function byLocal(cy, id) { var first = cy.elements()[0];"
+BY_LOCAL_ID = ("function byLocal(cy, id) { if (String(id).indexOf('|') >= 0) {"
+               "  return cy.getElementById(id); }"   # a page id, read from the page
+               "  var first = cy.elements()[0];"
                "  var space = first ? first.id().split('|')[0] + '|' : '';"
                "  return cy.getElementById(space + id); }")
 

@@ -84,9 +84,11 @@ def assert_change_in_view(person: Person, where: str) -> None:
                                f"the {side} pane")
 
 
-def assert_draws(person: Person, model: str, previous: set[str] | None, where: str) -> set[str]:
-    """Both panes draw ``model``: its op types only, and not what was drawn before."""
-    ops = drawn_ops(person, "before") | drawn_ops(person, "after")
+def assert_draws(person: Person, model: str, previous: str | None, where: str,
+                 sides: tuple[str, ...] = ("before", "after")) -> str:
+    """The panes (both, or ``sides``) draw ``model``: its op types only, and not what was
+    drawn before."""
+    ops = set().union(*(drawn_ops(person, side) for side in sides))
     unknown = ops - op_types(model)
     assert ops and not unknown, f"{where}: the panes draw ops {model} has not: {unknown}"
     labels = person.pane("before").labels
@@ -151,9 +153,23 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
             assert url_model(person) == model, person.url_query()
             assert_change_in_view(person, f"after choosing {model}")
             assert_sound(person, f"after choosing {model}")
-        person.back()   # the browser's Back: gpt2_tiny again
+        person.choose("bert_tiny_op13")
+        person.choose("bert_tiny_dynamo", dropdown_id="compare-versus")   # two exports compared
         person.wait_drawn()
-        drawn = assert_draws(person, "gpt2_tiny", drawn, "after Back")
+        assert person.text("#pane-before-title").startswith("A:")
+        assert "bert_tiny_dynamo" in person.text("#pane-after-title")
+        assert_draws(person, "bert_tiny_op13", None, "comparing: A", sides=("before",))
+        assert_draws(person, "bert_tiny_dynamo", None, "comparing: B", sides=("after",))
+        person.driver.save_screenshot(str(shots / "engineer-compare.png"))
+        assert_change_in_view(person, "comparing two exports")   # the first difference
+        assert_sound(person, "comparing two exports")
+        person.clear("compare-versus")
+        person.wait_drawn()
+        assert person.text("#pane-before-title").startswith("Before pass")
+        person.choose("gpt2_tiny")
+        person.back()   # the browser's Back: bert_tiny_op13 again
+        person.wait_drawn()
+        drawn = assert_draws(person, "bert_tiny_op13", drawn, "after Back")
         person.choose("uploaded")   # and the upload again, from the dropdown
         person.wait_drawn()
         assert_draws(person, "bert_tiny_dynamo", drawn, "after choosing the upload again")

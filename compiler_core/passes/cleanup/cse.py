@@ -11,6 +11,7 @@ import onnx
 from ...ir import Graph, Node, Value
 from ...ir.computed_tensors import ComputedTensor
 from ...ir.lazy_tensors import values_of
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..constants import remove_dead
 from ..registry import register
@@ -101,7 +102,7 @@ class EliminateCommonSubexpressions(Pass):
         result = PassResult()
         merged_constants = self._dedupe_initializers(graph)
         if merged_constants:
-            result.notes.append(f"stored {merged_constants} duplicate constant(s) once")
+            result.notes.append(f"stored {plural(merged_constants, 'duplicate constant')} once")
         seen: dict[Hashable, Node] = {}
         for node in graph.nodes:
             if node.op_type in NONDETERMINISTIC and not node.domain:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...ir import Graph
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 
@@ -33,5 +34,5 @@ class EliminateDeadCode(Pass):
             graph.remove_initializer(value)
         result = PassResult(rewrites=removed)
         if unused:
-            result.notes.append(f"removed {len(unused)} unused initializer(s)")
+            result.notes.append(f"removed {plural(len(unused), 'unused initializer')}")
         return result

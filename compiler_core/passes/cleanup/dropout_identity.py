@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..rewrite import bypass_or_decline
 from ..registry import register
@@ -41,8 +42,9 @@ class EliminateDropout(Pass):
                     result.notes.append(f"{node.name}: training_mode is a run-time input; "
                                         f"assumed false (inference)")
         if training:
-            result.notes.append(f"{training} Dropout node(s) had training_mode true: removed "
-                                f"with inference semantics (output = input, nothing dropped)")
+            result.notes.append(f"{plural(training, 'Dropout node')} had training_mode true: "
+                                f"removed with inference semantics (output = input, "
+                                f"nothing dropped)")
         return result
 
 

@@ -38,7 +38,8 @@ class SpecializeDims(Pass):
                 result.notes.append(f"input {value.name}: {before} -> {value.describe_type()}")
         unused = sorted(set(ctx.bindings) - set(bound))
         if unused:
-            result.notes.append(f"no input has the dim(s) {', '.join(unused)}: not bound")
+            dims = "dim" if len(unused) == 1 else "dims"
+            result.notes.append(f"no input has the {dims} {', '.join(unused)}: not bound")
         if bound:
             _substitute_dims(graph, bound)
             infer_shapes(graph, refresh=True)

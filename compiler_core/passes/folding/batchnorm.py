@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ir import Graph, Node
 from ...patterns import Match
+from ...wording import plural
 from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..base import PassContext
 from ..registry import register
@@ -101,5 +102,5 @@ class FoldBatchNorm(RewritePass):
     rules = (ConvBatchNormRule(), LinearBatchNormRule())
 
     def note(self, graph: Graph, made: list[Node]) -> str:
-        return (f"folded {len(made)} BatchNormalization node(s) into the weights of the layer "
-                f"before them")
+        return (f"folded {plural(len(made), 'BatchNormalization node')} into the weights of "
+                f"the layer before them")

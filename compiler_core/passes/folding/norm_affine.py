@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..base import Pass, PassContext, PassResult
 from ..pattern_pass import find_matches
@@ -59,10 +60,10 @@ class FoldNormAffine(Pass):
     free, by rescaling its weight's rows and adding β·W to its bias: the decomposed LayerNorm
     loses its Mul and Add, the LayerNormalization op gets scale 1 and no bias, and the
     BatchNormalization disappears.  The fold is declined, with the reason, when y has another
-    reader (it must keep seeing γ and β), when the weight is shared with another layer
-    (folding would need a second copy), when a MatMul has no bias to take β (adding an Add
-    would not save a node), or when a BatchNormalization's channel axis is not the axis the
-    layer contracts.  Readers that only ask for y's shape do not count.
+    reader (that reader needs y with γ and β applied), when the weight is shared with another
+    layer (folding would need a second copy), when a MatMul has no bias to take β (adding an
+    Add would not save a node), or when a BatchNormalization's channel axis is not the axis
+    the layer contracts.  Readers that only ask for y's shape do not count.
     """
 
     name = "fold_norm_affine"
@@ -87,7 +88,8 @@ class FoldNormAffine(Pass):
             _fold(graph, ctx, affine, linear)
             result.rewrites += 1
         if result.rewrites:
-            result.notes.append(f"moved the scale/shift of {result.rewrites} normalization(s) "
+            result.notes.append(f"moved the scale/shift of "
+                                f"{plural(result.rewrites, 'normalization')} "
                                 f"into the linear layer after them")
         return result
 
@@ -181,8 +183,9 @@ def _linear_reader(value: Value, width: int) -> _Linear | _Refusal | None:
     others = [n for n in readers if n is not node]
     if value.is_graph_output or others:
         also = ", ".join(f"{n.op_type} '{n.name}'" for n in others) or "the model's outputs"
-        return _Refusal(f"{value.name!r} is also read by {also}, which must keep seeing the "
-                        f"scaled and shifted values", others[0] if others else None)
+        return _Refusal(f"{value.name!r} is also read by {also}, which needs it with γ and β "
+                        f"applied, so they cannot move into the {node.op_type}'s weights",
+                        others[0] if others else None)
     weight = node.inputs[1]
     array = weight.constant_value()
     if array is None or array.ndim != 2:

@@ -8,6 +8,7 @@ from typing import Callable
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..constants import constant_ints, ints_input_or_attr
 from ..rewrite import replace_node
@@ -57,8 +58,8 @@ class FoldPad(Pass):
                 node.attr_types = {k: t for k, t in reader.attr_types.items() if k in attrs}
             result.rewrites += 1
         if result.rewrites:
-            result.notes.append(f"folded {result.rewrites} zero Pad node(s) into the pads of "
-                                f"the convolution or pooling op after them")
+            result.notes.append(f"folded {plural(result.rewrites, 'zero Pad node')} into the "
+                                f"pads of the convolution or pooling op after them")
         return result
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match, Pattern, get_pattern
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rewrite import with_private_shape_arithmetic
@@ -66,7 +67,8 @@ class FuseAttention(RewritePass):
     rules = (AttentionRule(),)
 
     def note(self, graph: Graph, made: list[Node]) -> str:
-        return f"fused {len(made)} attention blocks into {FUSED_OP} nodes"
+        return (f"fused {plural(len(made), 'attention block')} into "
+                f"{plural(len(made), FUSED_OP + ' node')}")
 
 
 # ------------------------------------------------------------------------------- the node set

@@ -5,6 +5,7 @@ from __future__ import annotations
 import onnx
 
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..op_kinds import is_elementwise
 from ..registry import register
@@ -57,8 +58,8 @@ class FuseElementwise(Pass):
                 result.rewrites += 1
                 fused_ops += len(chain)
         if result.rewrites:
-            result.notes.append(f"fused {fused_ops} element-wise ops into {result.rewrites} "
-                                f"{FUSED_OP} nodes")
+            result.notes.append(f"fused {fused_ops} element-wise ops into "
+                                f"{plural(result.rewrites, FUSED_OP + ' node')}")
         return result
 
 

@@ -62,8 +62,8 @@ class FuseSiblingMatMuls(Pass):
                 result.rewrites += 1
                 fused_nodes += len(group)
         if result.rewrites:
-            result.notes.append(f"merged {fused_nodes} sibling MatMul/Gemm nodes into "
-                                f"{result.rewrites} wider ones")
+            wider = "a wider one" if result.rewrites == 1 else f"{result.rewrites} wider ones"
+            result.notes.append(f"merged {fused_nodes} sibling MatMul/Gemm nodes into {wider}")
         elif not sibling_sets:
             result.notes.append("no two MatMul (or Gemm) nodes read the same input")
         return result

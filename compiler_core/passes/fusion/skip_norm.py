@@ -8,6 +8,7 @@ from typing import ClassVar, Sequence
 
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match
+from ...wording import plural
 from ..base import PassContext
 from ..rules import Rule
 
@@ -63,5 +64,6 @@ def skip_norm_note(made: Sequence[Node], rule: SkipNormRule, norm: str) -> str:
     bias_at = 2 + len(rule.params)  # the bias comes after input, skip and the norm's params
     summed = sum(1 for node in made if len(node.outputs) > 1)
     biased = sum(1 for node in made if len(node.inputs) > bias_at)
-    return (f"fused {len(made)} residual Add + {norm} pair(s), {summed} also returning the "
-            f"sum, {biased} absorbing a projection's bias")
+    pairs = plural(len(made), f"residual Add + {norm} pair")
+    return (f"fused {pairs}, {summed} also returning the sum, {biased} absorbing a "
+            f"projection's bias")

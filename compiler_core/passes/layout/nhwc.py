@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from .rules import (TO_NCHW, TO_NHWC, adapt, is_kernel, layout_inputs, permute,
                            read_shape_in_nchw_order, reads_shape_only, why_not)
@@ -43,11 +44,13 @@ class ConvertLayoutNHWC(Pass):
             entries, exits = converter.convert(region)
             kernels = sum(is_kernel(n) for n in region)
             result.rewrites += len(region)
-            result.notes.append(f"region {number}: {len(region)} ops ({kernels} channels-last "
-                                f"kernels), {entries} entry and {exits} exit transpose(s)")
+            result.notes.append(f"region {number}: {plural(len(region), 'op')} "
+                                f"({plural(kernels, 'channels-last kernel')}), "
+                                f"{plural(entries + exits, 'transpose')} ({entries} entry, "
+                                f"{exits} exit)")
         cancelled = converter.cancel_transpose_pairs()
         if cancelled:
-            result.notes.append(f"folded {cancelled} transpose pair(s) at region edges")
+            result.notes.append(f"folded {plural(cancelled, 'transpose pair')} at region edges")
         converter.drop_orphaned_constants()
         return result
 

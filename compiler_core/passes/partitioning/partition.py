@@ -8,6 +8,7 @@ from collections import Counter
 from ...hardware.targets import Target, get_target
 from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Graph, Node
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from ..rewrite import fuse_nodes, open_fused_node
@@ -50,7 +51,7 @@ class Partition(Pass):
                 estimate = estimate_offload(region, target, target.host, sizes)
                 if not estimate.worth_it:
                     _decline_region(result, region, (
-                        f"stays on the CPU: its region of {len(region)} op(s) is not worth "
+                        f"stays on the CPU: its region of {plural(len(region), 'op')} is not worth "
                         f"offloading, the transfer costs more than it saves "
                         f"({estimate.describe()})"))
                     continue
@@ -67,14 +68,16 @@ class Partition(Pass):
             crossing += moved
             kinds = Counter(node.op_type for node in region)
             result.notes.append(
-                f"partition {result.rewrites}: {len(region)} op(s) ("
+                f"partition {result.rewrites}: {plural(len(region), 'op')} ("
                 + ", ".join(f"{n} {op}" for op, n in kinds.most_common())
                 + f"), {moved:,} bytes cross its boundary"
                 + (f"; {estimate.describe()}" if estimate is not None else ""))
         offloaded = sum(len(region) for region, _ in chosen)
-        result.notes.insert(0, f"{result.rewrites} partition(s) on {target.name} holding "
-                               f"{offloaded} op(s); {len(result.declined)} op(s) stay on the "
-                               f"CPU; {crossing:,} bytes cross the cuts per run")
+        stay = "stays" if len(result.declined) == 1 else "stay"
+        result.notes.insert(0, f"{plural(result.rewrites, 'partition')} on {target.name} "
+                               f"holding {plural(offloaded, 'op')}; "
+                               f"{plural(len(result.declined), 'op')} {stay} on the CPU; "
+                               f"{crossing:,} bytes cross the cuts per run")
         if target.host is None:
             result.notes.append(f"{target.name} describes no host CPU, so every supported "
                                 f"region is offloaded without weighing the transfer")

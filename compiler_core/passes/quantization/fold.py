@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .layers import Layer, find_layers
@@ -51,7 +52,7 @@ class FoldQdq(Pass):
         if result.rewrites:
             made = [n.op_type for n in graph.nodes if n.provenance is not None
                     and n.provenance.pass_name == ctx.pass_name]
-            result.notes.append(f"folded {result.rewrites} layer(s) into integer ops: " +
+            result.notes.append(f"folded {plural(result.rewrites, 'layer')} into integer ops: " +
                                 ", ".join(f"{made.count(op)} {op}" for op in sorted(set(made))))
         return result
 

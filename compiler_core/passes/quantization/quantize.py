@@ -6,6 +6,7 @@ from collections import Counter
 
 from ...hardware.op_flops import DATA_MOVEMENT, METADATA_ONLY
 from ...ir import Graph, Node, Value
+from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
 from .calibration import calibrate
@@ -141,11 +142,11 @@ def _notes(layers: list[Layer], sites: list[ActivationSite], weight_bytes: list,
     kinds = Counter(layer.describe() for layer in layers)
     before = sum(b for b, _ in weight_bytes)
     after = sum(a for _, a in weight_bytes)
-    notes = [f"quantized {len(layers)} layer(s) to int8: " +
+    notes = [f"quantized {plural(len(layers), 'layer')} to int8: " +
              ", ".join(f"{n} {kind}" for kind, n in kinds.most_common()),
              f"weights: {before:,} bytes of float32 -> {after:,} bytes of int8 codes and "
              f"per-channel scales",
-             f"activations: {len(sites)} QuantizeLinear/DequantizeLinear pair(s), ranges "
+             f"activations: {plural(len(sites), 'QuantizeLinear/DequantizeLinear pair')}, ranges "
              f"calibrated on {source}"]
     moved = Counter(node.op_type for site in sites for node in site.chain)
     if moved:

@@ -7,6 +7,7 @@ import numpy as np
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float, to_numpy
 from ...patterns import Match
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
@@ -141,7 +142,7 @@ def unit_scale(graph: Graph, x: Value, width, elem_type: int | None = None) -> V
 def _opset_note(graph: Graph, count: int, op_type: str, since: int) -> str:
     opset = default_opset(graph)
     if opset >= since:
-        return (f"made {count} {op_type} node(s) (a standard op since opset {since}; "
+        return (f"made {plural(count, op_type + ' node')} (a standard op since opset {since}; "
                 f"the model's: {opset})")
-    return (f"made {count} fused {op_type} node(s) in GraphLab's domain, bodies = the original "
-            f"ops: the model's opset {opset} predates the standard op (opset {since})")
+    return (f"made {plural(count, 'fused ' + op_type + ' node')} in GraphLab's domain, bodies = "
+            f"the original ops: the model's opset {opset} predates the standard op (opset {since})")

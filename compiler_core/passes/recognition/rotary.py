@@ -18,6 +18,7 @@ from ...ir.dtypes import is_float
 from ...patterns import Failure, Match, Pattern, any_value, const, op, optional, variadic
 from ...patterns.language import OpPattern
 from ...patterns.library.registry import register as register_pattern
+from ...wording import plural
 from ..base import PassContext
 from ..constants import constant_ints, ints_input_or_attr
 from ..registry import register
@@ -338,5 +339,5 @@ class RecognizeRotary(RewritePass):
     def note(self, graph: Graph, made: list[Node]) -> str:
         interleaved = sum(1 for n in made if n.attrs["interleaved"])
         partial = sum(1 for n in made if n.attrs["rotary_dim"] != _last_dim(n.inputs[0]))
-        return (f"made {len(made)} RotaryEmbedding node(s): {interleaved} interleaved, "
+        return (f"made {plural(len(made), 'RotaryEmbedding node')}: {interleaved} interleaved, "
                 f"{partial} partial")

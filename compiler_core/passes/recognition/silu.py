@@ -5,6 +5,7 @@ from __future__ import annotations
 from ...ir import Graph, Node
 from ...ir.dtypes import is_float
 from ...patterns import Match
+from ...wording import plural
 from ..base import PassContext
 from ..registry import register
 from ..rules import RewritePass, Rule
@@ -64,4 +65,4 @@ class RecognizeSilu(RewritePass):
 
     def note(self, graph: Graph, made: list[Node]) -> str:
         gates = sum(1 for node in made if node.op_type == SWIGLU)
-        return f"made {gates} SwiGLU and {len(made) - gates} Swish node(s)"
+        return f"made {plural(len(made), 'node')}: {gates} SwiGLU, {len(made) - gates} Swish"

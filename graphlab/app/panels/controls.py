@@ -83,7 +83,10 @@ def sizes_source(sizes: ChosenSizes) -> tuple[str, str]:
         return "", "this model's input shapes are all fixed: nothing to bind"
     word = "(yours)" if sizes.all_given else "(representative)"
     return word, (f"the sizes of the model's symbolic dims: {sizes.describe()}. The pipeline "
-                  f"and every cost are computed at them; type name=size,... to change them")
+                  f"ran with them bound (specialize_dims) and every cost is computed at them; "
+                  f"type name=size,... to change them. On the command line, `graphlab "
+                  f"compile MODEL --bind {sizes.text()}` makes the same graph; without --bind "
+                  f"it keeps the dims symbolic")
 
 
 def register(app, services: Services) -> None:

@@ -42,6 +42,11 @@ def node_view(info: dict, target: str) -> html.Div:
         html.Div(info["name"], className="node-name"),
         html.Div(info["status"], className="status"),
     ]
+    if info.get("changes"):
+        parts += [html.H4("What this pass changed"), html.Table([
+            html.Tr([html.Td(c["where"], className="key"),
+                     html.Td([c["before"], html.Span(" → ", className="muted"), c["after"]])])
+            for c in info["changes"]], className="kv node-changes")]
     if info["scope"]:
         parts.append(html.Div(f"scope {info['scope']}", className="muted"))
     if info["history"]:

@@ -69,7 +69,12 @@ def legend_items(cost) -> list:
                      className="legend-head")
     return [head] + [
         html.Span([html.Span(className="swatch", style={"background": band.fill}), text],
-                  className="legend-item") for band, text in legend_entries(ridge)]
+                  className="legend-item") for band, text in legend_entries(ridge)] + [
+        html.Span(GROUP_NOTE, className="legend-item legend-note")]
+
+
+GROUP_NOTE = ("A collapsed group takes the band of its members together: their FLOPs over the "
+              "bytes they move.")
 
 
 PANEL = Panel("overlay", INSIDE, register)   # its parts: in the panes' layout

@@ -16,6 +16,7 @@ from .. import ids
 from ..page_ids import local_id
 from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..pane_updates import pane_changes
+from ..scopes import structure_note
 from ..services import Services
 from ..styles import BASE_STYLESHEET
 from . import exports, overlay
@@ -58,12 +59,6 @@ LEGEND = [
     ("search", "search hit"),
 ]
 
-STRUCTURE_NOTE = ("Groups found from the structure (the model's nodes carry no name scopes): "
-                  "\"block k\" is one repeat of a layer the graph repeats, \"blocks 0–9\" a "
-                  "run of them; other groups are stretches of the order named by their main "
-                  "ops and positions (\"MatMul · Add 41–80\").")
-
-
 def layout(_: Services) -> html.Div:
     return html.Div(className="panes-area", children=[
         dcc.Store(id=DRAWN_KEY, storage_type="memory"),
@@ -91,14 +86,17 @@ def layout(_: Services) -> html.Div:
     ])
 
 
-def legend_items(comparing: bool, structured: bool = False) -> list:
-    """The legend's children: the diff marks and fused ops in one line, the rest under it."""
+def legend_items(comparing: bool, structure: str = "") -> list:
+    """The legend's children: the diff marks and fused ops in one line, the rest under it;
+    ``structure``: the note on groups found from structure (why, and how to read them), in
+    sight, since the groups on screen are read by it."""
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
     items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
                        className="legend-item") for key, text in entries]
-    note = [html.Span(STRUCTURE_NOTE, className="legend-item legend-note")] if structured else []
-    return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more")]),
-            html.Div(items[LEGEND_SHOWN:] + note, className="legend-rest")]
+    note = [html.Span(structure, className="legend-item legend-note")] if structure else []
+    return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more"),
+                          *note]),
+            html.Div(items[LEGEND_SHOWN:], className="legend-rest")]
 
 
 def _pane(pane_id: str, title_id: str) -> html.Div:
@@ -138,7 +136,8 @@ def register(app, services: Services) -> None:
                  + f"  ({snapshot.nodes_after} nodes)",
                  "note": _unchanged_note(snapshot, comparison is not None),
                  "legend": legend_items(comparing=comparison is not None,
-                                        structured=workspace.scopes.structured),
+                                        structure=structure_note(workspace.scopes.cut)
+                                        if workspace.scopes.structured else ""),
                  "message": "",
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
         return {**shown, **pane_changes(workspace, payload, drawn)}

@@ -153,7 +153,8 @@ def focus_view(focus: PatternFocus) -> html.Div:
                         className="focus miss decline")
     if focus.kind == MATCH:
         return html.Div([html.B(f"{focus.pattern}: match"),
-                         html.Div("nodes: " + ", ".join(n.name for n in item.nodes))],
+                         html.Div(f"{len(item.nodes)} nodes: "
+                                  + ", ".join(n.name for n in item.nodes)), *_rewritten(item)],
                         className="focus match")
     rows = [("reason", item.reason), ("part", item.part),
             ("failed at", _name(item.failed_node)),
@@ -169,6 +170,20 @@ def focus_view(focus: PatternFocus) -> html.Div:
                   html.Ul([html.Li(str(a.get("reason", a)) if isinstance(a, dict) else str(a))
                            for a in alternatives])]
     return html.Div(parts, className="focus miss")
+
+
+def _rewritten(item) -> list[html.Div]:
+    """What the pass made of a match, and the nodes it took along beyond the match (so the
+    fused node's count is explained here too)."""
+    made = getattr(item, "made", None)
+    if made is None:
+        return []
+    along = item.taken_along
+    total = len(item.nodes) + len(along)
+    text = f"rewritten into {made.name}" + (
+        f" from {total} nodes: these {len(item.nodes)} and {len(along)} more it took along ("
+        + ", ".join(n.name for n in along) + ")" if along else "")
+    return [html.Div(text, className="muted")]
 
 
 def _name(ref: NodeRef | None) -> str | None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dash import Output, Patch, State, dcc, html
 
+from compiler_core.wording import plural
+
 from ..services import Services
 from . import compare_bar, numerics
 from .on_view import on_view
@@ -20,6 +22,7 @@ ROW = "pass-row"             # pattern-matching type, index = pass index
 PREV = "step-prev"
 NEXT = "step-next"
 HIDE_UNCHANGED = "hide-unchanged"
+SPECIALIZE = "specialize_dims"   # the pass that binds the view's sizes
 
 
 def layout(services: Services) -> html.Div:
@@ -56,7 +59,8 @@ def register(app, services: Services) -> None:
                  if s.changed or not state.hide_unchanged or s.index == state.step]
         record = {"workspace": workspace.key, "rows": shown, "selected": state.step}
         if not drawn or {**drawn, "selected": state.step} != record:
-            return {"rows": [pass_row(snapshots[i], i == state.step) for i in shown],
+            return {"rows": [pass_row(snapshots[i], i == state.step,
+                                      *bound_detail(workspace, snapshots[i])) for i in shown],
                     "drawn": record}
         if drawn["selected"] == state.step:
             return {}
@@ -73,13 +77,27 @@ def row_class(snapshot, selected: bool) -> str:
                                                               else " unchanged")
 
 
-def pass_row(snapshot, selected: bool, detail: str = "") -> html.Li:
+def bound_detail(workspace, snapshot) -> tuple[str, str]:
+    """(the row's detail, its hover) for the pass that binds symbolic dims: the sizes it
+    bound, which the CLI's `compile` binds only when told (so its graph differs)."""
+    sizes = workspace.sizes
+    if snapshot.pass_name != SPECIALIZE or not sizes.chosen:
+        return "", ""
+    text = sizes.text()
+    whose = "yours" if sizes.all_given else "representative: the Bindings box says why"
+    return (f"bound {text.replace(',', ', ')}",
+            f"{snapshot.description}\n\nThis view's pipeline ran with {text} bound ({whose}), "
+            f"so shape arithmetic folded away. `graphlab compile MODEL --bind {text}` gives "
+            f"the same graph; without --bind the CLI keeps these dims symbolic (more nodes).")
+
+
+def pass_row(snapshot, selected: bool, detail: str = "", title: str = "") -> html.Li:
     counts = f"{snapshot.nodes_before} → {snapshot.nodes_after} nodes"
-    detail = detail or (f"{snapshot.rewrites} rewrite{'s' if snapshot.rewrites != 1 else ''}"
-                        if snapshot.changed else "changed nothing")
+    detail = detail or (plural(snapshot.rewrites, "rewrite") if snapshot.changed
+                        else "changed nothing")
     return html.Li(html.Button(
         id={"type": ROW, "index": snapshot.index}, className=row_class(snapshot, selected),
-        title=snapshot.description, children=[
+        title=title or snapshot.description, children=[
             html.Span(f"{snapshot.index + 1}. {snapshot.pass_name}", className="pass-name"),
             html.Span(counts, className="pass-counts"),
             html.Span(detail, className="pass-detail"),
