@@ -3,12 +3,16 @@ and the view fields they add — figure builders checked against the compiler_co
 
 from __future__ import annotations
 
+import json
+
 import onnx
+import plotly.graph_objects as go
 import pytest
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware import get_target, graph_cost, plan_memory
-from compiler_core.hardware.systolic import schedule_gemm
+from compiler_core.hardware.gemm_shapes import GemmProblem, has_gemm
+from compiler_core.hardware.systolic import ConvShape, schedule_gemm
 from compiler_core.ir import load_model, to_bytes
 from compiler_core.runtime_check import RuntimeOutcome
 from compiler_core.runtime_verify import LevelCheck
@@ -21,12 +25,14 @@ from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.panels.chart_panel import picked_node
 from graphlab.app.panels.exports import image_name, model_file
 from graphlab.app.panels.navigation import _apply
-from graphlab.app.panels.systolic import chosen_problem
+from graphlab.app.panels.systolic import _note, chosen_gemm, chosen_problem, graph_gemms, \
+    parse_choice
 from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
     roofline_figure
 from graphlab.app.services import Services
 from graphlab.app.systolic_view import ArrayProblem, advance, array_problem, array_shape, \
-    heatmap_figure, operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
+    heatmap_figure, operands_figure, phase_marks, retreat, timeline_figure, totals_rows, \
+    typed_problem
 from graphlab.app.panels.registry import tab_names
 from graphlab.app.view_state import ViewState, from_query, to_query, with_patch
 
@@ -148,18 +154,23 @@ def test_heatmap_z_is_the_simulators_pe_state_at_that_step():
     reference = schedule_gemm(100, 40, 30, rows=16, cols=16, dataflow="ws", timing="overlap")
     for fold, cycle in ((0, 0), (2, 25), (5, reference.timeline.fold_length(5) - 1)):
         step = schedule.step(fold, cycle)
-        figure = heatmap_figure(schedule, step)
+        figure = go.Figure(heatmap_figure(schedule, step))   # a dict plotly.js reads
         assert [list(row) for row in figure.data[0].z] == \
             reference.step(fold, cycle).pe_state.tolist()
         assert f"fold {fold + 1} of 6" in figure.layout.title.text
     assert ArrayProblem.from_store(problem.to_store()) == problem
+    conv = array_problem(GemmProblem("c", "Conv", 1024, 16, 27, conv=ConvShape(34, 34, 3, 3,
+                                                                               3, 16, 1)),
+                         16, 16, "ws", "overlap", "asic32", None)
+    kept = conv.to_store()   # what the page sends back compares equal: no redraw from scratch
+    assert json.loads(json.dumps(kept)) == kept and ArrayProblem.from_store(kept) == conv
 
 
 def test_a_128_by_128_step_is_one_small_z_matrix():
     problem = array_problem(typed_problem("4096,4096,4096"), 128, 128, "ws", "overlap",
                             "asic32", None)
     schedule = problem.schedule()
-    figure = heatmap_figure(schedule, schedule.step(500, 300))
+    figure = go.Figure(heatmap_figure(schedule, schedule.step(500, 300)))
     assert len(figure.data) == 1 and len(figure.data[0].z) == 128
     assert len(figure.to_json()) < 60_000
 
@@ -185,12 +196,12 @@ def test_stepping_walks_phases_and_folds_and_stops_at_the_end():
 def test_operands_and_timeline_show_the_folds_tiles_and_phases():
     schedule = schedule_gemm(100, 40, 30, 16, 16, "ws", timing="overlap")
     step = schedule.step(2, 25)
-    operands = operands_figure(schedule, step)
+    operands = go.Figure(operands_figure(schedule, step))
     tiles = [s for s in operands.layout.shapes if s.fillcolor == "#a5d8ff"]
     b_tile = tiles[1]
     assert (b_tile.y0, b_tile.y1, b_tile.x0, b_tile.x1) == (*step.tiles["B"]["rows"],
                                                           *step.tiles["B"]["cols"])
-    timeline = timeline_figure(schedule, 2, 25)
+    timeline = go.Figure(timeline_figure(schedule, 2, 25))
     bars = {t.name: t for t in timeline.data}
     fold_phases = schedule.timeline.fold_phases(2)
     stream = next(p for p in fold_phases if p[0] == "stream")
@@ -215,19 +226,79 @@ def test_the_selected_conv_becomes_the_problem_and_bad_input_says_why(cnn):
     conv = next(n for n in graph.nodes if n.op_type == "FusedConv")
     state = ViewState(model="cnn_bn", step=len(cnn.result.snapshots) - 1, node=conv.id,
                       array="8x8", dataflow="os")
-    problem, parts = chosen_problem(cnn, state, 0)
+    gemms = graph_gemms(cnn, state)
+    chosen = chosen_gemm(gemms, state, None)
+    assert chosen.node.id == conv.id and chosen.value == f"{conv.id}:0"
+    problem = chosen_problem(cnn, state, chosen)
     assert (problem.rows, problem.cols, problem.conv is not None) == (8, 8, True)
-    assert problem.M == 32 * 32 and len(parts) == 1
-    typed, _ = chosen_problem(cnn, state.with_changes(gemm="64,32,16"), 0)
+    assert problem.M == 32 * 32
+    typed = chosen_problem(cnn, state.with_changes(gemm="64,32,16"), None)
     assert (typed.M, typed.N, typed.K) == (64, 32, 16)
-    pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
-    for bad, words in ((state.with_changes(node=pool.id), "no matrix multiply"),
-                       (state.with_changes(gemm="64x64"), "M,N,K"),
+    for bad, words in ((state.with_changes(gemm="64x64"), "M,N,K"),
                        (state.with_changes(array="4x9999"), "1 to 256"),
                        (state.with_changes(array="big"), "cannot read array")):
         with pytest.raises(GraphLabError, match=words):
-            chosen_problem(cnn, bad, 0)
+            chosen_problem(cnn, bad, None if bad.gemm else chosen)
     assert array_shape("", "asic32") == (128, 128)
+
+
+def test_the_graphs_first_gemm_is_shown_when_no_node_with_one_is_selected(cnn):
+    """Opening the tab shows a GEMM at once: the graph's first, also when the selected node
+    has none (a MaxPool); a node with several GEMMs lists each, and the part picked sticks."""
+    step = len(cnn.result.snapshots) - 1
+    graph = cnn.result.snapshots[-1].graph
+    state = ViewState(model="cnn_bn", step=step)
+    gemms = graph_gemms(cnn, state)
+    first = next(n for n in graph.nodes if has_gemm(n))
+    assert [g.node.id for g in gemms] == [n.id for n in graph.nodes if has_gemm(n)]
+    assert chosen_gemm(gemms, state, None).node.id == first.id
+    assert gemms[0].label.startswith(f"{first.op_type} {first.name.strip('/')}: M=")
+    pool = next(n for n in graph.nodes if n.op_type == "MaxPool")
+    assert chosen_gemm(gemms, state.with_changes(node=pool.id), None) is gemms[0]
+    said = _note(state.with_changes(node=pool.id), cnn, gemms[0])[0].children
+    assert said == (f"{pool.name} (MaxPool) has no matrix multiply or convolution to put on "
+                    f"the array: showing the graph's first GEMM. ")
+    assert _note(state, cnn, gemms[0]) == []   # nothing selected: nothing to explain
+    assert chosen_gemm(gemms, state.with_changes(gemm="8,8,8"), None) is None
+    with pytest.raises(GraphLabError, match="no MatMul, Gemm or Conv"):
+        chosen_gemm([], state, None)
+    assert parse_choice("12:1") == (12, 1) and parse_choice(None) is None
+
+
+def test_a_node_with_several_gemms_lists_each_and_the_part_picked_sticks(services):
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    step = len(ws.result.snapshots) - 1
+    attention = next(n for n in ws.result.snapshots[-1].graph.nodes if n.op_type == "Attention")
+    state = ViewState(model="bert_tiny_op13", step=step, node=attention.id)
+    gemms = graph_gemms(ws, state)
+    own = [g for g in gemms if g.node.id == attention.id]
+    assert len(own) > 1 and all(f"of {len(own)}: M=" in g.label for g in own)
+    assert chosen_gemm(gemms, state, (attention.id, 1)) is own[1]
+    assert chosen_gemm(gemms, state, (attention.id + 1000, 1)) is own[0]   # another node's
+
+
+def test_stepping_back_mirrors_stepping_forward():
+    schedule = schedule_gemm(5, 6, 7, 4, 4, "ws", timing="scalesim")   # 4 folds of 15 cycles
+    forward, position = [(0, 0)], (0, 0)
+    while True:
+        fold, cycle, done = advance(schedule, *position, "phase")
+        if done:
+            break
+        position = (fold, cycle)
+        forward.append(position)
+    backward, done = [position], False
+    while not done:
+        fold, cycle, done = retreat(schedule, *backward[-1], "phase")
+        if not done:
+            backward.append((fold, cycle))
+    assert backward[::-1] == forward
+    assert retreat(schedule, 2, 9, "phase") == (2, 7, False)     # the start of its phase
+    assert retreat(schedule, 2, 9, "fold") == (2, 0, False)
+    assert retreat(schedule, 2, 0, "fold") == (1, 0, False)
+    assert retreat(schedule, 2, 0, "cycle") == (1, 14, False)
+    assert retreat(schedule, 2, 0, "ten") == (1, 5, False)
+    assert retreat(schedule, 0, 0, "cycle") == (0, 0, True)
+    assert advance(schedule, 0, 0, "hundred") == (1, 0, False)
 
 
 # ---- memory ---------------------------------------------------------------------------------

@@ -1,8 +1,18 @@
-"""`graphlab serve` refuses bad arguments with one line, and builds the app's config."""
+"""`graphlab serve` refuses bad arguments with one line, builds the app's config, and on a
+first run says where it listens once, under a production server."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
 
 from graphlab.cli import build_parser, main
 from graphlab.commands.serve import config_from_args
@@ -64,3 +74,112 @@ def test_a_worker_without_redis_says_where_to_give_it(capsys, monkeypatch):
     monkeypatch.delenv("GRAPHLAB_REDIS_URL", raising=False)
     assert main(["worker"]) == 2
     assert "--redis redis://HOST:PORT/DB or set GRAPHLAB_REDIS_URL" in capsys.readouterr().err
+
+
+# ---- the first run, as a person starts it ---------------------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def free_port(ports=range(8821, 8830)) -> int:
+    for port in ports:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.skip("no free port in 8821-8829")
+
+
+def wait_for(condition, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} within {seconds} s")
+
+
+def test_first_run_prints_the_address_once_and_serves_without_a_development_server(tmp_path):
+    """`graphlab serve` on a machine without a display, as a new user runs it (no
+    --no-browser): one line with the address, one line saying no browser could open, no
+    development-server warning, gunicorn's control socket in the cache dir and not in HOME."""
+    home, cache = tmp_path / "home", tmp_path / "cache"
+    home.mkdir()
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR")}
+    env.update(HOME=str(home), PYTHONPATH=REPO, PYTHONUNBUFFERED="1")
+    out, err = open(tmp_path / "out", "w+"), open(tmp_path / "err", "w+")
+    server = subprocess.Popen([sys.executable, "-m", "graphlab", "serve", "--port", str(port),
+                               "--cache-dir", str(cache)], stdout=out, stderr=err, env=env,
+                              cwd=str(tmp_path))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_for(lambda: "yourself" in (tmp_path / "out").read_text() or server.poll(), 90,
+                 "the server said nothing about a browser")
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert page.status == 200 and "GraphLab pass debugger" in page.read().decode()
+        with urllib.request.urlopen(url + "_dash-layout", timeout=30) as layout:
+            assert layout.status == 200
+        assert (cache / f"gunicorn-{port}.ctl").exists()
+    finally:
+        server.send_signal(signal.SIGINT)   # Ctrl+C
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+    said, warned = (tmp_path / "out").read_text(), (tmp_path / "err").read_text()
+    lines = (said + warned).splitlines()
+    assert [line for line in lines if f"127.0.0.1:{port}" in line] == [
+        f"GraphLab pass debugger on {url}  (Ctrl+C stops it)"], said + warned
+    assert [line for line in lines if "browser" in line] == [
+        "could not open a browser here (no display): open the address above yourself"]
+    assert "development server" not in said + warned and "WARNING" not in said + warned
+    assert warned == "" and server.returncode == 0
+    assert not (home / ".gunicorn").exists()
+
+
+def test_a_port_in_use_is_one_line_before_any_preparing(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--no-browser", "--port", str(port)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in err and "--port N" in err
+
+
+def test_every_mode_keeps_gunicorns_control_socket_in_the_cache_dir(tmp_path):
+    from graphlab.app import AppConfig
+    from graphlab.app.multiprocess import gunicorn_options
+
+    config = AppConfig(cache_dir=str(tmp_path))
+    one, room = (gunicorn_options(config, "127.0.0.1", 8050, n) for n in (1, 3))
+    assert one["control_socket"] == room["control_socket"] == str(tmp_path / "gunicorn-8050.ctl")
+    assert (one["worker_class"], one["threads"]) == ("gthread", 8)   # a page's calls at once
+    assert "worker_class" not in room and room["workers"] == 3
+    deep = AppConfig(cache_dir=str(tmp_path / ("x" * 120)))
+    assert gunicorn_options(deep, "127.0.0.1", 8050, 1) \
+        .get("control_socket_disable") is True          # too long for a Unix socket: none
+
+
+def test_a_browser_that_does_not_open_is_said_in_one_line(capsys, monkeypatch):
+    import webbrowser
+
+    from graphlab.commands import serve
+
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(webbrowser, "open", lambda url: False)
+    assert serve.open_browser("http://127.0.0.1:8050/") is False
+    assert capsys.readouterr().out == ("could not open a browser here: open the address above "
+                                       "yourself\n")
+    monkeypatch.delenv("DISPLAY")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setattr(webbrowser, "open", lambda url: pytest.fail("tried a browser"))
+    assert serve.open_browser("http://127.0.0.1:8050/") is False
+    assert "(no display)" in capsys.readouterr().out

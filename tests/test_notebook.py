@@ -1,8 +1,11 @@
 """docs/notebook.ipynb runs top to bottom in a real Jupyter kernel (nbclient + ipykernel), and
-the pass debugger its last cell opens inline answers — so the lesson cannot rot."""
+the pass debugger its last cell opens inline answers — so the lesson cannot rot.  The saved
+notebook keeps the self-contained report in that cell's output, for when no kernel runs."""
 
 from __future__ import annotations
 
+import html
+import json
 import os
 import re
 import urllib.request
@@ -32,11 +35,28 @@ def test_the_notebook_lesson_runs_in_a_kernel_and_its_app_answers(tmp_path):
         for index, cell in enumerate(notebook.cells):
             client.execute_cell(cell, index)   # a failing cell raises CellExecutionError
         said = [outputs_text(cell) for cell in code]
-        page = re.search(r'src="(http://127\.0\.0\.1:\d+/)"', said[-1])
+        page = re.search(r'data-app-url="(http://127\.0\.0\.1:\d+/)"', said[-1])
         assert page, said[-1]
         with urllib.request.urlopen(page.group(1), timeout=30) as answer:   # kernel still up
             assert answer.status == 200
             assert "GraphLab pass debugger" in answer.read().decode()
+        token = re.search(r'id="graphlab-show-(\w+)"', said[-1]).group(1)
+        with urllib.request.urlopen(page.group(1) + "_graphlab_show", timeout=30) as answer:
+            assert json.load(answer) == {"token": token}   # the output's script asks this
+            assert answer.headers["Access-Control-Allow-Origin"] == "*"
+    saved = tmp_path / "lesson.ipynb"   # the kernel is gone: what a re-opened notebook holds
+    nbformat.write(notebook, str(saved))
+    shown = nbformat.read(str(saved), as_version=4).cells[-1].outputs
+    assert [o.output_type for o in shown] == ["display_data"]
+    saved_html = shown[0]["data"]["text/html"]
+    assert "the static report" in saved_html and 'data-showing="report"' in saved_html
+    assert not re.search(r"<iframe[^>]* src=", saved_html)   # no frame on the kernel's port
+    report = html.unescape(re.search(r'srcdoc="([^"]*)"', saved_html).group(1))
+    assert report.startswith("<!DOCTYPE html>") and "<title>GraphLab report: bert_tiny_op13" \
+        in report
+    assert "fuse_attention" in report and "Roofline" in report
+    assert not re.search(r"<(script|link|img)[^>]*(src|href)=", report)   # self-contained
+    assert "the live app at http://127.0.0.1:" in shown[0]["data"]["text/plain"]
     assert "<CompileResult bert_tiny_op13, pipeline O2" in said[0]
     assert "graphlab.Attention '/bert/encoder/layer.0/attention/self/Attention'" in said[1]
     assert "at bn_shared: Conv output has another consumer (Relu 'relu_side')" in said[2]

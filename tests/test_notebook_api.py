@@ -4,6 +4,7 @@ CLI's --json records, `graphlab.diff` reads any kind of model, `show` says where
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -14,7 +15,7 @@ import graphlab
 from compiler_core.errors import GraphLabError
 from compiler_core.ir import load_model, to_bytes
 from graphlab.cli import main
-from graphlab.notebook.display import inline_report
+from graphlab.notebook.display import inline_report, live_output, report_output
 from graphlab.samples import resolve_model
 
 
@@ -92,5 +93,24 @@ def test_show_says_where_it_can_draw_and_the_report_fits_in_a_cell():
     with pytest.raises(GraphLabError, match="draws inside a Jupyter notebook"):
         graphlab.show("cnn_bn")
     html = inline_report(graphlab.compile("cnn_bn"), height=500).data
-    assert html.startswith('<div><iframe srcdoc="&lt;!DOCTYPE html&gt;')
+    assert html.startswith('<div><iframe class="graphlab-report" srcdoc="&lt;!DOCTYPE html&gt;')
     assert "height: 500px" in html and "fold_batchnorm" in html
+
+
+def test_the_live_output_shows_the_report_until_its_own_server_answers():
+    """What show() puts in the cell: the report, visible without scripts or a server, and a
+    script that brings the live app in front only when the server of this output (its token)
+    answers; each state's caption says which is shown."""
+    output = live_output("http://127.0.0.1:4321/", "t0ken", "<!DOCTYPE html><p>report</p>",
+                         height=600)
+    page = output["text/html"]
+    assert 'data-showing="report"' in page and "the static report" in page
+    assert 'srcdoc="&lt;!DOCTYPE html&gt;&lt;p&gt;report&lt;/p&gt;"' in page
+    assert 'style="width: 100%; height: 600px; border: 1px solid #d9e2ec"' in page  # shown
+    assert not re.search(r"<iframe[^>]* src=", page)    # the live frame only from the script
+    assert 'fetch("http://127.0.0.1:4321/_graphlab_show"' in page
+    assert 'said.token !== "t0ken"' in page and "the live app, served by" in page
+    assert "live app at http://127.0.0.1:4321/" in output["text/plain"]
+    alone = report_output("<!DOCTYPE html>", 500, "mode='report'")
+    assert "the static report (mode='report')" in alone["text/html"]
+    assert "<script" not in alone["text/html"]

@@ -7,10 +7,11 @@ import math
 import random
 import time
 
+import numpy as np
 import pytest
 
-from compiler_core.hardware.systolic import (ACTIVE, PADDING, PRELOAD, ScheduleError,
-                                             schedule_conv, schedule_gemm)
+from compiler_core.hardware.systolic import (ACTIVE, IDLE, LOADING, PADDING, PRELOAD,
+                                             ScheduleError, schedule_conv, schedule_gemm)
 from compiler_core.hardware.systolic.scalesim_reference import (run_scalesim_conv,
                                                                 run_scalesim_gemm,
                                                                 scalesim_available)
@@ -273,11 +274,33 @@ def test_step_phases_preload_and_tiles():
         steps[15]
 
 
+@pytest.mark.parametrize("dataflow", ["os", "ws", "is"])
+def test_a_fold_starts_loading_and_each_pe_goes_loading_active_idle(dataflow):
+    """Cycle 0 of a fold is never a blank array: every PE of the used region is loading (or,
+    under ws/is, row 0 already holds its preloaded value); from there each PE goes loading ->
+    (preload) -> active -> idle (the last PE's last MAC ends the fold), once, and is active
+    exactly T cycles."""
+    schedule = schedule_gemm(10, 7, 9, 4, 4, dataflow, timing="overlap")
+    timeline = schedule.timeline
+    for fold in range(schedule.folds):
+        first = schedule.step(fold, 0)
+        used = first.pe_state != PADDING
+        assert first.loading == used.sum() - (first.count(PRELOAD) + first.active)
+        assert first.active <= 1 and first.idle == 0 and first.loading + first.count(PRELOAD) > 0
+        order = {LOADING: 0, PRELOAD: 1, ACTIVE: 2, IDLE: 3}
+        states = np.stack([s.pe_state for s in schedule.fold_steps(fold)])
+        for i, j in zip(*np.nonzero(used)):
+            ranks = [order[s] for s in states[:, i, j]]
+            assert ranks == sorted(ranks) and ranks[-1] >= order[ACTIVE]
+            assert ranks.count(order[ACTIVE]) == timeline.stream
+
+
 def test_steps_show_stalls():
     schedule = schedule_gemm(32, 16, 16, dtype="float32",
                              target=teach_target(bandwidth_bytes_per_s=1e8))
     waiting = schedule.step(1, 0)
     assert waiting.stall and waiting.phase == "stall" and waiting.active == 0
+    assert waiting.loading == 16 * 16   # the fold's operands are on their way from memory
     assert not schedule.step(1, 20464).stall
 
 

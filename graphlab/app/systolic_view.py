@@ -10,15 +10,15 @@ so a layer with millions of cycles steps as smoothly as a toy one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.gemm_shapes import GemmProblem
 from compiler_core.hardware.node_schedule import schedule_problem
-from compiler_core.hardware.systolic import ACTIVE, IDLE, PADDING, PRELOAD, TIMINGS, ConvShape, \
-    Schedule, Step
+from compiler_core.hardware.systolic import ACTIVE, IDLE, LOADING, PADDING, PRELOAD, TIMINGS, \
+    ConvShape, Schedule, Step
 from compiler_core.hardware.systolic.mapping import OPERAND_DIMS
 from compiler_core.hardware.targets import get_target
 
@@ -27,15 +27,18 @@ from ..units import format_seconds
 
 MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
 TIMELINE_FOLDS = 10     # folds the timeline shows around the current one
-STATES = ((IDLE, "idle", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
-          (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preload", "#9775fa"))
+STATES = ((IDLE, "idle (done this fold)", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
+          (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preloaded", "#9775fa"),
+          (LOADING, "loading (data on its way)", "#74c0fc"))   # in state-code order
 PHASE_COLOURS = {"stall": "#fa5252", "preload": "#9775fa", "fill": "#74c0fc",
                  "stream": "#2b8a3e", "drain": "#fcc419"}
 DATAFLOW_NAMES = {"os": "output-stationary", "ws": "weight-stationary",
                   "is": "input-stationary"}
 TIMING_NAMES = {"scalesim": "SCALE-Sim (folds back to back)",
                 "overlap": "overlap (double-buffered)"}
-STRIDES = {"cycle": "1 cycle", "ten": "10 cycles", "phase": "a phase", "fold": "a fold"}
+STRIDES = {"cycle": "1 cycle", "ten": "10 cycles", "hundred": "100 cycles", "phase": "a phase",
+           "fold": "a fold"}
+STRIDE_CYCLES = {"cycle": 1, "ten": 10, "hundred": 100}
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,11 @@ class ArrayProblem:
                                 target=get_target(self.target), dtype=self.dtype)
 
     def to_store(self) -> dict:
-        return asdict(self)
+        """As the page keeps it (JSON: the conv shape a list), so what comes back compares
+        equal to what was sent."""
+        data = asdict(self)
+        data["conv"] = list(self.conv) if self.conv else None
+        return data
 
     @classmethod
     def from_store(cls, data: dict) -> "ArrayProblem":
@@ -113,69 +120,94 @@ def describe(problem: ArrayProblem, schedule: Schedule) -> str:
 # ---- the array at one step ----------------------------------------------------------------
 
 def heatmap_title(schedule: Schedule, step: Step) -> str:
+    """Where the step is (fold, the fold's own cycle, the global clock, the phase) and, on a
+    second line, how many PEs are in each state (those in none left out)."""
     length = schedule.timeline.fold_length(step.fold)
-    counts = ", ".join(f"{step.count(code)} {name.split(' ')[0]}" for code, name, _ in STATES
-                       if code != PRELOAD or step.count(code))
-    return (f"fold {step.fold + 1} of {schedule.folds}, cycle {step.cycle} of {length - 1}: "
-            f"<b>{step.phase}</b> · PEs: {counts}")
+    counts = ", ".join(f"{step.count(code):,} {name.split(' ')[0]}" for code, name, _ in
+                       sorted(STATES, key=lambda s: TITLE_ORDER.index(s[0]))
+                       if code == ACTIVE or step.count(code))
+    return (f"fold {step.fold + 1} of {schedule.folds}, cycle {step.cycle} of {length - 1} "
+            f"(clock {step.global_cycle:,}): <b>{step.phase}</b><br>PEs: {counts}")
 
 
-def heatmap_figure(schedule: Schedule, step: Step) -> go.Figure:
+TITLE_ORDER = (ACTIVE, LOADING, PRELOAD, IDLE, PADDING)
+
+
+def heatmap_figure(schedule: Schedule, step: Step) -> dict:
     """The R×C array: one cell per PE, coloured by its state (z is the simulator's pe_state)."""
     m = schedule.mapping
     scale = []
     for index, (_, _, colour) in enumerate(STATES):
         scale += [[index / len(STATES), colour], [(index + 1) / len(STATES), colour]]
     gap = 1 if max(m.rows, m.cols) <= 48 else 0
-    figure = go.Figure(go.Heatmap(
-        z=step.pe_state.tolist(), zmin=-0.5, zmax=len(STATES) - 0.5, colorscale=scale,
-        xgap=gap, ygap=gap, hovertemplate="PE row %{y}, column %{x}<extra></extra>",
-        colorbar={"tickvals": [code for code, _, _ in STATES],
-                  "ticktext": [name for _, name, _ in STATES], "thickness": 18,
-                  "title": {"text": "PE state"}}))
-    figure.update_layout(
-        title={"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},
-        template="plotly_white", font={"size": 14}, margin={"l": 70, "r": 10, "t": 40, "b": 60},
-        uirevision="array")
-    figure.update_xaxes(title=f"PE column → holds {m.col_dim} index (+ fold offset)",
-                        constrain="domain", showgrid=False, zeroline=False)
-    figure.update_yaxes(title=f"PE row ↓ holds {m.row_dim}", autorange="reversed",
-                        scaleanchor="x", constrain="domain", showgrid=False, zeroline=False)
-    return figure
+    return {"data": [{
+        "type": "heatmap", "z": step.pe_state.tolist(), "zmin": -0.5,
+        "zmax": len(STATES) - 0.5, "colorscale": scale, "xgap": gap, "ygap": gap,
+        "hovertemplate": "PE row %{y}, column %{x}<extra></extra>",
+        "colorbar": {"tickvals": [code for code, _, _ in STATES],
+                     "ticktext": [name for _, name, _ in STATES], "thickness": 18,
+                     "title": {"text": "PE state"}}}],
+        "layout": {
+            "title": {"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},
+            "template": _template(), "font": {"size": 14},
+            "margin": {"l": 70, "r": 10, "t": 62, "b": 60}, "uirevision": "array",
+            "xaxis": {"title": {"text": f"PE column → holds {m.col_dim} index (+ fold offset)"},
+                      "constrain": "domain", "showgrid": False, "zeroline": False},
+            "yaxis": {"title": {"text": f"PE row ↓ holds {m.row_dim}"},
+                      "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
+                      "showgrid": False, "zeroline": False}}}
 
 
-def operands_figure(schedule: Schedule, step: Step) -> go.Figure:
+def operands_figure(schedule: Schedule, step: Step) -> dict:
     """A, B and C drawn to their own scale: the fold's tile of each, and the slice of the
     streamed dimension in flight through the array at this step."""
     m = schedule.mapping
-    figure = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=[
-        _operand_title(name, m) for name in OPERAND_DIMS])
+    shapes, annotations, layout = [], [], {}
     for index, (name, (row_dim, col_dim)) in enumerate(OPERAND_DIMS.items(), start=1):
         height, width = m.extent(row_dim), m.extent(col_dim)
         tile = step.tiles[name]
-        x, y = f"x{index if index > 1 else ''}", f"y{index if index > 1 else ''}"
-        figure.add_shape(type="rect", x0=0, x1=width, y0=0, y1=height, xref=x, yref=y,
-                         line={"color": "#52606d", "width": 1.5}, fillcolor="#f8f9fa")
-        figure.add_shape(type="rect", x0=tile["cols"][0], x1=tile["cols"][1],
-                         y0=tile["rows"][0], y1=tile["rows"][1], xref=x, yref=y,
-                         line={"width": 0}, fillcolor="#a5d8ff")
+        suffix = index if index > 1 else ""
+        x, y = f"x{suffix}", f"y{suffix}"
+        shapes.append({"type": "rect", "x0": 0, "x1": width, "y0": 0, "y1": height,
+                       "xref": x, "yref": y, "line": {"color": "#52606d", "width": 1.5},
+                       "fillcolor": "#f8f9fa"})
+        shapes.append({"type": "rect", "x0": tile["cols"][0], "x1": tile["cols"][1],
+                       "y0": tile["rows"][0], "y1": tile["rows"][1], "xref": x, "yref": y,
+                       "line": {"width": 0}, "fillcolor": "#a5d8ff"})
         caption = (f"{col_dim} →<br>tile: {row_dim} {_span(tile['rows'])}, "
                    f"{col_dim} {_span(tile['cols'])}")
         band = _in_flight(step, row_dim, col_dim, tile)
         if band is not None:
             (x0, x1), (y0, y1) = band
-            figure.add_shape(type="rect", x0=x0, x1=max(x1, x0 + 0.02 * width), y0=y0,
-                             y1=max(y1, y0 + 0.02 * height), xref=x, yref=y,
-                             line={"width": 0}, fillcolor="#1971c2")
+            shapes.append({"type": "rect", "x0": x0, "x1": max(x1, x0 + 0.02 * width),
+                           "y0": y0, "y1": max(y1, y0 + 0.02 * height), "xref": x, "yref": y,
+                           "line": {"width": 0}, "fillcolor": "#1971c2"})
             caption += f"<br><b>{step.stream_dim} {_span(step.in_flight)} in flight</b>"
-        figure.update_xaxes(range=[0, width], row=1, col=index, title=caption, showgrid=False,
-                            zeroline=False, tickformat="~s", nticks=3)
-        figure.update_yaxes(range=[height, 0], row=1, col=index, title=row_dim, showgrid=False,
-                            zeroline=False, tickformat="~s", nticks=3)
-    figure.update_layout(template="plotly_white", font={"size": 13}, showlegend=False,
-                         margin={"l": 50, "r": 10, "t": 30, "b": 80}, uirevision="operands")
-    figure.update_annotations(font={"size": 14})
-    return figure
+        left = (index - 1) * (OPERAND_WIDTH + OPERAND_GAP)
+        domain = [left, left + OPERAND_WIDTH]
+        axis = {"showgrid": False, "zeroline": False, "tickformat": "~s", "nticks": 3}
+        layout[f"xaxis{suffix}"] = {**axis, "range": [0, width], "domain": domain, "anchor": y,
+                                    "title": {"text": caption}}
+        layout[f"yaxis{suffix}"] = {**axis, "range": [height, 0], "domain": [0, 1],
+                                    "anchor": x, "title": {"text": row_dim}}
+        annotations.append({"text": _operand_title(name, m), "x": sum(domain) / 2, "y": 1,
+                            "xref": "paper", "yref": "paper", "xanchor": "center",
+                            "yanchor": "bottom", "showarrow": False, "font": {"size": 14}})
+    layout.update(template=_template(), font={"size": 13}, showlegend=False,
+                  margin={"l": 50, "r": 10, "t": 30, "b": 80}, uirevision="operands",
+                  shapes=shapes, annotations=annotations)
+    return {"data": [], "layout": layout}
+
+
+OPERAND_GAP = 0.08                       # between the three operands, as a share of the width
+OPERAND_WIDTH = (1 - 2 * OPERAND_GAP) / 3
+
+
+@lru_cache(maxsize=1)
+def _template() -> dict:
+    """plotly_white as plotly.js reads it (figures are built as dicts: a step must be cheap,
+    and plotly's figure objects validate every property, some 100 ms a figure)."""
+    return pio.templates["plotly_white"].to_plotly_json()
 
 
 def _span(bounds) -> str:
@@ -207,29 +239,29 @@ def timeline_window(schedule: Schedule, fold: int) -> range:
     return range(first, min(schedule.folds, first + TIMELINE_FOLDS))
 
 
-def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> go.Figure:
+def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> dict:
     """Each fold's phases on the global clock (the folds around the current one); the line
     is the step shown in the array."""
     timeline = schedule.timeline
     folds = timeline_window(schedule, fold)
-    figure = go.Figure()
+    traces = []
     for phase, colour in PHASE_COLOURS.items():
         spans = [(f, start, stop) for f in folds for name, start, stop in
                  timeline.fold_phases(f) if name == phase]
-        figure.add_trace(go.Bar(
-            orientation="h", name=phase, marker={"color": colour},
-            y=[f"fold {f + 1}" for f, _, _ in spans],
-            base=[timeline.fold_begin(f) + start for f, start, _ in spans],
-            x=[stop - start for _, start, stop in spans],
-            hovertemplate=f"{phase}: %{{x}} cycles from cycle %{{base}}<extra></extra>"))
-    figure.update_layout(
-        barmode="overlay", template="plotly_white", font={"size": 14},
-        margin={"l": 70, "r": 10, "t": 30, "b": 50}, legend={"orientation": "h", "y": 1.12},
-        shapes=[cursor_shape(schedule, fold, cycle)], uirevision="timeline")
-    figure.update_xaxes(title=f"cycle, timing model: {TIMING_NAMES[timeline.timing]}")
-    figure.update_yaxes(autorange="reversed", type="category",
-                        categoryarray=[f"fold {f + 1}" for f in folds])
-    return figure
+        traces.append({
+            "type": "bar", "orientation": "h", "name": phase, "marker": {"color": colour},
+            "y": [f"fold {f + 1}" for f, _, _ in spans],
+            "base": [timeline.fold_begin(f) + start for f, start, _ in spans],
+            "x": [stop - start for _, start, stop in spans],
+            "hovertemplate": f"{phase}: %{{x}} cycles from cycle %{{base}}<extra></extra>"})
+    return {"data": traces, "layout": {
+        "barmode": "overlay", "template": _template(), "font": {"size": 14},
+        "margin": {"l": 70, "r": 10, "t": 30, "b": 50},
+        "legend": {"orientation": "h", "y": 1.12},
+        "shapes": [cursor_shape(schedule, fold, cycle)], "uirevision": "timeline",
+        "xaxis": {"title": {"text": f"cycle, timing model: {TIMING_NAMES[timeline.timing]}"}},
+        "yaxis": {"autorange": "reversed", "type": "category",
+                  "categoryarray": [f"fold {f + 1}" for f in folds]}}}
 
 
 def cursor_shape(schedule: Schedule, fold: int, cycle: int) -> dict:
@@ -250,7 +282,8 @@ def phase_marks(schedule: Schedule, fold: int) -> dict[int, str]:
 
 
 def advance(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int, int, bool]:
-    """The next step after (fold, cycle) by `stride`; True when the schedule is over."""
+    """The next step after (fold, cycle) by `stride` (a number of cycles, the next phase's or
+    fold's start); True when the schedule is over."""
     timeline = schedule.timeline
     length = timeline.fold_length(fold)
     if stride == "fold":
@@ -259,12 +292,33 @@ def advance(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int
         target = next((start for _, start, _ in timeline.fold_phases(fold) if start > cycle),
                       length)
     else:
-        target = cycle + (10 if stride == "ten" else 1)
+        target = cycle + STRIDE_CYCLES.get(stride, 1)
     if target < length:
         return fold, target, False
     if fold + 1 < schedule.folds:
         return fold + 1, 0, False
     return fold, length - 1, True
+
+
+def retreat(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int, int, bool]:
+    """The step before (fold, cycle) by `stride`: that many cycles back, or the start of the
+    phase or fold it is in — of the previous one when already at a start.  True at the very
+    first step."""
+    timeline = schedule.timeline
+    if stride in ("fold", "phase") and cycle > 0:
+        starts = [0] if stride == "fold" else [s for _, s, _ in timeline.fold_phases(fold)]
+        return fold, max(s for s in starts if s < cycle), False
+    if cycle > 0:
+        return fold, max(0, cycle - STRIDE_CYCLES.get(stride, 1)), False
+    if fold == 0:
+        return 0, 0, True
+    previous = fold - 1
+    if stride == "fold":
+        return previous, 0, False
+    last = timeline.fold_length(previous) - 1
+    if stride == "phase":
+        return previous, timeline.fold_phases(previous)[-1][1], False
+    return previous, max(0, last + 1 - STRIDE_CYCLES.get(stride, 1)), False
 
 
 # ---- totals --------------------------------------------------------------------------------

@@ -1,8 +1,11 @@
-"""`graphlab serve`: the pass debugger in the browser (Dash; several workers run under gunicorn)."""
+"""`graphlab serve`: the pass debugger in the browser (Dash under gunicorn: one worker with
+threads for one user, several workers for a room)."""
 
 from __future__ import annotations
 
 import os
+import socket
+import sys
 import threading
 import webbrowser
 
@@ -75,24 +78,64 @@ def config_from_args(args) -> AppConfig:
 
 
 def run(args) -> int:
-    from ..app import create_app  # dash is imported only by the command that needs it
-    from ..app.services import Services
+    from ..app.multiprocess import serve_with_gunicorn  # only the command that serves
+    from ..app.services import Services                 # imports the app
 
     config = config_from_args(args)
+    check_port_free(args.host, args.port)   # before minutes of preparing, not after
     services = Services.from_config(config)
     if config.redis_url:
         print(f"shared state and builds: {redacted(config.redis_url)} "
               f"(start builders with `graphlab worker --redis URL`)")
-    print(f"preparing {services.default_state.model} ...")
+    print(f"preparing {services.default_state.model} ...", flush=True)
     services.workspace(services.default_state, None)   # every worker opens the first page at once
     url = f"http://{args.host}:{args.port}/"
-    if not args.no_browser:
-        threading.Timer(1.5, webbrowser.open, args=(url,)).start()
-    print(f"GraphLab pass debugger on {url}  (Ctrl+C stops it)")
-    if args.workers == 1 and not config.redis_url:   # one user: Flask's own server is enough
-        create_app(config).run(host=args.host, port=args.port, debug=False)
-        return 0
-    from ..app.multiprocess import serve_with_gunicorn
 
-    serve_with_gunicorn(config, args.host, args.port, args.workers)
+    def ready() -> None:   # the address is bound: say it once, then open a browser on it
+        workers = f"{args.workers} worker processes; " if args.workers > 1 else ""
+        print(f"GraphLab pass debugger on {url}  ({workers}Ctrl+C stops it)", flush=True)
+        if not args.no_browser:
+            threading.Thread(target=open_browser, args=(url,), daemon=True).start()
+
+    serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
     return 0
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse, in one line, an address another server holds (gunicorn would retry for five
+    seconds and then print ten lines)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as gunicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise GraphLabError(f"cannot listen on {host}:{port}: {err.strerror or err}",
+                                hint="another server holds it? --port N picks another") \
+                from None
+
+
+def open_browser(url: str) -> bool:
+    """Open ``url`` in the user's browser; when none can open, say so in one line."""
+    if no_display():
+        print("could not open a browser here (no display): open the address above yourself",
+              flush=True)
+        return False
+    try:
+        opened = webbrowser.open(url)
+    except Exception as err:  # noqa: BLE001 - whatever the platform's launcher raised
+        opened, why = False, f" ({err})"
+    else:
+        why = ""
+    if not opened:
+        print(f"could not open a browser here{why}: open the address above yourself",
+              flush=True)
+    return opened
+
+
+def no_display() -> bool:
+    """A Linux or BSD machine without an X or Wayland display.  Python's webbrowser would
+    find no graphical browser there, or start a text one (lynx, w3m) in this terminal, over
+    the server's output."""
+    graphical_elsewhere = sys.platform in ("darwin", "win32", "cygwin")
+    return not graphical_elsewhere and not (os.environ.get("DISPLAY")
+                                            or os.environ.get("WAYLAND_DISPLAY"))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import socket
 import time
 import xml.etree.ElementTree as ElementTree
 
@@ -11,11 +13,16 @@ import pytest
 from selenium.webdriver.common.action_chains import ActionChains
 
 from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_memory
+from compiler_core.hardware.cost import compute_dtype
+from compiler_core.hardware.gemm_shapes import has_gemm
+from compiler_core.hardware.node_schedule import schedule_problem
 from compiler_core.hardware.representative_sizes import choose_sizes
+from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
 from graphlab.app.roofline_view import op_points
 from graphlab.app.systolic_view import array_problem
+from graphlab.cli import main
 from graphlab.samples import resolve_model, size_hints
 
 from pane_helpers import pane_js, wait_for_nodes, wait_until
@@ -41,8 +48,21 @@ def wide_window(dash_duo):
     dash_duo.driver.set_window_size(1600, 1000)
 
 
+def free_port(ports=range(8823, 8830)) -> int:
+    """A port of this project's range that nobody holds (dash_duo's default, 58050, is shared
+    with every other test run on the machine)."""
+    for port in ports:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    pytest.skip("no free port in 8823-8829")
+
+
 def open_view(dash_duo, app, query: str) -> None:
-    dash_duo.start_server(app)
+    dash_duo.start_server(app, port=free_port())
     dash_duo.driver.get(dash_duo.server_url + "/" + query)
     wait_for_nodes(dash_duo)
 
@@ -90,13 +110,15 @@ def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, gra
 
 
 def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
-    matmul = load_model(resolve_model("teach_matmul_bias")).node_by_name("matmul_good")
+    graph = load_model(resolve_model("teach_matmul_bias"))
+    first_gemm, matmul = (graph.node_by_name(n) for n in ("matmul_good", "matmul_inputbias"))
     open_view(dash_duo, graphlab_app, "?model=teach_matmul_bias&pass=1&panel=systolic&array=4x4")
-    dash_duo.wait_for_contains_text("#systolic-source", "Select a MatMul", timeout=10)
-    pane_js(dash_duo, f"after.$id('n{matmul.id}').emit('tap');")
-    wait_for_plot(dash_duo, "systolic-heatmap")
+    dash_duo.wait_for_contains_text("#systolic-gemm-select", first_gemm.name, timeout=10)
+    wait_for_plot(dash_duo, "systolic-heatmap")   # the graph's first GEMM, nothing selected
+    pane_js(dash_duo, f"after.$id('n{matmul.id}').emit('tap');")   # the second one
+    dash_duo.wait_for_contains_text("#systolic-gemm-select", matmul.name, timeout=10)
     assert f"node={matmul.id}" in dash_duo.driver.current_url
-    assert "matmul_good" in dash_duo.find_element("#systolic-source").text
+    wait_until(dash_duo, lambda: heatmap_position(dash_duo) == (1, 0, 0))
     first = plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
     dash_duo.find_element("#systolic-play").click()
     wait_until(dash_duo, lambda: plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
@@ -188,3 +210,109 @@ def test_the_optimized_model_downloads_as_onnx(started):
     lowered = load_model(path)
     assert [(n.domain, n.op_type) for n in lowered.nodes if "Conv" in n.op_type] == \
         [("com.microsoft", "FusedConv")] * 3
+
+
+def heatmap_position(dash_duo) -> tuple[int, int, int]:
+    """(fold, local cycle, clock cycle) the array's title says it shows; fold from 1."""
+    title = plot_js(dash_duo, "systolic-heatmap", "return gd.layout.title.text;") or ""
+    found = re.match(r"fold (\d+) of \d+, cycle (\d+) of \d+ \(clock ([\d,]+)\)", title)
+    return tuple(int(g.replace(",", "")) for g in found.groups()) if found else None
+
+
+def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_steps(
+        dash_duo, graphlab_app, capsys):
+    """A person opens the Systolic tab with nothing selected: the dropdown shows the graph's
+    first GEMM, cycle 0 shows that fold's cells loading, and the step buttons land on the
+    phase and fold boundaries of compiler_core's schedule, forwards and back."""
+    result, bindings = app_pipeline("cnn_bn")
+    graph = result.snapshots[-1].graph
+    node = next(n for n in graph.nodes if has_gemm(n))
+    problem = gemm_problems(node, bindings)[0]
+    target = get_target("asic32")
+    scalesim, schedule = (schedule_problem(problem, rows=target.array_rows,
+                                           cols=target.array_cols, dataflow="os", timing=timing,
+                                           target=target, dtype=compute_dtype(node))
+                          for timing in ("scalesim", "overlap"))   # the tab's defaults
+    timeline = schedule.timeline
+    open_view(dash_duo, graphlab_app, f"?model=cnn_bn&pass={len(result.snapshots)}")
+    tab = dash_duo.driver.find_element(
+        "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Systolic']")
+    tab.click()
+    wait_for_plot(dash_duo, "systolic-heatmap")
+    wait_until(dash_duo, lambda: heatmap_position(dash_duo) is not None)
+    shown = dash_duo.find_element("#systolic-gemm-select").text
+    assert node.name.strip("/") in shown and f"M={problem.M}, N={problem.N}, K={problem.K}" \
+        in shown, shown
+    assert "node=" not in dash_duo.driver.current_url    # shown, not selected for the person
+
+    assert heatmap_position(dash_duo) == (1, 0, 0)
+    z = plot_js(dash_duo, "systolic-heatmap", "return gd.data[0].z;")
+    first = schedule.step(0, 0)
+    assert z == first.pe_state.tolist()
+    assert sum(row.count(LOADING) for row in z) == first.loading > 0
+    assert sum(row.count(IDLE) for row in z) == 0       # no grey cell in the used region
+
+    def press(button: str, expected: tuple[int, int, int]) -> None:
+        dash_duo.find_element(f"#systolic-{button}").click()
+        wait_until(dash_duo, lambda: heatmap_position(dash_duo) == expected, 10,
+                   f"{button}: the array shows {heatmap_position(dash_duo)}, not {expected}")
+
+    second, third = [start for _, start, _ in timeline.fold_phases(0)][1:3]
+    press("next-phase", (1, second, timeline.fold_begin(0) + second))
+    press("next-phase", (1, third, timeline.fold_begin(0) + third))
+    press("next-fold", (2, 0, timeline.fold_begin(1)))
+    press("next-cycle", (2, 1, timeline.fold_begin(1) + 1))
+    press("prev-fold", (2, 0, timeline.fold_begin(1)))
+    press("prev-phase", (1, third, timeline.fold_begin(0) + third))
+    press("prev-cycle", (1, third - 1, timeline.fold_begin(0) + third - 1))
+    assert dash_duo.find_element("#systolic-gemm-select").text == shown
+    here = heatmap_position(dash_duo)
+    dash_duo.find_element("#step-prev").click()   # the pass before: the same GEMM is kept
+    wait_until(dash_duo, lambda: f"pass={len(result.snapshots) - 1}" in
+               dash_duo.driver.current_url)
+    time.sleep(1.5)
+    assert heatmap_position(dash_duo) == here and \
+        dash_duo.find_element("#systolic-gemm-select").text == shown
+
+    # `graphlab schedule` says the same: the cycles in the totals, the fold period, the fill
+    capsys.readouterr()   # the test server's own lines
+    assert main(["schedule", "cnn_bn", "--node", problem.source, "--json"]) == 0
+    record = json.loads(capsys.readouterr().out)
+    totals = dash_duo.find_element("#systolic-totals").text
+    assert record["cycles"] == schedule.cycles
+    assert f"cycles (SCALE-Sim's count) {scalesim.cycles:,} {schedule.cycles:,}" in totals
+    assert record["fold_grid"]["period"] == timeline.fold_begin(1)
+    assert record["phases"]["fill"] == record["folds"] * second   # OS: fill, then stream
+
+
+def test_choosing_a_gemm_in_the_dropdown_selects_its_node_and_shows_that_gemm(
+        dash_duo, graphlab_app):
+    """A fused attention holds three GEMMs: choosing the second layer's second GEMM selects
+    that node (as a click in the panes would) and shows that GEMM; its third GEMM is then one
+    more choice away, the node staying selected."""
+    result, bindings = app_pipeline("bert_tiny_op13")
+    graph = result.snapshots[-1].graph
+    second = [n for n in graph.nodes if n.op_type == "Attention"][1]
+    gemms = gemm_problems(second, bindings)
+    name = second.name.strip("/")
+    open_view(dash_duo, graphlab_app,
+              f"?model=bert_tiny_op13&pass={len(result.snapshots)}&panel=systolic")
+    wait_for_plot(dash_duo, "systolic-heatmap")
+
+    def choose(part: int) -> None:
+        p = gemms[part]
+        label = f"{name} · GEMM {part + 1} of {len(gemms)}: M={p.M}, N={p.N}, K={p.K}"
+        dash_duo.find_element("#systolic-gemm-select").click()
+        option = dash_duo.driver.find_element(
+            "xpath", f"//*[@role='option']//*[contains(text(), '{label}')] | "
+                     f"//*[@role='option'][contains(., '{label}')]")
+        option.click()
+        dash_duo.wait_for_contains_text("#systolic-gemm-select", label, timeout=10)
+        dash_duo.wait_for_contains_text(
+            "#systolic-source", f"({p.M} × {p.K}) · ({p.K} × {p.N})", timeout=10)
+
+    choose(1)
+    assert f"node={second.id}" in dash_duo.driver.current_url
+    wait_until(dash_duo, lambda: heatmap_position(dash_duo) == (1, 0, 0))
+    choose(2)
+    assert f"node={second.id}" in dash_duo.driver.current_url

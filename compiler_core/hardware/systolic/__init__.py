@@ -6,13 +6,15 @@ SCALE-Sim's model or a double-buffered (overlap) model, and replay any cycle of 
     sched.report()["cycles"]; sched.step(fold=3, cycle=40).active
 """
 
-from compiler_core.hardware.systolic.events import ACTIVE, IDLE, PADDING, PRELOAD, FoldSteps, Step
+from compiler_core.hardware.systolic.events import ACTIVE, IDLE, LOADING, PADDING, PRELOAD, \
+    FoldSteps, Step
 from compiler_core.hardware.systolic.mapping import DATAFLOWS, ConvShape, Gemm, Mapping, \
     ScheduleError
 from compiler_core.hardware.systolic.schedule import Schedule, schedule_conv, schedule_gemm
 from compiler_core.hardware.systolic.timing import TIMINGS
 
 __all__ = [
-    "ACTIVE", "IDLE", "PADDING", "PRELOAD", "DATAFLOWS", "TIMINGS", "ConvShape", "FoldSteps",
-    "Gemm", "Mapping", "Schedule", "ScheduleError", "Step", "schedule_conv", "schedule_gemm",
+    "ACTIVE", "IDLE", "LOADING", "PADDING", "PRELOAD", "DATAFLOWS", "TIMINGS", "ConvShape",
+    "FoldSteps", "Gemm", "Mapping", "Schedule", "ScheduleError", "Step", "schedule_conv",
+    "schedule_gemm",
 ]

@@ -7,10 +7,14 @@ sequence of one fold's steps (len, indexing and iteration, nothing precomputed).
 The fold's own timeline (local cycle u = 0 .. fold_length - 1): `stall` cycles waiting for
 memory, then P preload cycles, then the compute window v = 0 .. S + T - 1, in which PE (i, j)
 of the used region works on streamed element v - i - j while 0 <= v - i - j < T.
-PE states: IDLE (inside the used region, nothing to do this cycle: pipeline fill/drain skew,
-a stall, or waiting for its preload), ACTIVE (a multiply-accumulate), PADDING (outside the
-problem in an edge fold: no work in the whole fold), PRELOAD (its stationary value arrives:
-rows 0 .. p during preload cycle p).
+PE states, for the PEs of the fold's used region: LOADING (it will work later in this fold
+and its data is on its way: the fold's operands arriving from memory during a stall, its
+stationary value not yet down to its row during the preload, the wavefront not yet at it
+during the fill), PRELOAD (ws/is: its stationary value has arrived — rows 0 .. p during
+preload cycle p — and it waits for the stream), ACTIVE (a multiply-accumulate), IDLE (its
+work in this fold is done: the drain); and PADDING (outside the problem in an edge fold: no
+work in the whole fold).  So the first cycle of a fold shows the whole tile loading, and
+each PE goes loading -> (preload) -> active -> idle, once.
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ import numpy as np
 from compiler_core.hardware.systolic.mapping import ScheduleError
 from compiler_core.hardware.systolic.timing import Timeline
 
-IDLE, ACTIVE, PADDING, PRELOAD = 0, 1, 2, 3
-STATE_NAMES = {IDLE: "idle", ACTIVE: "active", PADDING: "padding", PRELOAD: "preload"}
+IDLE, ACTIVE, PADDING, PRELOAD, LOADING = 0, 1, 2, 3, 4
+STATE_NAMES = {IDLE: "idle", ACTIVE: "active", PADDING: "padding", PRELOAD: "preload",
+               LOADING: "loading"}
 
 
 @lru_cache(maxsize=16)
@@ -65,6 +70,10 @@ class Step:
     def padding(self) -> int:
         return self.count(PADDING)
 
+    @property
+    def loading(self) -> int:
+        return self.count(LOADING)
+
     def to_dict(self, include_grid: bool = True) -> dict:
         """JSON-able; `pe_state` as rows of state codes (see STATE_NAMES) when asked."""
         data = {
@@ -91,7 +100,7 @@ def step(timeline: Timeline, fold: int, cycle: int) -> Step:
     rows_used, cols_used = mapping.rows_used(row_fold), mapping.cols_used(col_fold)
     state = np.full((mapping.rows, mapping.cols), PADDING, dtype=np.uint8)
     used = state[:rows_used, :cols_used]
-    used[...] = IDLE
+    used[...] = LOADING
 
     waited = timeline.stall(fold)
     compute_cycle = cycle - waited - timeline.preload
@@ -100,8 +109,11 @@ def step(timeline: Timeline, fold: int, cycle: int) -> Step:
     if phase == "preload":
         used[: cycle - waited + 1, :] = PRELOAD
     elif phase != "stall":
+        if timeline.preload:   # ws/is: the stationary values stay in the PEs the wave has not
+            used[...] = PRELOAD   # reached yet
         offsets = compute_cycle - _skew_grid(rows_used, cols_used)
         used[(offsets >= 0) & (offsets < timeline.stream)] = ACTIVE
+        used[offsets >= timeline.stream] = IDLE
         first = max(0, compute_cycle - (rows_used - 1) - (cols_used - 1))
         last = min(timeline.stream - 1, compute_cycle)
         if first <= last:

@@ -1,15 +1,22 @@
-"""The systolic-array panel: the selected MatMul/Gemm/Conv (or a fused op holding one), or a
-typed GEMM, on an R×C array; the array at any step of any fold, played or scrubbed; the folds'
+"""The systolic-array panel: a GEMM of the graph (the selected node's, else the graph's first;
+any of them from a dropdown), or a typed GEMM, on an R×C array; the array at any step of any
+fold, stepped by a cycle, a phase or a fold either way, or played at a chosen speed; the folds'
 phases over time; both timing models' totals side by side.
 
-Array, dataflow, timing and a typed GEMM are in the URL (through view patches); the step is
-not — playing would flood the browser history.  The chosen problem is kept in the page
-(`PROBLEM`) so a step rebuilds its schedule from a few numbers and never touches the model.
+Array, dataflow, timing, a typed GEMM and the selected node are in the URL (through view
+patches); the step is not — playing would flood the browser history.  The chosen problem is
+kept in the page (`PROBLEM`) so a step rebuilds its schedule from a few numbers and never
+touches the model.
+
+The GEMM dropdown's value is `"NODE:PART"` (the node's id, which of its GEMMs).  Choosing one
+selects its node in the view, like a click in the panes; the value the server itself shows is
+kept in `CHOSEN`, so its echo is told apart from a person's choice.  With no node selected
+(or one without a GEMM) the graph's first GEMM is shown and nothing is selected.
 """
 
 from __future__ import annotations
 
-from dash import ALL, Input, Output, Patch, State, ctx, dcc, html, no_update
+from dash import Input, Output, Patch, State, ctx, dcc, html, no_update
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.cost import compute_dtype
@@ -22,7 +29,7 @@ from ..messages import log
 from ..services import Services
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
     array_problem, array_shape, cursor_shape, describe, heatmap_figure, heatmap_title, \
-    operands_figure, phase_marks, timeline_figure, totals_rows, typed_problem
+    operands_figure, phase_marks, retreat, timeline_figure, totals_rows, typed_problem
 from ..view_state import ViewState
 from ..workbench import Workspace
 from .on_view import error_message, on_view
@@ -33,7 +40,9 @@ GEMM = "systolic-gemm"
 ARRAY = "systolic-array"
 DATAFLOW = "systolic-dataflow"
 TIMING = "systolic-timing"
-PART = "systolic-part"
+GEMM_SELECT = "systolic-gemm-select"
+CHOSEN = "systolic-chosen"
+DRAWN = "systolic-drawn"      # the step the figures show: {"problem", "fold", "cycle"}
 PROBLEM = "systolic-problem"
 SOURCE = "systolic-source"
 TOTALS = "systolic-totals"
@@ -45,23 +54,35 @@ TICK = "systolic-tick"
 HEATMAP = "systolic-heatmap"
 OPERANDS = "systolic-operands"
 TIMELINE = "systolic-timeline"
-PICK = "systolic-pick"        # pattern-matching type, index = node id
 VIEWER = "systolic-viewer"
-HINT = "Select a MatMul, Gemm or Conv (or a fused op holding one) in the graph, or type a GEMM."
-LISTED_NODES = 12
-_NOTHING_CHOSEN = {"problem": None, "parts": [], "parts_style": {"display": "none"},
-                   "totals": [], "viewer_hidden": True}
+# the step buttons: id -> (direction, stride)
+STEPS = {"systolic-prev-fold": (-1, "fold"), "systolic-prev-phase": (-1, "phase"),
+         "systolic-prev-cycle": (-1, "cycle"), "systolic-next-cycle": (1, "cycle"),
+         "systolic-next-phase": (1, "phase"), "systolic-next-fold": (1, "fold")}
+STEP_LABELS = {"systolic-prev-fold": "◀ fold", "systolic-prev-phase": "◀ phase",
+               "systolic-prev-cycle": "◀ cycle", "systolic-next-cycle": "cycle ▶",
+               "systolic-next-phase": "phase ▶", "systolic-next-fold": "fold ▶"}
+STEP_TITLES = {"fold": "the start of the {} fold", "phase": "the start of the {} phase",
+               "cycle": "the {} cycle"}
+NO_GEMM = ("This graph has no MatMul, Gemm or Conv: type a GEMM as M,N,K to put one on the "
+           "array.")
+LISTED_GEMMS = 400   # dropdown options; a bigger graph's others are reached by a click
+_NOTHING_CHOSEN = {"problem": None, "totals": [], "viewer_hidden": True}
 TICK_MS = 300
+_ROW = {"display": "flex", "flexWrap": "wrap", "gap": "4px", "alignItems": "end"}
+_NO_WRAP = {"whiteSpace": "nowrap"}
 STATIC = {"displayModeBar": False, "responsive": True}
 
 
 def layout(_: Services) -> html.Div:
     return html.Div(id=NAME, className="wide-panel systolic-panel", children=[
         dcc.Store(id=PROBLEM, storage_type="memory"),
+        dcc.Store(id=CHOSEN, storage_type="memory"),
+        dcc.Store(id=DRAWN, storage_type="memory"),
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
         html.Div(className="panel-controls", children=[
             _field("GEMM M,N,K", dcc.Input(id=GEMM, type="text", debounce=True,
-                                           placeholder="empty: the selected node",
+                                           placeholder="empty: a GEMM of the graph",
                                            className="gemm-input")),
             _field("Array R×C", dcc.Input(id=ARRAY, type="text", debounce=True,
                                           className="array-input")),
@@ -74,17 +95,24 @@ def layout(_: Services) -> html.Div:
                 options=[{"label": f" {t}", "value": t, "title": TIMING_NAMES[t]}
                          for t in TIMINGS])),
         ]),
+        _field("GEMM of the graph", dcc.Dropdown(
+            id=GEMM_SELECT, options=[], value=None, clearable=False, className="gemm-select",
+            placeholder="no GEMM in this graph")),
         html.Div(id=SOURCE, className="systolic-source"),
-        dcc.Dropdown(id=PART, options=[], value=0, clearable=False, className="part-select",
-                     style={"display": "none"}),
         html.Div(id=VIEWER, hidden=True, children=[
             html.Div(id=TOTALS),
             html.Div(className="step-controls", children=[
-                html.Button("▶ Play", id=PLAY, className="button primary"),
-                _field("advance by", dcc.Dropdown(id=STRIDE, value="cycle", clearable=False,
-                                                  className="stride-select",
-                                                  options=[{"label": t, "value": k}
-                                                           for k, t in STRIDES.items()])),
+                html.Div(className="step-buttons", style=_ROW, children=[
+                    html.Button(STEP_LABELS[key], id=key, className="button step",
+                                style=_NO_WRAP, title="to " + STEP_TITLES[stride].format(
+                                    "previous" if direction < 0 else "next"))
+                    for key, (direction, stride) in STEPS.items()]),
+                html.Div(style=_ROW, children=[
+                    html.Button("▶ Play", id=PLAY, className="button primary",
+                                style=_NO_WRAP),
+                    _field(f"play: per {TICK_MS / 1000:g} s", dcc.Dropdown(
+                        id=STRIDE, value="ten", clearable=False, className="stride-select",
+                        options=[{"label": t, "value": k} for k, t in STRIDES.items()]))]),
                 html.Div(className="sliders", children=[
                     html.Div([html.Span("fold", className="slider-label"),
                               dcc.Slider(id=FOLD, min=1, max=1, step=1, value=1,
@@ -108,8 +136,11 @@ def _field(label: str, control) -> html.Label:
 def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
                   Output(DATAFLOW, "value"), Output(TIMING, "value"),
-                  Input(ids.tab_view(NAME), "data"))
-    def show_settings(view):
+                  Input(ids.tab_view(NAME), "data"), State(GEMM, "value"), State(ARRAY, "value"),
+                  State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"))
+    def show_settings(view, *shown):
+        """The view's settings in the controls; those already shown are left alone, so no
+        request echoes them back."""
         if not view or view.get("panel") != NAME:
             return (no_update,) * 5
         state = ViewState.from_dict(view)
@@ -118,7 +149,9 @@ def register(app, services: Services) -> None:
             placeholder = f"{rows}x{cols} ({state.target})"
         except GraphLabError:
             placeholder = "e.g. 16x16"
-        return state.gemm, state.array, placeholder, state.dataflow, state.timing
+        wanted = (state.gemm, state.array, placeholder, state.dataflow, state.timing)
+        return tuple(no_update if (value or "") == (old or "") else value
+                     for value, old in zip(wanted, shown))
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GEMM, "value"), Input(ARRAY, "value"), Input(DATAFLOW, "value"),
@@ -132,53 +165,81 @@ def register(app, services: Services) -> None:
         return changed or no_update   # nothing changed: the panel echoing the view
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
-                  Input({"type": PICK, "index": ALL}, "n_clicks"), prevent_initial_call=True)
-    def pick(_clicks):
-        if not ctx.triggered[0]["value"]:
-            return no_update   # a freshly drawn button, not a click
-        return {"node": ctx.triggered_id["index"], "gemm": ""}
+                  Input(GEMM_SELECT, "value"), State(CHOSEN, "data"), State(ids.VIEW, "data"),
+                  prevent_initial_call=True)
+    def request_gemm(value, chosen, view):
+        """A person chose a GEMM: select its node (and drop a typed GEMM)."""
+        picked = parse_choice(value)
+        if not view or picked is None or value == chosen:
+            return no_update   # the server's own choice coming back
+        if picked[0] == view.get("node") and not view.get("gemm"):
+            return no_update   # another GEMM of the selected node: `choose` shows it
+        return {"node": picked[0], "gemm": ""}
 
     @on_view(app, services, {"problem": Output(PROBLEM, "data"),
                              "source": Output(SOURCE, "children"),
-                             "parts": Output(PART, "options"), "parts_style": Output(PART, "style"),
+                             "options": Output(GEMM_SELECT, "options"),
+                             "value": Output(GEMM_SELECT, "value"),
+                             "chosen": Output(CHOSEN, "data"),
                              "totals": Output(TOTALS, "children"),
-                             "viewer_hidden": Output(VIEWER, "hidden")},
-             inputs={"part": Input(PART, "value")}, state={"shown": State(PROBLEM, "data")},
+                             "viewer_hidden": Output(VIEWER, "hidden"),
+                             **{name: output for name, output in _AT_START.items()}},
+             inputs={"choice": Input(GEMM_SELECT, "value")},
+             state={"shown": State(PROBLEM, "data")},
              tab=NAME, message="source", failed=lambda _: _NOTHING_CHOSEN)
-    def choose(state, workspace, part, shown):
-        if not state.gemm and state.node is None:
-            return {**_NOTHING_CHOSEN,
-                    "source": [html.P(HINT, className="hint"), *_picks(workspace, state)]}
+    def choose(state, workspace, choice, shown):
+        """The GEMM to show and its totals; for a new problem also the array at its first
+        step, the sliders and the timeline, in the same answer (one round trip opens the
+        tab)."""
+        picked = parse_choice(choice)
+        if ctx.triggered_id == GEMM_SELECT and \
+                (state.gemm or picked is None or picked[0] != state.node):
+            return {}   # a person chose another node's GEMM: the view selects it, then we draw
+        gemms = graph_gemms(workspace, state)
+        options = [{"label": g.label, "value": g.value} for g in gemms[:LISTED_GEMMS]]
         try:
-            problem, parts = chosen_problem(workspace, state, part or 0)
+            chosen = chosen_gemm(gemms, state, picked)
+            problem = chosen_problem(workspace, state, chosen)
             schedule = problem.schedule()
             heads, rows = totals_rows(problem)
-        except Exception as err:  # noqa: BLE001 - said with the nodes the user can pick
-            return {**_NOTHING_CHOSEN, "source": [error_message(err), *_picks(workspace, state)]}
+        except Exception as err:  # noqa: BLE001 - said above the GEMMs the user can pick
+            return {**_NOTHING_CHOSEN, "source": error_message(err), "options": options,
+                    "value": None, "chosen": None}
+        value = None if state.gemm or chosen is None else chosen.value
+        if value is not None and not any(o["value"] == value for o in options):
+            options.append({"label": chosen.label, "value": value})
         stored = problem.to_store()
+        drawn = {} if stored == shown else _first_step(schedule, stored)
         return {"problem": no_update if stored == shown else stored,
-                "source": html.P(describe(problem, schedule)),
-                "parts": [{"label": label, "value": i} for i, label in enumerate(parts)],
-                "parts_style": {"display": "block" if len(parts) > 1 else "none"},
-                "totals": _table(heads, rows), "viewer_hidden": False}
+                "source": html.P([*_note(state, workspace, chosen), describe(problem, schedule)]),
+                "options": options, "value": no_update if value == choice else value,
+                "chosen": value, "totals": _table(heads, rows), "viewer_hidden": False,
+                **drawn}
 
-    @app.callback(Output(FOLD, "value"), Output(FOLD, "max"), Output(FOLD, "marks"),
-                  Output(CYCLE, "value"), Output(CYCLE, "max"), Output(CYCLE, "marks"),
+    @app.callback(*(Output(component, prop, allow_duplicate=True) for component in (FOLD, CYCLE)
+                    for prop in ("value", "max", "marks")),
                   Output(TICK, "disabled", allow_duplicate=True),
-                  Input(PROBLEM, "data"), Input(FOLD, "value"), Input(TICK, "n_intervals"),
-                  State(CYCLE, "value"), State(STRIDE, "value"), prevent_initial_call=True)
-    def position(stored, fold_number, _ticks, cycle, stride):
+                  Input(FOLD, "value"), Input(TICK, "n_intervals"),
+                  *(Input(key, "n_clicks") for key in STEPS),
+                  State(PROBLEM, "data"), State(CYCLE, "value"), State(STRIDE, "value"),
+                  State(DRAWN, "data"), prevent_initial_call=True)
+    def position(fold_number, _ticks, *rest):
+        *_clicks, stored, cycle, stride, drawn = rest
         schedule = _schedule_of(stored)
-        if schedule is None:
-            return (no_update,) * 6 + (True,)
         trigger = ctx.triggered_id
-        fold, cycle, stop = (0, 0, True) if trigger == PROBLEM else \
-            (*_clamped(schedule, fold_number, cycle), no_update)
+        if schedule is None or (trigger == FOLD and _shows(drawn, stored, fold_number, cycle)):
+            return (no_update,) * 6 + (no_update if schedule else True,)   # `choose` set it
+        fold, cycle = _clamped(schedule, fold_number, cycle)
+        stop = no_update
         if trigger == TICK:
             fold, cycle, finished = advance(schedule, fold, cycle, stride)
             stop = True if finished else no_update
+        elif trigger in STEPS:
+            direction, by = STEPS[trigger]
+            move = advance if direction > 0 else retreat
+            fold, cycle, _ = move(schedule, fold, cycle, by)
         last = schedule.timeline.fold_length(fold) - 1
-        return (fold + 1, schedule.folds, {1: "1", schedule.folds: str(schedule.folds)},
+        return (fold + 1, schedule.folds, _fold_marks(schedule),
                 min(cycle, last), last, phase_marks(schedule, fold), stop)
 
     @app.callback(Output(TICK, "disabled", allow_duplicate=True), Input(PLAY, "n_clicks"),
@@ -190,28 +251,60 @@ def register(app, services: Services) -> None:
     def play_label(disabled):
         return "▶ Play" if disabled else "⏸ Pause"
 
-    @app.callback(Output(HEATMAP, "figure"), Output(OPERANDS, "figure"),
-                  Output(TIMELINE, "figure"),
-                  Input(PROBLEM, "data"), Input(FOLD, "value"), Input(CYCLE, "value"))
-    def draw(stored, fold_number, cycle):
+    @app.callback(Output(HEATMAP, "figure", allow_duplicate=True),
+                  Output(OPERANDS, "figure", allow_duplicate=True),
+                  Output(TIMELINE, "figure", allow_duplicate=True),
+                  Output(DRAWN, "data", allow_duplicate=True),
+                  Input(FOLD, "value"), Input(CYCLE, "value"),
+                  State(PROBLEM, "data"), State(DRAWN, "data"), prevent_initial_call=True)
+    def draw(fold_number, cycle, stored, drawn):
+        """A step: the array's z and title, the operands, the timeline's cursor (the whole
+        timeline when the fold changed)."""
         schedule = _schedule_of(stored)
-        if schedule is None:
-            return no_update, no_update, no_update
+        if schedule is None or _shows(drawn, stored, fold_number, cycle):
+            return no_update, no_update, no_update, no_update
         fold, cycle = _clamped(schedule, fold_number, cycle)
         step = schedule.step(fold, cycle)
-        changed = ctx.triggered_prop_ids.values()
-        if PROBLEM in changed or not ctx.triggered_id:
-            return (heatmap_figure(schedule, step), operands_figure(schedule, step),
-                    timeline_figure(schedule, fold, cycle))
         heatmap = Patch()   # one z matrix and a title: a step stays small for any layer
         heatmap["data"][0]["z"] = step.pe_state.tolist()
         heatmap["layout"]["title"]["text"] = heatmap_title(schedule, step)
-        if FOLD in changed:
+        if not drawn or drawn.get("fold") != fold:
             timeline = timeline_figure(schedule, fold, cycle)
         else:
             timeline = Patch()
             timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
-        return heatmap, operands_figure(schedule, step), timeline
+        return (heatmap, operands_figure(schedule, step), timeline,
+                {"problem": stored, "fold": fold, "cycle": cycle})
+
+
+_AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
+             "fold_marks": Output(FOLD, "marks"), "cycle": Output(CYCLE, "value"),
+             "cycle_max": Output(CYCLE, "max"), "cycle_marks": Output(CYCLE, "marks"),
+             "stopped": Output(TICK, "disabled"), "heatmap": Output(HEATMAP, "figure"),
+             "operands": Output(OPERANDS, "figure"), "timeline": Output(TIMELINE, "figure"),
+             "drawn": Output(DRAWN, "data")}
+
+
+def _first_step(schedule: Schedule, stored: dict) -> dict:
+    """The outputs `_AT_START` names for a new problem: its first step, drawn whole."""
+    step = schedule.step(0, 0)
+    return {"fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
+            "cycle": 0, "cycle_max": schedule.timeline.fold_length(0) - 1,
+            "cycle_marks": phase_marks(schedule, 0), "stopped": True,
+            "heatmap": heatmap_figure(schedule, step),
+            "operands": operands_figure(schedule, step),
+            "timeline": timeline_figure(schedule, 0, 0),
+            "drawn": {"problem": stored, "fold": 0, "cycle": 0}}
+
+
+def _fold_marks(schedule: Schedule) -> dict:
+    return {1: "1", schedule.folds: str(schedule.folds)}
+
+
+def _shows(drawn: dict | None, stored: dict | None, fold_number, cycle) -> bool:
+    """Do the figures already show this step of this problem (what `choose` just drew)?"""
+    return bool(drawn) and drawn.get("problem") == stored and \
+        drawn.get("fold") == (fold_number or 1) - 1 and drawn.get("cycle") == (cycle or 0)
 
 
 def _schedule_of(stored: dict | None) -> Schedule | None:
@@ -232,26 +325,99 @@ def _clamped(schedule: Schedule, fold_number, cycle) -> tuple[int, int]:
     return fold, min(max(cycle or 0, 0), schedule.timeline.fold_length(fold) - 1)
 
 
-def chosen_problem(ws: Workspace, state: ViewState, part: int) -> tuple[ArrayProblem, list[str]]:
-    """The problem to simulate (a typed GEMM, else the selected node's GEMM number `part`)
-    and the labels of the node's GEMMs; a GraphLabError says what to pick instead."""
-    rows, cols = array_shape(state.array, state.target)
+class GraphGemm:
+    """One GEMM of the graph as the dropdown lists it."""
+
+    __slots__ = ("node", "part", "label")
+
+    def __init__(self, node, part: int, label: str):
+        self.node, self.part, self.label = node, part, label
+
+    @property
+    def value(self) -> str:
+        return f"{self.node.id}:{self.part}"
+
+
+def parse_choice(value) -> tuple[int, int] | None:
+    """'12:1' -> (12, 1); anything else -> None."""
+    try:
+        node, part = str(value).split(":")
+        return int(node), int(part)
+    except ValueError:
+        return None
+
+
+def graph_gemms(ws: Workspace, state: ViewState) -> list[GraphGemm]:
+    """Every GEMM of the graph the selected pass produced, in the graph's order; a node with
+    several (a fused attention, a batched MatMul) has one entry for each."""
+    before, after = (sized_of(ws, g) for g in ws.graphs_of_step(ws.clamp_step(state.step)))
+    nodes = list(after.nodes)
+    if state.node is not None and after.node_by_id(state.node) is None \
+            and before.node_by_id(state.node) is not None:
+        nodes.append(before.node_by_id(state.node))   # selected on the left: the pass removed it
+    found = []
+    for node in nodes:
+        if not has_gemm(node):
+            continue
+        try:
+            problems = gemm_problems(node, ws.sizes.bindings)
+        except GraphLabError:
+            continue   # said when the node itself is selected
+        name = node.name.strip("/")
+        for part, p in enumerate(problems):
+            which = f" · GEMM {part + 1} of {len(problems)}" if len(problems) > 1 else ""
+            found.append(GraphGemm(node, part, f"{node.op_type} {name}{which}: "
+                                               f"M={p.M}, N={p.N}, K={p.K}"))
+    return found
+
+
+def chosen_gemm(gemms: list[GraphGemm], state: ViewState,
+                picked: tuple[int, int] | None) -> GraphGemm | None:
+    """The GEMM to show: none for a typed GEMM; the selected node's (the part picked for it,
+    else its first); with no node selected, or one without a GEMM the simulator can take, the
+    graph's first (`_note` says why).  A graph without GEMMs is an error."""
     if state.gemm:
+        return None
+    if state.node is not None:
+        own = [g for g in gemms if g.node.id == state.node]
+        if own:
+            part = picked[1] if picked and picked[0] == state.node else 0
+            return own[min(part, len(own) - 1)]
+    if not gemms:
+        raise GraphLabError(NO_GEMM)
+    return gemms[0]
+
+
+def chosen_problem(ws: Workspace, state: ViewState,
+                   chosen: GraphGemm | None) -> ArrayProblem:
+    """The problem to simulate: a typed GEMM, else the chosen GEMM of the graph."""
+    rows, cols = array_shape(state.array, state.target)
+    if state.gemm or chosen is None:
         problem = typed_problem(state.gemm)
         return array_problem(problem, rows, cols, state.dataflow, state.timing, state.target,
-                             None), [problem.source]
+                             None)
+    problem = gemm_problems(chosen.node, ws.sizes.bindings)[chosen.part]
+    return array_problem(problem, rows, cols, state.dataflow, state.timing, state.target,
+                         compute_dtype(chosen.node))
+
+
+def _note(state: ViewState, ws: Workspace, chosen: GraphGemm | None) -> list:
+    """Why the shown GEMM is not the selected node's, when it is not."""
+    if chosen is None or state.node is None or chosen.node.id == state.node:
+        return []
     node = _selected_node(ws, state)
     if node is None:
-        raise GraphLabError(f"node #{state.node} is not in this pass's graphs")
-    if not has_gemm(node):
-        raise GraphLabError(f"{node.name} ({node.qualified_op}) has no matrix multiply or "
-                            f"convolution to put on the array")
-    problems = gemm_problems(node, ws.sizes.bindings)
-    problem = problems[min(part, len(problems) - 1)]
-    labels = [f"GEMM {i + 1} of {len(problems)}: {p.source} ({p.op_type}) "
-              f"M={p.M}, N={p.N}, K={p.K}" for i, p in enumerate(problems)]
-    return array_problem(problem, rows, cols, state.dataflow, state.timing, state.target,
-                         compute_dtype(node)), labels
+        what = f"node #{state.node} is not in this pass's graphs"
+    elif has_gemm(node):
+        try:
+            gemm_problems(node, ws.sizes.bindings)
+            what = f"{node.name} ({node.qualified_op}) cannot go on the array"
+        except GraphLabError as err:   # the reason graph_gemms left it out
+            what = str(err).rstrip(".")
+    else:
+        what = (f"{node.name} ({node.qualified_op}) has no matrix multiply or convolution "
+                f"to put on the array")
+    return [html.Span(f"{what}: showing the graph's first GEMM. ", className="muted")]
 
 
 def _selected_node(ws: Workspace, state: ViewState):
@@ -259,19 +425,6 @@ def _selected_node(ws: Workspace, state: ViewState):
         return None
     before, after = (sized_of(ws, g) for g in ws.graphs_of_step(ws.clamp_step(state.step)))
     return after.node_by_id(state.node) or before.node_by_id(state.node)
-
-
-def _picks(ws: Workspace, state: ViewState) -> list:
-    """The nodes of the current graph that can go on the array, as buttons that select them."""
-    _, after = ws.graphs_of_step(ws.clamp_step(state.step))
-    nodes = [n for n in after.nodes if has_gemm(n)]
-    if not nodes:
-        return [html.Div("This graph has no MatMul, Gemm or Conv.", className="muted")]
-    return [html.Div("Nodes with a GEMM in this graph:", className="muted"),
-            html.Div(className="node-picks", children=[
-                html.Button(f"{n.op_type}  {n.name.strip('/')}", className="button node-pick",
-                            id={"type": PICK, "index": n.id})
-                for n in nodes[:LISTED_NODES]])]
 
 
 def _table(heads: list[str], rows: list[list[str]]) -> html.Table:
