@@ -116,4 +116,4 @@ def test_the_text_round_trips_through_the_url_and_patches():
     assert "pat=" in query and "\n" not in query
     assert from_query(query, default) == state
     patched = with_patch(default, {"pattern": text, "highlight": "edit-miss:1:0"})
-    assert (patched.pattern, patched.highlight) == (text, "edit-miss:1:0")
+    assert (patched.pattern, patched.highlight.encode()) == (text, "edit-miss:1:0")

@@ -16,7 +16,8 @@ from graphlab.app.elements import element_id
 from graphlab.app.inspector_data import describe_node
 from graphlab.app.pane_payload import UiState, build_panes, search_hits
 from graphlab.app.uploads import decode_upload, read_upload
-from graphlab.app.pattern_view import resolve_focus, step_reports
+from graphlab.app.highlight import DECLINE, PATTERNS, Highlight
+from graphlab.app.pattern_view import pass_verdict, resolve_focus
 from graphlab.app.scopes import ScopeTree
 from graphlab.app.services import Services
 from graphlab.app.sessions import read_upload_bytes
@@ -93,15 +94,23 @@ def test_selecting_a_node_styles_it_in_both_panes(services):
 
 
 def test_near_miss_resolves_to_failed_node_and_blocking_consumer(services):
+    """fold_batchnorm's tab: its conv_bn near miss, and the same site as the rewrite it
+    declined, both light the Conv and the Relu that blocks the fold."""
     ws = workspace(services, "teach_conv_bn")
-    reports = step_reports(ws, 0).reports
-    index = next(i for i, r in enumerate(reports) if r.name == "conv_bn")
-    focus = resolve_focus(ws, 0, f"miss:{index}:0")
-    graph = ws.result.initial
+    step = next(s.index for s in ws.result.snapshots if s.pass_name == "fold_batchnorm")
+    verdict = pass_verdict(ws, step)
+    index = next(i for i, p in enumerate(verdict.patterns) if p.name == "conv_bn")
+    focus = resolve_focus(ws, step, Highlight.decode(f"miss:{index}:0"))
+    graph = ws.result.graph_before(step)
     assert graph.node_by_id(focus.failed).name == "conv_shared"
     assert graph.node_by_id(focus.blocking).name == "relu_side"
-    assert resolve_focus(ws, 0, "miss:99:0") is None
-    assert resolve_focus(ws, 0, "nonsense") is None
+    [decline] = verdict.every_decline
+    focus = resolve_focus(ws, step, Highlight.of(PATTERNS, DECLINE, 0, 0))
+    assert focus.kind == "decline" and graph.node_by_id(focus.failed).name == "bn_shared"
+    assert graph.node_by_id(focus.blocking).name == "relu_side"
+    assert resolve_focus(ws, step, Highlight.decode("miss:99:0")) is None
+    assert resolve_focus(ws, step, Highlight.decode("decline:0:5")) is None
+    assert Highlight.decode("nonsense") is None and resolve_focus(ws, step, None) is None
 
 
 def test_search_matches_names_and_op_types(services):

@@ -99,7 +99,9 @@ def test_inline_weights_are_views_of_the_model_file(tmp_path):
     np.testing.assert_array_equal(array, expected["w3"])
 
 
-@pytest.mark.parametrize("command", [["info"], ["show"], ["explain"], ["roofline"],
+# `explain` is not among them: it judges each pattern on the graph its pass receives, so it
+# runs the pipeline and reads what `compile` reads.
+@pytest.mark.parametrize("command", [["info"], ["show"], ["roofline"],
                                      ["memory"], ["schedule", "--node",
                                                   "/model/layers.0/self_attn/q_proj/MatMul"]])
 def test_commands_that_need_no_values_read_no_weight(decoder, command):

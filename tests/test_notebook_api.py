@@ -51,7 +51,8 @@ def test_compile_keeps_the_records_the_cli_prints(capsys):
                                                    "--bind", "batch=2"])
     assert record["memory"] == cli_json(capsys, ["memory", "cnn_bn", "-p", "O2",
                                                  "--bind", "batch=2"])
-    assert record["patterns"] == cli_json(capsys, ["explain", "cnn_bn"])["patterns"]
+    assert record["patterns"] == cli_json(capsys, ["explain", "cnn_bn", "--bind",
+                                                   "batch=2"])["patterns"]
     assert result.diffs == [s.diff for s in result.snapshots]
     assert result.roofline.before.total_est_seconds > result.roofline.after.total_est_seconds
 

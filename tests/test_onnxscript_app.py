@@ -10,8 +10,8 @@ import time
 import pytest
 
 from graphlab.app.config import AppConfig
-from graphlab.app.onnxscript_view import MISS, highlight_of, parse_highlight, refusal, \
-    rule_focus, verdicts
+from graphlab.app.highlight import MISS, RULES, Highlight
+from graphlab.app.onnxscript_view import highlight_of, refusal, rule_focus, verdicts
 from graphlab.app.pane_payload import UiState, build_panes
 from graphlab.app.services import Services
 from graphlab.app.view_state import MAX_RULES_CHARS, ViewState, from_query, to_query, with_patch
@@ -97,12 +97,15 @@ def test_a_clicked_site_lights_its_nodes_in_the_panes(gelu_workspace):
     index, erf = next((i, v) for i, v in enumerate(report.rules) if v.name == "GeluErfFusion")
     [site] = erf.closest
     highlight = highlight_of(MISS, index, 0, site)
-    kind, rule, item, matched, failed, blocking = parse_highlight(highlight)
-    assert (kind, rule, item) == (MISS, index, 0)
-    assert matched == [n.id for n in site.nodes] and failed == site.failed_at[0].id
+    assert Highlight.decode(highlight.encode()) == highlight   # the address's round trip
+    assert (highlight.source, highlight.kind, highlight.report, highlight.item) == \
+        (RULES, MISS, index, 0)
+    matched, failed = [n.id for n in site.nodes], site.failed_at[0].id
+    assert list(highlight.matched) == matched and highlight.failed == failed
     focus = rule_focus(highlight)
     assert focus.matched == matched and focus.failed == failed
     payload = build_panes(ws, ViewState(model="teach_gelu", highlight=highlight), UiState())
     lit = " ".join(rule["selector"] for rule in payload.after_style)
     assert all(f'|n{node_id}"' in lit for node_id in matched + [failed])   # page ids
-    assert rule_focus("rule-miss:0:0:not/ids/here") is None and rule_focus("miss:0:0") is None
+    assert Highlight.decode("rule-miss:0:0:not/ids/here") is None
+    assert rule_focus(Highlight.decode("miss:0:0")) is None

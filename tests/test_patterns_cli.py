@@ -8,7 +8,8 @@ import pytest
 
 from graphlab.cli import main
 
-REPORT_KEYS = {"name", "description", "matches", "near_misses", "reasons"}
+REPORT_KEYS = {"name", "description", "matches", "near_misses", "reasons", "pass", "graph",
+               "rewritten", "declines"}
 MISS_KEYS = {"site", "score", "path", "part", "expected", "found", "reason", "blocking_node",
              "matched_nodes", "failed_node", "alternatives"}
 
@@ -39,15 +40,27 @@ def test_node_option_shows_every_branch(capsys):
 
 
 def test_json_is_the_report_record(capsys):
-    code, out, _ = run(capsys, "teach_matmul_bias", "--pattern", "matmul_add", "--json")
+    """Each pattern judged where its pass meets it: fuse_linear_bias_act's first rule takes the
+    MatMul + constant bias and the Relu after it; its matmul_add rule
+    then sees only the Add of a graph input, a near miss the pass declines."""
+    code, out, _ = run(capsys, "teach_matmul_bias", "--pattern", "matmul_bias_act",
+                       "--pattern", "matmul_add", "--json")
     assert code == 0
-    [report] = json.loads(out)["patterns"]
+    data = json.loads(out)
+    fused, report = data["patterns"]
     assert set(report) == REPORT_KEYS
-    assert report["matches"][0]["root"] == "add_bias_good"
+    assert fused["name"] == "matmul_bias_act" and fused["pass"] == "fuse_linear_bias_act"
+    assert fused["matches"][0]["root"] == "relu" and fused["matches"][0]["rewritten"]
+    assert "add_bias_good" in fused["matches"][0]["nodes"]
+    assert report["graph"]["pass"] == "fuse_linear_bias_act"
+    assert report["graph"]["description"].startswith(
+        "the graph pass 26 of O2 (fuse_linear_bias_act) receives")
     [miss] = report["near_misses"]
     assert set(miss) == MISS_KEYS
     assert miss["site"] == "add_inputbias" and miss["failed_node"] == "add_inputbias"
     assert report["reasons"] == {"Add input 1: expected constant, found graph input 'bias'": 1}
+    [decline] = report["declines"]
+    assert decline["site"] == "add_inputbias" and "graph input 'bias'" in decline["reason"]
 
 
 @pytest.mark.parametrize("argv,message", [

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterator
 
 from ..ir import Graph, Node, Provenance
-from ..patterns.records import PatternRecord
+from ..patterns.records import NodeRef, PatternRecord
 
 if TYPE_CHECKING:
     from ..hardware.roofline import TargetLike
@@ -29,10 +29,16 @@ class Decline:
     rule: str
     reason: str
     node_id: int | None = None   # that node's id; None when the site is the whole graph
+    # The node whose presence refused it (another reader of an interior value), when one
+    # did: the app highlights it as the near misses' blocking consumer.
+    blocking: NodeRef | None = None
+    nodes: tuple[NodeRef, ...] = ()   # the nodes the rewrite would have taken, when known
 
     def to_dict(self) -> dict:
         return {"site": self.site, "rule": self.rule, "reason": self.reason,
-                "node_id": self.node_id}
+                "node_id": self.node_id,
+                "blocking_node": None if self.blocking is None else self.blocking.name,
+                "nodes": [n.name for n in self.nodes]}
 
 
 @dataclass
@@ -42,11 +48,15 @@ class PassResult:
     declined: list[Decline] = field(default_factory=list)
     pattern_reports: list[PatternRecord] = field(default_factory=list)
 
-    def decline(self, site: Node | str, rule: str, reason: str) -> None:
+    def decline(self, site: Node | str, rule: str, reason: str, blocking: Node | None = None,
+                nodes: tuple[Node, ...] | list[Node] = ()) -> None:
         """Record a declined rewrite once (a site can be refused for several reasons by one
-        rule, e.g. two inner ops of a fused node; the same refusal is recorded once)."""
+        rule, e.g. two inner ops of a fused node; the same refusal is recorded once).
+        ``blocking``: the node that refused it (a reader outside the rewrite), if one did;
+        ``nodes``: what the rewrite would have taken."""
         name, node_id = (site.name, site.id) if isinstance(site, Node) else (site, None)
-        self._add(Decline(name, rule, reason, node_id))
+        self._add(Decline(name, rule, reason, node_id, NodeRef.of(blocking),
+                          tuple(NodeRef.of(n) for n in nodes)))
 
     def _add(self, decline: Decline) -> None:
         if decline not in self.declined:

@@ -160,20 +160,28 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
     if rule.declines:
         for miss in report.near_misses:
             if miss.score >= DECLINE_SCORE:
-                result.decline(miss.site, report.name, miss.reason)
+                result.decline(miss.site, report.name, miss.reason,
+                               miss.failure.blocking_node, miss.failure.matched_nodes)
     made: list[Node] = []
     made_by: dict[int, Node] = {}
     refused: dict[int, NearMiss] = {}
     for index, match in enumerate(report.matches):
+        taken = _taken(graph, match, made)
+        if taken is not None:   # an earlier rewrite of this pass took part of it
+            result.decline(rule.site(match), rule.name, taken, nodes=match.nodes)
+            continue
         with ctx.working_on(match.root):  # a rule that raises is reported at its site
             outcome = rule.check(match) or rule.rewrite(graph, ctx, match)
         if isinstance(outcome, Node):
             made.append(outcome)
             made_by[index] = outcome
         elif outcome is not None:
+            blocking = None
             if isinstance(outcome, Failure):
                 refused[index] = NearMiss(match.root, outcome)
-            result.decline(rule.site(match), rule.name, getattr(outcome, "reason", outcome))
+                blocking = outcome.blocking_node
+            result.decline(rule.site(match), rule.name, getattr(outcome, "reason", outcome),
+                           blocking, match.nodes)
     if rule.reported:
         kept = [i for i in range(len(report.matches)) if i not in refused]
         if refused:  # a match refused in the matcher's words is a near miss, not a match
@@ -185,6 +193,19 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
         result.pattern_reports.append(replace(record, matches=tuple(
             _with_rewrite(m, made_by.get(i)) for m, i in zip(record.matches, kept))))
     return made
+
+
+def _taken(graph: Graph, match: Match, made: list[Node]) -> str | None:
+    """Why ``match`` can no longer be rewritten: a node of it is gone, taken by a node this
+    rule made a moment ago (None: every node is still there)."""
+    gone = next((n for n in match.nodes if graph.node_by_id(n.id) is not n), None)
+    if gone is None:
+        return None
+    taker = next((m for m in made if m.provenance is not None
+                  and gone.id in (*m.provenance.replaced_ids, *m.provenance.sources)), None)
+    by = f" by {taker.op_type} '{taker.name}'" if taker is not None else ""
+    return (f"{gone.op_type} '{gone.name}' of this match was already rewritten{by} "
+            f"(the matches overlap)")
 
 
 def _with_rewrite(record: MatchRecord, made: Node | None) -> MatchRecord:

@@ -21,11 +21,11 @@ from .language import (Pattern, any_of, any_value, const, graph_input, op, optio
                        variadic)
 from .library import get_pattern, list_patterns, pattern_doc
 from .matcher import Match, NodeIndex, explain_at, match_all, match_at
-from .records import MatchRecord, NearMissRecord, NodeRef, PatternRecord
+from .records import STRONG_SCORE, MatchRecord, NearMissRecord, NodeRef, PatternRecord
 
 __all__ = [
     "Failure", "Match", "MatchBudget", "MatchRecord", "MatchTimeout", "NearMiss", "NearMissRecord", "NodeIndex", "NodeRef",
-    "Pattern", "PatternRecord", "PatternReport", "Predicate",
+    "Pattern", "PatternRecord", "PatternReport", "Predicate", "STRONG_SCORE",
     "any_of", "any_value", "const", "explain", "explain_at", "get_pattern", "graph_input",
     "list_patterns", "match_all", "match_at", "one_of", "op", "optional", "pattern_doc",
     "pattern_from_nodes", "predicate", "variadic",

@@ -17,7 +17,7 @@ from .failure import Failure
 from .language import Pattern
 from .library import get_pattern, list_patterns
 from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
-from .records import NearMissRecord, NodeRef, PatternRecord
+from .records import NearMissRecord, NodeRef, PatternRecord, rank_groups
 
 
 ROOT_ONLY = 1  # pattern elements matched when only the root's op type matched
@@ -72,11 +72,9 @@ class PatternReport:
         return dict(Counter(m.reason for m in self.near_misses).most_common())
 
     def grouped(self) -> list[tuple[str, list[NearMiss]]]:
-        """Near misses grouped by reason, most frequent reason first."""
-        groups: dict[str, list[NearMiss]] = {}
-        for miss in self.near_misses:
-            groups.setdefault(miss.reason, []).append(miss)
-        return sorted(groups.items(), key=lambda item: (-len(item[1]), -item[1][0].score))
+        """Near misses grouped by reason, the strongest group first (its best score, then
+        how many sites)."""
+        return rank_groups(self.near_misses)
 
     def record(self) -> PatternRecord:
         """The report without live nodes: what snapshots keep and the app reads."""
@@ -90,7 +88,8 @@ class PatternReport:
 
 def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
             node: Node | str | None = None, *, all_sites: bool = False,
-            budget: MatchBudget | None = None) -> list[PatternReport]:
+            budget: MatchBudget | None = None,
+            rooted: bool | None = None) -> list[PatternReport]:
     """Report every pattern (default: the whole library) on ``graph``.
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
@@ -101,7 +100,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     other near misses only with ``all_sites``.  With
     ``node``: only what concerns that node — the match that contains it, or the failed sites
     whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
-    for by name, the attempt rooted at the node itself.  A ``budget`` limits the time of the
+    for by name (``rooted``: default, when ``patterns`` is given), the attempt rooted at the
+    node itself.  A ``budget`` limits the time of the
     whole call (``MatchTimeout`` names the pattern at work when it runs out).
     """
     index = NodeIndex(graph)
@@ -133,7 +133,8 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
                                       all_sites)
             if target is not None:
                 misses = [m for m in misses if _concerns(m.failure, target)]
-        if target is not None and not matches and not misses and patterns is not None:
+        if target is not None and not matches and not misses and (
+                patterns is not None if rooted is None else rooted):
             failure = attempt(compiled, target, explain=True, claimed=covered, budget=budget)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))

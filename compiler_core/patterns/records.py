@@ -76,6 +76,20 @@ class NearMissRecord:
                 "alternatives": [dict(a) for a in self.alternatives]}
 
 
+STRONG_SCORE = 0.5  # a near miss that matched at least this share of its pattern is strong
+
+
+def rank_groups(misses) -> list[tuple[str, list]]:
+    """Near misses grouped by reason, the strongest group first (its best score, then how
+    many sites): one site that got nine tenths of the way outranks eight that failed at the
+    second op."""
+    groups: dict[str, list] = {}
+    for miss in misses:
+        groups.setdefault(miss.reason, []).append(miss)
+    return sorted(groups.items(),
+                  key=lambda item: (-round(max(m.score for m in item[1]), 6), -len(item[1])))
+
+
 @dataclass(frozen=True)
 class PatternRecord:
     """One pattern over one graph: matches and near misses (best first)."""
@@ -89,6 +103,20 @@ class PatternRecord:
     def reasons(self) -> dict[str, int]:
         """Near misses per reason, most frequent first."""
         return dict(Counter(m.reason for m in self.near_misses).most_common())
+
+    @property
+    def strong_misses(self) -> tuple[NearMissRecord, ...]:
+        """Near misses that matched at least ``STRONG_SCORE`` of the pattern, best first."""
+        return tuple(m for m in self.near_misses if m.score >= STRONG_SCORE)
+
+    @property
+    def weak_misses(self) -> tuple[NearMissRecord, ...]:
+        """The others (failed near the root: mostly other code that starts alike)."""
+        return tuple(m for m in self.near_misses if m.score < STRONG_SCORE)
+
+    def grouped(self) -> list[tuple[str, list[NearMissRecord]]]:
+        """Near misses grouped by reason, the strongest group first."""
+        return rank_groups(self.near_misses)
 
     def __repr__(self) -> str:
         top = next(iter(self.reasons), None)

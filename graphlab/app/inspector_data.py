@@ -33,7 +33,8 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "id": node.id,
         "scope": node.scope,
         "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
-        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name),
+        else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name,
+                              snapshot.declined),
         "changes": [] if ws.comparison else [c.to_dict()
                                              for c in snapshot.diff.changes_of(node.id)],
         "attributes": [(k, dtype_text(v) if is_dtype_attribute(node.op_type, k)
@@ -69,7 +70,7 @@ def _body_member(node_id: int, *graphs: Graph) -> Node | None:
     return None
 
 
-def _status_in_pass(node_id: int, diff, pass_name: str) -> str:
+def _status_in_pass(node_id: int, diff, pass_name: str, declined=()) -> str:
     if node_id in diff.removed:
         return f"removed by this pass ({pass_name})"
     if node_id in diff.added:
@@ -78,6 +79,13 @@ def _status_in_pass(node_id: int, diff, pass_name: str) -> str:
         wheres = [c.where for c in diff.changes_of(node_id)]
         return f"modified by this pass ({pass_name})" + (
             f": {', '.join(wheres)} changed" if wheres else "")
+    for decline in declined:   # left as it was on purpose: say why
+        if decline.node_id == node_id or any(n.id == node_id for n in decline.nodes):
+            return (f"unchanged by this pass ({pass_name}): it declined to rewrite at "
+                    f"{decline.site}: {decline.reason}")
+        if decline.blocking is not None and decline.blocking.id == node_id:
+            return (f"unchanged by this pass ({pass_name}); this node blocked its rewrite at "
+                    f"{decline.site}: {decline.reason}")
     return f"unchanged by this pass ({pass_name})"
 
 

@@ -6,8 +6,8 @@ kept with the workspace per (pass, rules) with the time it was computed; the Run
 for an answer newer than its click (the user may have edited the rules), whoever clicked.
 
 A clicked site is highlighted through the view's ``highlight``, which for onnxscript carries
-the ids of the nodes it lights ('rule-miss:R:I:matched/failed/blocking'), so the panes need no
-verdicts of their own: whichever server process draws them, the URL says what to light.
+the ids of the nodes it lights (``highlight.Highlight``), so the panes need no verdicts of
+their own: whichever server process draws them, the URL says what to light.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from compiler_core.errors import GraphLabError
 from compiler_core.onnxscript_rules import RuleSite, RulesReport
 from compiler_core.onnxscript_rules.isolated import explain_rules_isolated
 
+from .highlight import RULES, Highlight
 from .pattern_view import PatternFocus
 from .workbench import Workspace
 
-MATCH, MISS = "rule-match", "rule-miss"
 _locks: dict[tuple, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
@@ -55,38 +55,16 @@ def _lock(workspace_key: str, key: tuple) -> threading.Lock:
         return _locks.setdefault((workspace_key, *key), threading.Lock())
 
 
-def highlight_of(kind: str, rule: int, item: int, site: RuleSite) -> str:
+def highlight_of(kind: str, rule: int, item: int, site: RuleSite) -> Highlight:
     """The view's highlight for one site: its place in the report and the ids it lights."""
     failed = site.failed_at[0].id if site.failed_at else site.root.id
-    lit = [".".join(str(n.id) for n in site.nodes), "" if site.matched else str(failed),
-           ".".join(str(n.id) for n in site.blocking)]
-    return f"{kind}:{rule}:{item}:{'/'.join(lit)}"
+    return Highlight(RULES, kind, rule, item, tuple(n.id for n in site.nodes),
+                     None if site.matched else failed, tuple(n.id for n in site.blocking))
 
 
-def parse_highlight(text: str) -> tuple[str, int, int, list[int], int | None, list[int]] | None:
-    """'rule-miss:2:0:4.5/6/7' -> ('rule-miss', 2, 0, [4, 5], 6, [7]); None for anything else."""
-    parts = (text or "").split(":")
-    if len(parts) != 4 or parts[0] not in (MATCH, MISS):
-        return None
-    lit = parts[3].split("/")
-    try:
-        matched, failed, blocking = (_ids(lit[0]), _ids(lit[1]), _ids(lit[2])) \
-            if len(lit) == 3 else ([], [], [])
-        return parts[0], int(parts[1]), int(parts[2]), matched, \
-            (failed[0] if failed else None), blocking
-    except ValueError:
-        return None
-
-
-def _ids(text: str) -> list[int]:
-    return [int(i) for i in text.split(".") if i]
-
-
-def rule_focus(highlight: str) -> PatternFocus | None:
+def rule_focus(highlight: Highlight | None) -> PatternFocus | None:
     """What the panes light for an onnxscript site (the panes need only the ids)."""
-    parsed = parse_highlight(highlight)
-    if parsed is None:
+    if highlight is None or highlight.source != RULES:
         return None
-    kind, _, _, matched, failed, blocking = parsed
-    return PatternFocus("match" if kind == MATCH else "miss", "onnxscript rule", None,
-                        matched, failed, blocking[0] if blocking else None)
+    return PatternFocus(highlight.kind, "onnxscript rule", None, list(highlight.matched),
+                        highlight.failed, highlight.blocking[0] if highlight.blocking else None)

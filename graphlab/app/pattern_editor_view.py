@@ -17,7 +17,8 @@ from compiler_core.errors import GraphLabError
 from compiler_core.patterns import MatchBudget, PatternRecord, explain
 from compiler_core.patterns.text import parse_patterns
 
-from .pattern_view import PatternFocus, focus_of, parse_highlight
+from .highlight import EDITOR as EDITOR_ITEMS, MATCH, MISS, Highlight
+from .pattern_view import PatternFocus, focus_of
 from .view_state import ViewState
 from .workbench import Workspace
 
@@ -28,7 +29,6 @@ MAX_PATTERN_CHARS = 3_000     # the text travels in the URL: 60 lines fit a requ
 # escaped twice over
 SOURCE_NAME = "pattern"       # how messages name the text
 CACHED_TEXTS = 8              # per workspace
-ITEM_PREFIX = "edit-"         # highlight 'edit-match:R:I' / 'edit-miss:R:I'
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def _explain_text(ws: Workspace, step: int, text: str) -> EditorOutcome:
     return EditorOutcome(tuple(r.record() for r in reports))
 
 
-def editor_highlight(kind: str, report: int, item: int) -> str:
-    return f"{ITEM_PREFIX}{kind}:{report}:{item}"
+def clicked_in_editor(highlight: Highlight | None) -> bool:
+    return highlight is not None and highlight.source == EDITOR_ITEMS
 
 
 def editor_focus(ws: Workspace, state: ViewState) -> PatternFocus | None:
@@ -86,23 +86,22 @@ def editor_focus(ws: Workspace, state: ViewState) -> PatternFocus | None:
     marked on the groups that hold it rather than opened: on a big model that would open most
     groups at once."""
     highlight = state.highlight
-    clicked = highlight.startswith(ITEM_PREFIX)
+    clicked = clicked_in_editor(highlight)
     if not state.pattern.strip() or not (clicked or (state.panel == EDITOR and not highlight)):
         return None
     outcome = editor_outcome(ws, ws.clamp_step(state.step), state.pattern)
     reports = outcome.reports
     if clicked:
-        parsed = parse_highlight(highlight[len(ITEM_PREFIX):])
-        return None if parsed is None else focus_of(reports, *parsed)
+        return focus_of(reports, highlight.kind, highlight.report, highlight.item)
     matches = [(r, m) for r in reports for m in r.matches]
     if matches:
         report, first = matches[0]
-        return PatternFocus("match", report.name, first,
+        return PatternFocus(MATCH, report.name, first,
                             [n.id for _, m in matches for n in m.nodes], reveal=False)
     misses = [(r, i, m) for r, report in enumerate(reports)
               for i, m in enumerate(report.near_misses)]
     if not misses:
         return None
     report_index, index, _ = max(misses, key=lambda found: found[2].score)
-    return focus_of(reports, "miss", report_index, index)
+    return focus_of(reports, MISS, report_index, index)
 

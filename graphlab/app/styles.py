@@ -82,6 +82,11 @@ BASE_STYLESHEET = [
 BASE_STYLESHEET += band_stylesheet()   # the intensity overlay: fills on top, borders kept
 
 
+# The border of a clicked item's failed node and blocking consumer; no other rule draws this
+# width, so the pane script (assets/graphlab.js) finds them by it to bring them into view.
+FOCUS_BORDER = 6
+
+
 @dataclass
 class Highlights:
     """Element ids to emphasise in one pane."""
@@ -98,10 +103,11 @@ def stylesheet(highlights: Highlights) -> list[dict]:
     _add(rules, highlights.search, {"background-color": COLORS["search"]})
     _add(rules, highlights.matched, {"border-color": COLORS["match"], "border-width": 5,
                                      "border-style": "solid"})
-    _add(rules, highlights.blocking, {"border-color": COLORS["blocking"], "border-width": 6,
-                                      "border-style": "dashed"})
-    _add(rules, highlights.failed, {"border-color": COLORS["failed"], "border-width": 6,
-                                    "border-style": "solid", "shape": FAILED_SHAPE})
+    _add(rules, highlights.blocking, {"border-color": COLORS["blocking"],
+                                      "border-width": FOCUS_BORDER, "border-style": "dashed"})
+    _add(rules, highlights.failed, {"border-color": COLORS["failed"],
+                                    "border-width": FOCUS_BORDER, "border-style": "solid",
+                                    "shape": FAILED_SHAPE})
     _add(rules, highlights.selected, {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
                                       "overlay-padding": 8, "border-color": COLORS["selected"],
                                       "border-width": 4})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
@@ -19,6 +19,7 @@ from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
 
 from ..user_input import parse_bindings
+from .highlight import Highlight
 
 OVERLAYS = ("", "intensity")
 MAX_TYPED_CHARS = 40
@@ -57,7 +58,7 @@ class ViewState:
     step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
-    highlight: str = ""           # 'match:R:I' or 'miss:R:I' (pattern report R, item I)
+    highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
     search: str = ""
     hide_unchanged: bool = False
     overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
@@ -71,6 +72,11 @@ class ViewState:
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
     pattern: str = ""             # the pattern editor's text, as typed (the editor reads it)
 
+    def __post_init__(self) -> None:
+        # The address's and the page's text form of the highlight is read once, here.
+        if not isinstance(self.highlight, (Highlight, type(None))):
+            object.__setattr__(self, "highlight", Highlight.decode(str(self.highlight)))
+
     @cached_property
     def bound(self) -> Bindings:
         """``bindings`` read (the URL keeps the text as typed)."""
@@ -80,7 +86,10 @@ class ViewState:
         return replace(self, **changes)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The view as the page's store keeps it (JSON: the highlight in its text form)."""
+        record = {f.name: getattr(self, f.name) for f in fields(self)}
+        record["highlight"] = _format(self.highlight)
+        return record
 
     @classmethod
     def from_dict(cls, data: dict) -> "ViewState":
@@ -109,7 +118,7 @@ _CHECKS = {
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
     "pattern": lambda text, fallback: text,
-    "highlight": lambda text, fallback: text,
+    "highlight": lambda text, fallback: Highlight.decode(text),
 }
 # A panel's name as the URL may give it; which panels exist is the registry's to say (the
 # navigation passes their names: this module does not import the panels).
@@ -165,6 +174,8 @@ def _known_panel(text: str | None, fallback: str, panels: Collection[str]) -> st
 def _format(value) -> str:
     if value is None:
         return ""
+    if isinstance(value, Highlight):
+        return value.encode()
     if isinstance(value, bool):
         return "1" if value else ""
     return str(value)

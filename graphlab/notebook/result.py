@@ -18,7 +18,7 @@ from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult, Snapshot
 from compiler_core.passes.diff import GraphDiff
-from compiler_core.patterns import PatternRecord, explain
+from compiler_core.passes.judged import JudgedPattern, judge_pipeline
 from compiler_core.wording import plural
 
 from ..samples import size_hints
@@ -88,10 +88,13 @@ class CompileResult:
 
     # -- the analyses --------------------------------------------------------------------------
     @cached_property
-    def patterns(self) -> list[PatternRecord]:
-        """What every library pattern finds in the model as loaded: matches and near misses
-        (`graphlab explain`); each pass's own reports are on its snapshot."""
-        return [report.record() for report in explain(self.initial)]
+    def patterns(self) -> list[JudgedPattern]:
+        """Every library pattern judged on the graph its pass receives in this run, as
+        `graphlab explain MODEL -p PIPELINE` shows it: matches (rewritten or declined, and
+        why), near misses ranked; a pattern no pass runs, on the model as loaded.  Each one
+        says which graph it judged (``.graph``)."""
+        return [judged for verdict in judge_pipeline(self.result, self.pipeline)
+                for judged in verdict.patterns]
 
     @cached_property
     def roofline(self) -> CostComparison:

@@ -28,6 +28,15 @@ class _Affine:
     shift: np.ndarray                 # [K], float64
     strip: Callable[[Graph], None]    # removes the affine once the linear layer applies it
     blocker: str | None = None        # why the affine cannot move into a last-axis layer
+    nodes: tuple[Node, ...] = ()      # what the fold would take (named in declines)
+
+
+@dataclass
+class _Refusal:
+    """Why the linear layer reading an affine cannot take it, and the node that refuses."""
+
+    reason: str
+    blocking: Node | None = None
 
 
 @dataclass
@@ -68,10 +77,13 @@ class FoldNormAffine(Pass):
             linear = _linear_reader(affine.output, affine.scale.size)
             if linear is None:
                 continue
-            reason = affine.blocker or (linear if isinstance(linear, str)
+            blocking = linear.blocking if isinstance(linear, _Refusal) else None
+            reason = affine.blocker or (linear.reason if isinstance(linear, _Refusal)
                                         else _no_bias_home(linear, affine))
             if reason is not None:
-                result.decline(affine.site, RULE, reason)
+                result.decline(affine.site, RULE, reason,
+                               blocking=None if affine.blocker else blocking,
+                               nodes=affine.nodes)
                 continue
             _fold(graph, ctx, affine, linear)
             result.rewrites += 1
@@ -92,7 +104,8 @@ def _decomposed_layernorms(graph: Graph, ctx: PassContext, result: PassResult) -
         affines.append(_Affine(match["shift_add"], match["shift_add"].outputs[0],
                                _vector(scale), _vector(shift),
                                _bypass_decomposed(match["div"], match["scale_mul"],
-                                                  match["shift_add"])))
+                                                  match["shift_add"]),
+                               nodes=(match["scale_mul"], match["shift_add"])))
     return affines
 
 
@@ -116,7 +129,7 @@ def _layernorm_ops(graph: Graph) -> list[_Affine]:
             continue  # nothing to move (already folded)
         affines.append(_Affine(node, node.outputs[0], _vector(gamma),
                                np.broadcast_to(_vector(beta), (gamma.size,)),
-                               _unit_layernorm(node)))
+                               _unit_layernorm(node), nodes=(node,)))
     return affines
 
 
@@ -141,7 +154,7 @@ def _batchnorms(graph: Graph) -> list[_Affine]:
         blocker = None if rank == 2 else (
             f"BatchNormalization scales axis 1 of a rank-{rank if rank else '?'} tensor, but "
             f"the layer reading it contracts the last axis")
-        affines.append(_Affine(node, node.outputs[0], s, t, _bypass(node), blocker))
+        affines.append(_Affine(node, node.outputs[0], s, t, _bypass(node), blocker, (node,)))
     return affines
 
 
@@ -156,7 +169,7 @@ def _vector(array: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- the linear reader
-def _linear_reader(value: Value, width: int) -> _Linear | str | None:
+def _linear_reader(value: Value, width: int) -> _Linear | _Refusal | None:
     """The one MatMul/Gemm reading ``value`` (perhaps through a Reshape that keeps the last
     axis), why it cannot take the affine, or None when no linear layer reads the value."""
     readers = _data_readers(value)
@@ -170,19 +183,23 @@ def _linear_reader(value: Value, width: int) -> _Linear | str | None:
     others = [n for n in readers if n is not node]
     if value.is_graph_output or others:
         also = ", ".join(f"{n.op_type} '{n.name}'" for n in others) or "the model's outputs"
-        return (f"{value.name!r} is also read by {also}, which needs it with γ and β "
-                f"applied, so they cannot move into the {node.op_type}'s weights")
+        return _Refusal(f"{value.name!r} is also read by {also}, which needs it with γ and β "
+                        f"applied, so they cannot move into the {node.op_type}'s weights",
+                        others[0] if others else None)
     weight = node.inputs[1]
     array = weight.constant_value()
     if array is None or array.ndim != 2:
-        return f"the {node.op_type} weight {weight.name!r} is not a constant matrix"
+        return _Refusal(f"the {node.op_type} weight {weight.name!r} is not a constant matrix",
+                        node)
     in_axis = gemm_weight_axes(node)[0] if node.op_type == "Gemm" else 0
     if array.shape[in_axis] != width:
-        return f"the {node.op_type} weight has {array.shape[in_axis]} rows, not {width}"
+        return _Refusal(f"the {node.op_type} weight has {array.shape[in_axis]} rows, not "
+                        f"{width}", node)
     sharing = [u for u in weight.users() if u is not node]
     if sharing:
-        return (f"the weight {weight.name!r} is also read by {sharing[0].op_type} "
-                f"'{sharing[0].name}': folding would need a second copy of it")
+        return _Refusal(f"the weight {weight.name!r} is also read by {sharing[0].op_type} "
+                        f"'{sharing[0].name}': folding would need a second copy of it",
+                        sharing[0])
     return _Linear(node, weight, in_axis, _bias_add(node))
 
 

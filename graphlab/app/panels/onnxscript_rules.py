@@ -15,7 +15,8 @@ from dash import Input, Output, State, dcc, html
 from compiler_core.onnxscript_rules import RuleSite, RulesReport, RuleVerdict
 
 from .. import ids
-from ..onnxscript_view import MATCH, MISS, highlight_of, refusal, verdicts
+from ..highlight import MATCH, MISS, Highlight
+from ..onnxscript_view import highlight_of, refusal, verdicts
 from ..services import Services
 from .on_view import on_view
 from .panel import INSIDE, Panel
@@ -75,7 +76,8 @@ def register(app, services: Services) -> None:
                 "field": state.rules}
 
 
-def report_view(report: RulesReport, where: str, highlight: str, item_type: str) -> list:
+def report_view(report: RulesReport, where: str, highlight: Highlight | None,
+                item_type: str) -> list:
     summary = report.to_dict()["summary"]
     parts = [html.P(f"onnxscript {report.onnxscript_version} on {where}: "
                     f"{summary['matched']} matched, {summary['near miss']} came close, "
@@ -91,7 +93,7 @@ def report_view(report: RulesReport, where: str, highlight: str, item_type: str)
     return parts
 
 
-def rule_view(index: int, verdict: RuleVerdict, highlight: str, item_type: str
+def rule_view(index: int, verdict: RuleVerdict, highlight: Highlight | None, item_type: str
               ) -> html.Details:
     """One rule: its matches and closest sites as buttons (``item_type``: the patterns tab's,
     so a click highlights like any pattern item), the clicked one explained under it, its
@@ -104,12 +106,11 @@ def rule_view(index: int, verdict: RuleVerdict, highlight: str, item_type: str
     chosen = []
 
     def item(kind: str, i: int, site: RuleSite, text: str) -> html.Li:
-        index_text = highlight_of(kind, index, i, site)
-        selected = index_text == highlight
+        value = highlight_of(kind, index, i, site)
+        selected = value == highlight
         chosen.extend([True] if selected else [])
-        classes = f"pattern-item {'match' if kind == MATCH else 'miss'}" + \
-            (" selected" if selected else "")
-        button = html.Button(text, id={"type": item_type, "index": index_text},
+        classes = f"pattern-item {kind}" + (" selected" if selected else "")
+        button = html.Button(text, id={"type": item_type, "index": value.encode()},
                              className=classes)
         return html.Li([button, focus_view(verdict.name, site)] if selected else button)
 

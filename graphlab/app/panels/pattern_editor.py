@@ -15,7 +15,9 @@ from compiler_core.patterns.text import EXAMPLES, PatternTextError, example_text
 
 from .. import ids
 from ..messages import user_message
-from ..pattern_editor_view import (EDITOR, ITEM_PREFIX, editor_focus, editor_outcome, too_long)
+from ..highlight import EDITOR as EDITOR_ITEMS
+from ..pattern_editor_view import (EDITOR, clicked_in_editor, editor_focus, editor_outcome,
+                                   too_long)
 from ..services import Services
 from .on_view import on_view
 from .panel import TAB, Panel
@@ -24,7 +26,7 @@ from .patterns import focus_view, report_view
 TEXT = "editor-text"
 FIND = "editor-find"
 EXAMPLE = "editor-example"    # pattern-matching type, index = the example's name
-ITEM = "editor-item"          # pattern-matching type, index = 'edit-match:R:I' / 'edit-miss:R:I'
+ITEM = "editor-item"          # pattern-matching type, index = a Highlight's text form
 ERROR = "editor-error"
 RESULTS = "editor-results"
 SHOWN = "editor-shown"        # the view text last written into the box
@@ -95,11 +97,10 @@ def register(app, services: Services) -> None:
         snapshot = workspace.result.snapshots[step]
         parts = [html.P(f"Found in the graph before pass {step + 1} ({snapshot.pass_name}): "
                         "the left pane.", className="muted")]
-        focus = editor_focus(workspace, state) if state.highlight.startswith(ITEM_PREFIX) \
-            else None
+        focus = editor_focus(workspace, state) if clicked_in_editor(state.highlight) else None
         if focus is not None:
             parts.append(focus_view(focus))
-        parts += [report_view(i, r, state.highlight, ITEM, ITEM_PREFIX)
+        parts += [report_view(i, r, state.highlight, ITEM, EDITOR_ITEMS)
                   for i, r in enumerate(outcome.reports)]
         if not any(r.matches or r.near_misses for r in outcome.reports):
             parts.append(html.P("No match and no near miss here: no site got past its root "

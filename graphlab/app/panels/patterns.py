@@ -1,15 +1,20 @@
-"""The patterns panel: for the selected pass, each pattern's matches and near misses, the
-clicked near miss explained (reason, expected vs found, path, blocking consumer), and the near
-misses of the whole pipeline grouped by reason."""
+"""The patterns panel: the rules the selected pass runs, judged on the graph it receives — each
+match rewritten or declined, the pass's declined rewrites with their reasons, near misses
+ranked (the weak ones folded under "more") — the clicked item explained (reason, expected vs
+found, path, the node that blocked it) and lit in the panes, and the near misses of the whole
+pipeline grouped by reason."""
 
 from __future__ import annotations
 
 from dash import Output, html
 
-from compiler_core.patterns import NodeRef, PatternRecord
+from compiler_core.passes.base import Decline
+from compiler_core.passes.judged import JudgedPattern, PassVerdict
+from compiler_core.patterns import STRONG_SCORE, NodeRef, PatternRecord
 
 from .. import ids
-from ..pattern_view import PatternFocus, reasons_across_model, resolve_focus, step_reports
+from ..highlight import DECLINE, MATCH, MISS, PATTERNS, Highlight
+from ..pattern_view import PatternFocus, pass_verdict, reasons_across_model, resolve_focus
 from ..services import Services
 from . import onnxscript_rules
 from .on_view import on_view
@@ -17,8 +22,10 @@ from .panel import TAB, Panel
 
 NAME = ids.PATTERNS_TAB
 BODY = "patterns"
-ITEM = ids.PATTERN_ITEM      # pattern-matching type, index = 'match:R:I' / 'miss:R:I'
+ITEM = ids.PATTERN_ITEM      # pattern-matching type, index = a Highlight's text form
 NO_PATTERNS = "No pattern matches or nearly matches here."
+NO_RULES = ("This pass runs no pattern rules. The Pattern editor tab finds any pattern in the "
+            "graph it receives.")
 
 
 def layout(services: Services) -> html.Div:
@@ -32,48 +39,119 @@ def register(app, services: Services) -> None:
     def render(state, workspace):
         step = workspace.clamp_step(state.step)
         snapshot = workspace.result.snapshots[step]
-        found = step_reports(workspace, step)
+        verdict = pass_verdict(workspace, step, state.pipeline)
         focus = resolve_focus(workspace, step, state.highlight)
         parts = [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}"),
-                 html.P("Reported by this pass." if found.from_pass else
-                        "This pass reports no patterns; shown: what every pattern finds in "
-                        "the graph before it.", className="muted")]
+                 html.P(f"Judged on {verdict.graph.describe()}: the left pane.",
+                        className="muted judged-graph")]
         if focus is not None:
             parts.append(focus_view(focus))
-        parts += [report_view(i, r, state.highlight) for i, r in enumerate(found.reports)
-                  if r.matches or r.near_misses] or \
-            [html.P(NO_PATTERNS, className="hint")]
+        parts += pass_view(verdict, state.highlight)
         parts.append(reasons_view(reasons_across_model(workspace)))
         return {"body": parts}
 
 
-def report_view(report_index: int, report: PatternRecord, highlight: str,
-                item_type: str = ITEM, prefix: str = "") -> html.Details:
-    """One pattern's matches and near misses as buttons (``item_type``, index
-    '{prefix}match:R:I' / '{prefix}miss:R:I') that highlight them in the panes."""
-    matches, misses = report.matches, report.near_misses
-    items = [_item(item_type, f"{prefix}match:{report_index}:{i}", "match",
-                   " + ".join(n.name for n in m.nodes), highlight) for i, m in enumerate(matches)]
-    items += [_item(item_type, f"{prefix}miss:{report_index}:{i}", "miss",
-                    f"{m.site.name}: {m.reason}", highlight) for i, m in enumerate(misses)]
-    summary = html.Summary([html.B(report.name),
-                            html.Span(f"  {len(matches)} match{'es' if len(matches) != 1 else ''}"
-                                      f", {len(misses)} near miss{'es' if len(misses) != 1 else ''}",
+def pass_view(verdict: PassVerdict, highlight: Highlight | None) -> list:
+    """The pass's declines, then each of its patterns' matches and near misses."""
+    parts: list = []
+    declines = verdict.every_decline
+    if declines:
+        parts.append(declines_view(declines, verdict.graph.pass_name, highlight))
+    shown = [report_view(i, judged, highlight) for i, judged in enumerate(verdict.patterns)
+             if judged.matches or judged.near_misses]
+    if not verdict.patterns:
+        parts.append(html.P(NO_RULES, className="hint"))
+    elif not shown and not declines:
+        parts.append(html.P(NO_PATTERNS, className="hint"))
+    return parts + shown
+
+
+def declines_view(declines: tuple[Decline, ...], pass_name: str,
+                  highlight: Highlight | None) -> html.Details:
+    """Every rewrite the pass declined, as buttons that light the site and what blocked it."""
+    items = [_item(ITEM, Highlight.of(PATTERNS, DECLINE, 0, i), "miss decline",
+                   f"✗ {d.site}: {d.reason}" + (f"  (blocked by {d.blocking.name})"
+                                                  if d.blocking else ""), highlight)
+             for i, d in enumerate(declines)]
+    summary = html.Summary([html.B(f"Declined by {pass_name}"),
+                            html.Span(f"  {len(declines)} rewrite"
+                                      f"{'s' if len(declines) != 1 else ''}",
                                       className="muted")])
+    return html.Details([summary, html.Ul(items, className="pattern-items")], open=True,
+                        className="pattern declines")
+
+
+def report_view(report_index: int, report: PatternRecord | JudgedPattern,
+                highlight: Highlight | None, item_type: str = ITEM,
+                source: str = PATTERNS) -> html.Details:
+    """One pattern's matches and near misses as buttons (``item_type``, index: the
+    Highlight's text form) that highlight them in the panes.  Strong near misses are listed;
+    the weak ones (that failed near the root) are folded under "more"."""
+    judged = report if isinstance(report, JudgedPattern) else None
+    matches, misses = report.matches, report.near_misses
+    rewritten = judged.rewritten if judged is not None and judged.by_pass else ()
+    declined = {d.node_id for d in judged.declines} if judged is not None else set()
+
+    def mark(i: int, match) -> str:
+        if i < len(rewritten):
+            return "✓ rewritten: " if rewritten[i] else (
+                "✗ declined: " if match.root.id in declined else "✗ not rewritten: ")
+        return ""
+
+    def miss_item(i: int, m) -> html.Li:
+        suffix = "  (declined)" if m.site.id in declined else ""
+        return _item(item_type, Highlight.of(source, MISS, report_index, i), "miss",
+                     f"{m.site.name}: {m.reason}{suffix}", highlight)
+
+    def match_text(i: int, m) -> str:
+        more = len(m.nodes) - 1
+        return mark(i, m) + m.root.name + (f"  (+{more} node{'s' if more != 1 else ''})"
+                                           if more else "")
+
+    items = [_item(item_type, Highlight.of(source, MATCH, report_index, i), "match",
+                   match_text(i, m), highlight) for i, m in enumerate(matches)]
+    strong = [(i, m) for i, m in enumerate(misses) if m.score >= STRONG_SCORE]
+    weak = [(i, m) for i, m in enumerate(misses) if m.score < STRONG_SCORE]
+    items += [miss_item(i, m) for i, m in strong]
+    more = []
+    if weak:
+        chosen = highlight is not None and highlight.source == source and \
+            highlight.kind == MISS and highlight.report == report_index and \
+            any(i == highlight.item for i, _ in weak)
+        more = [html.Details([html.Summary(f"more: {len(weak)} weak near miss"
+                                           f"{'es' if len(weak) != 1 else ''} (failed near "
+                                           "the pattern's root)", className="muted"),
+                              html.Ul([miss_item(i, m) for i, m in weak],
+                                      className="pattern-items")],
+                             open=chosen, className="weak-misses")]
+    counts = (f"  {len(matches)} match{'es' if len(matches) != 1 else ''}, "
+              f"{len(misses)} near miss{'es' if len(misses) != 1 else ''}")
+    if rewritten:
+        counts += f"; {sum(rewritten)} rewritten"
+    summary = html.Summary([html.B(report.name), html.Span(counts, className="muted")])
     return html.Details([summary, html.Div(report.description, className="muted"),
-                         html.Ul(items, className="pattern-items")],
+                         html.Ul(items, className="pattern-items"), *more],
                         open=bool(matches or misses), className="pattern")
 
 
-def _item(item_type: str, index: str, kind: str, text: str, highlight: str) -> html.Li:
-    classes = f"pattern-item {kind}" + (" selected" if index == highlight else "")
-    return html.Li(html.Button(text, id={"type": item_type, "index": index},
+def _item(item_type: str, value: Highlight, kind: str, text: str,
+          highlight: Highlight | None) -> html.Li:
+    classes = f"pattern-item {kind}" + (" selected" if value == highlight else "")
+    return html.Li(html.Button(text, id={"type": item_type, "index": value.encode()},
                                className=classes))
 
 
 def focus_view(focus: PatternFocus) -> html.Div:
     item = focus.item
-    if focus.kind == "match":
+    if focus.kind == DECLINE:
+        rows = [("reason", item.reason), ("rule", item.rule),
+                ("blocking consumer", _name(item.blocking)),
+                ("would have taken", ", ".join(n.name for n in item.nodes))]
+        return html.Div([html.B(f"declined at {item.site}"),
+                         html.Table([html.Tr([html.Td(k, className="key"), html.Td(str(v))])
+                                     for k, v in rows if v], className="kv")],
+                        className="focus miss decline")
+    if focus.kind == MATCH:
         return html.Div([html.B(f"{focus.pattern}: match"),
                          html.Div(f"{len(item.nodes)} nodes: "
                                   + ", ".join(n.name for n in item.nodes)), *_rewritten(item)],
@@ -114,9 +192,10 @@ def _name(ref: NodeRef | None) -> str | None:
 
 def reasons_view(reasons: list[tuple[str, int, list[str]]]) -> html.Div:
     if not reasons:
-        return html.Div([html.H4("Near misses in the whole model"),
+        return html.Div([html.H4("Near misses in the whole pipeline"),
                          html.P("none", className="muted")])
-    return html.Div([html.H4("Near misses in the whole model, by reason"),
+    return html.Div([html.H4("Near misses in the whole pipeline (each pass's patterns on the "
+                             "graph it received), by reason"),
                      html.Table([html.Tr([html.Td(str(count), className="count"),
                                           html.Td(reason),
                                           html.Td(", ".join(patterns), className="muted")])
