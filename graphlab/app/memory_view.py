@@ -100,10 +100,9 @@ def memory_figure(plan: MemoryPlan, graph: Graph, title: str, selected: int | No
     figure.update_layout(
         title={"text": title, "x": 0.01, "font": {"size": 17}}, font={"size": 15},
         template="plotly_white", bargap=0, showlegend=True, clickmode="event",
-        margin={"l": 80, "r": 20, "t": 50, "b": 60}, hoverlabel={"font": {"size": 14}},
-        legend={"yanchor": "top", "y": 0.99, "xanchor": "right", "x": 0.99,
-                "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d9e2ec", "borderwidth": 1,
-                "font": {"size": 13}})
+        margin={"l": 80, "r": 20, "t": 50, "b": 110}, hoverlabel={"font": {"size": 14}},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0,
+                "font": {"size": 13}})   # under the axis: the arena's peak is at the top
     figure.update_xaxes(title="execution step (one node per step)",
                         range=[-0.7, max(len(nodes), 1) - 0.3], showgrid=False, zeroline=False)
     figure.update_yaxes(title=f"arena offset ({unit})", rangemode="tozero",
