@@ -178,9 +178,29 @@
         return tries < 100 && whenDrawn(tries + 1);
       }
       if (a.view === fitted) { return; }
+      var sameModel = fitted && fitted.split(":")[0] === a.view.split(":")[0];
       fitted = a.view;
-      together(function () { fitChange() || fitAll(); });
+      // A pass that changed nothing leaves the view where the person put it; another model
+      // is fitted whole.
+      together(function () { fitChange() || sameModel || fitAll(); });
+      preloadCharts();
     }, tries ? 40 : 0);
+  }
+
+  /* The charts' library (plotly.js, some 5 MB) is loaded by the first chart a tab draws,
+   * which made opening the first hardware tab take seconds.  Once the panes are drawn and the
+   * page is idle, it is loaded ahead; the charts find it there. */
+  var preloading = false;
+  function preloadCharts() {
+    if (preloading || window.Plotly || !window._dashPlotlyJSURL) { return; }
+    preloading = true;
+    var idle = window.requestIdleCallback || function (f) { setTimeout(f, 1500); };
+    idle(function () {
+      if (window.Plotly) { return; }
+      var script = document.createElement("script");
+      script.src = window._dashPlotlyJSURL;
+      document.head.appendChild(script);
+    }, { timeout: 5000 });
   }
 
   /* After groups open or close, a change that the new layout moved out of both panes' view

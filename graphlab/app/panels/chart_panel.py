@@ -28,13 +28,18 @@ def compare_value(state) -> list[str]:
 
 
 def register_compare_toggle(app, toggle_id: str) -> None:
-    @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
-                  Input(toggle_id, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
-    def request(value, view):
-        wanted = COMPARE in (value or [])
-        if not view or wanted == view.get("compare"):
-            return no_update   # the panel echoing the view, not a user's click
-        return {"compare": wanted}
+    """A click on the toggle asks for the view with or without the comparison; the panel
+    drawing the toggle as the view has it is an echo, dropped in the page (no round trip)."""
+    app.clientside_callback(
+        """function (value, view) {
+            var wanted = (value || []).indexOf("%s") >= 0;
+            if (!view || wanted === Boolean(view.compare)) {
+                return window.dash_clientside.no_update;
+            }
+            return {compare: wanted};
+        }""" % COMPARE,
+        Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
+        Input(toggle_id, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
 
 
 def picked_node(click: dict | None):
