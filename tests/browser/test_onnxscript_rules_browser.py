@@ -34,7 +34,7 @@ def test_a_shared_server_refuses_module_names(dash_duo, graphlab_app):
 def test_with_allow_code_the_verdicts_show_and_a_site_lights_the_graph(dash_duo, tmp_path):
     app = create_app(AppConfig(cache_dir=str(tmp_path / "sessions"), allow_code=True))
     dash_duo.start_server(app)
-    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_gelu&panel=patterns")
+    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_gelu&panel=patterns&pass=1")
     wait_for_nodes(dash_duo)
     dash_duo.wait_for_element("#onnxscript-rules-field", timeout=10).send_keys(GELU_RULES)
     dash_duo.find_element("#onnxscript-rules-run").click()
@@ -43,7 +43,7 @@ def test_with_allow_code_the_verdicts_show_and_a_site_lights_the_graph(dash_duo,
     assert "1 matched" in body
     graph = load_model(resolve_model("teach_gelu"))
     [match] = dash_duo.find_elements("#onnxscript-rules-body .pattern-item.match")
-    root = match.text.split()[1]                     # '✓ gelu_good_mul2  (5 nodes)'
+    root = match.text.split()[1]                     # "✓ gelu_good_mul2  (5 nodes)"
     match.click()
     dash_duo.wait_for_contains_text("#onnxscript-rules-body .focus.match", "GeluErfFusion: match",
                                     timeout=10)

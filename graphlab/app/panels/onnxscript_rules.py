@@ -13,6 +13,7 @@ import time
 from dash import Input, Output, State, dcc, html
 
 from compiler_core.onnxscript_rules import RuleSite, RulesReport, RuleVerdict
+from compiler_core.wording import plural
 
 from .. import ids
 from ..highlight import MATCH, MISS, Highlight
@@ -114,7 +115,7 @@ def rule_view(index: int, verdict: RuleVerdict, highlight: Highlight | None, ite
                              className=classes)
         return html.Li([button, focus_view(verdict.name, site)] if selected else button)
 
-    items = [item(MATCH, i, site, f"✓ {site.root.name}  ({len(site.nodes)} nodes)")
+    items = [item(MATCH, i, site, f"✓ {site.root.name}  ({plural(len(site.nodes), 'node')})")
              for i, site in enumerate(verdict.matches)]
     closest = verdict.closest
     items += [item(MISS, i, site, f"✗ {site.root.name}: {site.reason or site.status}")
