@@ -32,11 +32,12 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
     tab: draw only while this tab is open — a closed tab's callback does not even fire
     (`tab_gate`).  settings_only: draw only when more than the place in the view changed
-    (`settings_gate`): what a step cannot change.  idle: the outputs without a view.
+    (`settings_gate`): what a step cannot change.  Otherwise: when more than the open tab
+    changed (`settings_gate`, `ids.VIEW_SHOWN`).  idle: the outputs without a view.
     message: the output that shows an error; without one, errors change nothing (another
     part of the page says what is wrong).  failed(state): further outputs set on an error.
     """
-    heard = ids.tab_view(tab) if tab else ids.VIEW_SETTINGS if settings_only else ids.VIEW
+    heard = ids.tab_view(tab) if tab else ids.VIEW_SETTINGS if settings_only else ids.VIEW_SHOWN
     view = Input(heard, "data") if view_triggers else State(ids.VIEW, "data")
     dependencies = {"inputs": {**(inputs or {}), **({"view": view} if view_triggers else {})},
                     "state": {**(state or {}), "upload": State(ids.UPLOAD_TOKEN, "data"),
