@@ -239,29 +239,14 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
     """``browsers`` people at once, each on its own sample, against `graphlab serve`: the
     seconds they wait for the first render, each Next, each tab, a near-miss click.  Every
     figure is from the click to the page idle with the result painted.  True: goals met."""
-    import signal
-    import socket
-    import subprocess
     from concurrent.futures import ThreadPoolExecutor
 
     from benchmarks.journeys import timed_journey
+    from benchmarks.load import start_server
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cache = tempfile.mkdtemp(prefix="graphlab-journeys-")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--port", str(port),
-         "--workers", str(workers), "--cache-dir", cache],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    url = f"http://127.0.0.1:{port}/"
+    server, url = start_server(workers, tempfile.mkdtemp(prefix="graphlab-journeys-"))
+    url += "/"
     try:
-        for _ in range(240):
-            try:
-                socket.create_connection(("127.0.0.1", port), 1).close()
-                break
-            except OSError:
-                time.sleep(0.5)
         models = [JOURNEY_MODELS[i % len(JOURNEY_MODELS)] for i in range(browsers)]
         for model in models:   # built once, as a teacher opens the samples before class
             timed_journey(url, model, steps=0)
@@ -274,7 +259,7 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
                     times["tab opened"] += found.tabs
                     times["near-miss click"] += found.near_miss
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        server.terminate()
         server.wait(30)
     times["step p95"] = times["step"]
     print(f"\njourneys: {browsers} browsers at once on {', '.join(models)}, `graphlab serve "

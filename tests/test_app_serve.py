@@ -14,6 +14,8 @@ import urllib.request
 
 import pytest
 
+from benchmarks.load import free_port
+
 from graphlab.cli import build_parser, main
 from graphlab.commands.serve import config_from_args
 from graphlab.samples import resolve_model
@@ -81,15 +83,6 @@ def test_a_worker_without_redis_says_where_to_give_it(capsys, monkeypatch):
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def free_port(ports=range(8821, 8830)) -> int:
-    for port in ports:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no free port in 8821-8829")
 
 
 def wait_for(condition, seconds: float, what: str):

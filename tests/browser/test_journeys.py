@@ -182,28 +182,11 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory):
     """`graphlab serve --workers 2`: the form a teacher starts for a room."""
-    import socket
-    import subprocess
-    import sys
-    import time
+    from benchmarks.load import start_server
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    cache = tmp_path_factory.mktemp("room")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "graphlab", "serve", "--no-browser", "--workers", "2",
-         "--port", str(port), "--cache-dir", str(cache)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), 1).close()
-            break
-        except OSError:
-            time.sleep(0.5)
-    yield f"http://127.0.0.1:{port}/"
-    os.killpg(server.pid, 15)
+    server, url = start_server(2, str(tmp_path_factory.mktemp("room")))
+    yield url + "/"
+    server.terminate()
     server.wait(30)
 
 

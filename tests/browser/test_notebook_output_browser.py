@@ -4,9 +4,10 @@ live app in front of it when the kernel's server of this very output answers."""
 
 from __future__ import annotations
 
-import socket
 
 import pytest
+
+from benchmarks.load import free_port
 
 import graphlab
 from graphlab.app import AppConfig, create_app
@@ -17,15 +18,6 @@ from pane_helpers import wait_until
 pytestmark = pytest.mark.browser
 
 
-def free_port(ports=range(8823, 8830)) -> int:
-    for port in ports:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no free port in 8823-8829")
 
 
 @pytest.fixture(scope="module")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import time
 import xml.etree.ElementTree as ElementTree
 
 import pytest
+
+from benchmarks.load import free_port
 from selenium.webdriver.common.action_chains import ActionChains
 
 from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_memory
@@ -48,17 +49,6 @@ def wide_window(dash_duo):
     dash_duo.driver.set_window_size(1600, 1000)
 
 
-def free_port(ports=range(8823, 8830)) -> int:
-    """A port of this project's range that nobody holds (dash_duo's default, 58050, is shared
-    with every other test run on the machine)."""
-    for port in ports:
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    pytest.skip("no free port in 8823-8829")
 
 
 def open_view(dash_duo, app, query: str) -> None:
