@@ -4,6 +4,7 @@ and the view fields they add — figure builders checked against the compiler_co
 from __future__ import annotations
 
 import json
+import math
 
 import onnx
 import plotly.graph_objects as go
@@ -54,9 +55,13 @@ def step_named(ws, name: str) -> int:
 
 
 def point_traces(figure):
-    return [t for t in figure.data if t.name and t.name.endswith(("-bound op",
-                                                                  "made by the pass",
-                                                                  "unchanged"))]
+    return [t for t in figure["data"] if t.get("name", "").endswith(("-bound op",
+                                                                     "made by the pass",
+                                                                     "unchanged"))]
+
+
+def trace_named(figure, test):
+    return next(t for t in figure["data"] if test(t["name"]))
 
 
 # ---- roofline -------------------------------------------------------------------------------
@@ -69,17 +74,23 @@ def test_roofline_draws_one_point_per_op_with_arithmetic_and_the_target_ridge(cn
     assert len(found.points) == len(with_work) == len(graph.nodes) - 2   # two Flattens
     figure = roofline_figure(TARGET, found, "t")
     drawn = point_traces(figure)
-    assert sum(len(t.x) for t in drawn) == len(with_work)
+    assert sum(len(t["x"]) for t in drawn) == len(with_work)
     for trace in drawn:
-        bound = "memory" if trace.name.startswith("memory") else "compute"
-        assert all(data[4] == bound for data in trace.customdata)
-    assert {d[0] for t in drawn for d in t.customdata} == {p.node_id for p in found.points}
-    ridge = next(t for t in figure.data if t.name == "ridge point")
-    assert ridge.x[0] == pytest.approx(TARGET.ridge_point("float32")) == pytest.approx(32 / 2.4)
-    assert ridge.y[0] == TARGET.peak("float32")
-    roof = next(t for t in figure.data if t.name.startswith("roof"))
-    assert list(roof.y) == [TARGET.bandwidth_bytes_per_s * roof.x[0], TARGET.peak("float32"),
-                            TARGET.peak("float32")]
+        bound = "memory" if trace["name"].startswith("memory") else "compute"
+        assert all(data[4] == bound for data in trace["customdata"])
+    assert {d[0] for t in drawn for d in t["customdata"]} == {p.node_id for p in found.points}
+    ridge = trace_named(figure, lambda name: name == "ridge point")
+    assert ridge["x"][0] == pytest.approx(TARGET.ridge_point("float32")) \
+        == pytest.approx(32 / 2.4)
+    assert ridge["y"][0] == TARGET.peak("float32")
+    roof = trace_named(figure, lambda name: name.startswith("roof"))
+    assert list(roof["y"]) == [TARGET.bandwidth_bytes_per_s * roof["x"][0],
+                               TARGET.peak("float32"), TARGET.peak("float32")]
+    ridge_line = figure["layout"]["shapes"][0]    # dotted, up the whole plot at the ridge
+    assert (ridge_line["x0"], ridge_line["yref"]) == (ridge["x"][0], "paper")
+    assert any(a["text"].startswith("<b>ridge 13.3 FLOP/byte")
+               for a in figure["layout"]["annotations"])
+    assert figure["layout"]["xaxis"]["type"] == figure["layout"]["yaxis"]["type"] == "log"
     assert "Flatten ×2" in left_out_caption(found)
 
 
@@ -105,9 +116,13 @@ def test_comparing_a_fusion_draws_arrows_from_the_fused_ops_to_the_new_op(cnn):
     assert len(relus) == 3 and all(new.node_id in fused for _, new in relus)
     assert all(new.intensity > old.intensity for old, new in relus)   # fusion moves right
     figure = roofline_figure(TARGET, op_points(after, after_cost), "t", change=change)
-    assert len(figure.layout.annotations) >= len(change.arrows)
-    hollow = next(t for t in figure.data if t.name.startswith("removed or changed"))
-    assert len(hollow.x) == len(change.old)
+    arrows = [a for a in figure["layout"]["annotations"] if a.get("axref") == "x"]
+    assert len(arrows) == len(change.arrows)
+    old, new = change.arrows[0]     # on log axes an annotation sits at the decade
+    assert (arrows[0]["ax"], arrows[0]["x"]) == (pytest.approx(math.log10(old.intensity)),
+                                                 pytest.approx(math.log10(new.intensity)))
+    hollow = trace_named(figure, lambda name: name.startswith("removed or changed"))
+    assert len(hollow["x"]) == len(change.old)
 
 
 def test_a_click_on_a_point_selects_its_node():
@@ -307,18 +322,24 @@ def test_memory_chart_draws_one_rectangle_per_buffer(cnn):
     graph = cnn.result.snapshots[-1].graph
     plan = plan_memory(graph)
     figure = memory_figure(plan, graph, "t", selected=graph.nodes[0].id)
-    bars = figure.data[0]
-    assert len(bars.x) == len(plan.buffers) > 0
+    bars = figure["data"][0]
+    assert len(bars["x"]) == len(plan.buffers) > 0
     scale = 1024   # KiB: the peak is 80 KiB
-    assert "KiB" in figure.layout.yaxis.title.text
+    layout = figure["layout"]
+    assert "KiB" in layout["yaxis"]["title"]["text"]
     for i, b in enumerate(plan.buffers):
-        assert (bars.base[i], bars.x[i]) == (b.first - 0.5, b.last - b.first + 1)
-        assert (bars.y[i] - bars.width[i] / 2, bars.width[i]) == (b.offset / scale,
-                                                                 b.size / scale)
-        assert bars.customdata[i][0] == graph.nodes[b.first].id
-    assert figure.layout.shapes[0].y0 == plan.peak_bytes / scale
-    live = figure.data[1]
-    assert max(live.y) == plan.lower_bound_bytes / scale
+        assert (bars["base"][i], bars["x"][i]) == (b.first - 0.5, b.last - b.first + 1)
+        assert (bars["y"][i] - bars["width"][i] / 2, bars["width"][i]) == (b.offset / scale,
+                                                                           b.size / scale)
+        assert bars["customdata"][i][0] == graph.nodes[b.first].id
+    assert bars["marker"]["line"]["width"][0] == 4          # the selected node's tensor
+    peak = layout["shapes"][0]                               # the arena's peak, across the plot
+    assert (peak["y0"], peak["y1"], peak["xref"]) == (plan.peak_bytes / scale,
+                                                      plan.peak_bytes / scale, "x domain")
+    assert layout["annotations"][0]["text"].startswith("arena peak")
+    assert layout["legend"]["y"] < 0                         # under the axis, clear of the peak
+    live = figure["data"][1]
+    assert max(live["y"]) == plan.lower_bound_bytes / scale
 
 
 def test_memory_summary_compares_the_pass(cnn):
@@ -538,8 +559,8 @@ def test_the_roofline_crosses_ops_priced_with_an_unknown_dim():
     found = op_points(graph, graph_cost(graph, "asic32", {"batch": 2}))
     assert [p.op_type for p in found.points if p.assumed] == ["TopK", "Relu"]
     figure = roofline_figure(get_target("asic32"), found, "t")
-    crossed = [t for t in figure.data if t.name == ASSUMED_LABEL]
-    assert len(crossed) == 1 and len(crossed[0].x) == 2
+    crossed = [t for t in figure["data"] if t["name"] == ASSUMED_LABEL]
+    assert len(crossed) == 1 and len(crossed[0]["x"]) == 2
     assert assumed_caption(found).startswith("2 ops (crossed) are priced with a dim")
 
 
@@ -551,11 +572,75 @@ def test_the_traffic_chart_follows_the_pipeline_and_marks_the_selected_pass(serv
     assert traffic is traffic_of(cnn, "asic32")
     assert len(traffic.steps) == 1 + len(cnn.result.snapshots)
     figure = traffic_figure(traffic, 3)
-    lines = [t for t in figure.data if t.mode == "lines+markers"]
-    assert [t.name for t in lines] == ["bytes moved", "estimated time", "FLOPs", "arena peak"]
+    lines = [t for t in figure["data"] if t["mode"] == "lines+markers"]
+    assert [t["name"] for t in lines] == ["bytes moved", "estimated time", "FLOPs", "arena peak"]
     first, last = traffic.steps[0], traffic.steps[-1]
-    assert lines[0].y[0] == 1 and lines[0].y[-1] == pytest.approx(last.bytes / first.bytes)
-    assert all(shape.x0 == 4 for shape in figure.layout.shapes)   # pass 4 = index 3
+    assert lines[0]["y"][0] == 1 and lines[0]["y"][-1] == pytest.approx(last.bytes / first.bytes)
+    layout = figure["layout"]
+    assert all(shape["x0"] == 4 for shape in layout["shapes"])   # pass 4 = index 3
+    # one panel per quantity, side by side on one y scale, each titled
+    assert [t["xaxis"] for t in lines] == ["x", "x2", "x3", "x4"]
+    assert [s["xref"] for s in layout["shapes"]] == ["x", "x2", "x3", "x4"]
+    assert all(layout[f"yaxis{i}"]["matches"] == "y" for i in (2, 3, 4))
+    assert [a["text"] for a in layout["annotations"]] == [t["name"] for t in lines]
+    domains = [layout[f"xaxis{i}"]["domain"] for i in ("", 2, 3, 4)]
+    assert domains[0][0] == 0 and domains[-1][1] == pytest.approx(1)
+    assert all(a[1] < b[0] for a, b in zip(domains, domains[1:]))
     assert picked_pass({"points": [{"customdata": [5, "", ""]}]}) == 5
     assert picked_pass({"points": [{"customdata": [-1, "", ""]}]}) is None
     assert "FusedConv ×3" in fusion_caption(traffic)
+
+
+# ---- every chart is a plain dict ------------------------------------------------------------
+
+def plain_figure(figure) -> dict:
+    """A chart as the app must send it: the dict plotly.js reads, never a plotly graph object
+    (building those validates and deep-copies every property, most of a chart tab's answer)."""
+    assert type(figure) is dict, f"a {type(figure).__name__}: build the figure as a plain dict"
+    assert set(figure) == {"data", "layout"}
+    json.dumps(figure)      # plain JSON all the way down: no graph object nested in it either
+    go.Figure(figure)       # and every property one plotly knows (checked here, not per answer)
+    return figure
+
+
+def test_every_chart_the_app_draws_is_a_plain_dict(cnn):
+    from graphlab.app.graph_analyses import traffic_of
+    from graphlab.app.panels.memory import memory_view
+    from graphlab.app.panels.roofline import roofline_view
+    from graphlab.app.traffic_view import traffic_figure
+
+    step = step_named(cnn, "fuse_linear_bias_act")
+    fused = next(iter(cnn.result.snapshots[step].diff.added))
+    for compare in (False, True):
+        state = ViewState(model="cnn_bn", step=step, node=fused, compare=compare)
+        after, before, _ = memory_view(cnn, state)
+        roofline, _ = roofline_view(cnn, state)
+        for figure in (after, roofline, *([before] if compare else [])):
+            plain_figure(figure)
+        assert (before is None) != compare
+    plain_figure(traffic_figure(traffic_of(cnn, "asic32"), step))
+    schedule = schedule_gemm(100, 40, 30, 16, 16, "ws", timing="overlap")
+    step_shown = schedule.step(2, 25)
+    for figure in (heatmap_figure(schedule, step_shown), operands_figure(schedule, step_shown),
+                   timeline_figure(schedule, 2, 25)):
+        plain_figure(figure)
+
+
+def test_no_view_builds_plotly_graph_objects():
+    """The slow path stays out: nothing the app or the report runs imports plotly's figure
+    object model (tests may, to read a dict back)."""
+    import ast
+    import pathlib
+
+    import graphlab
+
+    slow = ("plotly.graph_objects", "plotly.graph_objs", "plotly.subplots", "plotly.express")
+    found = []
+    for path in pathlib.Path(graphlab.__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            if isinstance(node, ast.ImportFrom) and node.module == "plotly":
+                names = [f"plotly.{a.name}" for a in node.names]
+            found += [f"{path.name}: {n}" for n in names if n.startswith(slow)]
+    assert not found

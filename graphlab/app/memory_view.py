@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import plotly.graph_objects as go
-
 from compiler_core.hardware.memory import MemoryPlan
 from compiler_core.ir import Graph
 
 from ..units import format_bytes
+from .chart_dicts import plotly_white
 
 PALETTE = ("#74c0fc", "#ffd43b", "#b2f2bb", "#eebefa", "#ffc078", "#99e9f2", "#d0bfff",
            "#ffa8a8", "#c0eb75", "#e9ecef")
@@ -64,51 +63,54 @@ def summary_rows(before: PlanSummary, after: PlanSummary) -> list[tuple[str, str
 
 
 def memory_figure(plan: MemoryPlan, graph: Graph, title: str, selected: int | None = None,
-                  top_bytes: int | None = None) -> go.Figure:
+                  top_bytes: int | None = None) -> dict:
     """`plan` must be `plan_memory(graph, ...)`: its steps are the graph's nodes, in order.
-    Plans to be compared share `top_bytes` (the larger peak), so their heights compare."""
+    Plans to be compared share `top_bytes` (the larger peak), so their heights compare.
+    The figure is the dict plotly.js reads (`chart_dicts`)."""
     top = max(top_bytes or plan.peak_bytes, 1)
     scale, unit = next((s, u) for s, u in UNITS if top >= 4 * s or s == 1)
     nodes = graph.nodes
     buffers = plan.buffers
     producers = [nodes[b.first] for b in buffers]
-    figure = go.Figure()
-    figure.add_trace(go.Bar(
-        orientation="h", name="tensor (live steps × reserved bytes)",
-        base=[b.first - 0.5 for b in buffers], x=[b.last - b.first + 1 for b in buffers],
-        y=[(b.offset + b.size / 2) / scale for b in buffers],
-        width=[b.size / scale for b in buffers],
-        marker={"color": [PALETTE[i % len(PALETTE)] for i in range(len(buffers))],
-                "line": {"color": [SELECTED if p.id == selected else "#52606d"
-                                   for p in producers],
-                         "width": [4 if p.id == selected else 1 for p in producers]}},
-        customdata=[[p.id, b.tensor, p.name, format_bytes(b.bytes), format_bytes(b.offset),
-                     f"{b.first}–{b.last}", _reuse_note(b.reuses)]
-                    for b, p in zip(buffers, producers)],
-        hovertemplate="<b>%{customdata[1]}</b><br>made by %{customdata[2]}<br>"
-                      "%{customdata[3]} at offset %{customdata[4]}<br>"
-                      "live over steps %{customdata[5]}%{customdata[6]}<extra></extra>"))
+    tensors = {
+        "type": "bar", "orientation": "h", "name": "tensor (live steps × reserved bytes)",
+        "base": [b.first - 0.5 for b in buffers], "x": [b.last - b.first + 1 for b in buffers],
+        "y": [(b.offset + b.size / 2) / scale for b in buffers],
+        "width": [b.size / scale for b in buffers],
+        "marker": {"color": [PALETTE[i % len(PALETTE)] for i in range(len(buffers))],
+                   "line": {"color": [SELECTED if p.id == selected else "#52606d"
+                                      for p in producers],
+                            "width": [4 if p.id == selected else 1 for p in producers]}},
+        "customdata": [[p.id, b.tensor, p.name, format_bytes(b.bytes), format_bytes(b.offset),
+                        f"{b.first}–{b.last}", _reuse_note(b.reuses)]
+                       for b, p in zip(buffers, producers)],
+        "hovertemplate": "<b>%{customdata[1]}</b><br>made by %{customdata[2]}<br>"
+                         "%{customdata[3]} at offset %{customdata[4]}<br>"
+                         "live over steps %{customdata[5]}%{customdata[6]}<extra></extra>"}
     steps_x, live_y = _staircase(plan.live_bytes, scale)
-    figure.add_trace(go.Scatter(
-        x=steps_x, y=live_y, mode="lines", name="bytes live at each step (its top = lower "
-                                                "bound)", line={"color": LIVE, "width": 2},
-        hoverinfo="skip"))
-    figure.add_hline(y=plan.peak_bytes / scale, line={"color": PEAK, "width": 2, "dash": "dash"},
-                     annotation={"text": f"arena peak {format_bytes(plan.peak_bytes)}",
-                                 "font": {"color": PEAK, "size": 15}},
-                     annotation_position="top left")
-    figure.update_layout(
-        title={"text": title, "x": 0.01, "font": {"size": 17}}, font={"size": 15},
-        template="plotly_white", bargap=0, showlegend=True, clickmode="event",
-        margin={"l": 80, "r": 20, "t": 50, "b": 110}, hoverlabel={"font": {"size": 14}},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0,
-                "font": {"size": 13}})   # under the axis: the arena's peak is at the top
-    figure.update_xaxes(title="execution step (one node per step)",
-                        range=[-0.7, max(len(nodes), 1) - 0.3], showgrid=False, zeroline=False)
-    figure.update_yaxes(title=f"arena offset ({unit})", rangemode="tozero",
-                        range=[0, top / scale * 1.15], showgrid=True,
-                        gridcolor="#e4e7eb")
-    return figure
+    live = {"type": "scatter", "x": steps_x, "y": live_y, "mode": "lines",
+            "name": "bytes live at each step (its top = lower bound)",
+            "line": {"color": LIVE, "width": 2}, "hoverinfo": "skip"}
+    peak = plan.peak_bytes / scale
+    layout = {
+        "template": plotly_white(), "title": {"text": title, "x": 0.01, "font": {"size": 17}},
+        "font": {"size": 15}, "bargap": 0, "showlegend": True, "clickmode": "event",
+        "margin": {"l": 80, "r": 20, "t": 50, "b": 110}, "hoverlabel": {"font": {"size": 14}},
+        "legend": {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0,
+                   "font": {"size": 13}},   # under the axis: the arena's peak is at the top
+        "xaxis": {"title": {"text": "execution step (one node per step)"},
+                  "range": [-0.7, max(len(nodes), 1) - 0.3], "showgrid": False,
+                  "zeroline": False},
+        "yaxis": {"title": {"text": f"arena offset ({unit})"}, "rangemode": "tozero",
+                  "range": [0, top / scale * 1.15], "showgrid": True, "gridcolor": "#e4e7eb"},
+        # the arena's peak: a dashed line across the plot, named at its top left
+        "shapes": [{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y",
+                    "y0": peak, "y1": peak, "line": {"color": PEAK, "width": 2, "dash": "dash"}}],
+        "annotations": [{"text": f"arena peak {format_bytes(plan.peak_bytes)}",
+                         "font": {"color": PEAK, "size": 15}, "showarrow": False,
+                         "xref": "x domain", "x": 0, "xanchor": "left", "yref": "y", "y": peak,
+                         "yanchor": "bottom"}]}
+    return {"data": [tensors, live], "layout": layout}
 
 
 def _reuse_note(reuses: str | None) -> str:

@@ -17,13 +17,12 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 
-import plotly.graph_objects as go
-
 from compiler_core.hardware.cost import GraphCost, OpCost
 from compiler_core.hardware.targets import Target
 from compiler_core.ir import Graph, Node
 
 from ..units import format_seconds, format_si
+from .chart_dicts import plotly_white
 from .intensity_bands import COMPUTE_COLOUR as COMPUTE_BOUND, MEMORY_COLOUR as MEMORY_BOUND
 
 ROOF = "#323f4b"
@@ -140,71 +139,76 @@ def _lineage(node: Node) -> set[int]:
 
 def roofline_figure(target: Target, found: RooflinePoints, title: str,
                     selected: int | None = None, change: PassChange | None = None,
-                    subtitle: str = "") -> go.Figure:
+                    subtitle: str = "") -> dict:
+    """The chart as the dict plotly.js reads (`chart_dicts`)."""
     points = found.points
     everything = points + (change.old if change else [])
     dtypes = sorted({target.peak_dtype(p.dtype) for p in everything}) or [target.default_dtype]
     ridges = [target.ridge_point(d) for d in dtypes]
     x_low, x_high = _decades([p.intensity for p in everything] + ridges
                              + [10 * r for r in ridges])  # room for the compute roof
-    figure = go.Figure()
+    traces: list[dict] = []
+    shapes: list[dict] = []
+    annotations: list[dict] = []
     for dtype in dtypes:
-        _add_roof(figure, target, dtype, x_low, x_high, len(dtypes) > 1)
+        _add_roof(traces, shapes, annotations, target, dtype, x_low, x_high, len(dtypes) > 1)
     faded = change is not None
     longest = max((p.seconds for p in everything), default=0.0) or 1.0
     for bound, colour, label in (("memory", MEMORY_BOUND, "memory-bound op"),
                                  ("compute", COMPUTE_BOUND, "compute-bound op")):
         chosen = [p for p in points if p.bound == bound]
         if change is not None:
-            figure.add_trace(_point_trace([p for p in chosen if p.node_id not in change.new_ids],
-                                          f"{label}, unchanged", colour, longest, opacity=0.3))
+            traces.append(_point_trace([p for p in chosen if p.node_id not in change.new_ids],
+                                       f"{label}, unchanged", colour, longest, opacity=0.3))
             chosen = [p for p in chosen if p.node_id in change.new_ids]
             label = f"{label}, made by the pass"
-        figure.add_trace(_point_trace(chosen, label, colour, longest,
-                                      outline=ROOF if faded else "#ffffff"))
+        traces.append(_point_trace(chosen, label, colour, longest,
+                                   outline=ROOF if faded else "#ffffff"))
     if change is not None:
-        figure.add_trace(_point_trace(change.old, "removed or changed by the pass (before)",
-                                      "#7b8794", longest, symbol="circle-open"))
-        for old, new in change.arrows:
-            figure.add_annotation(x=math.log10(new.intensity), y=math.log10(new.flops_per_s),
-                                  ax=math.log10(old.intensity), ay=math.log10(old.flops_per_s),
-                                  xref="x", yref="y", axref="x", ayref="y", showarrow=True,
-                                  arrowhead=3, arrowsize=1.4, arrowwidth=1.6, arrowcolor=ROOF,
-                                  opacity=0.8, text="")
+        traces.append(_point_trace(change.old, "removed or changed by the pass (before)",
+                                   "#7b8794", longest, symbol="circle-open"))
+        for old, new in change.arrows:   # on log axes, annotations are placed in decades
+            annotations.append({
+                "x": math.log10(new.intensity), "y": math.log10(new.flops_per_s),
+                "ax": math.log10(old.intensity), "ay": math.log10(old.flops_per_s),
+                "xref": "x", "yref": "y", "axref": "x", "ayref": "y", "showarrow": True,
+                "arrowhead": 3, "arrowsize": 1.4, "arrowwidth": 1.6, "arrowcolor": ROOF,
+                "opacity": 0.8, "text": ""})
     assumed = [p for p in points if p.assumed]
     if assumed:
-        figure.add_trace(go.Scatter(
-            x=[p.intensity for p in assumed], y=[p.flops_per_s for p in assumed],
-            mode="markers", name=ASSUMED_LABEL, hoverinfo="skip",
-            marker={"symbol": "x-thin-open", "size": 14, "color": ROOF,
-                    "line": {"width": 2, "color": ROOF}}))
+        traces.append({
+            "type": "scatter", "x": [p.intensity for p in assumed],
+            "y": [p.flops_per_s for p in assumed], "mode": "markers", "name": ASSUMED_LABEL,
+            "hoverinfo": "skip",
+            "marker": {"symbol": "x-thin-open", "size": 14, "color": ROOF,
+                       "line": {"width": 2, "color": ROOF}}})
     chosen = [p for p in everything if p.node_id == selected]
     if chosen:
-        figure.add_trace(go.Scatter(
-            x=[chosen[0].intensity], y=[chosen[0].flops_per_s], mode="markers",
-            name="selected node", hoverinfo="skip",
-            marker={"symbol": "circle-open", "size": 34, "color": SELECTED,
-                    "line": {"width": 4}}))
-    figure.update_layout(
-        title={"text": title, "x": 0.01, "font": {"size": 16},
-               "subtitle": {"text": subtitle, "font": {"size": 14}}}, font=FONT,
-        template="plotly_white", margin={"l": 90, "r": 20, "t": 74 if subtitle else 50,
-                                         "b": 60},
-        legend={"yanchor": "bottom", "y": 0.02, "xanchor": "right", "x": 0.99,
-                "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d9e2ec",
-                "borderwidth": 1, "font": {"size": 13}},
-        clickmode="event", hoverlabel={"font": {"size": 14}})
-    figure.update_xaxes(type="log", title="arithmetic intensity (FLOP per byte moved)",
-                        range=[math.log10(x_low), math.log10(x_high)], exponentformat="power",
-                        showgrid=True, gridcolor="#e4e7eb")
+        traces.append({
+            "type": "scatter", "x": [chosen[0].intensity], "y": [chosen[0].flops_per_s],
+            "mode": "markers", "name": "selected node", "hoverinfo": "skip",
+            "marker": {"symbol": "circle-open", "size": 34, "color": SELECTED,
+                       "line": {"width": 4}}})
     peak = max(target.peak(d) for d in dtypes)
     y_low = min([target.bandwidth_bytes_per_s * x_low] + [p.flops_per_s for p in everything])
-    figure.update_yaxes(type="log", title={"text": "attainable performance (FLOP/s)",
-                                           "standoff": 8}, tickformat="~s",
-                        range=[math.log10(y_low) - 0.2,
-                                                    math.log10(peak) + 0.45],
-                        showgrid=True, gridcolor="#e4e7eb")
-    return figure
+    layout = {
+        "template": plotly_white(),
+        "title": {"text": title, "x": 0.01, "font": {"size": 16},
+                  "subtitle": {"text": subtitle, "font": {"size": 14}}},
+        "font": FONT, "margin": {"l": 90, "r": 20, "t": 74 if subtitle else 50, "b": 60},
+        "legend": {"yanchor": "bottom", "y": 0.02, "xanchor": "right", "x": 0.99,
+                   "bgcolor": "rgba(255,255,255,0.85)", "bordercolor": "#d9e2ec",
+                   "borderwidth": 1, "font": {"size": 13}},
+        "clickmode": "event", "hoverlabel": {"font": {"size": 14}},
+        "xaxis": {"type": "log", "title": {"text": "arithmetic intensity (FLOP per byte moved)"},
+                  "range": [math.log10(x_low), math.log10(x_high)], "exponentformat": "power",
+                  "showgrid": True, "gridcolor": "#e4e7eb"},
+        "yaxis": {"type": "log", "title": {"text": "attainable performance (FLOP/s)",
+                                           "standoff": 8},
+                  "tickformat": "~s", "range": [math.log10(y_low) - 0.2, math.log10(peak) + 0.45],
+                  "showgrid": True, "gridcolor": "#e4e7eb"},
+        "shapes": shapes, "annotations": annotations}
+    return {"data": traces, "layout": layout}
 
 
 def _decades(values: list[float]) -> tuple[float, float]:
@@ -214,57 +218,59 @@ def _decades(values: list[float]) -> tuple[float, float]:
     return 10 ** math.floor(math.log10(low)), 10 ** math.ceil(math.log10(high))
 
 
-def _add_roof(figure: go.Figure, target: Target, dtype: str, x_low: float, x_high: float,
-              name_dtype: bool) -> None:
+def _add_roof(traces: list[dict], shapes: list[dict], annotations: list[dict], target: Target,
+              dtype: str, x_low: float, x_high: float, name_dtype: bool) -> None:
+    """The roof of one dtype, its ridge and their labels, added to the figure's lists."""
     peak, bandwidth = target.peak(dtype), target.bandwidth_bytes_per_s
     ridge = peak / bandwidth
     suffix = f" ({dtype})" if name_dtype else ""
-    figure.add_trace(go.Scatter(
-        x=[x_low, ridge, x_high], y=[bandwidth * x_low, peak, peak], mode="lines",
-        name=f"roof{suffix}: min(peak, bandwidth × intensity)", hoverinfo="skip",
-        line={"color": ROOF, "width": 3}))
-    figure.add_trace(go.Scatter(
-        x=[ridge], y=[peak], mode="markers", name=f"ridge point{suffix}",
-        marker={"symbol": "diamond", "size": 14, "color": ROOF},
-        hovertemplate=f"ridge: {ridge:.3g} FLOP/byte<br>left of it ops wait for memory, "
-                      f"right of it for compute<extra></extra>"))
-    figure.add_shape(type="line", x0=ridge, x1=ridge, y0=0, y1=1, yref="paper",
-                     line={"color": ROOF, "width": 1.5, "dash": "dot"})
-    figure.add_annotation(x=math.log10(ridge), y=math.log10(peak), ax=12, ay=44,
-                          showarrow=True, arrowhead=0, arrowwidth=1.5, arrowcolor=ROOF,
-                          text=f"<b>ridge {ridge:.3g} FLOP/byte</b>{suffix}",
-                          font={"size": 15}, bgcolor="rgba(255,255,255,0.9)",
-                          xanchor="left", yanchor="top")
-    figure.add_annotation(x=math.log10(ridge), y=1, yref="paper", yanchor="top",
-                          xanchor="right", xshift=-8, showarrow=False,
-                          text="◀ memory-bound", font={"color": MEMORY_BOUND, "size": 15})
-    figure.add_annotation(x=math.log10(ridge), y=1, yref="paper", yanchor="top",
-                          xanchor="left", xshift=8, showarrow=False,
-                          text="compute-bound ▶", font={"color": COMPUTE_BOUND, "size": 15})
+    traces.append({
+        "type": "scatter", "x": [x_low, ridge, x_high], "y": [bandwidth * x_low, peak, peak],
+        "mode": "lines", "name": f"roof{suffix}: min(peak, bandwidth × intensity)",
+        "hoverinfo": "skip", "line": {"color": ROOF, "width": 3}})
+    traces.append({
+        "type": "scatter", "x": [ridge], "y": [peak], "mode": "markers",
+        "name": f"ridge point{suffix}", "marker": {"symbol": "diamond", "size": 14, "color": ROOF},
+        "hovertemplate": f"ridge: {ridge:.3g} FLOP/byte<br>left of it ops wait for memory, "
+                         f"right of it for compute<extra></extra>"})
+    shapes.append({"type": "line", "x0": ridge, "x1": ridge, "yref": "paper",
+                   "y0": 0, "y1": 1, "line": {"color": ROOF, "width": 1.5, "dash": "dot"}})
+    at_ridge = math.log10(ridge)
+    annotations += [
+        {"x": at_ridge, "y": math.log10(peak), "ax": 12, "ay": 44, "showarrow": True,
+         "arrowhead": 0, "arrowwidth": 1.5, "arrowcolor": ROOF,
+         "text": f"<b>ridge {ridge:.3g} FLOP/byte</b>{suffix}", "font": {"size": 15},
+         "bgcolor": "rgba(255,255,255,0.9)", "xanchor": "left", "yanchor": "top"},
+        {"x": at_ridge, "y": 1, "yref": "paper", "yanchor": "top", "xanchor": "right",
+         "xshift": -8, "showarrow": False, "text": "◀ memory-bound",
+         "font": {"color": MEMORY_BOUND, "size": 15}},
+        {"x": at_ridge, "y": 1, "yref": "paper", "yanchor": "top", "xanchor": "left",
+         "xshift": 8, "showarrow": False, "text": "compute-bound ▶",
+         "font": {"color": COMPUTE_BOUND, "size": 15}}]
     middle = math.sqrt(x_low * ridge)
-    figure.add_annotation(x=math.log10(middle), y=math.log10(bandwidth * middle), showarrow=False,
-                          xanchor="left", yanchor="top", xshift=12,
-                          text=f"bandwidth {format_si(bandwidth, 'B/s')}",
-                          font={"size": 14, "color": ROOF})
-    figure.add_annotation(x=math.log10(x_high), y=math.log10(peak), xanchor="right",
-                          yanchor="top", yshift=-6, showarrow=False,
-                          text=f"peak {format_si(peak, 'FLOP/s')}",
-                          font={"size": 14, "color": ROOF})
+    annotations += [
+        {"x": math.log10(middle), "y": math.log10(bandwidth * middle), "showarrow": False,
+         "xanchor": "left", "yanchor": "top", "xshift": 12,
+         "text": f"bandwidth {format_si(bandwidth, 'B/s')}", "font": {"size": 14, "color": ROOF}},
+        {"x": math.log10(x_high), "y": math.log10(peak), "xanchor": "right", "yanchor": "top",
+         "yshift": -6, "showarrow": False, "text": f"peak {format_si(peak, 'FLOP/s')}",
+         "font": {"size": 14, "color": ROOF}}]
 
 
 def _point_trace(points: list[OpPoint], name: str, colour: str, longest: float,
                  opacity: float = 0.9, outline: str = "#ffffff",
-                 symbol: str = "circle") -> go.Scatter:
+                 symbol: str = "circle") -> dict:
     sizes = [10 + 26 * math.sqrt(p.seconds / longest) for p in points]
-    return go.Scatter(
-        x=[p.intensity for p in points], y=[p.flops_per_s for p in points], mode="markers",
-        name=name, opacity=opacity,
-        marker={"color": colour, "size": sizes, "symbol": symbol,
-                "line": {"color": colour if symbol.endswith("open") else outline,
-                         "width": 2}},
-        customdata=[[p.node_id, p.name, p.op_type, format_seconds(p.seconds), p.bound]
-                    for p in points],
-        hovertemplate="<b>%{customdata[1]}</b> (%{customdata[2]})<br>"
-                      "intensity %{x:.3g} FLOP/byte<br>attainable %{y:.3s}FLOP/s, "
-                      "%{customdata[4]}-bound<br>estimated time %{customdata[3]}"
-                      "<extra></extra>")
+    return {
+        "type": "scatter", "x": [p.intensity for p in points],
+        "y": [p.flops_per_s for p in points], "mode": "markers", "name": name,
+        "opacity": opacity,
+        "marker": {"color": colour, "size": sizes, "symbol": symbol,
+                   "line": {"color": colour if symbol.endswith("open") else outline,
+                            "width": 2}},
+        "customdata": [[p.node_id, p.name, p.op_type, format_seconds(p.seconds), p.bound]
+                       for p in points],
+        "hovertemplate": "<b>%{customdata[1]}</b> (%{customdata[2]})<br>"
+                         "intensity %{x:.3g} FLOP/byte<br>attainable %{y:.3s}FLOP/s, "
+                         "%{customdata[4]}-bound<br>estimated time %{customdata[3]}"
+                         "<extra></extra>"}

@@ -10,9 +10,6 @@ so a layer with millions of cycles steps as smoothly as a toy one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from functools import lru_cache
-
-import plotly.io as pio
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.gemm_shapes import GemmProblem
@@ -24,6 +21,7 @@ from compiler_core.hardware.targets import get_target
 
 from ..user_input import parse_array, parse_integers
 from ..units import format_seconds
+from .chart_dicts import plotly_white
 
 MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
 TIMELINE_FOLDS = 10     # folds the timeline shows around the current one
@@ -149,7 +147,7 @@ def heatmap_figure(schedule: Schedule, step: Step) -> dict:
                      "title": {"text": "PE state"}}}],
         "layout": {
             "title": {"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},
-            "template": _template(), "font": {"size": 14},
+            "template": plotly_white(), "font": {"size": 14},
             "margin": {"l": 70, "r": 10, "t": 62, "b": 60}, "uirevision": "array",
             "xaxis": {"title": {"text": f"PE column → holds {m.col_dim} index (+ fold offset)"},
                       "constrain": "domain", "showgrid": False, "zeroline": False},
@@ -193,7 +191,7 @@ def operands_figure(schedule: Schedule, step: Step) -> dict:
         annotations.append({"text": _operand_title(name, m), "x": sum(domain) / 2, "y": 1,
                             "xref": "paper", "yref": "paper", "xanchor": "center",
                             "yanchor": "bottom", "showarrow": False, "font": {"size": 14}})
-    layout.update(template=_template(), font={"size": 13}, showlegend=False,
+    layout.update(template=plotly_white(), font={"size": 13}, showlegend=False,
                   margin={"l": 50, "r": 10, "t": 30, "b": 80}, uirevision="operands",
                   shapes=shapes, annotations=annotations)
     return {"data": [], "layout": layout}
@@ -201,13 +199,6 @@ def operands_figure(schedule: Schedule, step: Step) -> dict:
 
 OPERAND_GAP = 0.08                       # between the three operands, as a share of the width
 OPERAND_WIDTH = (1 - 2 * OPERAND_GAP) / 3
-
-
-@lru_cache(maxsize=1)
-def _template() -> dict:
-    """plotly_white as plotly.js reads it (figures are built as dicts: a step must be cheap,
-    and plotly's figure objects validate every property, some 100 ms a figure)."""
-    return pio.templates["plotly_white"].to_plotly_json()
 
 
 def _span(bounds) -> str:
@@ -255,7 +246,7 @@ def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> dict:
             "x": [stop - start for _, start, stop in spans],
             "hovertemplate": f"{phase}: %{{x}} cycles from cycle %{{base}}<extra></extra>"})
     return {"data": traces, "layout": {
-        "barmode": "overlay", "template": _template(), "font": {"size": 14},
+        "barmode": "overlay", "template": plotly_white(), "font": {"size": 14},
         "margin": {"l": 70, "r": 10, "t": 30, "b": 50},
         "legend": {"orientation": "h", "y": 1.12},
         "shapes": [cursor_shape(schedule, fold, cycle)], "uirevision": "timeline",

@@ -8,12 +8,10 @@ the hover gives the absolute figure.  Clicking a pass selects it.
 
 from __future__ import annotations
 
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
-
 from compiler_core.hardware.pass_traffic import PassFigures, PipelineTraffic
 
 from ..units import format_bytes, format_seconds, format_si
+from .chart_dicts import plotly_white, row_domains
 
 # (attribute, title, how the hover writes it, colour)
 QUANTITIES = (
@@ -25,34 +23,48 @@ QUANTITIES = (
 SELECTED = "#1c7ed6"
 
 
-def traffic_figure(traffic: PipelineTraffic, selected: int) -> go.Figure:
-    """``selected`` is the index of the selected pass (its point is x = index + 1)."""
+def traffic_figure(traffic: PipelineTraffic, selected: int) -> dict:
+    """``selected`` is the index of the selected pass (its point is x = index + 1).  One panel
+    per quantity side by side on a shared y axis, laid out as `make_subplots` would; the figure
+    is the dict plotly.js reads (`chart_dicts`)."""
     steps = traffic.steps
-    figure = make_subplots(rows=1, cols=len(QUANTITIES), shared_yaxes=True,
-                           subplot_titles=[title for _, title, _, _ in QUANTITIES])
     xs = [s.index + 1 for s in steps]
-    for column, (attr, title, text, colour) in enumerate(QUANTITIES, start=1):
+    traces, shapes, titles = [], [], []
+    layout: dict = {
+        "template": plotly_white(),
+        "title": {"text": f"Across the pipeline on {traffic.target.name} (× the input model; "
+                          f"dotted: the selected pass)",
+                  "x": 0.01, "font": {"size": 15}},
+        "height": 300, "margin": {"l": 60, "r": 20, "t": 80, "b": 50}, "font": {"size": 13},
+        "clickmode": "event", "hoverlabel": {"font": {"size": 13}}}
+    domains = row_domains(len(QUANTITIES))
+    for column, ((attr, title, text, colour), domain) in enumerate(zip(QUANTITIES, domains)):
+        suffix = str(column + 1) if column else ""
+        x, y = f"x{suffix}", f"y{suffix}"
         first = getattr(steps[0], attr) or 1
-        figure.add_trace(go.Scatter(
-            x=xs, y=[getattr(s, attr) / first for s in steps], mode="lines+markers",
-            name=title, line={"color": colour, "width": 2, "shape": "hv"},
-            marker={"size": [9 if s.changed else 4 for s in steps], "color": colour},
-            customdata=[[s.index, _label(s), text(getattr(s, attr))] for s in steps],
-            hovertemplate="%{customdata[1]}<br>" + title + " %{customdata[2]} "
-                          "(×%{y:.2f} of the input)<extra></extra>",
-            showlegend=False), row=1, col=column)
-        figure.add_vline(x=selected + 1, line={"color": SELECTED, "width": 2, "dash": "dot"},
-                         row=1, col=column)
-    figure.update_layout(
-        title={"text": f"Across the pipeline on {traffic.target.name} (× the input model; "
-                       f"dotted: the selected pass)",
-               "x": 0.01, "font": {"size": 15}},
-        template="plotly_white", height=300, margin={"l": 60, "r": 20, "t": 80, "b": 50},
-        font={"size": 13}, clickmode="event", hoverlabel={"font": {"size": 13}})
-    figure.update_xaxes(title="pass", range=[-0.5, len(steps) - 0.5], dtick=5)
-    figure.update_yaxes(rangemode="tozero", tickformat=".1f")
-    figure.update_yaxes(title="× the input model", row=1, col=1)
-    return figure
+        traces.append({
+            "type": "scatter", "xaxis": x, "yaxis": y,
+            "x": xs, "y": [getattr(s, attr) / first for s in steps], "mode": "lines+markers",
+            "name": title, "line": {"color": colour, "width": 2, "shape": "hv"},
+            "marker": {"size": [9 if s.changed else 4 for s in steps], "color": colour},
+            "customdata": [[s.index, _label(s), text(getattr(s, attr))] for s in steps],
+            "hovertemplate": "%{customdata[1]}<br>" + title + " %{customdata[2]} "
+                             "(×%{y:.2f} of the input)<extra></extra>",
+            "showlegend": False})
+        shapes.append({"type": "line", "xref": x, "x0": selected + 1, "x1": selected + 1,
+                       "yref": f"{y} domain", "y0": 0, "y1": 1,
+                       "line": {"color": SELECTED, "width": 2, "dash": "dot"}})
+        titles.append({"text": title, "font": {"size": 16}, "showarrow": False,
+                       "xref": "paper", "x": sum(domain) / 2, "xanchor": "center",
+                       "yref": "paper", "y": 1.0, "yanchor": "bottom"})
+        layout[f"xaxis{suffix}"] = {"anchor": y, "domain": domain, "title": {"text": "pass"},
+                                    "range": [-0.5, len(steps) - 0.5], "dtick": 5}
+        layout[f"yaxis{suffix}"] = {"anchor": x, "domain": [0.0, 1.0], "rangemode": "tozero",
+                                    "tickformat": ".1f",
+                                    **({"matches": "y", "showticklabels": False} if column
+                                       else {"title": {"text": "× the input model"}})}
+    layout.update(shapes=shapes, annotations=titles)
+    return {"data": traces, "layout": layout}
 
 
 def _label(step: PassFigures) -> str:
