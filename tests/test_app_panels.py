@@ -337,7 +337,8 @@ def test_memory_chart_draws_one_rectangle_per_buffer(cnn):
     assert (peak["y0"], peak["y1"], peak["xref"]) == (plan.peak_bytes / scale,
                                                       plan.peak_bytes / scale, "x domain")
     assert layout["annotations"][0]["text"].startswith("arena peak")
-    assert layout["legend"]["y"] < 0                         # under the axis, clear of the peak
+    legend = layout["legend"]                                 # under the axis, clear of the peak:
+    assert legend["yref"] == "container" and legend["yanchor"] == "bottom" and legend["y"] < 0.1
     live = figure["data"][1]
     assert max(live["y"]) == plan.lower_bound_bytes / scale
 

@@ -96,8 +96,10 @@ def memory_figure(plan: MemoryPlan, graph: Graph, title: str, selected: int | No
         "template": plotly_white(), "title": {"text": title, "x": 0.01, "font": {"size": 17}},
         "font": {"size": 15}, "bargap": 0, "showlegend": True, "clickmode": "event",
         "margin": {"l": 80, "r": 20, "t": 50, "b": 110}, "hoverlabel": {"font": {"size": 14}},
-        "legend": {"orientation": "h", "yanchor": "top", "y": -0.22, "xanchor": "left", "x": 0,
-                   "font": {"size": 13}},   # under the axis: the arena's peak is at the top
+        # Under the axis title, at the foot of the chart whatever its height: the arena's
+        # peak is at the top of the plot.
+        "legend": {"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0.01,
+                   "xanchor": "left", "x": 0, "font": {"size": 13}},
         "xaxis": {"title": {"text": "execution step (one node per step)"},
                   "range": [-0.7, max(len(nodes), 1) - 0.3], "showgrid": False,
                   "zeroline": False},
