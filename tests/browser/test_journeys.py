@@ -7,6 +7,7 @@ its changes inside both panes' viewports.  Screenshots are saved under the test'
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import threading
@@ -49,11 +50,12 @@ def person_at(url: str, size: tuple[int, int]) -> Person:
     return Person(chromium(*size), url)
 
 
-def op_types(model: str) -> set[str]:
+@functools.lru_cache(maxsize=None)
+def op_types(model: str) -> frozenset[str]:
     """Every op type the model has before, during and after the default pipeline."""
     result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
     graphs = [result.initial] + [s.graph for s in result.snapshots]
-    return {n.op_type for g in graphs for n in g.nodes}
+    return frozenset(n.op_type for g in graphs for n in g.nodes)
 
 
 def url_model(person: Person) -> str:
