@@ -183,6 +183,8 @@
       // A pass that changed nothing leaves the view where the person put it; another model
       // is fitted whole.
       together(function () { fitChange() || sameModel || fitAll(); });
+      var row = document.querySelector(".pass-row.selected");
+      if (row) { row.scrollIntoView({ block: "nearest" }); }
       preloadCharts();
     }, tries ? 40 : 0);
   }

@@ -189,6 +189,15 @@ class Person:
             "requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });")
         return began + (time.perf_counter() - start)
 
+    def eventually(self, seen, seconds: float = 2.0) -> bool:
+        """Whether ``seen()`` comes true within a moment, as a person's eye allows."""
+        end = time.time() + seconds
+        while not seen():
+            if time.time() > end:
+                return False
+            time.sleep(0.05)
+        return True
+
     def wait_drawn(self, timeout: float = 60) -> None:
         """Until both panes hold one view and the page is idle."""
         self.wait_shown_other_than(None, timeout)

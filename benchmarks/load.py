@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.app import generated_model  # noqa: E402
 from benchmarks.dash_client import Tab, Timing  # noqa: E402
-from benchmarks.graphlab_page import clientside  # noqa: E402
+from benchmarks.graphlab_page import open_page  # noqa: E402
 
 TABS = "side-tabs"
 MODEL = "model-select"
@@ -129,7 +129,7 @@ def student(urls: list[str], sample: str, think: float, rng: random.Random) -> T
         action(*args, **props)
         tab.settle()
 
-    tab = Tab.open(urls[0], f"?model={sample}", clientside=clientside())
+    tab = open_page(urls[0], f"?model={sample}")
     tab.settle()
     for _ in range(len(tab.find(PASS_ROW)) - 1):
         act(tab.click, NEXT)

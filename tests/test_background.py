@@ -244,14 +244,14 @@ def server(tmp_path_factory):
 
 
 def test_a_long_build_does_not_hold_up_another_session(server):
-    from benchmarks.dash_client import Tab
+    from benchmarks.graphlab_page import open_page
 
-    stepping = Tab.open(server, "?model=teach_conv_bn")
+    stepping = open_page(server, "?model=teach_conv_bn")
     stepping.settle()
     title = stepping.get("pane-before-title", "children")   # the first pass that changed it
     first = int(re.match(r"Before pass (\d+):", title).group(1))
 
-    waiting = Tab.open(server, f"?model=gpt2_tiny&pipeline={SLOW_PIPELINE}")
+    waiting = open_page(server, f"?model=gpt2_tiny&pipeline={SLOW_PIPELINE}")
     assert waiting.get("view-state", "data") is None            # no view until it is built
     assert waiting.get("build-pending", "data")["view"]["model"] == "gpt2_tiny"
     assert waiting.get("build-poll", "disabled") is False
@@ -272,9 +272,9 @@ def test_a_long_build_does_not_hold_up_another_session(server):
 
 
 def test_an_upload_the_importer_refuses_leaves_the_view_as_it_was(server):
-    from benchmarks.dash_client import Tab
+    from benchmarks.graphlab_page import open_page
 
-    tab = Tab.open(server, "?model=teach_gelu")
+    tab = open_page(server, "?model=teach_gelu")
     tab.settle()
     data = base64.b64encode(bad_models.cycle().SerializeToString()).decode()
     tab.set("model-upload", contents=f"data:application/octet-stream;base64,{data}",

@@ -14,6 +14,7 @@ import threading
 import time
 
 from benchmarks.dash_client import Tab
+from benchmarks.graphlab_page import open_page
 from benchmarks.local_cluster import wait_until
 from compiler_core.errors import GraphLabError
 from graphlab.app.builds import Builds
@@ -46,7 +47,7 @@ def failure_of(services, state) -> str:
 
 def test_a_session_whose_clicks_alternate_between_servers_sees_one_view(cluster):
     first, second = cluster.urls
-    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(first, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     start = pass_number(tab)
     for click in range(4):
@@ -54,7 +55,7 @@ def test_a_session_whose_clicks_alternate_between_servers_sees_one_view(cluster)
         tab.click("step-next")
         tab.settle()
         assert pass_number(tab) == start + click + 1
-    same = Tab.open(first, tab.get("url", "search"))   # the URL alone names the view
+    same = open_page(first, tab.get("url", "search"))   # the URL alone names the view
     assert same.get("pane-before-title", "children") == tab.get("pane-before-title", "children")
     assert not tab.errors and not same.errors
 
@@ -63,7 +64,7 @@ def test_the_same_request_on_both_servers_is_built_once(cluster):
     before = cluster.builds_done()
     search = "?model=teach_gelu&pipeline=O1,clean"
     tabs: list[Tab] = []
-    threads = [threading.Thread(target=lambda url=url: tabs.append(Tab.open(url, search)))
+    threads = [threading.Thread(target=lambda url=url: tabs.append(open_page(url, search)))
                for url in cluster.urls]
     for thread in threads:
         thread.start()
@@ -80,7 +81,7 @@ def test_the_same_request_on_both_servers_is_built_once(cluster):
 
 def test_an_upload_on_one_server_is_built_by_a_worker_and_compared_on_the_other(cluster):
     first, second = cluster.urls
-    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(first, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     data = base64.b64encode(bad_models.good_bytes()).decode()   # content no other test builds
     before = cluster.builds_done()
@@ -100,7 +101,7 @@ def test_an_upload_on_one_server_is_built_by_a_worker_and_compared_on_the_other(
 
 
 def test_a_worker_killed_mid_build_hands_it_to_another(cluster):
-    tab = Tab.open(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW}")
+    tab = open_page(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW}")
     key = tab.get("build-pending", "data")["key"]
     running = wait_until(lambda: (s := board(cluster).status(key)) and s.state == "running"
                          and s.step >= 2 and s, 60, "the build did not reach its passes")
@@ -114,7 +115,7 @@ def test_a_worker_killed_mid_build_hands_it_to_another(cluster):
 
 
 def test_a_build_that_lost_its_workers_twice_says_so_and_offers_to_try_again(cluster):
-    tab = Tab.open(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW},clean")
+    tab = open_page(cluster.urls[0], f"?model=gpt2_tiny&pipeline={SLOW},clean")
     key = tab.get("build-pending", "data")["key"]
     for attempt in (1, 2):
         running = wait_until(lambda: (s := board(cluster).status(key)) and s.state == "running"
@@ -184,7 +185,7 @@ def test_a_build_over_its_memory_limit_is_stopped_and_the_worker_lives_on(cluste
 
 
 def test_redis_away_shows_a_banner_and_the_app_recovers_by_itself(cluster):
-    tab = Tab.open(cluster.urls[0], "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(cluster.urls[0], "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     step = pass_number(tab)
     cluster.stop_redis()
@@ -213,7 +214,7 @@ def test_redis_away_shows_a_banner_and_the_app_recovers_by_itself(cluster):
 
 def test_a_server_killed_mid_session_the_other_shows_the_same_view(cluster):
     first, second = cluster.urls
-    tab = Tab.open(first, "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(first, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     tab.click("step-next")
     step = pass_number(tab)
@@ -221,7 +222,7 @@ def test_a_server_killed_mid_session_the_other_shows_the_same_view(cluster):
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
     tab.base_url = second
-    reopened = Tab.open(second, tab.get("url", "search"))
+    reopened = open_page(second, tab.get("url", "search"))
     assert pass_number(reopened) == step
     tab.click("step-next")
     assert pass_number(tab) == step + 1

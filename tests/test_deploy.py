@@ -21,7 +21,7 @@ import pytest
 import yaml
 from onnx import TensorProto, helper, numpy_helper
 
-from benchmarks.dash_client import Tab
+from benchmarks.graphlab_page import open_page
 from benchmarks.load import free_port
 from benchmarks.local_cluster import listening, wait_until
 from graphlab.cli import build_parser
@@ -97,7 +97,7 @@ def big_model_bytes(seed: int) -> bytes:
 
 def test_nginx_with_the_shipped_config_passes_a_real_upload_and_uses_both_servers(
         nginx, cluster, tmp_path):
-    tab = Tab.open(nginx, "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(nginx, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     data = big_model_bytes(seed=int(time.time()))   # content no earlier run has built
     assert len(data) > NGINX_DEFAULT_BODY_LIMIT
@@ -119,7 +119,7 @@ def test_nginx_with_the_shipped_config_passes_a_real_upload_and_uses_both_server
 
 def test_nginx_with_the_shipped_config_sends_clicks_on_when_a_server_dies(
         nginx, cluster, tmp_path):
-    tab = Tab.open(nginx, "?model=teach_conv_bn&pipeline=O2")
+    tab = open_page(nginx, "?model=teach_conv_bn&pipeline=O2")
     tab.settle()
     title = tab.get("pane-before-title", "children")
     process, url = cluster.servers[0]

@@ -120,10 +120,11 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
             unchanged = person.driver.execute_script(
                 "return document.querySelector('.pass-row.selected').classList.contains('unchanged');")
             assert ("changed nothing" in note) == unchanged, (title, note)
-            assert person.driver.execute_script(   # the pass list shows the selected pass
-                "var row = document.querySelector('.pass-row.selected'),"
+            assert person.eventually(lambda: person.driver.execute_script(   # the pass list
+                "var row = document.querySelector('.pass-row.selected'),"   # shows the pass
                 " list = row.closest('.stepper'), r = row.getBoundingClientRect(),"
-                " l = list.getBoundingClientRect(); return r.top >= l.top - 2 && r.bottom <= l.bottom + 2;")
+                " l = list.getBoundingClientRect();"
+                " return r.top >= l.top - 2 && r.bottom <= l.bottom + 2;")), title
         assert len(titles) > 5
         person.driver.save_screenshot(str(shots / f"student-{tag}-last.png"))
         assert_sound(person, "after the last pass")
