@@ -53,6 +53,18 @@ PASS_ROW = "pass-row"
 RATE_LAYERS = 20   # the build-capacity model: 2,000 nodes, an O2 build of about 3 s
 
 
+def wait_until(condition, seconds: float, what: str):
+    """The first true value of ``condition()``; RuntimeError "``what`` within ``seconds``"
+    if none comes in time (a server's start, the tests' waits on its processes)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        found = condition()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} within {seconds:g} s")
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

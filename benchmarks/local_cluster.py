@@ -14,13 +14,12 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
 
-from benchmarks.load import free_port, launch_server, wait_for_server
+from benchmarks.load import free_port, launch_server, wait_for_server, wait_until
 from benchmarks.round_robin import RoundRobin
 
 START_SECONDS = 60
@@ -166,16 +165,6 @@ def _answers(client: redis.Redis) -> bool:
         return False
 
 
-def wait_until(condition, seconds: float, what: str):
-    """The first true value of ``condition()``; RuntimeError "``what`` within ``seconds``"
-    if none comes in time (the cluster's start, and the tests' waits on its processes)."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} within {seconds:g} s")
 
 
 def _stop(process: subprocess.Popen | None) -> None:

@@ -9,12 +9,11 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
-from benchmarks.load import free_port
+from benchmarks.load import free_port, wait_until
 
 from graphlab.cli import build_parser, main
 from graphlab.commands.serve import config_from_args
@@ -85,14 +84,6 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 
-def wait_for(condition, seconds: float, what: str):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {seconds} s")
 
 
 def test_first_run_prints_the_address_once_and_serves_without_a_development_server(tmp_path):
@@ -111,7 +102,7 @@ def test_first_run_prints_the_address_once_and_serves_without_a_development_serv
                               cwd=str(tmp_path))
     url = f"http://127.0.0.1:{port}/"
     try:
-        wait_for(lambda: "yourself" in (tmp_path / "out").read_text() or server.poll(), 90,
+        wait_until(lambda: "yourself" in (tmp_path / "out").read_text() or server.poll(), 90,
                  "the server said nothing about a browser")
         with urllib.request.urlopen(url, timeout=30) as page:
             assert page.status == 200 and "GraphLab pass debugger" in page.read().decode()

@@ -15,7 +15,7 @@ import time
 
 from benchmarks.dash_client import Tab
 from benchmarks.graphlab_page import open_page
-from benchmarks.local_cluster import wait_until
+from benchmarks.load import wait_until
 from compiler_core.errors import GraphLabError
 from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage

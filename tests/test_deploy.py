@@ -23,7 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from benchmarks.graphlab_page import open_page
 from benchmarks.load import free_port
-from benchmarks.local_cluster import listening, wait_until
+from benchmarks.load import wait_until
+from benchmarks.local_cluster import listening
 from graphlab.cli import build_parser
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
