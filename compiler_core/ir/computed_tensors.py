@@ -14,6 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
+from .dtypes import raw_bytes
 from .lazy_tensors import STREAM_CHUNK_BYTES, LazyTensor, data_elem_type, values_of
 
 STRIP_ROWS = 8  # rows of a matrix transposed at a time: the strip and its result stay in cache
@@ -64,7 +65,7 @@ class ConcatenatedTensor(ComputedTensor):
         step = max(1, size // max(1, self.nbytes // max(rows, 1)))
         for start in range(0, rows, step):
             block = np.concatenate([f[start:start + step] for f in flat], axis=1)
-            yield memoryview(block).cast("B")
+            yield raw_bytes(block)
             for part in self.parts:
                 if isinstance(part, LazyTensor):
                     part.release()
@@ -94,7 +95,7 @@ class TransposedTensor(ComputedTensor):
         return array
 
     def chunks(self, size: int = STREAM_CHUNK_BYTES) -> Iterator[memoryview]:
-        data = memoryview(self.numpy()).cast("B")
+        data = raw_bytes(self.numpy())
         self.release()
         for start in range(0, data.nbytes, size):
             yield data[start:start + size]

@@ -33,7 +33,18 @@ def to_numpy(elem_type: int) -> np.dtype:
 
 def from_numpy(dtype: np.dtype) -> int:
     """ONNX element type of a numpy dtype."""
-    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    return onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype).newbyteorder("="))
+
+
+def raw_bytes(array: np.ndarray) -> memoryview:
+    """An array's bytes as ONNX's raw_data holds them: C order, little-endian, one byte per
+    item of the buffer.  A view when the array already is laid out so; otherwise one copy.
+    (A transposed or sliced array, a big-endian one, or an ml_dtypes one such as bfloat16,
+    which Python's buffer protocol cannot cast, are all handled here.)"""
+    array = np.asarray(array)
+    if array.dtype.byteorder != "|":
+        array = np.asarray(array, dtype=array.dtype.newbyteorder("<"))
+    return memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8))
 
 
 def element_bits(elem_type: int | None) -> int:

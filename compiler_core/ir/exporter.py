@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import sys
 from typing import Callable, Iterable
 
 import numpy as np
@@ -21,7 +20,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from . import attributes, wire
-from .dtypes import from_numpy
+from .dtypes import from_numpy, raw_bytes
 from .graph import Graph
 from .lazy_tensors import LazyTensor, StoredTensor
 from .node import Node
@@ -187,9 +186,8 @@ def _raw_bytes(value: Value) -> "memoryview | LazyTensor | None":
         streams = isinstance(data, StoredTensor) or data.zero_copy
         return data if streams and data.elem_type == value.elem_type else None
     array = np.asarray(data)
-    if (array.dtype.kind in "biuf" and array.dtype.byteorder in "=<|"
-            and value.elem_type == from_numpy(array.dtype) and sys.byteorder == "little"):
-        return memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B")
+    if array.dtype.kind in "biuf" and value.elem_type == from_numpy(array.dtype):
+        return raw_bytes(array)
     return None
 
 

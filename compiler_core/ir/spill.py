@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .dtypes import element_bits, from_numpy
+from .dtypes import element_bits, from_numpy, raw_bytes
 from .lazy_tensors import LazyTensor, MappedFile, StoredTensor
 
 DEFAULT_SPILL_BYTES = 16 << 20
@@ -92,7 +92,7 @@ def keep(array: "np.ndarray | LazyTensor", name: str = "") -> "np.ndarray | Lazy
         return array
     path, shared = _scratch.new_path()
     with open(path, "wb") as handle:
-        handle.write(memoryview(np.ascontiguousarray(array)).cast("B"))
+        handle.write(raw_bytes(array))
     mapped = MappedFile.open(path)
     if not shared:
         weakref.finalize(mapped, _remove, path)

@@ -26,6 +26,7 @@ import numpy as np
 import onnx
 
 from ..ir import Graph, Node, Value
+from ..ir.dtypes import raw_bytes
 from ..ir.lazy_tensors import values_of
 from ..patterns.language import COMMUTATIVE_OPS
 from ..patterns.schema_defaults import attribute_default
@@ -39,7 +40,7 @@ def array_digest(array: np.ndarray) -> int:
     if array.dtype.hasobject:
         digest.update(repr(array.tolist()).encode())
     else:
-        digest.update(memoryview(np.ascontiguousarray(array).reshape(-1)).cast("B"))
+        digest.update(raw_bytes(array))
     return int.from_bytes(digest.digest()[:8], "little")
 
 

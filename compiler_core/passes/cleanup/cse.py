@@ -10,6 +10,7 @@ import onnx
 
 from ...ir import Graph, Node, Value
 from ...ir.computed_tensors import ComputedTensor
+from ...ir.dtypes import raw_bytes
 from ...ir.lazy_tensors import values_of
 from ...wording import plural
 from ..base import Pass, PassContext, PassResult
@@ -26,7 +27,7 @@ def _element_bytes(array: np.ndarray) -> bytes | memoryview:
     """The elements' bytes (without copying); string tensors hold references, so use their text."""
     if array.dtype == object:
         return repr(array.reshape(-1).tolist()).encode()
-    return memoryview(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
+    return raw_bytes(array)
 
 
 def _digest(array) -> tuple:
