@@ -17,6 +17,7 @@ import onnx
 from onnx import numpy_helper
 
 from compiler_core.ir import load_model, to_model_proto
+from written_back import first_snapshot_written_wrong
 
 
 @dataclass
@@ -126,14 +127,19 @@ def round_trip(case: Case) -> str | None:
 
 
 def optimized(case: Case, pipeline: str) -> str | None:
-    """None if the model after ``pipeline`` reproduces the reference outputs when onnxruntime
-    runs it as the verifier does (its own optimizations off), else what went wrong."""
+    """None if every pass's output writes and reads back whole and the model after
+    ``pipeline`` reproduces the reference outputs when onnxruntime runs it as the verifier
+    does (its own optimizations off), else what went wrong."""
     from compiler_core.passes import PassManager
     from compiler_core.verify import run
 
     try:
         graph = load_model(case.model.SerializeToString())
-        final = PassManager(pipeline, check=True).run(graph).final
+        result = PassManager(pipeline, check=True).run(graph)
+        final = result.final
+        problem = first_snapshot_written_wrong(result.snapshots)
+        if problem:
+            return problem
         outputs = run(final, {v.name: a for v, a in zip(graph.inputs, case.inputs)})
     except Exception as err:  # noqa: BLE001 - reported per case
         return f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"

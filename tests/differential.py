@@ -21,6 +21,7 @@ from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.runtime_check import run_isolated_many
 from compiler_core.verify import DEFAULT_RTOL, compare_outputs, make_inputs
 from random_graphs import Case
+from written_back import first_snapshot_written_wrong
 
 PRESETS = ("clean", "O1", "O2", "O2-nhwc", "O2-int8", "O2-partition")
 OK = "ok"
@@ -43,6 +44,10 @@ FAILURES = (CRASH, MISCOMPILE, LOAD_FAILURE, INVALID)
 # (NHWC layout) rounds where the original did not — a few float16 ulps (2^-11 each), not a
 # miscompile.
 FLOAT16_BOUND = 5e-3
+
+
+class WrittenWrong(AssertionError):
+    """A snapshot that does not write and read back whole: a crash of the exporter's kind."""
 
 
 @dataclass
@@ -112,6 +117,9 @@ def _run_pipeline(names: list[str], done: dict, bindings) -> tuple[Graph, float]
     if len(start) == len(names):
         return graph, rtol
     result = PassManager(names[len(start):], bindings=bindings, check=True).run(graph)
+    problem = first_snapshot_written_wrong(result.snapshots)
+    if problem:
+        raise WrittenWrong(problem)
     for index, snap in enumerate(result.snapshots):
         done[tuple(names[:len(start) + index + 1])] = (
             snap.graph, max(rtol, result.tolerance_after(index)[0]))

@@ -2,11 +2,15 @@
 
 Passes make weights in many layouts and types: a transposed or sliced view (not
 C-contiguous), a concatenation of such views, zero-size, big-endian, bool, string, packed
-4-bit, bfloat16 and 8-bit floats.  Each is written as a single file and with external data,
-and read back by onnx itself, which must give the same values.
+4-bit, bfloat16 and 8-bit floats.  Each is written by every path a model leaves by: as a
+single file (what the app's download sends) and with external data, after being spilled to
+a scratch file, and after a trip through pickle as the app's workspaces and the cluster's
+builds make it; onnx itself reads it back and must give the same values.
 """
 
 from __future__ import annotations
+
+import pickle
 
 import ml_dtypes
 import numpy as np
@@ -19,6 +23,7 @@ from compiler_core.ir import Graph, Value
 from compiler_core.ir.computed_tensors import ConcatenatedTensor, TransposedTensor
 from compiler_core.ir.dtypes import from_numpy
 from compiler_core.ir.exporter import to_bytes
+from compiler_core.ir.lazy_tensors import self_contained_pickles
 from compiler_core.ir.model_file import save_model
 
 DTYPES = [np.float32, np.float64, np.int8, np.uint8, np.int64, np.bool_, np.float16,
@@ -49,6 +54,11 @@ def _layouts(array: np.ndarray) -> dict:
     return forms
 
 
+def _pickled(graph: Graph, self_contained: bool) -> Graph:
+    with self_contained_pickles(self_contained):
+        return pickle.loads(pickle.dumps(graph))
+
+
 def _graph_holding(data) -> Graph:
     graph = Graph("writes")
     weight = graph.add_initializer("w", data)
@@ -65,17 +75,23 @@ def _read_back(model: onnx.ModelProto, base_dir=None) -> np.ndarray:
 
 @settings(max_examples=40, deadline=None)
 @given(dtype=st.sampled_from(DTYPES), rows=st.integers(1, 5), cols=st.integers(2, 300),
-       seed=st.integers(0, 2**16))
+       seed=st.integers(0, 2**16), spilled=st.booleans())
 def test_every_layout_and_type_writes_and_reads_back_equal(tmp_path_factory, dtype, rows,
-                                                           cols, seed):
+                                                           cols, seed, spilled):
     array = _values(dtype, (rows, cols), seed)
     folder = tmp_path_factory.mktemp("writes")
     for layout, data in _layouts(array).items():
-        graph = _graph_holding(data)
-        single = _read_back(onnx.load_from_string(to_bytes(graph)))
-        save_model(graph, folder / "m.onnx", external_data=True)
-        external = _read_back(onnx.load(folder / "m.onnx", load_external_data=False), folder)
-        for how, got in (("single file", single), ("external data", external)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GRAPHLAB_SPILL_BYTES", "1" if spilled else str(1 << 30))
+            graph = _graph_holding(data)
+        read = {}
+        for trip, copy in (("", graph), (", pickled", _pickled(graph, False)),
+                           (", pickled self-contained", _pickled(graph, True))):
+            read["single file" + trip] = _read_back(onnx.load_from_string(to_bytes(copy)))
+            save_model(copy, folder / "m.onnx", external_data=True)
+            read["external data" + trip] = _read_back(
+                onnx.load(folder / "m.onnx", load_external_data=False), folder)
+        for how, got in read.items():
             assert got.dtype == array.dtype and got.shape == array.shape, (layout, how)
             np.testing.assert_array_equal(got.astype(np.float64), array.astype(np.float64),
                                           err_msg=f"{layout}, {how}")
