@@ -143,6 +143,27 @@ def linear(draw, b: _Builder, x: str) -> str:
     return y
 
 
+def weight_view(draw, b: _Builder, x: str) -> str:
+    """x·W where W is computed from constants: a transposed matrix, every other column of a
+    wider one, or halves concatenated (constant folding then hands the exporter a transposed
+    or strided view, or a concatenation of views, rather than a plain array)."""
+    out = draw(st.sampled_from([b.width, 8]))
+    form = draw(st.sampled_from(["transpose", "strided slice", "concat of transposes"]))
+    if form == "transpose":
+        w = b.one("Transpose", [b.weight((out, b.width), False)], perm=[1, 0])
+    elif form == "strided slice":
+        wide = b.weight((b.width, 2 * out), False)
+        w = b.one("Slice", [wide, b.const([0], "starts", np.int64),
+                            b.const([2 * out], "ends", np.int64),
+                            b.const([1], "axes", np.int64), b.const([2], "steps", np.int64)])
+    else:
+        halves = [b.one("Transpose", [b.weight((half, b.width), False)], perm=[1, 0])
+                  for half in (out // 2, out - out // 2)]
+        w = b.one("Concat", halves, axis=1)
+    b.width = out
+    return b.one("MatMul", [x, w])
+
+
 def siblings(draw, b: _Builder, x: str) -> str:
     """Two or three MatMuls reading the same input (horizontal fusion), combined again."""
     ys = [b.one("MatMul", [x, b.weight((b.width, b.width), False)])
@@ -413,14 +434,14 @@ def side_output(draw, b: _Builder, x: str) -> str:
 
 
 BLOCKS = {f.__name__: f for f in (
-    linear, siblings, gemm, layernorm_written_out, layernorm_op, gelu, activation, transposes,
+    linear, weight_view, siblings, gemm, layernorm_written_out, layernorm_op, gelu, activation, transposes,
     reshapes, dropout, attention, conv, pad_conv, batchnorm, channel_affine, cast_region,
     residual, side_output)}
 _COMMON = ["activation", "transposes", "dropout", "cast_region", "residual", "side_output"]
 FAMILIES = {
-    "sequence": _COMMON + ["linear", "siblings", "layernorm_written_out", "layernorm_op", "gelu",
+    "sequence": _COMMON + ["linear", "weight_view", "siblings", "layernorm_written_out", "layernorm_op", "gelu",
                            "reshapes", "attention", "attention"],
-    "matrix": _COMMON + ["linear", "siblings", "gemm", "layernorm_written_out", "layernorm_op",
+    "matrix": _COMMON + ["linear", "weight_view", "siblings", "gemm", "layernorm_written_out", "layernorm_op",
                          "gelu", "reshapes", "batchnorm"],
     "image": _COMMON + ["conv", "conv", "pad_conv", "batchnorm", "channel_affine"],
 }

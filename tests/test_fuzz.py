@@ -39,7 +39,7 @@ def test_the_generated_models_cover_the_families_the_passes_rewrite():
     ops = Counter(node.op_type for case in cases for node in case.model.graph.node)
     expected = {"MatMul", "Gemm", "Conv", "Pad", "BatchNormalization", "ReduceMean", "Erf",
                 "Tanh", "LayerNormalization", "Gelu", "Relu", "Clip", "Sigmoid", "Transpose",
-                "Reshape", "Dropout", "Identity", "Softmax", "Where", "Cast"}
+                "Reshape", "Dropout", "Identity", "Softmax", "Where", "Cast", "Slice", "Concat"}
     assert expected <= set(ops), expected - set(ops)
     assert {case.model.opset_import[0].version for case in cases} == set(range(13, 21))
     for case in cases[:25]:
