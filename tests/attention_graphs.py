@@ -3,7 +3,8 @@
 ``decoder_attention`` is an LLM decoder's self-attention (grouped- or multi-query, rotary,
 KV cache, causal / sliding-window / padding masks, float32 or float16, any opset from 14);
 ``cross_attention`` reads K and V from an encoder output; ``sequence_first_attention`` is
-PyTorch's nn.MultiheadAttention (one packed in-projection, [seq, batch, hidden]).
+PyTorch's nn.MultiheadAttention (one packed in-projection, [seq, batch, hidden]);
+``conv1d_attention`` is GPT-2 as the dynamo exporter writes it (projections as Gemm on rows).
 Rotary is written out, as exporters write it; the recognize_rotary pass makes it the one
 RotaryEmbedding node the attention pattern accepts.
 """
@@ -296,4 +297,32 @@ def sequence_first_attention(*, heads: int = 4, head: int = 8, four_d: bool = Tr
                          b.floats(np.zeros(hidden))], transB=1)
     y = b.add("Reshape", [out, b.add("Shape", [src])])
     b.output(y, "y", F, ["seq", "batch", hidden])
+    return b.graph(opset)
+
+
+def conv1d_attention(*, heads: int = 2, head: int = 8, opset: int = 18) -> Graph:
+    """GPT-2's attention as the dynamo exporter writes it: x [B, S, E] → rows [B·S, E] → one
+    Gemm making Q, K and V → [B, S, 3E] → Split → heads → attention → [B, S, N, H] → rows
+    [B·S, E] (the block's output is a matrix) → the out-projection Gemm → [B, S, E]."""
+    b = _Builder(F)
+    hidden = heads * head
+    x = b.input("x", F, ["batch", "seq", hidden])
+    rows = b.add("Reshape", [x, b.ints([-1, hidden])])
+    packed = b.add("Gemm", [rows, b.floats(b.rng.standard_normal((hidden, 3 * hidden)) / 4),
+                            b.floats(b.rng.standard_normal(3 * hidden) * 0.1)])
+    batch_seq = b.add("Slice", [b.add("Shape", [x]), b.ints([0]), b.ints([2])])
+    packed = b.add("Reshape", [packed, b.add("Concat", [batch_seq, b.ints([3 * hidden])],
+                                             axis=0)])
+    q, k, v = (f"split_{i}" for i in range(3))
+    b.nodes.append(helper.make_node("Split", [packed, b.ints([hidden] * 3, "sizes")],
+                                    [q, k, v], name="split", axis=2))
+    q, k, v = (b.heads(t, head) for t in (q, k, v))
+    scores = b.add("Mul", [b.add("MatMul", [q, b.add("Transpose", [k], perm=[0, 1, 3, 2])]),
+                           b.floats(head ** -0.5)])
+    context = b.add("MatMul", [b.add("Softmax", [scores], axis=-1), v])
+    merged = b.add("Reshape", [b.add("Transpose", [context], perm=[0, 2, 1, 3]),
+                               b.ints([-1, hidden])], "merge")
+    out = b.add("Gemm", [merged, b.floats(b.rng.standard_normal((hidden, hidden)) / 4),
+                         b.floats(np.zeros(hidden))])
+    b.output(b.add("Reshape", [out, b.add("Shape", [x])]), "y", F, ["batch", "seq", hidden])
     return b.graph(opset)

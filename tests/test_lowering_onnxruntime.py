@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-from attention_graphs import cross_attention, decoder_attention, sequence_first_attention
+from attention_graphs import (conv1d_attention, cross_attention, decoder_attention,
+                              sequence_first_attention)
 from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_bytes, to_model_proto
 from compiler_core.lowering import INLINE, lower_for_onnxruntime
 from compiler_core.passes import PassManager
@@ -235,6 +236,8 @@ ATTENTION_CASES = {
                      {"batch": 2, "seq": 3, "past": 4, "total": 7}, MHA),
     "mha_cross": (lambda: cross_attention(layers=2), None, MHA),
     "mha_sequence_first": (lambda: sequence_first_attention(), None, MHA),
+    # GPT-2 through the dynamo exporter: the block's output is rows [B·S, E] for a 2-D Gemm
+    "packed_conv1d_rows": (lambda: conv1d_attention(), None, MS + "Attention"),
     "gqa_kv_cache_prefill": (lambda: decoder_attention(past=True),
                              {"batch": 2, "seq": 3, "past": 4, "total": 7},
                              "needs one query token or one sequence"),

@@ -91,10 +91,19 @@ def _packed_attention(graph: Graph, block: Block) -> Node | str:
     attrs = {"num_heads": heads, "scale": float(block.attr("scale"))}
     if len(set(sizes)) > 1:
         attrs["qkv_hidden_sizes"] = [int(s) for s in sizes]
-    return replace_fused(graph, node, "Attention",
+    merged = node.outputs[0]
+    rows = merged.rank == 2  # GPT-2's Conv1D projections read the heads merged into rows
+    made = replace_fused(graph, node, "Attention",
                          [x, _initializer(graph, node, weights, "qkv_weight"),
                           _initializer(graph, node, bias, "qkv_bias"), None, None,
-                          attention_bias], attrs)
+                          attention_bias], attrs,
+                         outputs=[f"{node.name}/attention"] if rows else None)
+    if rows:
+        shape = graph.add_initializer(f"{node.name}/rows", np.array([-1, sizes[2]], np.int64))
+        graph.add_node("Reshape", [made.outputs[0], shape], [merged],
+                       name=f"{node.name}/Reshape", provenance=made.provenance,
+                       order=made.order + 0.5)
+    return made
 
 
 def _packed_projection(block: Block) -> tuple[Value, object, object, list[int]] | str:
@@ -345,9 +354,9 @@ def _emit(graph: Graph, block: Block, op_type: str) -> Node:
         result = emit.op("Cast", [result], {"to": root.elem_type})
     if seq_first:
         result = emit.op("Transpose", [result], {"perm": [1, 0, 2]})
-        if root.rank == 2:
-            result = emit.op("Reshape", [result, emit.ints([-1, int(block.attr("num_heads"))
-                                                            * int(block.attr("head_size"))])])
+    if root.rank == 2:  # the heads merged into rows of a matrix (GPT-2's Conv1D projections)
+        result = emit.op("Reshape", [result, emit.ints([-1, int(block.attr("num_heads"))
+                                                        * int(block.attr("head_size"))])])
     emit.take_over(result, root)
     return made
 
