@@ -1,7 +1,7 @@
 """Inference latency in onnxruntime of the input model and of what the optimizers make of it.
 
     python benchmarks/latency.py [MODEL.onnx ...] [--bind batch=1,seq=128] [--only NAME,...]
-                                 [--rounds 15] [--runs 10]
+                                 [--rounds 15] [--max-rounds 60] [--runs 10]
 
 For every bundled sample (or the models named on the command line) four versions of the model
 run in onnxruntime (ORT_ENABLE_ALL, intra_op_num_threads=2, CPU):
@@ -16,8 +16,14 @@ All four load into one child process (onnxruntime may crash on a malformed model
 the same inputs (generated at --bind sizes, or at sizes the model runs at — `fit_inputs`; the
 models themselves stay dynamic), interleaved
 round by round so that machine noise hits all alike; each figure is the median over rounds of
-the mean of --runs runs.  The table prints milliseconds and graphlab-ort's ratio to the best of
-the others (goal: <= 1.0).
+the mean of --runs runs.
+
+The ratio is graphlab-ort's time over the reference's — the faster (by median) of the input
+model and onnxruntime's transformers optimizer — taken round by round (the two ran moments
+apart, under the same noise), with a 95 % bootstrap confidence interval of its median.  Rounds
+go on past --rounds, up to --max-rounds, until the interval is narrower than the difference
+from 1.0 it reports (it excludes 1.0); one that still holds 1.0 then says "no difference
+measured".  Goal: the ratio <= 1.0, or no difference measured.
 """
 
 from __future__ import annotations
@@ -73,9 +79,50 @@ def _ort_optimized(path: str, model_type: str, out: str) -> str:
     return out
 
 
-def child(files: dict[str, str], bindings: dict[str, int], rounds: int, runs: int) -> None:
-    """Runs in a fresh interpreter: load every version, time them interleaved, print JSON."""
+REFERENCES = ("original", "ort-opt")   # what graphlab-ort must not be slower than
+CONFIDENCE = 0.95
+ROUND_BATCH = 5                        # rounds added at a time while the interval holds 1.0
+
+
+def median_ratio_interval(ratios: list[float], resamples: int = 2000) -> tuple[float, float,
+                                                                                  float]:
+    """The median of paired per-round ratios and its bootstrap confidence interval (a fixed
+    seed: the same timings give the same interval)."""
+    import numpy as np
+
+    values = np.asarray(ratios, dtype=float)
+    picks = np.random.default_rng(0).integers(0, len(values), (resamples, len(values)))
+    medians = np.median(values[picks], axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(np.median(values)), float(low), float(high)
+
+
+def reference_version(timings: dict[str, list[float]]) -> str:
+    """The faster, by median, of the versions graphlab-ort is held to."""
     import statistics
+
+    present = [v for v in REFERENCES if v in timings]
+    return min(present, key=lambda v: statistics.median(timings[v]))
+
+
+def paired_ratios(timings: dict[str, list[float]]) -> list[float]:
+    reference = timings[reference_version(timings)]
+    return [ours / theirs for ours, theirs in zip(timings["graphlab-ort"], reference)]
+
+
+def settled(timings: dict[str, list[float]]) -> bool:
+    """Whether the ratio's interval excludes 1.0 (the difference is measured)."""
+    if "graphlab-ort" not in timings:
+        return True
+    _, low, high = median_ratio_interval(paired_ratios(timings))
+    return high < 1.0 or low > 1.0
+
+
+def child(files: dict[str, str], bindings: dict[str, int], rounds: int, max_rounds: int,
+          runs: int) -> None:
+    """Runs in a fresh interpreter: load every version, time them interleaved round by round
+    (more rounds while the ratio's interval holds 1.0), print every round's times as JSON."""
     import time
 
     import onnxruntime as ort
@@ -97,20 +144,24 @@ def child(files: dict[str, str], bindings: dict[str, int], rounds: int, runs: in
             session.run(None, feed)
         sessions[version] = (session, feed)
     timings: dict[str, list[float]] = {version: [] for version in sessions}
-    for _ in range(rounds):
-        for version, (session, feed) in sessions.items():
-            start = time.perf_counter()
-            for _ in range(runs):
-                session.run(None, feed)
-            timings[version].append((time.perf_counter() - start) / runs)
-    print(json.dumps({v: statistics.median(t) * 1e3 for v, t in timings.items()}))
+    done = 0
+    while done < rounds or (done < max_rounds and not settled(timings)):
+        for _ in range(rounds if done == 0 else ROUND_BATCH):
+            for version, (session, feed) in sessions.items():
+                start = time.perf_counter()
+                for _ in range(runs):
+                    session.run(None, feed)
+                timings[version].append((time.perf_counter() - start) / runs * 1e3)
+            done += 1
+    print(json.dumps(timings))
 
 
-def measure(files: dict[str, str], bindings: dict[str, int], rounds: int,
-            runs: int) -> dict[str, float] | str:
+def measure(files: dict[str, str], bindings: dict[str, int], rounds: int, max_rounds: int,
+            runs: int) -> dict[str, list[float]] | str:
     code = (f"import sys, json; sys.path.insert(0, {ROOT!r}); "
             f"from benchmarks.latency import child; "
-            f"child(json.loads({json.dumps(files)!r}), {bindings!r}, {rounds}, {runs})")
+            f"child(json.loads({json.dumps(files)!r}), {bindings!r}, {rounds}, {max_rounds}, "
+            f"{runs})")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode != 0:
         return (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
@@ -139,30 +190,52 @@ def main() -> int:
                         help="input sizes for symbolic dims, e.g. batch=1,seq=128 (default: "
                              "GraphLab's small generated inputs)")
     parser.add_argument("--only", help="comma-separated sample names")
-    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--rounds", type=int, default=15, help="rounds at least")
+    parser.add_argument("--max-rounds", type=int, default=60,
+                        help="rounds at most, while the ratio's interval holds 1.0")
     parser.add_argument("--runs", type=int, default=10, help="runs per version per round")
     args = parser.parse_args()
     bindings = parse_bindings(args.bind)
-    print(f"{'model':<26}" + "".join(f"{v:>14}" for v in VERSIONS) + f"{'ratio':>8}")
-    print(f"{'':<26}" + "".join(f"{'ms':>14}" for _ in VERSIONS))
-    notes = []
+    print(f"{'model':<26}" + "".join(f"{v:>13}" for v in VERSIONS)
+          + f"{'ratio':>7}{'95% interval':>16}{'rounds':>7}  verdict")
+    print(f"{'':<26}" + "".join(f"{'ms':>13}" for _ in VERSIONS))
+    notes, slower = [], []
     for name, path in models(args):
         with tempfile.TemporaryDirectory() as folder:
             files = build_versions(name, path, folder)
             runnable = {v: f for v, f in files.items() if not f.startswith("!")}
-            timings = measure(runnable, bindings, args.rounds, args.runs)
+            timings = measure(runnable, bindings, args.rounds, args.max_rounds, args.runs)
         if isinstance(timings, str):
             print(f"{name:<26}failed: {timings[:100]}")
             continue
-        cells = [f"{timings[v]:>14.3f}" if v in timings else f"{'-':>14}" for v in VERSIONS]
         notes += [f"{name}: {v} skipped ({f[1:]})" for v, f in files.items() if f[0] == "!"]
-        best_other = min(t for v, t in timings.items() if v != "graphlab-ort")
-        print(f"{name:<26}" + "".join(cells) + f"{timings['graphlab-ort'] / best_other:>8.2f}")
-    print(f"ratio = graphlab-ort / fastest of the others (goal <= 1.0); onnxruntime "
-          f"ORT_ENABLE_ALL, {THREADS} threads, median of {args.rounds} interleaved rounds")
+        print(f"{name:<26}" + _row(timings))
+        if _verdict(timings) == "slower":
+            slower.append(name)
+    print(f"ratio = graphlab-ort / the faster of {' and '.join(REFERENCES)}, per round, median "
+          f"and {CONFIDENCE:.0%} interval; onnxruntime ORT_ENABLE_ALL, {THREADS} threads, "
+          f"interleaved rounds of {args.runs} runs")
     for note in notes:
         print(note)
+    print("goal (ratio <= 1.0 or no difference measured): "
+          + (f"missed on {', '.join(slower)}" if slower else "met on every model"))
     return 0
+
+
+def _verdict(timings: dict[str, list[float]]) -> str:
+    _, low, high = median_ratio_interval(paired_ratios(timings))
+    return "faster" if high < 1.0 else "slower" if low > 1.0 else "no difference measured"
+
+
+def _row(timings: dict[str, list[float]]) -> str:
+    import statistics
+
+    cells = "".join(f"{statistics.median(timings[v]):>13.3f}" if v in timings else f"{'-':>13}"
+                    for v in VERSIONS)
+    ratio, low, high = median_ratio_interval(paired_ratios(timings))
+    rounds = len(timings["graphlab-ort"])
+    return (f"{cells}{ratio:>7.2f}{f'[{low:.2f}, {high:.2f}]':>16}{rounds:>7}  "
+            f"{_verdict(timings)} (vs {reference_version(timings)})")
 
 
 if __name__ == "__main__":
