@@ -178,3 +178,28 @@ def test_compile_verify_passes_on_the_quantized_sample(capsys):
     assert Counter(report["export"]["lowered"]) == Counter(
         {"com.microsoft:QLinearAdd": 4, "com.microsoft:QLinearGlobalAveragePool": 1,
          "com.microsoft:QGemm": 1})
+
+
+def test_the_inspector_shows_the_scales_and_zero_points_of_quantized_nodes(tmp_path):
+    from graphlab.app.config import AppConfig
+    from graphlab.app.inspector_data import describe_node
+    from graphlab.app.panels.inspector import node_view
+    from graphlab.app.services import Services
+    from graphlab.app.view_state import ViewState
+
+    services = Services.from_config(AppConfig(cache_dir=str(tmp_path)))
+    ws = services.workspace(ViewState(model="mobilenet_qdq"), None)
+    step = next(s.index for s in ws.result.snapshots if s.pass_name == "fold_qdq")
+    graph = ws.result.snapshots[step].graph
+    conv = graph.nodes_of_type("QLinearConv")[0]
+    info = describe_node(ws, step, conv.id, "asic32")
+    rows = {row["tensor"].split()[0]: row for row in info["quantization"]}
+    assert list(rows) == ["x", "w", "y"]
+    x_scale = float(conv.inputs[1].constant_value())
+    assert rows["x"]["scale"] == f"{x_scale:.4g} (float32)"
+    assert rows["x"]["zero_point"].endswith("(uint8)")
+    channels = conv.inputs[4].stored.size
+    assert rows["w"]["scale"].startswith(f"per channel: {channels} values")
+    assert "zero point" in str(node_view(info, "asic32"))
+    plain_conv = describe_node(ws, 0, ws.result.initial.nodes_of_type("Conv")[0].id, "asic32")
+    assert plain_conv["quantization"] == []
