@@ -203,3 +203,23 @@ def test_the_inspector_shows_the_scales_and_zero_points_of_quantized_nodes(tmp_p
     assert "zero point" in str(node_view(info, "asic32"))
     plain_conv = describe_node(ws, 0, ws.result.initial.nodes_of_type("Conv")[0].id, "asic32")
     assert plain_conv["quantization"] == []
+
+
+def test_a_dynamically_quantized_model_is_allowed_a_few_255ths_of_its_float_outputs():
+    nodes = [helper.make_node("DynamicQuantizeLinear", ["x"], ["xq", "xs", "xz"]),
+             helper.make_node("MatMulInteger", ["xq", "w", "xz", "wz"], ["acc"]),
+             helper.make_node("Cast", ["acc"], ["accf"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["accf", "xs"], ["scaled"]),
+             helper.make_node("Mul", ["scaled", "ws"], ["y"])]
+    rng = np.random.default_rng(0)
+    graph = build(nodes, [tensor("x", shape=[2, 8])], [tensor("y", shape=[2, 4])],
+                  {"w": rng.integers(0, 255, (8, 4)).astype(np.uint8), "wz": np.uint8(128),
+                   "ws": np.float32(0.01)}, opset=13)
+    (allowance,) = rounding_allowance(graph).values()
+    assert allowance.absolute == 0 and allowance.relative == QUANTIZATION_STEPS / 255
+    reference = {"y": np.linspace(-2, 2, 8, dtype=np.float32).reshape(2, 4)}
+    flipped = {"y": reference["y"] * (1 + 1 / 255)}       # one bucket's worth of change
+    assert compare_outputs(reference, flipped, allowance=rounding_allowance(graph)).ok
+    assert not compare_outputs(reference, flipped).ok
+    assert not compare_outputs(reference, {"y": reference["y"] * 1.1},
+                               allowance=rounding_allowance(graph)).ok
