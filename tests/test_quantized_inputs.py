@@ -62,7 +62,7 @@ def test_every_snapshot_and_the_onnxruntime_export_match_the_input_at_the_defaul
 
 
 def _qdq_nodes(kind: str):
-    """x → Q → DQ → ``kind`` (with a second operand or weight) → Q → DQ → y, uint8 codes."""
+    """x → Q → DQ → ``kind`` (with a second operand or a weight) → Q → DQ → y."""
     dq = helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xf"])
     head = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]), dq]
     if kind == "Mul":

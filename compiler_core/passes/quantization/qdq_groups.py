@@ -187,7 +187,8 @@ def _gemm_bias(node: Node, dequantizes: list[Node]) -> Node | str:
     """The Dequantize of the Gemm's int32 bias, when its scale is s_a·s_b and its zero point
     0 (what QGemm's int32 C means)."""
     bias = dequantize_of(node.input(2))
-    if bias is None or bias.inputs[0].elem_type != TensorProto.INT32 or not bias.inputs[0].is_constant:
+    codes = bias.inputs[0] if bias is not None else None
+    if codes is None or codes.elem_type != TensorProto.INT32 or not codes.is_constant:
         return "kept in QDQ form: QGemm adds an int32 bias; this one is not int32 codes"
     zero = bias.input(2)
     product = (float(_scalar(dequantizes[0].inputs[1]))
