@@ -20,6 +20,8 @@ from .input_sizes.trials import Attempt, first_that_runs
 from .ir import Graph, Node, Value, model_for_runtime
 from .ir.dtypes import dtype_name, to_numpy
 from .ort_child import ort_message
+from .quantized_outputs import OutputAllowance, rounding_allowance
+from .quantized_outputs import describe as describe_allowance
 
 DEFAULT_RTOL = 1e-4        # error allowed, relative to the output's scale (fp32 passes)
 DEFAULT_ATOL = 1e-6        # floor for outputs whose scale is ~0
@@ -49,6 +51,9 @@ class OutputCheck:
 class VerifyReport:
     outputs: list[OutputCheck] = field(default_factory=list)
     rtol: float = DEFAULT_RTOL
+    # how the outputs were judged when not by the tolerance alone (quantization steps, the
+    # input model at the same onnxruntime level); '' otherwise
+    basis: str = ""
 
     @property
     def max_abs_err(self) -> float:
@@ -64,7 +69,8 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         return {"max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "ok": self.ok,
-                "rtol": self.rtol, "outputs": [asdict(o) for o in self.outputs]}
+                "rtol": self.rtol, "basis": self.basis,
+                "outputs": [asdict(o) for o in self.outputs]}
 
 
 # ---------------------------------------------------------------------------------- running
@@ -116,19 +122,23 @@ def _first_line(err: Exception) -> str:
 
 # ---------------------------------------------------------------------------------- comparing
 def compare_outputs(reference: dict, candidate: dict, rtol: float = DEFAULT_RTOL,
-                    atol: float = DEFAULT_ATOL) -> VerifyReport:
-    """Per-output max abs / max rel error; ``ok`` when abs error <= rtol * scale + atol."""
-    report = VerifyReport(rtol=rtol)
+                    atol: float = DEFAULT_ATOL,
+                    allowance: dict[str, OutputAllowance] | None = None) -> VerifyReport:
+    """Per-output max abs / max rel error; ``ok`` when abs error <= rtol * scale + atol, plus
+    the output's quantization allowance when the model quantizes at run time."""
+    report = VerifyReport(rtol=rtol, basis=describe_allowance(allowance))
     for name, ref in reference.items():
         if name not in candidate:
             report.outputs.append(OutputCheck(name, float("inf"), float("inf"), 0.0, False,
                                               "output missing from the candidate"))
             continue
-        report.outputs.append(_compare_one(name, ref, candidate[name], rtol, atol))
+        report.outputs.append(_compare_one(name, ref, candidate[name], rtol, atol,
+                                           (allowance or {}).get(name)))
     return report
 
 
-def _compare_one(name: str, ref, got, rtol: float, atol: float) -> OutputCheck:
+def _compare_one(name: str, ref, got, rtol: float, atol: float,
+                 allowance: OutputAllowance | None = None) -> OutputCheck:
     if not isinstance(ref, np.ndarray) or not isinstance(got, np.ndarray):
         same = _nested_equal(ref, got)
         return OutputCheck(name, 0.0 if same else float("inf"), 0.0 if same else float("inf"),
@@ -138,7 +148,7 @@ def _compare_one(name: str, ref, got, rtol: float, atol: float) -> OutputCheck:
                            f"shape {list(got.shape)} instead of {list(ref.shape)}")
     if ref.size == 0:
         return OutputCheck(name, 0.0, 0.0, 0.0, True)
-    if ref.dtype.kind not in "fc":
+    if ref.dtype.kind not in "fc" and not (allowance and ref.dtype.kind in "iu"):
         diff = ref != got
         bad = float(np.count_nonzero(diff))
         return OutputCheck(name, bad and float("inf"), bad and float("inf"), 0.0, not bad,
@@ -153,7 +163,8 @@ def _compare_one(name: str, ref, got, rtol: float, atol: float) -> OutputCheck:
     scale = float(finite.max()) if finite.size else 0.0
     max_abs = float(diff.max())
     rel = diff / np.maximum(np.abs(np.where(np.isfinite(r), r, 0.0)), max(scale, 1e-12) * 1e-3)
-    return OutputCheck(name, max_abs, float(rel.max()), scale, max_abs <= rtol * scale + atol)
+    allowed = rtol * scale + atol + (allowance.atol(scale) if allowance else 0.0)
+    return OutputCheck(name, max_abs, float(rel.max()), scale, max_abs <= allowed)
 
 
 def _nested_equal(a, b) -> bool:
@@ -199,6 +210,7 @@ class Verifier:
                  bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL):
         self.rtol = rtol
         model = with_inference_semantics(reference)
+        self.allowance = rounding_allowance(model)   # None unless it quantizes at run time
         # None when the user gave the inputs; else how they were made, at which sizes
         self.generated: GeneratedInputs | None = None
         if inputs is None:
@@ -224,7 +236,7 @@ class Verifier:
         """Compare ``candidate`` with the reference (``rtol`` overrides the verifier's own)."""
         outputs = run(with_inference_semantics(candidate), self.inputs)
         return compare_outputs(self.reference_outputs, outputs,
-                               self.rtol if rtol is None else rtol)
+                               self.rtol if rtol is None else rtol, allowance=self.allowance)
 
 
 # ---------------------------------------------------------------------------------- inputs

@@ -426,6 +426,52 @@ def make_mobilenet_zeropad(out: Path) -> dict:
         teaches_pass="fold_pad")
 
 
+def make_mobilenet_qdq(out: Path) -> dict:
+    """A model quantized before it reaches GraphLab: mobilenet_zeropad through onnxruntime's
+    own static quantizer, in QDQ form.
+
+    No torch needed: onnxruntime's pre-processing (shape inference, its basic optimizations,
+    which fold the zero Pads into the convolutions), then ``quantize_static`` with uint8
+    activations, int8 weights per output channel and int32 biases, calibrated on 8 batches of
+    standard-normal images.  Every Conv, Add, pooling, Flatten and the classifier's Gemm sits
+    between DequantizeLinear and QuantizeLinear: the groups ``fold_qdq`` turns into integer
+    ops (and onnxruntime at ORT_ENABLE_EXTENDED into its QLinear/QGemm operators).
+    """
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat,  # noqa: PLC0415
+                                          QuantType, quantize_static)
+    from onnxruntime.quantization.shape_inference import quant_pre_process  # noqa: PLC0415
+
+    source = HERE / "mobilenet_zeropad.onnx"
+    rng = np.random.default_rng(0)
+    batches = [{"image": rng.standard_normal((1, 3, 64, 64), np.float32)} for _ in range(8)]
+
+    class Batches(CalibrationDataReader):
+        def __init__(self):
+            self.pending = iter(batches)
+
+        def get_next(self):
+            return next(self.pending, None)
+
+    path = out / "mobilenet_qdq.onnx"
+    with tempfile.TemporaryDirectory() as scratch:
+        prepared = Path(scratch) / "prepared.onnx"
+        quant_pre_process(str(source), str(prepared))
+        quantize_static(str(prepared), str(path), Batches(), quant_format=QuantFormat.QDQ,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
+                        per_channel=True)
+    ops = collections.Counter(n.op_type for n in onnx.load(str(path)).graph.node)
+    return _entry(
+        "mobilenet_qdq", path,
+        "mobilenet_zeropad quantized by onnxruntime's quantize_static (QDQ format: uint8 "
+        "activations, int8 per-channel weights, int32 biases); fixed 1x3x64x64 input.",
+        "onnxruntime.quantization", ["cnn", "quantized", "qdq", "int8"],
+        f"{sum(ops.values())} nodes: {ops['QuantizeLinear']} QuantizeLinear, "
+        f"{ops['DequantizeLinear']} DequantizeLinear around {ops['Conv']} Conv, {ops['Add']} "
+        "Add, Pad, MaxPool, GlobalAveragePool, Flatten and Gemm. Calibrated on random "
+        "images, so its ranges are only as representative as those.",
+        teaches_pass="fold_qdq")
+
+
 def make_digits_cnn(out: Path) -> dict:
     """A model with real weights and a real test set, for INT8 quantization accuracy checks.
 
@@ -985,6 +1031,7 @@ SAMPLES = {
     "bart_tiny": make_bart_tiny,
     "mobilenet_tiny": make_mobilenet_tiny,
     "mobilenet_zeropad": make_mobilenet_zeropad,
+    "mobilenet_qdq": make_mobilenet_qdq,
     "digits_cnn": make_digits_cnn,
     "teach_conv_bn": make_teach_conv_bn,
     "teach_layernorm": make_teach_layernorm,

@@ -8,7 +8,7 @@ import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler_core.ir import Graph, load_model
-from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 from graphlab.samples import resolve_model
 
 F = TensorProto.FLOAT
@@ -46,6 +46,11 @@ def run_checked(graph: Graph, pipeline, bindings=None) -> PipelineResult:
     for snapshot in result.snapshots:
         assert snapshot.verify.ok, (snapshot.pass_name, snapshot.verify.to_dict())
     return result
+
+
+def o2_position(pass_name: str) -> int:
+    """Where ``pass_name`` first runs in O2, counted from 1 as reports number passes."""
+    return resolve_pipeline("O2").index(pass_name) + 1
 
 
 def load_sample(name: str) -> Graph:

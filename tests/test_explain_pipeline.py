@@ -17,7 +17,7 @@ from compiler_core.patterns import (STRONG_SCORE, NearMissRecord, NodeRef, Patte
 from decline_models import BLOCKING, DECLINED_ROOT, FUSED_ROOT, write_declined_attention
 from graphlab.cli import main
 from graphlab.samples import get_sample
-from passes_helpers import F, build, ops, tensor
+from passes_helpers import F, build, o2_position, ops, tensor
 
 
 def explain_json(capsys, *argv: str) -> dict:
@@ -42,13 +42,15 @@ def test_attention_is_judged_after_the_rotary_it_relies_on(capsys):
     assert attention["graph"]["pass"] == "fuse_attention"
     assert attention["graph"]["after"] == "recognize_rotary"
     assert attention["graph"]["description"].startswith(
-        "the graph pass 23 of O2 (fuse_attention) receives, after recognize_rotary")
+        f"the graph pass {o2_position('fuse_attention')} of O2 (fuse_attention) receives, "
+        f"after recognize_rotary")
     assert len(attention["matches"]) == 2 and attention["rewritten"] == 2
     assert all(m["rewritten"] for m in attention["matches"]) and attention["declines"] == []
     assert rotary["pass"] == "recognize_rotary" and rotary["rewritten"] == 4
 
     text = explain_text(capsys, "llama_tiny_dynamo", "--pattern", "attention")
-    assert "── judged on the graph pass 23 of O2 (fuse_attention) receives, after " \
+    assert f"── judged on the graph pass {o2_position('fuse_attention')} of O2 " \
+           f"(fuse_attention) receives, after " \
            "recognize_rotary" in text
     assert "attention: 2 matches, 0 near misses; fuse_attention rewrote 2, declined 0" in text
 

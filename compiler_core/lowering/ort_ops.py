@@ -17,6 +17,7 @@ from ..ir import Graph, Node, Value
 from ..ir.dtypes import to_numpy
 from ..passes.fusion.linear import FUSED_CONV, FUSED_GEMM, FUSED_MATMUL_BIAS
 from ..passes.fusion.skip_layernorm import FUSED_OP as SKIP_LAYERNORM
+from ..passes.quantization.qdq_groups import FUSED_GROUPS
 from ..passes.fusion.skip_rmsnorm import FUSED_OP as SKIP_RMSNORM
 from ..passes.recognition.rmsnorm import FUSED_OP as RMSNORM
 from ..passes.recognition.silu import SWISH
@@ -243,6 +244,13 @@ def lower_matmul_bias_activation(graph: Graph, node: Node) -> Node | str:
     return replace_fused(graph, node, op_type, [product, bias])
 
 
+def lower_qlinear_group(graph: Graph, node: Node) -> Node | str:
+    """A fused QDQ group (``graphlab.QLinearAdd``, ``QGemm``, ...) -> onnxruntime's operator of
+    that name: the fused node already reads its operands in the operator's order and carries
+    its attributes (``passes/quantization/qdq_groups.py``)."""
+    return replace_fused(graph, node, node.op_type, node.inputs, dict(node.attrs))
+
+
 def _layer_and_activation(node: Node, layer_op: str) -> tuple[Node | None, Node | None]:
     nodes = _plain_nodes(node)
     if len(nodes) != 2 or nodes[0].op_type != layer_op:
@@ -282,4 +290,5 @@ LOWERINGS: dict[str, Callable[[Graph, Node], Node | str]] = {
     FUSED_CONV: lower_conv_activation,
     FUSED_GEMM: lower_gemm_activation,
     FUSED_MATMUL_BIAS: lower_matmul_bias_activation,
+    **{op_type: lower_qlinear_group for op_type in FUSED_GROUPS.values()},
 }

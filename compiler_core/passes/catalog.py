@@ -29,7 +29,9 @@ FUSIONS = [  # fusion passes, in the order they should run
     "fuse_attention", "fuse_skip_layernorm", "fuse_skip_rmsnorm", "fuse_linear_bias_act", "dce"]
 # Horizontal fusion goes first (a MatMul fused with its bias is no longer a sibling); element-wise
 # fusion goes last, taking only the chains the specific fusions left (fused nodes are opaque).
-O2 = O1 + ["fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
+# A model quantized before it reached us (QDQ form) has its groups folded into integer ops
+# first: the float fusions would otherwise take its Conv and Add apart from their Q/DQ.
+O2 = O1 + ["fold_qdq", "fuse_sibling_matmuls"] + FUSIONS + ["fuse_elementwise"]
 # Opt-in: INT8 post-training quantization after every float optimization (folding BatchNorm
 # first gives the quantizer the weights that will actually run), then QDQ folded into int8 ops.
 O2_INT8 = O2 + ["quantize_int8", "fold_qdq"]

@@ -11,6 +11,7 @@ from compiler_core.hardware.cost import OpCost, node_cost
 from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.dtypes import dtype_text, is_dtype_attribute
 from compiler_core.ir.printer import format_attr
+from compiler_core.ir.quantization_params import quantization_params
 
 from .comparison import status_of
 from .graph_analyses import op_cost_of, sized_of
@@ -40,6 +41,7 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "attributes": [(k, dtype_text(v) if is_dtype_attribute(node.op_type, k)
                         else format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
+        "quantization": [q.to_dict() for q in quantization_params(node)],
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
         "metrics_note": metrics_note,

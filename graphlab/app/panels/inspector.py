@@ -60,6 +60,12 @@ def node_view(info: dict, target: str) -> html.Div:
                   html.Ul([html.Li(line) for line in info["body"]], className="body-list")]
     parts += [html.H4("Inputs"), _value_table(info["inputs"]),
               html.H4("Outputs"), _value_table(info["outputs"])]
+    if info.get("quantization"):
+        parts += [html.H4("Quantization"), html.Table(
+            [html.Tr([html.Th("tensor"), html.Th("scale"), html.Th("zero point")])]
+            + [html.Tr([html.Td(q["tensor"], className="key"), html.Td(q["scale"]),
+                        html.Td(q["zero_point"])]) for q in info["quantization"]],
+            className="kv quantization-table")]
     if info["attributes"]:
         parts += [html.H4("Attributes"), html.Table([
             html.Tr([html.Td(name, className="key"), html.Td(value)])
