@@ -1,13 +1,16 @@
 """Real sizes: GraphLab and the reference tools on Llama-shaped 1B and 8B decoders and on
 10,000-node graphs, wall time and peak memory side by side, in one run.
 
-    python benchmarks/scale.py [--cache-dir DIR] [--models 1b,8b,8b-2layers,10k-scoped,10k-flat]
+    python benchmarks/scale.py [--cache-dir DIR]
+                               [--models 1b,8b,8b-2layers,constants-1.3gb,10k-scoped,10k-flat]
                                [--steps NAME,...] [--no-verify]
 
 The decoders are built once with the onnx library (float16 weights written in chunks straight
 to external data; `decoder_models`) and kept in the cache folder (default: the user's cache
 dir, `~/.cache/graphlab/scale`); the 8B file takes about 16 GB, so the free disk is checked
-first.  Every step runs in a fresh interpreter, as a user runs it: wall time from start to
+first.  `constants-1.3gb` is a smaller decoder (1.38 GB) as one file whose weights are all
+Constant nodes (`constant_weights`): no initializers, no external data; `compile` prints its
+peak as a multiple of the file's size (``peak_to_file``).  Every step runs in a fresh interpreter, as a user runs it: wall time from start to
 exit, peak memory the process's own high-water mark (VmHWM; a server's while it serves).
 Outputs go to a scratch folder beside the models and are deleted after each step.
 
@@ -47,6 +50,7 @@ from typing import Callable
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # runs from a plain checkout
 
+from benchmarks.constant_weights import LLAMA_CONSTANTS, cached_constant_decoder  # noqa: E402
 from benchmarks.decoder_models import (LLAMA_1B, LLAMA_8B, LLAMA_8B_2_LAYERS,  # noqa: E402
                                        DecoderShape, cached_decoder, default_cache_dir)
 
@@ -76,6 +80,12 @@ def _decoder(shape: DecoderShape) -> Callable[[Path], Path]:
     return make
 
 
+def _constant_weights(cache: Path) -> Path:
+    print(f"{LLAMA_CONSTANTS.name}: {LLAMA_CONSTANTS.weight_bytes() / GIB:.2f} GiB of Constant "
+          f"nodes in one file (built once into {cache})", flush=True)
+    return cached_constant_decoder(LLAMA_CONSTANTS, cache)
+
+
 def _ten_thousand(scoped: bool) -> Callable[[Path], Path]:
     def make(cache: Path) -> Path:
         import onnx
@@ -98,6 +108,8 @@ MODELS = {
     "8b": lambda: Model("8b", "llama-8b", _decoder(LLAMA_8B), LLAMA_8B),
     "8b-2layers": lambda: Model("8b-2layers", "llama-8b, 2 layers", _decoder(LLAMA_8B_2_LAYERS),
                                 LLAMA_8B_2_LAYERS),
+    "constants-1.3gb": lambda: Model("constants-1.3gb", "1.3 GB, Constant weights",
+                                     _constant_weights, LLAMA_CONSTANTS),
     "10k-scoped": lambda: Model("10k-scoped", "10k scoped", _ten_thousand(True)),
     "10k-flat": lambda: Model("10k-flat", "10k flat", _ten_thousand(False)),
 }
@@ -266,6 +278,8 @@ def _onnxruntime_offline(path: Path, work: Path) -> str:
 def _compile(model: Model, work: Path) -> Measure:
     out = work / "graphlab.onnx"
     measure = run_step(graphlab("compile", str(model.path), "-p", "O2", "-o", str(out)), work)
+    if measure.peak:
+        measure.extra["peak_to_file"] = round(measure.peak / _model_bytes(model.path), 2)
     if not measure.error and model.decoder is not None and VERIFY:
         measure.extra["match"] = compare_on_prompt(model.path, out, work)
     return measure
@@ -450,12 +464,30 @@ def _compile_goal(model: str, stand_in: str | None = None):
     return check
 
 
+def _peak_to_file(model: str, step: str, ratio: float):
+    def check(results) -> tuple[bool | None, str]:
+        found = _get(results, model, step)
+        if found is None or found.error:
+            return None, "not measured" if found is None else found.error
+        match = found.extra.get("match")
+        notes = [f"peak {_size(found.peak)}, {found.extra['peak_to_file']:.2f}x the file"]
+        if match is not None and match.get("ran"):
+            notes.append("output matches the input in onnxruntime" if match["ok"]
+                         else f"output does NOT match: {match.get('error') or match}")
+            if not match["ok"]:
+                return False, "; ".join(notes)
+        return found.extra["peak_to_file"] <= ratio, "; ".join(notes)
+    return check
+
+
 GOALS = [
     Goal("8B: graphlab info <= 5 s and <= 1 GiB", _within("8b", "info", 5, GIB)),
     Goal("8B: graphlab compile -p O2 <= 2 GiB, no slower than onnxscript, valid output",
          _compile_goal("8b", stand_in="8b-2layers")),
     Goal("1B: graphlab compile -p O2 <= 2 GiB, no slower than onnxscript, valid output",
          _compile_goal("1b")),
+    Goal("1.3 GB of Constant-node weights: graphlab compile -p O2 peak <= 2x the file",
+         _peak_to_file("constants-1.3gb", "compile", 2.0)),
     Goal("1B: graphlab serve --model ready <= 10 s with <= 1.5 GiB",
          _within("1b", "serve", 10, int(1.5 * GIB))),
     Goal("10k scoped: app first render <= 3 s", _within("10k-scoped", "app-first-render", 3,

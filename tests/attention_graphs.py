@@ -57,14 +57,29 @@ class _Builder:
         return self.add("Add", [self.add("MatMul", [x, weight]), bias], hint)
 
     def heads(self, projected: str, head: int, rotary: tuple[str, str] | None = None,
-              perm: tuple[int, ...] = (0, 2, 1, 3)) -> str:
+              perm: tuple[int, ...] = (0, 2, 1, 3), norm: str | None = None,
+              width: int = 0) -> str:
         """[B, S, N·H] → [B, N, S, H] (or [B, N, H, S] with ``perm`` (0, 2, 3, 1)); with
         ``rotary`` (cos, sin) the [B, S, N, H] heads are rotated before they move forward
-        (GPT-J style)."""
+        (GPT-J style); ``norm`` an RMSNorm on the projection ("projection", OLMo2: ``width``
+        features), on each head before the heads move forward ("before_split", Qwen3) or
+        after ("after_split", Gemma-3)."""
+        if norm == "projection":
+            projected = self.rms_norm(projected, width)
         split = self.add("Reshape", [projected, self.ints([0, 0, -1, head])])
+        if norm == "before_split":
+            split = self.rms_norm(split, head)
         if rotary is not None:
             split = self.rotary(split, head, *rotary)
-        return self.add("Transpose", [split], perm=list(perm))
+        moved = self.add("Transpose", [split], perm=list(perm))
+        return self.rms_norm(moved, head) if norm == "after_split" else moved
+
+    def rms_norm(self, x: str, width: int) -> str:
+        """x / √(mean(x²) + ε) · w over the last axis (w around 1, as trained norms are)."""
+        mean = self.add("ReduceMean", [self.add("Mul", [x, x])], axes=[-1], keepdims=1)
+        std = self.add("Sqrt", [self.add("Add", [mean, self.floats(1e-6)])])
+        weight = self.floats(1 + 0.1 * self.rng.standard_normal(width), "norm_w")
+        return self.add("Mul", [self.add("Div", [x, std]), weight], "normed")
 
     def partial_rotary(self, x: str, head: int, cos: str, sin: str, rotated: int) -> str:
         """The first ``rotated`` head dims rotated, the rest concatenated back (GPT-NeoX; Phi-3
@@ -101,7 +116,7 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
                       window: int = 2, nan_guard: bool = False, grouped_query: bool = False,
                       dtype: int = F, opset: int = 17, seq: int | str = "seq",
                       packed_heads: bool = False, key_split_transposed: bool = False,
-                      upcast: str | None = None) -> Graph:
+                      upcast: str | None = None, qk_norm: str | None = None) -> Graph:
     """One decoder self-attention block: separate Q/K/V projections of ``x`` [batch, seq,
     hidden], head split, rotary (written out, for recognize_rotary; applied
     to [B, N, S, H], or to [B, S, N, H] before the heads move forward when ``rotary`` is
@@ -119,7 +134,8 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
     float16 block may compute part of it in float32 (``upcast``): "softmax" casts the masked
     scores up and the probabilities back (HF's eager attention), "context" casts the scores
     and V up, masks in float32 and casts the merged heads back (PyTorch's math SDPA as the
-    TorchScript exporter writes it)."""
+    TorchScript exporter writes it).  ``qk_norm`` normalizes Q and K (RMSNorm) where Gemma-3
+    ("after_split"), Qwen3 ("before_split") or OLMo2 ("projection") do, before rotary."""
     b = _Builder(dtype)
     hidden, rep = heads * head, heads // kv_heads
     x = b.input("x", dtype, ["batch", seq, hidden])
@@ -134,9 +150,11 @@ def decoder_attention(*, heads: int = 4, kv_heads: int = 2, head: int = 8, past:
         b.nodes.append(helper.make_node("Split", [moved, b.ints([head] * 3)], [q, k, v],
                                         axis=-1, name="split_heads"))
     else:
-        q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head, early)
+        q = b.heads(b.linear(x, hidden, heads * head, "q_proj"), head, early, norm=qk_norm,
+                    width=heads * head)
         k = b.heads(b.linear(x, hidden, kv_heads * head, "k_proj"), head, early,
-                    (0, 2, 3, 1) if key_split_transposed else (0, 2, 1, 3))
+                    (0, 2, 3, 1) if key_split_transposed else (0, 2, 1, 3), norm=qk_norm,
+                    width=kv_heads * head)
         v = b.heads(b.linear(x, hidden, kv_heads * head, "v_proj"), head)
     if rotary and early is None:
         width = head // 2 if rotary == "partial" else head

@@ -13,18 +13,20 @@ import gc
 import io
 import os
 import pickle
+import tracemalloc
 
 import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from benchmarks.constant_weights import write_with_constant_weights
 from benchmarks.decoder_models import TINY, build_decoder
 from compiler_core.errors import ModelLoadError
 from compiler_core.ir import load_model, save_model
 from compiler_core.ir.computed_tensors import ConcatenatedTensor, TransposedTensor
 from compiler_core.ir.lazy_tensors import (MappedFile, StoredTensor, StoredTensorError,
-                                           watch_reads)
+                                           values_of, watch_reads)
 from compiler_core.passes import PassManager
 from compiler_core.runtime_check import run_isolated
 from graphlab.cli import main
@@ -130,6 +132,91 @@ def test_the_workspace_of_the_app_reads_only_what_the_pipeline_needs(decoder, tm
     # look-alikes (every RMSNorm weight is all ones) are read whole
     assert set(reads) <= set(_stored(workspace.result.initial))
     assert norms <= set(reads)
+
+
+@pytest.fixture(scope="module")
+def constant_decoder(decoder):
+    """The same decoder in one file, every weight a Constant node (no initializers)."""
+    path = decoder.with_name("constants.onnx")
+    write_with_constant_weights(decoder, path)
+    return path
+
+
+def _constant_values(graph) -> dict[str, object]:
+    return {n.outputs[0].name: n.attrs["value"] for n in graph.nodes if n.op_type == "Constant"}
+
+
+def test_constant_node_weights_are_ranges_of_the_model_file(decoder, constant_decoder):
+    graph = load_model(constant_decoder)
+    weights = {n: v for n, v in _constant_values(graph).items() if isinstance(v, StoredTensor)}
+    assert len(weights) == len(_stored(load_model(decoder)))
+    assert {t.source.path for t in weights.values()} == {os.path.realpath(constant_decoder)}
+    reference = {t.name: numpy_helper.to_array(t) for t in onnx.load(str(decoder)).graph.initializer}
+    for name, stored in weights.items():
+        array = stored.numpy()
+        assert not array.flags.owndata and not array.flags.writeable
+        np.testing.assert_array_equal(array, reference[name])
+    with watch_reads() as reads, contextlib.redirect_stdout(io.StringIO()):
+        assert main(["info", str(constant_decoder)]) == 0
+    assert reads == []
+
+
+def test_loading_constant_node_weights_copies_none_of_them(tmp_path):
+    rng = np.random.default_rng(0)
+    weights = [rng.standard_normal((512, 512)).astype(np.float32) for _ in range(8)]   # 8 MiB
+    nodes = [helper.make_node("Constant", [], [f"w{i}"], value=numpy_helper.from_array(w))
+             for i, w in enumerate(weights)]
+    nodes += [helper.make_node("Sum", [f"w{i}" for i in range(len(weights))], ["s"]),
+              helper.make_node("MatMul", ["x", "s"], ["y"])]
+    graph = helper.make_graph(
+        nodes, "constants", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 512])])
+    path = tmp_path / "constants.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    tracemalloc.start()
+    try:
+        loaded = load_model(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < os.path.getsize(path) / 8     # the file is neither copied nor parsed whole
+    found = [values_of(loaded.values[f"w{i}"].constant_data()) for i in range(len(weights))]
+    for array, expected in zip(found, weights):
+        assert not array.flags.owndata
+        np.testing.assert_array_equal(array, expected)
+
+
+def test_constant_node_weights_fold_to_initializers_without_a_copy(decoder, constant_decoder,
+                                                                   tmp_path):
+    graph = load_model(constant_decoder)
+    before = _constant_values(graph)
+    final = PassManager("O2").run(graph).final
+
+    def merged(graph) -> int:
+        return sum(isinstance(v.stored, ConcatenatedTensor) for v in graph.initializers.values())
+
+    # the weights end as they do when they are initializers: the very stored tensors, or
+    # recipes over them (merged Q/K/V, gate/up), not read into memory
+    assert merged(final) == merged(PassManager("O2").run(load_model(decoder)).final) > 0
+    kept = [v.stored for v in final.initializers.values() if isinstance(v.stored, StoredTensor)]
+    assert kept and {id(t) for t in kept} <= {id(t) for t in before.values()}
+    saved = save_model(final, tmp_path / "o2.onnx")
+    expected, found = _logits(constant_decoder), _logits(saved.path)
+    np.testing.assert_allclose(found, expected, atol=2e-3 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("external", [False, True])
+def test_constant_node_weights_are_written_back_as_constant_nodes(constant_decoder, tmp_path,
+                                                                  external):
+    graph = load_model(constant_decoder)
+    saved = save_model(graph, tmp_path / "again.onnx", external_data=external)
+    onnx.checker.check_model(saved.path)
+    assert (saved.data_path is not None) == external
+    again = load_model(saved.path)
+    found = _constant_values(again)
+    for name, value in _constant_values(graph).items():
+        np.testing.assert_array_equal(np.asarray(values_of(found[name])), values_of(value))
+    np.testing.assert_array_equal(_logits(saved.path), _logits(constant_decoder))
 
 
 # ---- passes: only what they touch ----------------------------------------------------------

@@ -211,6 +211,16 @@ ATTENTION_CASES = {
         rotary="before_split", key_split_transposed=True, kv_heads=4), None, MHA),
     "gqa_rotary_before_split": (
         lambda: decoder_attention(rotary="before_split"), None, GQA),
+    # a norm on Q and K before rotary: Gemma-3 (on [B, N, S, H]), Qwen3 ([B, S, N, H]),
+    # OLMo2 (on the projections); the norms stay inline before the operator
+    "gqa_gemma3_qk_norm": (lambda: decoder_attention(rotary=True, qk_norm="after_split"),
+                           None, GQA),
+    "gqa_qwen3_qk_norm": (lambda: decoder_attention(rotary=True, qk_norm="before_split"),
+                          None, GQA),
+    "gqa_olmo2_qk_norm": (lambda: decoder_attention(rotary=True, qk_norm="projection"),
+                          None, GQA),
+    "mha_qk_norm_partial_rotary": (lambda: decoder_attention(
+        rotary="partial", qk_norm="after_split", kv_heads=4), None, MHA),
     "gqa_window": (lambda: decoder_attention(mask="window"), None, GQA),
     "gqa_additive": (lambda: decoder_attention(mask="additive"), None, GQA),
     "gqa_trilu": (lambda: decoder_attention(mask="trilu"), None, GQA),
@@ -251,8 +261,8 @@ ATTENTION_CASES = {
 @lru_cache(maxsize=None)
 def _attention_lowered(name: str):
     build_graph, sizes, _ = ATTENTION_CASES[name]
-    final = PassManager(["fuse_sibling_matmuls", "recognize_rotary", "fuse_attention"]).run(
-        build_graph()).final
+    final = PassManager(["fuse_sibling_matmuls", "recognize_rmsnorm", "recognize_rotary",
+                         "fuse_attention"]).run(build_graph()).final
     inputs = make_inputs(final, sizes)
     if "attention_mask" in inputs:
         inputs["attention_mask"][0] = 0  # a sequence with every key masked: the NaN guard's case
@@ -395,14 +405,17 @@ def test_float32_operators_keep_the_exact_tolerance():
     assert lowering.tolerance is None and not any(r.float16 for r in lowering.nodes)
 
 
-@pytest.mark.parametrize("form, cache_rows", [
-    ("half", "offset"),                    # cos [1, 1, S, 16]: one row per position
-    ("half_partial_tables", "per_token"),  # cos gathered per token: [B·S] rows
-    ("interleaved_slices", "per_token"),   # [B, S, N, H] goes in as [B, S, N·H]
-    ("interleaved_gather", "per_token")])
-def test_rotary_lowers_to_onnxruntime_rotary_embedding(form, cache_rows):
-    lowering = _lowered(rotary_form_graph(form), "O1,recognize_rotary,dce",
-                        {"batch": 2, "seq": 5})
+@pytest.mark.parametrize("form, cache_rows, nodes", [
+    ("half", "offset", 1),                  # cos [1, 1, S, 16]: one row per position
+    ("half_partial_tables", "tables", 1),   # cos gathered by ids from a 32-row table
+    ("interleaved_slices", "tables", 4),    # [B, S, N, H] goes in as [B, S, N·H]
+    ("interleaved_gather", "tables", 1),
+    ("interleaved_split", "tables", 1)])
+@pytest.mark.parametrize("bindings", [{"batch": 2, "seq": 5}, {}])
+def test_rotary_lowers_to_onnxruntime_rotary_embedding(form, cache_rows, nodes, bindings):
+    if cache_rows == "offset" and not bindings:
+        pytest.skip("positions 0..S-1 with S unbound: the cache is computed at run time")
+    lowering = _lowered(rotary_form_graph(form), "O1,recognize_rotary,dce", bindings)
     assert [r.result for r in lowering.nodes] == [MS + "RotaryEmbedding"]
     (rotary,) = [n for n in lowering.graph.nodes if n.op_type == "RotaryEmbedding"]
     expected = ROTARY_FORMS[form][3]
@@ -413,8 +426,11 @@ def test_rotary_lowers_to_onnxruntime_rotary_embedding(form, cache_rows):
     positions = rotary.inputs[1]
     if cache_rows == "offset":
         assert positions.constant_value().tolist() == [0]
-    else:
-        assert positions.producer.op_type == "Reshape"
+    else:   # the tables' rows bound the positions: constant caches, the model's own ids
+        assert positions.name == "position_ids"
+        caches = [rotary.inputs[i].constant_value() for i in (2, 3)]
+        assert [c.shape for c in caches] == [(32, expected["rotary_dim"] // 2)] * 2
+    assert len(lowering.graph.nodes) == nodes   # no cos/sin arithmetic left at run time
 
 
 def test_rotary_lowering_shares_caches_between_queries_and_keys():

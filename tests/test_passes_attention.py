@@ -196,6 +196,8 @@ def decoder(**kwargs):
     """A decoder block with its rotary recognized (as recognize_rotary leaves it) and the sizes
     its inputs need (a KV cache's total = past + seq)."""
     graph = decoder_attention(**kwargs)
+    if kwargs.get("qk_norm"):   # recognize_rmsnorm runs before recognize_rotary in O2
+        assert get_pass("recognize_rmsnorm").run(graph, PassContext()).rewrites == 2
     if kwargs.get("rotary"):
         assert recognize_rotary(graph) == 2
     sizes = None
@@ -221,6 +223,20 @@ def test_every_decoder_form_fuses_into_one_attention_node(form):
     assert body["Softmax"] == 1 and body["MatMul"] == (3 if packed else 5)  # + Q·Kᵀ, ·V
     assert "Softmax" not in ops(shot.graph) and "RotaryEmbedding" not in ops(shot.graph)
     assert body["RotaryEmbedding"] == (2 if kwargs.get("rotary") else 0)
+
+
+@pytest.mark.parametrize("norm", ["after_split", "before_split", "projection"],
+                         ids=["gemma3", "qwen3", "olmo2"])
+@pytest.mark.parametrize("rotary", [True, "partial", False])
+def test_query_and_key_norms_fuse_with_their_attention(norm, rotary):
+    graph, sizes = decoder(rotary=rotary, qk_norm=norm)
+    shot = fuse(graph, sizes)
+    (node,) = [n for n in shot.graph.nodes if n.op_type == "Attention"]
+    assert node.attrs["rotary"] == int(bool(rotary)) and node.attrs["cross"] == 0
+    norms = "SimplifiedLayerNormalization"
+    # a norm on the heads belongs to the block; one on the whole projection stays before it
+    inside = 0 if norm == "projection" else 2
+    assert (ops(node.body)[norms], ops(shot.graph)[norms]) == (inside, 2 - inside)
 
 
 def test_present_keys_and_values_stay_outputs_of_the_fused_node():

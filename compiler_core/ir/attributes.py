@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, numpy_helper
 
+from .lazy_tensors import LazyTensor
 from .tensors import to_readonly_array
 
 A = AttributeProto
@@ -62,6 +63,11 @@ def to_proto(name: str, value: Any, attr_type: int | None = None) -> AttributePr
     if isinstance(value, np.ndarray):
         attr = AttributeProto(name=name, type=A.TENSOR)
         attr.t.CopyFrom(numpy_helper.from_array(value))
+        return attr
+    if isinstance(value, LazyTensor):   # a weight kept in a file: read into the proto
+        attr = AttributeProto(name=name, type=A.TENSOR)
+        attr.t.CopyFrom(numpy_helper.from_array(value.numpy()))
+        attr.t.data_type = value.elem_type
         return attr
     if isinstance(value, onnx.GraphProto):
         attr = AttributeProto(name=name, type=A.GRAPH)

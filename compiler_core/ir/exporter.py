@@ -39,8 +39,9 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     """Export the graph.
 
     ``weights``: "all" writes every initializer; "light" turns initializers larger than
-    LIGHT_WEIGHT_BYTES into typed graph inputs (for fast shape inference of big models);
-    "none" leaves them out (``write_model`` streams them after the rest).
+    LIGHT_WEIGHT_BYTES, and Constant nodes whose value is stored in a file, into typed graph
+    inputs (for fast shape inference of big models); "none" leaves both out (``write_model``
+    streams them beside the rest).
     """
     functions = _FunctionTable(graph)
     g = onnx.GraphProto(name=graph.name, doc_string=graph.doc_string)
@@ -52,7 +53,12 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
             g.input.append(to_value_info(value))
         elif weights != "none":
             g.initializer.append(_tensor(value))
-    g.node.extend(_node_proto(node, functions) for node in graph.nodes)
+    for node in graph.nodes:
+        if weights != "all" and _streamed_constant(node) is not None:
+            if weights == "light":
+                g.input.append(to_value_info(node.outputs[0]))
+            continue
+        g.node.append(_node_proto(node, functions))
     g.output.extend(to_value_info(v) for v in graph.outputs)
     if value_info:
         io = {v.name for v in graph.inputs} | {v.name for v in graph.outputs}
@@ -89,16 +95,24 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
 
 def write_model(graph: Graph, write: Callable[[Piece], object],
                 external: "ExternalData | None" = None) -> None:
-    """Serialise the model piece by piece: the structure, then one initializer at a time.
+    """Serialise the model piece by piece: the Constant nodes whose value is stored in a
+    file, the structure, then one initializer at a time.
 
     Protobuf merges repeated occurrences of an embedded message field, so each initializer can
-    travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5).  A
+    travel in its own ``graph`` field (ModelProto field 7 holding GraphProto field 5), and
+    each stored Constant in its own ``graph`` field's node (written first, so the nodes are
+    still in topological order).  A
     plain numeric tensor's bytes are written straight from its numpy buffer or its file (its
     raw_data field is encoded by hand), so saving copies no weight at all: a stored tensor is
     handed to ``write`` as itself, to be streamed (``write_pieces``).  With ``external``,
     tensors of at least ``external.min_bytes`` go to its data file instead and the model only
     points at them.
     """
+    for node in graph.nodes:
+        data = _streamed_constant(node)
+        if data is not None:
+            for piece in _constant_pieces(node, data, external):
+                write(piece)
     write(to_model_proto(graph, weights="none").SerializeToString())
     for value in graph.initializers.values():
         for piece in _initializer_pieces(value, external):
@@ -156,24 +170,58 @@ def _initializer_pieces(value: Value, external: ExternalData | None = None) -> l
     if data is not None:
         header = onnx.TensorProto(name=value.name, data_type=value.elem_type,
                                   dims=value.stored.shape, doc_string=value.doc_string)
-        if external is not None and data.nbytes >= external.min_bytes:
-            offset, length = external.append(data)
-            header.data_location = onnx.TensorProto.EXTERNAL
-            for key, text in (("location", external.location), ("offset", str(offset)),
-                              ("length", str(length))):
-                header.external_data.add(key=key, value=text)
-            data = None
-            tensor_head = header.SerializeToString()
-        else:
-            tensor_head = header.SerializeToString() + _RAW_DATA_TAG + encode_varint(data.nbytes)
+        tensor_head, data = _tensor_head(header, data, external)
     else:
         tensor_head = _tensor(value).SerializeToString()
-    tensor_length = len(tensor_head) + (data.nbytes if data is not None else 0)
-    inner_length = len(_GRAPH_INITIALIZER_TAG) + len(encode_varint(tensor_length)) \
-        + tensor_length
-    head = b"".join((_MODEL_GRAPH_TAG, encode_varint(inner_length), _GRAPH_INITIALIZER_TAG,
-                     encode_varint(tensor_length), tensor_head))
-    return [head, data] if data is not None and data.nbytes else [head]
+    length = data.nbytes if data is not None else 0
+    head = _wrap(_MODEL_GRAPH_TAG, _wrap(_GRAPH_INITIALIZER_TAG, tensor_head, length), length)
+    return [head, data] if length else [head]
+
+
+def _constant_pieces(node: Node, data: LazyTensor, external: ExternalData | None) -> list:
+    """A Constant node whose value is stored in a file, as its own ``graph`` field: the
+    tensor's bytes stream from the file (inline, or into the external data file)."""
+    header = onnx.TensorProto(data_type=data.elem_type, dims=data.shape)
+    tensor_head, streamed = _tensor_head(header, data, external)
+    length = streamed.nbytes if streamed is not None else 0
+    attribute = onnx.AttributeProto(name="value", type=onnx.AttributeProto.TENSOR)
+    attribute_head = attribute.SerializeToString() + _wrap(_ATTRIBUTE_TENSOR_TAG, tensor_head,
+                                                           length)
+    node_head = _node_proto(node, None, skip="value").SerializeToString() \
+        + _wrap(_NODE_ATTRIBUTE_TAG, attribute_head, length)
+    head = _wrap(_MODEL_GRAPH_TAG, _wrap(_GRAPH_NODE_TAG, node_head, length), length)
+    return [head, streamed] if length else [head]
+
+
+def _tensor_head(header: onnx.TensorProto, data: "memoryview | LazyTensor",
+                 external: ExternalData | None) -> tuple[bytes, "memoryview | LazyTensor | None"]:
+    """A tensor's serialized fields up to its raw_data's bytes, and those bytes (None when
+    they went to ``external``)."""
+    if external is not None and data.nbytes >= external.min_bytes:
+        offset, length = external.append(data)
+        header.data_location = onnx.TensorProto.EXTERNAL
+        for key, text in (("location", external.location), ("offset", str(offset)),
+                          ("length", str(length))):
+            header.external_data.add(key=key, value=text)
+        return header.SerializeToString(), None
+    return header.SerializeToString() + _RAW_DATA_TAG + encode_varint(data.nbytes), data
+
+
+def _wrap(tag: bytes, head: bytes, streamed: int) -> bytes:
+    """``head`` as the start of a length-delimited field whose last ``streamed`` bytes follow
+    it separately."""
+    return tag + encode_varint(len(head) + streamed) + head
+
+
+def _streamed_constant(node: Node) -> LazyTensor | None:
+    """A Constant's value when it is a tensor kept in a file whose bytes can be written as
+    they lie (the exporter streams it instead of copying it into a proto)."""
+    if node.op_type != "Constant" or node.domain or node.body is not None:
+        return None
+    data = node.attrs.get("value")
+    if isinstance(data, LazyTensor) and (isinstance(data, StoredTensor) or data.zero_copy):
+        return data
+    return None
 
 
 def _raw_bytes(value: Value) -> "memoryview | LazyTensor | None":
@@ -193,6 +241,9 @@ def _raw_bytes(value: Value) -> "memoryview | LazyTensor | None":
 
 _MODEL_GRAPH_TAG = wire.tag(wire.MODEL_GRAPH, wire.LENGTH_DELIMITED)
 _GRAPH_INITIALIZER_TAG = wire.tag(wire.GRAPH_INITIALIZER, wire.LENGTH_DELIMITED)
+_GRAPH_NODE_TAG = wire.tag(wire.GRAPH_NODE, wire.LENGTH_DELIMITED)
+_NODE_ATTRIBUTE_TAG = wire.tag(wire.NODE_ATTRIBUTE, wire.LENGTH_DELIMITED)
+_ATTRIBUTE_TENSOR_TAG = wire.tag(wire.ATTRIBUTE_TENSOR, wire.LENGTH_DELIMITED)
 _RAW_DATA_TAG = wire.tag(wire.TENSOR_RAW_DATA, wire.LENGTH_DELIMITED)
 
 
@@ -278,7 +329,8 @@ def _required_outputs(op_type: str, domain: str) -> int:
     return max(1, schema.min_output)
 
 
-def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:
+def _node_proto(node: Node, functions: "_FunctionTable", skip: str = "") -> onnx.NodeProto:
+    """``skip``: an attribute the caller writes itself."""
     proto = onnx.NodeProto(op_type=node.op_type, domain=node.domain, name=node.name,
                            doc_string=node.doc_string, overload=node.overload)
     proto.input.extend(v.name if v is not None else "" for v in node.inputs)
@@ -289,7 +341,7 @@ def _node_proto(node: Node, functions: "_FunctionTable") -> onnx.NodeProto:
         proto.domain, proto.op_type = FUSED_DOMAIN, functions.name_for(node)
         return proto  # a fused node's attributes describe it; its body carries the semantics
     proto.attribute.extend(attributes.to_proto(k, v, node.attr_types.get(k))
-                           for k, v in node.attrs.items())
+                           for k, v in node.attrs.items() if k != skip)
     return proto
 
 

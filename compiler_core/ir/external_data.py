@@ -20,15 +20,18 @@ from .lazy_tensors import InMemory, MappedFile, StoredTensor
 from .tensors import declared_bytes
 
 
-def iter_tensors(graph: onnx.GraphProto, initializers: bool = True
+def iter_tensors(graph: onnx.GraphProto, initializers: bool = True,
+                 skip_nodes: "set[int] | dict" = frozenset()
                  ) -> Iterator[tuple[TensorProto, str]]:
     """Every tensor of a graph and its bodies, with a description for error messages; without
     ``initializers``, all but the graph's own initializers (those held by attributes and
-    control-flow bodies)."""
+    control-flow bodies); none of the graph's nodes whose index is in ``skip_nodes``."""
     if initializers:
         for tensor in graph.initializer:
             yield tensor, f"initializer {tensor.name!r}"
-    for node in graph.node:
+    for index, node in enumerate(graph.node):
+        if index in skip_nodes:
+            continue
         for attr in node.attribute:
             if attr.type == onnx.AttributeProto.TENSOR:
                 yield attr.t, f"attribute {attr.name!r} of node {node.name or node.op_type!r}"

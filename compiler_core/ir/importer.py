@@ -27,7 +27,7 @@ from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
 from .tensors import check_tensor, memory_limit_bytes, sparse_to_dense, to_readonly_array
 from .value import Value
-from .wire import Span, WireError, split_inline_weights
+from .wire import InlineWeights, Span, WireError, split_inline_weights
 
 
 def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) -> Graph:
@@ -47,9 +47,10 @@ def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) 
         if not path.is_file():
             raise ModelLoadError(f"{label} is not a file", where=label)
         buffer, base_dir = MappedFile.open(str(path)), str(path.parent)
-    model, spans = read_structure(buffer, label)
+    model, inline = read_structure(buffer, label)
     graph = _import(model, base_dir, infer_shapes, owned=True,
-                    placed=[(buffer, span) if span else None for span in spans])
+                    placed=[(buffer, span) if span else None for span in inline.initializers],
+                    constants=[(buffer, span) if span else None for span in inline.constants])
     if buffer.size > PROTOBUF_LIMIT:
         graph.warnings.append(
             f"{label} is {format_size(buffer.size)} in one file, over protobuf's 2 GiB limit: "
@@ -59,17 +60,17 @@ def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) 
 
 
 def read_structure(buffer: MappedFile | InMemory, label: str
-                   ) -> tuple[onnx.ModelProto, list[Span | None]]:
-    """The parsed model without the raw_data of its large initializers, and where each one's
-    data lies in ``buffer`` (``wire``: they are neither parsed nor copied)."""
+                   ) -> tuple[onnx.ModelProto, InlineWeights]:
+    """The parsed model without the raw_data of its large initializers and Constant nodes, and
+    where each one's data lies in ``buffer`` (``wire``: they are neither parsed nor copied)."""
     data = buffer.buffer(0, buffer.size)
     try:
-        structure, spans = split_inline_weights(data, LIGHT_WEIGHT_BYTES)
+        structure, inline = split_inline_weights(data, LIGHT_WEIGHT_BYTES)
     except WireError:
         parse_model_bytes(data, label)  # says why the bytes are not a model
         raise ModelLoadError(f"{label} could not be read as an ONNX model", where=label,
                              hint="re-export or re-download the model") from None
-    return parse_model_bytes(structure, label, size=buffer.size), spans
+    return parse_model_bytes(structure, label, size=buffer.size), inline
 
 
 def parse_model_bytes(data: bytes | memoryview, label: str,
@@ -117,14 +118,16 @@ def from_proto(model: onnx.ModelProto, *, base_dir: str | None = None,
     With ``owned`` (the proto is ours to change) shape inference runs on the parsed proto
     itself, stripped of its big weights, instead of on a fresh export.
     """
-    return _import(model, base_dir, infer_shapes, owned, placed=[])
+    return _import(model, base_dir, infer_shapes, owned, placed=[], constants=[])
 
 
 def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, owned: bool,
-            placed: list[tuple[MappedFile | InMemory, Span] | None]) -> Graph:
+            placed: list[tuple[MappedFile | InMemory, Span] | None],
+            constants: list[tuple[MappedFile | InMemory, Span] | None]) -> Graph:
     """``placed[i]``: (buffer, span) of initializer i's raw_data when the wire scan kept it
-    out of the proto, else None.  Every weight then lies in a buffer: the mapped file, the
-    uploaded bytes, a data file, or the bytes protobuf returns for a raw_data field."""
+    out of the proto, else None; ``constants[i]`` the same for graph node i's Constant value.
+    Every weight then lies in a buffer: the mapped file, the uploaded bytes, a data file, or
+    the bytes protobuf returns for a raw_data field."""
     limit = memory_limit_bytes()
     g = model.graph
     weights = []
@@ -136,7 +139,8 @@ def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, ow
             where = InMemory(raw), Span(0, len(raw))
         check_tensor(tensor, what, limit, raw_bytes=where[1].length if where else None)
         weights.append(_weight(tensor, what, base_dir, where))
-    nested = list(iter_tensors(g, initializers=False))  # kept as protos: read now
+    stored = _stored_constants(g, constants, limit)
+    nested = list(iter_tensors(g, initializers=False, skip_nodes=stored))  # protos: read now
     for tensor, what in nested:
         check_tensor(tensor, what, limit)
     if any(t.data_location == onnx.TensorProto.EXTERNAL for t, _ in nested):
@@ -144,15 +148,16 @@ def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, ow
             copy = onnx.ModelProto()
             copy.CopyFrom(model)
             model, owned = copy, True
-        load_external_data(iter_tensors(model.graph, initializers=False), base_dir)
+        load_external_data(iter_tensors(model.graph, initializers=False, skip_nodes=stored),
+                           base_dir)
     _check_structure(model.graph)
     opsets = opset_versions(model)
     schema_warnings = check_schemas(model, opsets)
-    graph = _build(model, opsets, weights)
+    graph = _build(model, opsets, weights, stored)
     graph.warnings.extend(schema_warnings)
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
-        run_inference(graph, first_model=_light_model(model, opsets, weights) if owned
+        run_inference(graph, first_model=_light_model(model, opsets, weights, stored) if owned
                       else None)
     return graph
 
@@ -172,14 +177,38 @@ def _weight(tensor: onnx.TensorProto, what: str, base_dir: str | None, placed
     return stored if stored.nbytes >= LIGHT_WEIGHT_BYTES else stored.numpy(noted=False)
 
 
-def _light_model(model: onnx.ModelProto, opsets: dict[str, int], weights: list
-                 ) -> onnx.ModelProto:
+def _stored_constants(g: onnx.GraphProto, constants: list, limit: int
+                      ) -> dict[int, StoredTensor]:
+    """Node index -> its Constant value kept in the buffer (the wire scan left its raw_data
+    out of the proto), checked like an initializer."""
+    stored = {}
+    for index, where in enumerate(constants):
+        if where is None:
+            continue
+        node = g.node[index]
+        tensor = next(a.t for a in node.attribute if a.name == "value")
+        what = f"the value of Constant node {node.name or node.output[0]!r}"
+        buffer, span = where
+        check_tensor(tensor, what, limit, raw_bytes=span.length)
+        stored[index] = StoredTensor(node.output[0], tensor.data_type, tuple(tensor.dims),
+                                     buffer, span.offset, span.length)
+    return stored
+
+
+def _light_model(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
+                 stored: dict[int, StoredTensor]) -> onnx.ModelProto:
     """The proto ready for shape inference: the opsets the IR uses (an assumed ai.onnx one
-    included), large initializers turned into typed inputs (inference needs only small
-    constants, which were read at import)."""
+    included), large initializers and Constant values turned into typed inputs (inference
+    needs only small constants, which were read at import)."""
     del model.opset_import[:]
     model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     g = model.graph
+    if stored:
+        g.input.extend(onnx.helper.make_tensor_value_info(data.name, data.elem_type,
+                                                          list(data.shape))
+                       for data in stored.values())
+        for index in sorted(stored, reverse=True):
+            del g.node[index]
     listed = {vi.name for vi in g.input}
     small = []
     for tensor, data in zip(g.initializer, weights):
@@ -269,7 +298,8 @@ def _name_anonymous_dims(value: Value) -> Value:
     return value
 
 
-def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list) -> Graph:
+def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
+           stored: dict[int, StoredTensor]) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
     graph.doc_string = g.doc_string
@@ -312,7 +342,7 @@ def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list) -> Gra
                                 else Value(name))
     known_ops = _KnownOps(graph)
     for index, proto in enumerate(g.node):
-        _add_node(graph, proto, index, known_ops)
+        _add_node(graph, proto, index, known_ops, stored.get(index))
     graph.set_outputs(graph.values[o.name] for o in g.output)
     graph._max_order = float(len(g.node))
     for op in sorted(known_ops.unknown):
@@ -322,7 +352,9 @@ def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list) -> Gra
     return graph
 
 
-def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_KnownOps") -> None:
+def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_KnownOps",
+              stored: StoredTensor | None = None) -> None:
+    """``stored``: a Constant's value kept in the model's buffer (its proto has no data)."""
     values = graph.values
     inputs = [values[name] if name else None for name in proto.input]
     outputs = [values[name] if name else None for name in proto.output]
@@ -335,9 +367,12 @@ def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_Know
         if attr.ref_attr_name:
             raise ModelLoadError(f"node {node.name!r} uses an attribute reference outside a "
                                  f"function", where=node.name)
-        node.attrs[attr.name] = attributes.from_proto(attr)
+        node.attrs[attr.name] = (stored if stored is not None and attr.name == "value"
+                                 else attributes.from_proto(attr))
         node.attr_types[attr.name] = attr.type
         has_subgraph |= attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    if stored is not None and outputs[0] is not None:
+        outputs[0].elem_type, outputs[0].shape = stored.elem_type, stored.shape
     if proto.overload:
         node.overload = proto.overload
     if proto.doc_string:

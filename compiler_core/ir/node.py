@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from .lazy_tensors import LazyTensor, values_of
+
 if TYPE_CHECKING:
     from .graph import Graph
     from .value import Value
@@ -144,10 +146,18 @@ class Node:
         """Input ``index`` or None if absent (optional inputs are often omitted)."""
         return self.inputs[index] if index < len(self.inputs) else None
 
-    def constant_attr_value(self) -> np.ndarray | None:
-        """The tensor a Constant node produces, or None when it is not expressible here."""
-        if "value" in self.attrs and isinstance(self.attrs["value"], np.ndarray):
+    def constant_attr_data(self) -> "np.ndarray | LazyTensor | None":
+        """The tensor a Constant node produces as it is kept (a weight stored in the model's
+        file is not read), or None when it is not expressible here."""
+        if "value" in self.attrs and isinstance(self.attrs["value"], (np.ndarray, LazyTensor)):
             return self.attrs["value"]
+        return self.constant_attr_value()
+
+    def constant_attr_value(self) -> np.ndarray | None:
+        """The tensor a Constant node produces, or None when it is not expressible here (this
+        reads a stored weight: ask ``constant_attr_data`` when the values are not needed)."""
+        if "value" in self.attrs and isinstance(self.attrs["value"], (np.ndarray, LazyTensor)):
+            return values_of(self.attrs["value"])
         for key, dtype in _CONSTANT_SCALAR_ATTRS.items():
             if key in self.attrs:
                 return _readonly(np.array(self.attrs[key], dtype=dtype))

@@ -77,12 +77,17 @@ class Value:
             return True
         producer = self.producer
         return (producer is not None and producer.op_type == "Constant"
-                and producer.domain == "" and producer.constant_attr_value() is not None)
+                and producer.domain == "" and producer.constant_attr_data() is not None)
 
     def constant_data(self) -> "np.ndarray | LazyTensor | None":
         """The constant's data as it is kept: a lazy tensor is returned unread (it answers
         shape and dtype like an array; ``values_of`` reads it)."""
-        return self.stored if self.stored is not None else self.constant_value()
+        if self.stored is not None:
+            return self.stored
+        producer = self.producer
+        if producer is not None and producer.op_type == "Constant" and producer.domain == "":
+            return producer.constant_attr_data()
+        return None
 
     def constant_value(self) -> np.ndarray | None:
         """The value's data if it is known before run time: an initializer or a Constant's

@@ -2,9 +2,10 @@
 
 protobuf parses a message whole: the weights stored inline in an .onnx file (``raw_data``)
 would be copied out of the file, and once more into arrays.  This scanner walks the wire
-format down to the graph's initializers, notes where each large ``raw_data`` lies in the
-buffer and returns the model's bytes without them, which parse in a moment; the importer then
-stores those weights as ranges of the buffer itself (the mapped file or the uploaded bytes).
+format down to the graph's initializers and to the tensors of its Constant nodes (a common
+way to carry weights), notes where each large ``raw_data`` lies in the buffer and returns the
+model's bytes without them, which parse in a moment; the importer then stores those weights
+as ranges of the buffer itself (the mapped file or the uploaded bytes).
 A file past protobuf's 2 GiB limit parses this way as well, when its structure is under it.
 """
 
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-# Field numbers (onnx.proto): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data.
+# Field numbers (onnx.proto): ModelProto.graph, GraphProto.initializer, TensorProto.raw_data;
+# GraphProto.node, NodeProto.op_type, .attribute and .domain; AttributeProto.name and .t.
 MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_RAW_DATA = 7, 5, 9
+GRAPH_NODE, NODE_OP_TYPE, NODE_ATTRIBUTE, NODE_DOMAIN = 1, 4, 5, 7
+ATTRIBUTE_NAME, ATTRIBUTE_TENSOR = 1, 5
 VARINT, FIXED64, LENGTH_DELIMITED, START_GROUP, END_GROUP, FIXED32 = range(6)
 
 
@@ -29,33 +33,54 @@ class Span:
     length: int
 
 
-def split_inline_weights(buffer, min_bytes: int) -> tuple[bytes, list[Span | None]]:
-    """(the model without the raw_data of its graph's initializers of at least ``min_bytes``,
-    one Span or None per initializer in the order protobuf will list them)."""
+@dataclass
+class InlineWeights:
+    """Where the large raw_data kept out of the parsed structure lies: one Span or None per
+    initializer and per graph node (a Constant's ``value``), in the order protobuf lists them
+    (a model may carry its graph in several pieces, which protobuf appends)."""
+
+    initializers: list[Span | None]
+    constants: list[Span | None]
+
+
+def split_inline_weights(buffer, min_bytes: int) -> tuple[bytes, InlineWeights]:
+    """(the model without the raw_data of its graph's initializers and Constant nodes of at
+    least ``min_bytes``, where each lies)."""
     view = memoryview(buffer)
     if view.ndim != 1 or view.itemsize != 1:
         view = view.cast("B")
-    spans: list[Span | None] = []
+    found = InlineWeights([], [])
 
     def tensor(begin: int, end: int) -> bytes | None:
-        return _tensor_without_data(view, begin, end, spans, min_bytes)
+        return _tensor_without_data(view, begin, end, found.initializers, min_bytes)
+
+    def node(begin: int, end: int) -> bytes | None:
+        spans: list[Span | None] = []
+        rewritten = None
+        if end - begin >= min_bytes and _is_constant(view, begin, end):
+            rewritten = _with_fields_rewritten(view, begin, end, {NODE_ATTRIBUTE: lambda b, e:
+                _constant_value_without_data(view, b, e, spans, min_bytes)})
+        found.constants.append(next((span for span in spans if span), None))
+        return rewritten
 
     def graph(begin: int, end: int) -> bytes | None:
-        return _with_field_rewritten(view, begin, end, GRAPH_INITIALIZER, tensor)
+        return _with_fields_rewritten(view, begin, end, {GRAPH_INITIALIZER: tensor,
+                                                         GRAPH_NODE: node})
 
-    model = _with_field_rewritten(view, 0, len(view), MODEL_GRAPH, graph)
-    return (model if model is not None else bytes(view)), spans
+    model = _with_fields_rewritten(view, 0, len(view), {MODEL_GRAPH: graph})
+    return (model if model is not None else bytes(view)), found
 
 
-def _with_field_rewritten(view: memoryview, begin: int, end: int, field_number: int,
-                          rewrite) -> bytes | None:
-    """The message between ``begin`` and ``end`` with each length-delimited ``field_number``
-    replaced by ``rewrite(payload start, payload end)`` where that gives bytes; None when it
-    gave none (the message stays as it is: no copy)."""
+def _with_fields_rewritten(view: memoryview, begin: int, end: int, rewrites: dict
+                           ) -> bytes | None:
+    """The message between ``begin`` and ``end`` with each length-delimited field whose number
+    ``rewrites`` lists replaced by ``rewrite(payload start, payload end)`` where that gives
+    bytes; None when none gave any (the message stays as it is: no copy)."""
     pieces: list[bytes | memoryview] = []
     moved = False
     for field, wire_type, start, tag_end, body, stop in _fields(view, begin, end):
-        if field == field_number and wire_type == LENGTH_DELIMITED:
+        rewrite = rewrites.get(field)
+        if rewrite is not None and wire_type == LENGTH_DELIMITED:
             payload = rewrite(body, stop)
             if payload is not None:
                 pieces += [view[start:tag_end], encode_varint(len(payload)), payload]
@@ -63,6 +88,29 @@ def _with_field_rewritten(view: memoryview, begin: int, end: int, field_number: 
                 continue
         pieces.append(view[start:stop])
     return b"".join(pieces) if moved else None
+
+
+def _is_constant(view: memoryview, begin: int, end: int) -> bool:
+    """Whether the NodeProto between ``begin`` and ``end`` is ONNX's own Constant."""
+    op_type, domain = b"", b""
+    for field, wire_type, _, _, body, stop in _fields(view, begin, end):
+        if wire_type == LENGTH_DELIMITED and field == NODE_OP_TYPE:
+            op_type = bytes(view[body:stop])
+        elif wire_type == LENGTH_DELIMITED and field == NODE_DOMAIN:
+            domain = bytes(view[body:stop])
+    return op_type == b"Constant" and domain in (b"", b"ai.onnx")
+
+
+def _constant_value_without_data(view: memoryview, begin: int, end: int, spans: list,
+                                 min_bytes: int) -> bytes | None:
+    """A Constant's attribute without its tensor's raw_data, when it is ``value``."""
+    names = [bytes(view[body:stop]) for field, wire_type, _, _, body, stop
+             in _fields(view, begin, end)
+             if field == ATTRIBUTE_NAME and wire_type == LENGTH_DELIMITED]
+    if names[-1:] != [b"value"]:
+        return None
+    return _with_fields_rewritten(view, begin, end, {ATTRIBUTE_TENSOR: lambda b, e:
+                                  _tensor_without_data(view, b, e, spans, min_bytes)})
 
 
 def _tensor_without_data(view: memoryview, begin: int, end: int, spans: list,

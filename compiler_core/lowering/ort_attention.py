@@ -468,10 +468,11 @@ class _Emitter:
     def operand(self, block: Block, role: str, seq_first: bool) -> Value:
         """Q, K or V as [B, S, N·H]: the tensor the head split read (transposed when sequence
         first), or, after rotary or a cut of packed heads, the per-head tensor made flat
-        again — from [B, S, N, H] (rotary before the heads move forward) or [B, N, S, H]."""
+        again — from [B, S, N, H] (rotary before the heads move forward) or [B, N, S, H]
+        (after rotary, or after a per-head norm: the norm stays inline, before the op)."""
         if block[f"{role}_rotary"] and block[f"{role}_rotated_before_split"] is not None:
             return self.flat(block.outer(self.graph, block[f"{role}_rotated_before_split"]))
-        if block[f"{role}_rotary"] or block["heads_packed"]:
+        if block[f"{role}_rotary"] or block["heads_packed"] or block[f"{role}_norm"]:
             heads = block[f"{role}_rotated"] if block[f"{role}_rotary"] else (
                 block[f"{role}_heads"])
             moved = self.op("Transpose", [block.outer(self.graph, heads)], {"perm": [0, 2, 1, 3]})

@@ -22,6 +22,7 @@ from ..passes.constants import constant_ints, ints_input_or_attr
 from ..passes.recognition.rotary import HEADS_FIRST, rotary_layout
 from ..passes.shape_facts import known_dim
 from .ort_ops import add_before, replace_fused
+from .rotary_cache import gathered_caches
 
 _TRACE_DEPTH = 16  # ops between a cos/sin value and the data that shows its repeated angles
 # Ops that never mix the last axis of their (first) input: the angles' pairing survives them.
@@ -50,11 +51,13 @@ def lower_rotary(graph: Graph, node: Node) -> Node | str:
     layout = _layout(node)
     if isinstance(layout, str):
         return layout
-    for table in (cos, sin):
-        if not pairs_share_angles(table, layout.interleaved):
-            return (f"{table.name!r} cannot be proven to repeat each angle for both features "
-                    f"of a pair, as onnxruntime's half-width cache assumes")
-    positions, caches = _positions_and_caches(graph, node, layout)
+    found = _folded_caches(graph, node, layout)
+    if found is None:
+        for table in (cos, sin):
+            if not pairs_share_angles(table, layout.interleaved):
+                return (f"{table.name!r} cannot be proven to repeat each angle for both "
+                        f"features of a pair, as onnxruntime's half-width cache assumes")
+    positions, caches = found or _positions_and_caches(graph, node, layout)
     attrs = {"interleaved": int(layout.interleaved)}
     if layout.rotary_dim != x.shape[-1] or not layout.heads_first:
         attrs.update(rotary_embedding_dim=layout.rotary_dim, num_heads=layout.heads)
@@ -200,6 +203,30 @@ def _on_last_axis(node: Node) -> bool:
 
 
 # ------------------------------------------------------------------- caches and positions
+def _folded_caches(graph: Graph, node: Node, layout: _Layout
+                   ) -> tuple[Value, list[Value]] | None:
+    """The model's position ids and constant caches, when cos and sin are computed from ids
+    that index constant tables (``rotary_cache``) and repeat each angle for both features of
+    a pair; shared by every layer that reads the same tables."""
+    x, cos, sin = node.inputs[:3]
+    found = gathered_caches(graph, x, cos, sin, layout.seq_axis)
+    if found is None or not all(_data_pairs_equal(t, layout.interleaved)
+                                for t in (found.cos, found.sin)):
+        return None
+    step = 2 if layout.interleaved else 1
+    stop = layout.rotary_dim if layout.interleaved else layout.rotary_dim // 2
+    caches = []
+    for table, data in ((cos, found.cos), (sin, found.sin)):
+        name = f"{table.name}/rotary_cache"
+        known = graph.values.get(name)
+        caches.append(known if known is not None and known.is_initializer else
+                      graph.add_initializer(name, np.ascontiguousarray(data[:, 0:stop:step])))
+    ids = found.position_ids
+    if ids.elem_type != TensorProto.INT64:
+        ids = add_before(graph, node, "Cast", [ids], {"to": TensorProto.INT64})
+    return ids, caches
+
+
 def _positions_and_caches(graph: Graph, node: Node, layout: _Layout,
                           ) -> tuple[Value, list[Value]]:
     """position_ids and the cos/sin caches.  When the tables are the same for the whole batch

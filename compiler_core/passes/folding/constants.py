@@ -47,7 +47,7 @@ class FoldConstants(Pass):
 
 
 def _constant_to_initializer(graph: Graph, node: Node, result: PassResult) -> None:
-    array = node.constant_attr_value()
+    array = node.constant_attr_data()   # a weight stored in the file stays unread
     output = node.outputs[0]
     if array is None or not output.uses:
         return

@@ -15,6 +15,9 @@ from .attention_mask import mask_facts
 
 _LAYOUT_OPS = frozenset({"Reshape", "Unsqueeze", "Transpose", "Squeeze", "Gather", "Slice",
                          "Split", "Add"})
+# Norms over each token's features (OLMo2's Q/K norm on the projection): the tokens stay.
+_TOKEN_NORMS = frozenset({"SimplifiedLayerNormalization", "RMSNormalization",
+                          "LayerNormalization"})
 
 
 def describe(match: Match, nodes: list[Node]) -> dict:
@@ -103,8 +106,8 @@ def _target_entries(shape: Value) -> list[int] | None:
 
 def source_of(value: Value) -> Value:
     """The activations a projection reads: up from ``value`` through the ops that split and
-    lay out a packed projection, its bias Add and the MatMul/Gemm; ``value`` itself when no
-    projection produces it."""
+    lay out a packed projection, a norm over its features, its bias Add and the MatMul/Gemm;
+    ``value`` itself when no projection produces it."""
     current = value
     for _ in range(10):
         node = current.producer
@@ -116,7 +119,7 @@ def source_of(value: Value) -> Value:
             flat = node.inputs[0].producer
             return flat.inputs[0] if flat is not None and flat.op_type == "Reshape" else (
                 node.inputs[0])
-        if node.op_type not in _LAYOUT_OPS:
+        if node.op_type not in _LAYOUT_OPS and node.op_type not in _TOKEN_NORMS:
             return value
         runtime = [v for v in node.inputs if v is not None and not v.is_constant]
         if node.op_type == "Add" and len(runtime) != 1:

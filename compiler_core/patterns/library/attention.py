@@ -82,11 +82,28 @@ def _split_heads(role: str) -> Pattern:
     return _rotary_forms(split, role, "before_split", lambda before: split | before)
 
 
+# A norm over each head's features (the query/key norm of Gemma-3, Qwen3, OLMo2): the
+# normalizations recognition makes, written as one node each.
+_HEAD_NORMS = (("SimplifiedLayerNormalization", FUSED_DOMAIN), ("RMSNormalization", ""),
+               ("LayerNormalization", ""), ("LayerNormalization", FUSED_DOMAIN))
+
+
+def _normed(x: Pattern, role: str) -> Pattern:
+    """x through a per-head norm (tagged ``{role}_norm``), or x as it is."""
+    norm = None
+    for op_type, domain in _HEAD_NORMS:
+        one = op(op_type, x, ..., domain=domain).allow_external_uses()
+        norm = one if norm is None else norm | one
+    return norm.tag(f"{role}_norm", 1) | x
+
+
 def _heads(role: str, packed: _PackedHeads, index: int) -> Pattern:
     """The projection's output split into heads: [B, S, N·H] → [B, N, S, H] (batch first, or
-    cut from packed heads); [S, B, N·H] → [S, B·N, H] → [B·N, S, H], then [B, N, S, H] or kept
-    3-D (sequence first, PyTorch's nn.MultiheadAttention)."""
-    batch_first = _op("Transpose", _split_heads(role), perm=HEAD_SPLIT) | packed.part(index)
+    cut from packed heads), normalized per head before or after the heads move forward where
+    the model does (Qwen3, Gemma-3); [S, B, N·H] → [S, B·N, H] → [B·N, S, H], then
+    [B, N, S, H] or kept 3-D (sequence first, PyTorch's nn.MultiheadAttention)."""
+    batch_first = _normed(_op("Transpose", _normed(_split_heads(role), role), perm=HEAD_SPLIT),
+                          role) | packed.part(index)
     seq_first = _op("Transpose", _op("Reshape", _source(role), any_value()),
                     perm=SEQ_FIRST_SPLIT)
     return (batch_first.tag(f"{role}_layout", "batch-first")
@@ -273,7 +290,8 @@ def attention() -> Pattern:
     and V (float16 models computing attention in float32); SDPA's NaN guard after the
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
     folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
-    V); rotary on [B, S, N, H] before the heads move forward (GPT-J).  Cross-attention is the
+    V); rotary on [B, S, N, H] before the heads move forward (GPT-J); a norm on each head of
+    Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3).  Cross-attention is the
     same pattern with K and V computed from another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
@@ -292,7 +310,9 @@ def attention() -> Pattern:
     heads when rotary comes before they move forward, or None), ``q_grouped`` (1 when Q is
     reshaped for grouped-query broadcasting), ``q_layout``, ``k_layout``, ``v_layout``
     ("batch-first" or "sequence-first"), ``q_rotary``,
-    ``k_rotary`` (1, or None without rotary), ``past_key``, ``past_value`` (the cache inputs,
+    ``k_rotary`` (1, or None without rotary), ``q_norm``, ``k_norm`` (1 when the heads are
+    normalized before rotary: ``q_heads``/``k_heads`` are then the normalized heads),
+    ``past_key``, ``past_value`` (the cache inputs,
     or None), ``key_cache``, ``value_cache`` (the present K, V per head: the cache's Concat,
     or the heads), ``repeat_kv`` (1 when K/V heads are repeated), ``mask`` (the value added,
     or the Where's condition; None without a mask), ``mask_kind`` ("additive", "select":
