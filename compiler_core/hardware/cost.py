@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
+from .contrib_flops import INT8_OPS as CONTRIB_INT8_OPS
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
 from .quantized_io import folded_into_kernel, is_int8_kernel, stored_value
 from .shape_transfer import sized
@@ -165,7 +166,11 @@ def node_flops(node: Node, sizes: SizeResolver) -> int | None:
     if node.domain not in PRICED_DOMAINS:
         return None
     return op_flops(node.op_type, node.attrs, [sizes.shape(v) for v in node.inputs],
-                    [sizes.shape(v) for v in node.outputs])
+                    [sizes.shape(v) for v in node.outputs], _domain(node))
+
+
+def _domain(node: Node) -> str:
+    return "" if node.domain == "ai.onnx" else node.domain
 
 
 def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
@@ -196,7 +201,8 @@ def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
 
 def compute_dtype(node: Node) -> str:
     """The dtype whose peak rate the node runs at: its first input/output a target can list."""
-    if node.op_type in _INT8_OPS or is_int8_kernel(node):
+    if node.op_type in _INT8_OPS and node.domain in ("", "ai.onnx") or \
+            (node.domain, node.op_type) in CONTRIB_INT8_OPS or is_int8_kernel(node):
         return "int8"
     for value in list(node.inputs) + list(node.outputs):
         if value is not None and value.elem_type is not None:
@@ -231,7 +237,7 @@ def _link_bytes(node: Node, sizes: SizeResolver) -> int:
 def _unpriced_reason(node: Node) -> str:
     if node.body is not None:
         return "its body holds an op it cannot price"
-    if node.domain not in PRICED_DOMAINS or not is_priced(node.op_type):
+    if node.domain not in PRICED_DOMAINS or not is_priced(node.op_type, _domain(node)):
         return "unknown op"
     return "unknown shapes or attributes"
 
