@@ -34,7 +34,7 @@ Out = "tuple[int | None, tuple | None] | None"     # (elem type, shape) of one o
 class StandIn:
     """A standard op computing the same shape: its name, the node's inputs it reads (by index)
     and the attributes it keeps; ``dtype_from``: the input whose type the output has (None:
-    the first stand-in input's), or an element type."""
+    the first stand-in input's; float when that optional input is absent), or ``dtype``."""
 
     op_type: str
     inputs: tuple[int, ...]
@@ -107,12 +107,13 @@ def _mul(a: Dim, b: Dim) -> Dim:
 def _stand_in(spec: StandIn, node: Node) -> list[Out]:
     """The standard op's output, from onnx's own node inference."""
     names = [f"x{i}" for i in range(len(spec.inputs))]
-    types = {}
-    for name, index in zip(names, spec.inputs):
-        value = _input(node, index)
-        if value is None or value.elem_type is None or value.shape is None:
-            return [None]
-        types[name] = helper.make_tensor_type_proto(value.elem_type, list(value.shape))
+    values = [_input(node, index) for index in spec.inputs]
+    if any(v is None or v.elem_type is None or v.shape is None for v in values):
+        return [None]
+    # float for all: the stand-in computes shapes only (float A . int8 B, or a uint8 Gemm,
+    # is no ONNX op); the type comes from the spec
+    types = {name: helper.make_tensor_type_proto(FLOAT, list(v.shape))
+             for name, v in zip(names, values)}
     attrs = {k: node.attrs[k] for k in spec.attributes if k in node.attrs}
     proto = helper.make_node(spec.op_type, names, ["y"], **attrs)
     try:
@@ -126,13 +127,8 @@ def _stand_in(spec: StandIn, node: Node) -> list[Out]:
     tensor = found.tensor_type
     shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
                   for d in tensor.shape.dim) if tensor.HasField("shape") else None
-    if spec.dtype is not None:
-        dtype = spec.dtype
-    elif spec.dtype_from is not None:
-        dtype = _elem(_input(node, spec.dtype_from)) or (
-            FLOAT if spec.dtype_from != 0 else tensor.elem_type)
-    else:
-        dtype = tensor.elem_type or None
+    typed_by = _input(node, spec.dtype_from if spec.dtype_from is not None else spec.inputs[0])
+    dtype = spec.dtype or _elem(typed_by) or FLOAT   # no y_zero_point: a float output
     return [(dtype, shape)]
 
 
