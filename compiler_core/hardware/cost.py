@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
+from .contrib_flops import INT8_OPS as CONTRIB_INT8_OPS
+from .control_flow import body_price, is_control_flow
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
 from .quantized_io import folded_into_kernel, is_int8_kernel, stored_value
 from .shape_transfer import sized
@@ -157,15 +159,28 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def node_flops(node: Node, sizes: SizeResolver) -> int | None:
-    """FLOPs of a node (a fused node: the sum over its body), None if it cannot be priced."""
+def node_flops(node: Node, sizes: SizeResolver,
+               opsets: dict[str, int] | None = None) -> int | None:
+    """FLOPs of a node (a fused node: the sum over its body; If/Loop/Scan: their bodies as
+    they run, `control_flow`), None if it cannot be priced.  ``opsets``: the graph's, which
+    control-flow bodies are read with."""
     if node.body is not None:
-        parts = [node_flops(inner, sizes) for inner in node.body.nodes]
+        parts = [node_flops(inner, sizes, opsets) for inner in node.body.nodes]
         return None if any(p is None for p in parts) else sum(parts)
+    if is_control_flow(node):
+        return _control_flow(node, sizes, opsets).flops
     if node.domain not in PRICED_DOMAINS:
         return None
     return op_flops(node.op_type, node.attrs, [sizes.shape(v) for v in node.inputs],
-                    [sizes.shape(v) for v in node.outputs])
+                    [sizes.shape(v) for v in node.outputs], _domain(node))
+
+
+def _control_flow(node: Node, sizes: SizeResolver, opsets: dict[str, int] | None):
+    return body_price(node, sizes, lambda inner, s: node_flops(inner, s, opsets), opsets)
+
+
+def _domain(node: Node) -> str:
+    return "" if node.domain == "ai.onnx" else node.domain
 
 
 def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
@@ -196,7 +211,8 @@ def node_bytes(node: Node, sizes: SizeResolver) -> int | None:
 
 def compute_dtype(node: Node) -> str:
     """The dtype whose peak rate the node runs at: its first input/output a target can list."""
-    if node.op_type in _INT8_OPS or is_int8_kernel(node):
+    if node.op_type in _INT8_OPS and node.domain in ("", "ai.onnx") or \
+            (node.domain, node.op_type) in CONTRIB_INT8_OPS or is_int8_kernel(node):
         return "int8"
     for value in list(node.inputs) + list(node.outputs):
         if value is not None and value.elem_type is not None:
@@ -229,9 +245,9 @@ def _link_bytes(node: Node, sizes: SizeResolver) -> int:
 
 
 def _unpriced_reason(node: Node) -> str:
-    if node.body is not None:
+    if node.body is not None or is_control_flow(node):
         return "its body holds an op it cannot price"
-    if node.domain not in PRICED_DOMAINS or not is_priced(node.op_type):
+    if node.domain not in PRICED_DOMAINS or not is_priced(node.op_type, _domain(node)):
         return "unknown op"
     return "unknown shapes or attributes"
 
@@ -243,15 +259,20 @@ def node_cost(node: Node, target: TargetLike = None,
 
 
 def _node_cost(node: Node, target: Target, sizes: SizeResolver,
-               on_host: bool = False) -> OpCost:
+               on_host: bool = False, opsets: dict[str, int] | None = None) -> OpCost:
     sizes.assumed.clear()
     if folded_into_kernel(node):
         return OpCost(node.name, node.qualified_op, 0, 0, 0.0, "none", 0.0, 0.0, "int8", True,
                       "folded into the int8 kernel next to it")
-    flops = node_flops(node, sizes)
+    notes = []
+    if is_control_flow(node):
+        price = _control_flow(node, sizes, opsets)
+        flops = price.flops
+        notes.append(price.note)
+    else:
+        flops = node_flops(node, sizes, opsets)
     moved = node_bytes(node, sizes)
     dtype = compute_dtype(node)
-    notes = []
     unfused = None
     if node.body is not None:
         unfused = unfused_bytes(node, sizes)
@@ -300,7 +321,7 @@ def graph_cost(graph: Graph, target: TargetLike = None,
         n.op_type == PARTITION_OP for n in priced.nodes)
     for node in priced.nodes:
         on_host = partitioned and node.op_type != PARTITION_OP
-        ops.append(_node_cost(node, chosen, sizes, on_host))
+        ops.append(_node_cost(node, chosen, sizes, on_host, priced.opset_imports))
         assumed |= sizes.assumed
     sizes.assumed = assumed
     return GraphCost(chosen, ops, [sizes.assumed_note()] if assumed else [])

@@ -8,6 +8,10 @@
              N = filters / group, one GEMM per group (`instances`; depthwise: N = 1)
     ConvTranspose  the GEMM before its col2im scatter: M = batch * input pixels,
              K = C/group, N = filters/group * kernel elements
+    MatMulNBits  A[..., K] . (packed B of N x K): M = A's rows, N and K from its attributes
+    attention    (onnxruntime's and ONNX's) the GEMMs inside (`attention_gemms`)
+onnxruntime's MatMul and Gemm variants (FusedMatMul, DynamicQuantizeMatMul,
+MatMulIntegerToFloat, FusedGemm, QGemm, QLinearConv, FusedConv) map as their ONNX op.
 A fused node maps to the GEMMs in its body. When a convolution is one the simulator's conv
 form describes exactly (2-D, batch 1, one group, equal strides, no dilation), `conv` holds it,
 with the input size its windows cover (padding included, rows the stride skips excluded).
@@ -19,14 +23,17 @@ import math
 from dataclasses import dataclass, replace
 
 from ..ir import Node
+from .attention_gemms import MAPPERS as ATTENTION_MAPPERS
 from .systolic import ConvShape, ScheduleError
 from .tensor_sizes import SizeResolver
 
 # op -> (index of A / X, index of B / W)
 _MATMULS = {"MatMul": (0, 1), "MatMulInteger": (0, 1), "FusedMatMul": (0, 1),
-            "QLinearMatMul": (0, 3)}
+            "QLinearMatMul": (0, 3), "DynamicQuantizeMatMul": (0, 1),
+            "MatMulIntegerToFloat": (0, 1)}
+_GEMMS = {"Gemm": (0, 1), "FusedGemm": (0, 1), "QGemm": (0, 3)}
 _CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "FusedConv": (0, 1), "QLinearConv": (0, 3)}
-GEMM_OPS = frozenset({*_MATMULS, *_CONVS, "Gemm", "ConvTranspose"})
+GEMM_OPS = frozenset({*_MATMULS, *_CONVS, *_GEMMS, "ConvTranspose", "MatMulNBits"})
 
 
 @dataclass(frozen=True)
@@ -51,7 +58,8 @@ def has_gemm(node: Node) -> bool:
     """True if the node (or a node in its fused body) is a GEMM the simulator can run."""
     if node.body is not None:
         return any(has_gemm(inner) for inner in node.body.nodes)
-    return node.domain in ("", "com.microsoft") and node.op_type in GEMM_OPS
+    return node.domain in ("", "com.microsoft") and node.op_type in GEMM_OPS or \
+        (node.domain, node.op_type) in ATTENTION_MAPPERS
 
 
 def gemm_problems(node: Node, bindings: dict[str, int] | None = None) -> list[GemmProblem]:
@@ -67,21 +75,25 @@ def _problems(node: Node, sizes: SizeResolver) -> list[GemmProblem]:
     sizes.assumed.clear()
     shapes = [sizes.shape(v) for v in node.inputs]
     out = sizes.shape(node.outputs[0]) if node.outputs else None
+    mapper = ATTENTION_MAPPERS.get((node.domain, node.op_type))
+    if mapper is not None:
+        return _attention(node, mapper(node.attrs, shapes, [sizes.shape(v) for v in
+                                                              node.outputs]), sizes)
     if node.op_type in _MATMULS:
         a_index, b_index = _MATMULS[node.op_type]
         problem = _matmul(node, _at(shapes, a_index), _at(shapes, b_index))
-    elif node.op_type == "Gemm":
-        problem = _gemm(node, _at(shapes, 0), _at(shapes, 1))
+    elif node.op_type == "MatMulNBits":
+        problem = _matmul_nbits(node, _at(shapes, 0))
+    elif node.op_type in _GEMMS:
+        a_index, b_index = _GEMMS[node.op_type]
+        problem = _gemm(node, _at(shapes, a_index), _at(shapes, b_index))
     elif node.op_type == "ConvTranspose":
         problem = _conv_transpose(node, _at(shapes, 0), _at(shapes, 1))
     else:
         x_index, w_index = _CONVS[node.op_type]
         problem = _conv(node, _at(shapes, x_index), _at(shapes, w_index), out)
     if problem is None:
-        raise ScheduleError(f"the shapes of {node.name!r} ({node.op_type}) are unknown, so its "
-                            f"GEMM cannot be sized", where=node.name,
-                            hint="bind the model's symbolic dims, or run a pipeline that "
-                                 "infers shapes (O1)")
+        raise _unsized(node)
     if sizes.assumed:
         note = sizes.assumed_note()
         problem = replace(problem, note="; ".join(filter(None, [problem.note, note])))
@@ -90,6 +102,30 @@ def _problems(node: Node, sizes: SizeResolver) -> list[GemmProblem]:
 
 def _at(items: list, index: int):
     return items[index] if index < len(items) else None
+
+
+def _unsized(node: Node) -> ScheduleError:
+    return ScheduleError(f"the shapes of {node.name!r} ({node.op_type}) are unknown, so its "
+                         f"GEMM cannot be sized", where=node.name,
+                         hint="bind the model's symbolic dims, or run a pipeline that "
+                              "infers shapes (O1)")
+
+
+def _attention(node: Node, gemms, sizes: SizeResolver) -> list[GemmProblem]:
+    if gemms is None:
+        raise _unsized(node)
+    note = sizes.assumed_note()
+    return [GemmProblem(node.name, node.op_type, m, n, k, instances,
+                        note="; ".join(filter(None, [label, note])))
+            for label, m, n, k, instances in gemms]
+
+
+def _matmul_nbits(node: Node, a) -> GemmProblem | None:
+    n, k = node.attrs.get("N"), node.attrs.get("K")
+    if not a or n is None or k is None:
+        return None
+    return GemmProblem(node.name, node.op_type, math.prod(a[:-1]), int(n), int(k),
+                       note=f"{node.attrs.get('bits', 4)}-bit weights, unpacked block by block")
 
 
 def _matmul(node: Node, a, b) -> GemmProblem | None:

@@ -11,7 +11,9 @@ Conventions, so a student can recompute any number by hand:
 - a reduction counts 1 op per input element, a pooling window 1 op per window element;
 - pure data movement (Transpose, Gather, Concat, Slice, Pad, Cast, ...) and metadata-only ops
   (Reshape, Squeeze, Identity, ...) do 0 ops;
-- a fused node does the sum of its body's ops (the caller adds them up).
+- a fused node does the sum of its body's ops (the caller adds them up);
+- onnxruntime's operators (com.microsoft) and ONNX's composite Attention and RotaryEmbedding
+  count as their decomposed forms would (`contrib_flops`).
 Shapes come in already resolved to ints; ``None`` means "absent or cannot say".
 """
 
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from math import prod
 from typing import Callable, Sequence
+
+from .contrib_flops import MS, RULES as CONTRIB_RULES
 
 Shape = Sequence[int]
 
@@ -45,19 +49,18 @@ ELEMENTWISE = frozenset({
     "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh", "Equal", "Less",
     "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or", "Xor", "Not", "IsNaN", "IsInf",
     "BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot", "Mish",
-    "ThresholdedRelu", "Shrink", "Where", "BiasAdd",
+    "ThresholdedRelu", "Shrink", "Where",
 })
 VARIADIC_ELEMENTWISE = frozenset({"Sum", "Max", "Min", "Mean"})
 # Ops doing several element-wise steps per output element.
 PER_ELEMENT = {
     "Softmax": 5, "LogSoftmax": 6, "Hardmax": 2, "CumSum": 1,
     "LayerNormalization": 7,            # mean, subtract, square, mean, divide, scale, shift
-    "SkipLayerNormalization": 8,        # + the skip add
-    "SimplifiedLayerNormalization": 5, "RMSNormalization": 5,
+    "RMSNormalization": 5,              # square, mean, root, divide, scale
     "BatchNormalization": 2,            # inference: x * scale' + shift'
     "InstanceNormalization": 7, "GroupNormalization": 7, "MeanVarianceNormalization": 5,
     "LpNormalization": 3,
-    "FastGelu": 8, "BiasGelu": 6, "QuickGelu": 3, "HardSwish": 4,
+    "HardSwish": 4,
     "QuantizeLinear": 3, "DequantizeLinear": 2, "DynamicQuantizeLinear": 4,
 }
 # Gelu: x/sqrt2, erf, +1, *x, *0.5 (5, the decomposed erf form); the tanh form
@@ -89,11 +92,6 @@ def _matmul_at(a_index: int) -> Callable[[dict, list, list], int | None]:
             return None
         return 2 * _numel(out) * a[-1]
     return rule
-
-
-def _matmul_nbits(attrs: dict, ins: list, outs: list) -> int | None:
-    out, k = _at(outs, 0), attrs.get("K")
-    return None if out is None or not k else 2 * _numel(out) * int(k)
 
 
 def _gemm(attrs: dict, ins: list, outs: list) -> int | None:
@@ -180,10 +178,9 @@ def _einsum(attrs: dict, ins: list, outs: list) -> int | None:
 
 
 _RULES: dict[str, Callable[[dict, list, list], int | None]] = {
-    "MatMul": _matmul_at(0), "MatMulInteger": _matmul_at(0), "FusedMatMul": _matmul_at(0),
-    "QLinearMatMul": _matmul_at(0), "MatMulNBits": _matmul_nbits, "Gemm": _gemm,
-    "Conv": _conv_at(1, 2), "FusedConv": _conv_at(1, 2), "NhwcConv": _conv_at(1, 2),
-    "ConvInteger": _conv_at(1, None), "QLinearConv": _conv_at(3, 8),
+    "MatMul": _matmul_at(0), "MatMulInteger": _matmul_at(0),
+    "QLinearMatMul": _matmul_at(0), "Gemm": _gemm,
+    "Conv": _conv_at(1, 2), "ConvInteger": _conv_at(1, None), "QLinearConv": _conv_at(3, 8),
     "ConvTranspose": _conv_transpose,
     "MaxPool": _pool, "AveragePool": _pool, "LpPool": _pool, "LRN": _lrn,
     "Gelu": _gelu, "Einsum": _einsum,
@@ -194,8 +191,13 @@ _RULES: dict[str, Callable[[dict, list, list], int | None]] = {
 
 
 def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
-             outs: list[Shape | None]) -> int | None:
+             outs: list[Shape | None], domain: str = "") -> int | None:
     """FLOPs of one (non-fused) op, or None when the op or its shapes are unknown."""
+    contrib = CONTRIB_RULES.get((domain, op_type))
+    if contrib is not None:
+        return contrib(attrs, ins, outs)
+    if domain == MS:
+        return None
     if op_type in _RULES:
         return _RULES[op_type](attrs, ins, outs)
     if op_type in DATA_MOVEMENT or op_type in METADATA_ONLY:
@@ -208,9 +210,11 @@ def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
     return None
 
 
-def is_priced(op_type: str) -> bool:
+def is_priced(op_type: str, domain: str = "") -> bool:
     """True if `op_flops` knows the op (it may still lack the shapes or attributes it needs)."""
-    return (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
+    if (domain, op_type) in CONTRIB_RULES:
+        return True
+    return domain != MS and (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
             or op_type in ELEMENTWISE or op_type in PER_ELEMENT)
 
 

@@ -9,11 +9,17 @@ survive passes, and a fused node's body keeps the values it swallowed), and shap
 carries them to the values no pass kept.  A borrowed shape must agree with every concrete dim
 already known.  The graph the user looks at keeps its own (symbolic) shapes: only the analyses
 price the sized copy.
+
+Calls of model-local functions (GraphLab's own fused nodes, read back from a file it wrote)
+are given their functions' bodies in that copy, and fused bodies the bindings left unsized
+are sized again (`function_bodies`), with the shape arithmetic the specialized copy folded:
+a fused node, or a call, is priced as the nodes it stands for would be.
 """
 
 from __future__ import annotations
 
 from ..ir import Graph, Value, infer_shapes
+from ..ir.function_bodies import needs_bodies, sized_bodies
 
 # Shape arithmetic folds into tiny integer vectors; nothing bigger is worth computing here.
 SHAPE_FOLD_LIMIT = 1 << 12
@@ -30,12 +36,31 @@ def is_sized(graph: Graph, bindings: dict[str, int]) -> bool:
 
 
 def sized(graph: Graph, bindings: dict[str, int] | None = None) -> Graph:
-    """``graph`` itself when the bindings size every dim; otherwise a copy whose shapes were
-    learnt by specializing the inputs at ``bindings`` (module docstring)."""
+    """``graph`` itself when the bindings size every dim and every body; otherwise a
+    copy whose shapes were learnt by specializing the inputs at ``bindings``, each call with
+    its function's body (module docstring)."""
     bindings = bindings or {}
-    if is_sized(graph, bindings):
+    if is_sized(graph, bindings) and not needs_bodies(graph):
         return graph
-    return borrow_shapes(graph, specialized(graph, bindings), bindings)
+    reference = specialized(graph, bindings)
+    return sized_bodies(borrow_shapes(graph, reference, bindings), _folded(reference),
+                        _sized_body)
+
+
+def _sized_body(body: Graph) -> Graph:
+    """A body instantiated at its call's sizes, its shape arithmetic folded to learn the
+    rest (its nodes stay as they are: they are what the call computes)."""
+    return body if is_sized(body, {}) else borrow_shapes(body, specialized(body, {}))
+
+
+def _folded(reference: Graph):
+    """Small constants the specialized copy folded (shape arithmetic), by value name."""
+    def lookup(name: str):
+        value = reference.values.get(name)
+        if value is None or not value.is_constant or value.constant_data().nbytes > 1024:
+            return None
+        return value.constant_value()
+    return lookup
 
 
 def specialized(graph: Graph, bindings: dict[str, int]) -> Graph:
@@ -71,11 +96,19 @@ def borrow_shapes(graph: Graph, reference: Graph,
             value.shape = tuple(bindings.get(d, d) if isinstance(d, str) else d
                                 for d in value.shape)
     known = _static_shapes(reference)
-    for name, value in copy.values.items():
-        if name in known and _agrees(value, known[name]):
-            value.shape = known[name]
+    _borrow(copy, known)
     infer_shapes(copy)
     return copy
+
+
+def _borrow(graph: Graph, known: dict[str, tuple[int, ...]]) -> None:
+    """Give ``graph``'s values, and those inside its fused bodies, the shapes ``known`` has."""
+    for name, value in graph.values.items():
+        if name in known and _agrees(value, known[name]):
+            value.shape = known[name]
+    for node in graph.nodes:
+        if node.body is not None:
+            _borrow(node.body, known)
 
 
 def _static_shapes(graph: Graph) -> dict[str, tuple[int, ...]]:

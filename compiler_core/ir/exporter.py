@@ -345,6 +345,15 @@ def _node_proto(node: Node, functions: "_FunctionTable", skip: str = "") -> onnx
     return proto
 
 
+def body_function(graph: Graph, node: Node) -> tuple[onnx.FunctionProto, list[onnx.FunctionProto]]:
+    """A fused node's body as the function the exporter writes for it, with the functions of
+    the fused nodes inside it."""
+    table = _FunctionTable(graph)
+    function = table._function(node.body, node.op_type)
+    function.name = node.op_type
+    return function, table.protos
+
+
 class _FunctionTable:
     """Turns fused bodies into model-local functions, sharing one function per distinct body."""
 

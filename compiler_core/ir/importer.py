@@ -16,7 +16,7 @@ from google.protobuf.message import DecodeError
 from onnx import numpy_helper
 
 from ..errors import InvalidGraphError, ModelLoadError
-from . import attributes
+from . import attributes, contrib_shapes
 from .external_data import external_tensor, iter_tensors, load_external_data
 from .graph import Graph
 from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
@@ -395,7 +395,8 @@ def _wire_implicit_inputs(graph: Graph, node) -> None:
 
 
 class _KnownOps:
-    """Remembers which ops have a schema GraphLab (through onnx) knows; others are opaque."""
+    """Remembers which ops GraphLab knows (through onnx's schemas, its rules for onnxruntime's
+    operators, or the model's functions); others are opaque."""
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -412,7 +413,7 @@ class _KnownOps:
     def _is_known(self, op_type: str, domain: str) -> bool:
         if any(d == domain and n == op_type for d, n, _ in self.graph.functions):
             return True
-        if domain == FUSED_DOMAIN:
+        if domain == FUSED_DOMAIN or contrib_shapes.knows(op_type, domain):
             return True
         try:
             return onnx.defs.has(op_type, domain)

@@ -14,6 +14,7 @@ import functools
 import onnx
 
 from ..errors import ModelLoadError
+from .ort_schemas import ORT_DOMAINS, check_ort_node
 
 DEFAULT_DOMAINS = ("", "ai.onnx")
 # The ai.onnx opset a model that imports none is read (and written) with.
@@ -54,8 +55,11 @@ def _check_node(node: onnx.NodeProto, index: int, opsets: dict[str, int], newest
     if not node.op_type:
         raise ModelLoadError(f"{label} has no op type", where=node.name or str(index),
                              hint="the model was edited by hand or is damaged; re-export it")
+    if node.domain in ORT_DOMAINS:
+        check_ort_node(node, label)
+        return
     if node.domain not in DEFAULT_DOMAINS or not node.attribute:
-        return  # other domains' schemas (contrib, custom) are the runtime's business
+        return  # custom domains' schemas are their runtime's business
     types = _attribute_types(node.op_type, min(opsets[""], newest))
     for attr in node.attribute:
         expected = types.get(attr.name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import onnx
 
+from . import contrib_shapes
 from .graph import Graph
 from .exporter import to_model_proto
 from .node import Node
@@ -122,7 +123,10 @@ def _better_dim(mine, theirs):
 
 
 def fill_gaps(node: Node) -> bool:
-    """Apply GraphLab's simple rules to an output onnx could not type; True if it learnt more."""
+    """Apply GraphLab's simple rules to an output onnx could not type; True if it learnt more.
+    onnxruntime's operators have rules of their own (`contrib_shapes`), for every output."""
+    if contrib_shapes.knows(node.op_type, node.domain):
+        return contrib_shapes.infer_outputs(node)
     out = node.outputs[0] if node.outputs else None
     if out is None or out.type_proto is not None or (out.elem_type and out.shape is not None):
         return False

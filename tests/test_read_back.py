@@ -1,0 +1,102 @@
+"""What GraphLab and onnxruntime write reads back whole: GraphLab's portable output (fused
+nodes as model-local functions), its onnxruntime output (onnxruntime's operators) and a model
+onnxruntime's own optimizer wrote load with no opaque op and are priced as the graph they
+came from."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import onnxruntime as ort
+import pytest
+
+from compiler_core.hardware.cost import graph_cost
+from compiler_core.ir import load_model, save_model
+from compiler_core.lowering import lower_for_onnxruntime
+from compiler_core.passes import PassManager
+from graphlab.samples import get_sample
+
+SIZES = {"batch": 1, "seq": 128}
+TRANSFORMERS = ["bert_tiny_op13", "gpt2_tiny", "llama_tiny_dynamo"]
+# Passes fold constant arithmetic (masks, scales computed from constants): that much of the
+# input's FLOPs may go; every real op stays priced.
+FOLDED_SHARE = 0.01
+
+
+def _opaque(graph) -> list[str]:
+    return [w for w in graph.warnings if "not known to GraphLab" in w]
+
+
+def _close(a: int, b: int) -> bool:
+    return abs(a - b) <= FOLDED_SHARE * b
+
+
+@pytest.fixture(scope="module", params=TRANSFORMERS)
+def compiled(request, tmp_path_factory):
+    name = request.param
+    folder = tmp_path_factory.mktemp(name)
+    original = load_model(get_sample(name).path)
+    result = PassManager("O2").run(original)
+    portable = folder / "o2.onnx"
+    save_model(result.final, portable)
+    lowered = folder / "ort.onnx"
+    save_model(lower_for_onnxruntime(result.final).graph, lowered)
+    return original, result.final, portable, lowered
+
+
+def test_portable_output_is_priced_as_the_graph_that_wrote_it(compiled):
+    original, final, portable, _ = compiled
+    read = load_model(portable)
+    assert not _opaque(read)
+    written, back = graph_cost(final, None, SIZES), graph_cost(read, None, SIZES)
+    assert back.unmodelled_ops == []
+    assert (back.total_flops, back.total_bytes) == (written.total_flops, written.total_bytes)
+    assert _close(back.total_flops, graph_cost(original, None, SIZES).total_flops)
+
+
+def test_onnxruntime_output_reads_whole(compiled):
+    original, _, _, lowered = compiled
+    read = load_model(lowered)
+    assert not _opaque(read)
+    assert any(node.domain == "com.microsoft" for node in read.nodes)
+    cost = graph_cost(read, None, SIZES)
+    assert cost.unmodelled_ops == [] and cost.ops_with_assumed_dims == 0
+    assert _close(cost.total_flops, graph_cost(original, None, SIZES).total_flops)
+
+
+@pytest.mark.parametrize("name", ["bert_tiny_dynamo", "bart_tiny", "mobilenet_tiny"])
+def test_onnxruntime_optimized_model_reads_whole(name, tmp_path):
+    sample = get_sample(name)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(tmp_path / "optimized.onnx")
+    ort.InferenceSession(sample.path, options, providers=["CPUExecutionProvider"])
+    read = load_model(options.optimized_model_filepath)
+    assert not _opaque(read)
+    assert any(node.domain == "com.microsoft" for node in read.nodes)
+    sizes = dict(sample.sizes)
+    cost = graph_cost(read, None, sizes)
+    assert cost.unmodelled_ops == []
+    assert _close(cost.total_flops, graph_cost(load_model(sample.path), None, sizes).total_flops)
+
+
+def _roofline_totals(model: str) -> tuple[dict, str]:
+    done = subprocess.run([sys.executable, "-m", "graphlab", "roofline", model, "--bind",
+                           "batch=1,seq=128", "--json"], capture_output=True, text=True,
+                          check=True)
+    record = json.loads(done.stdout)
+    return record, done.stderr
+
+
+def test_cli_roofline_of_the_onnxruntime_output_matches_its_input(tmp_path):
+    out = tmp_path / "bert_ort.onnx"
+    subprocess.run([sys.executable, "-m", "graphlab", "compile", "bert_tiny_op13", "-p", "O2",
+                    "--runtime", "onnxruntime", "-o", str(out)], check=True,
+                   capture_output=True)
+    before, _ = _roofline_totals("bert_tiny_op13")
+    after, warnings = _roofline_totals(str(out))
+    assert "not known to GraphLab" not in warnings
+    assert after["unmodelled_ops"] == []
+    assert _close(after["total_flops"], before["total_flops"])
