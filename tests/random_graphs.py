@@ -30,6 +30,7 @@ ELEM_TYPES = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): Ten
               np.dtype(np.float64): TensorProto.DOUBLE}
 # float64 kernels onnxruntime's CPU provider lacks: blocks needing them skip float64 regions.
 NO_FLOAT64 = {"Erf", "Gelu", "LeakyRelu", "Conv"}
+MS_DOMAIN = "com.microsoft"
 SPATIAL = 6  # image height and width: fixed, so Conv and Pad shapes stay easy to follow
 
 
@@ -59,6 +60,7 @@ class _Builder:
         self.nodes: list = []
         self.initializers: dict[str, np.ndarray] = {}
         self.inputs: list = []
+        self.value_info: list = []          # types onnx cannot infer (onnxruntime's ops)
         self.outputs: dict[str, int] = {}  # name -> elem type, in order
         self.blocks: list[str] = []
         self._count = 0
@@ -78,6 +80,16 @@ class _Builder:
 
     def one(self, op: str, inputs: list[str], **attrs) -> str:
         return self.node(op, inputs, **attrs)[0]
+
+    def contrib(self, op: str, inputs: list[str], **attrs) -> str:
+        """One output of onnxruntime's operator ``op`` (domain com.microsoft), shaped as the
+        running tensor; its type is written down, as onnx cannot infer it."""
+        name = self.fresh(op.lower())
+        self.nodes.append(helper.make_node(op, inputs, [name], name=self.fresh(op),
+                                           domain=MS_DOMAIN, **attrs))
+        dims = ["batch", "seq"][:self.rank - 1] + [self.width]
+        self.value_info.append(helper.make_tensor_value_info(name, ELEM_TYPES[self.dtype], dims))
+        return name
 
     def const(self, value, stem: str = "c", dtype=None) -> str:
         name = self.fresh(stem)
@@ -112,8 +124,12 @@ class _Builder:
     def model(self) -> onnx.ModelProto:
         inits = [numpy_helper.from_array(a, n) for n, a in self.initializers.items()]
         outputs = [helper.make_tensor_value_info(n, t, None) for n, t in self.outputs.items()]
-        graph = helper.make_graph(self.nodes, "fuzz", self.inputs, outputs, inits)
-        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", self.opset)])
+        graph = helper.make_graph(self.nodes, "fuzz", self.inputs, outputs, inits,
+                                  value_info=self.value_info)
+        opsets = [helper.make_opsetid("", self.opset)]
+        if any(node.domain == MS_DOMAIN for node in self.nodes):
+            opsets.append(helper.make_opsetid(MS_DOMAIN, 1))
+        model = helper.make_model(graph, opset_imports=opsets)
         model.ir_version = 10
         return _typed_outputs(model)
 
@@ -162,6 +178,54 @@ def weight_view(draw, b: _Builder, x: str) -> str:
         w = b.one("Concat", halves, axis=1)
     b.width = out
     return b.one("MatMul", [x, w])
+
+
+def qdq_linear(draw, b: _Builder, x: str) -> str:
+    """x·W in the QDQ form onnxruntime's quantize_static writes: the activation quantized to
+    uint8 codes and back, the weight stored as int8 codes (per tensor or per output channel)
+    and dequantized, the product quantized and dequantized again (what fold_qdq folds)."""
+    out = draw(st.sampled_from([b.width, 8]))
+    x = _quantized_round_trip(b, x, 0.05)
+    w = b.rng.standard_normal((b.width, out)) / np.sqrt(b.width)
+    per_channel = draw(st.booleans())
+    scale = (np.abs(w).max(axis=0) if per_channel else np.abs(w).max()) / 127
+    codes = np.clip(np.round(w / scale), -127, 127)
+    attrs = {"axis": 1} if per_channel else {}
+    weight = b.one("DequantizeLinear", [b.const(codes, "w_codes", np.int8),
+                                        b.const(scale, "w_scale"),
+                                        b.const(np.zeros_like(scale), "w_zero", np.int8)],
+                   **attrs)
+    b.width = out
+    return _quantized_round_trip(b, b.one("MatMul", [x, weight]), 0.1)
+
+
+def _quantized_round_trip(b: _Builder, x: str, scale: float) -> str:
+    s, zero = b.const(scale, "scale"), b.const(128, "zero", np.uint8)
+    return b.one("DequantizeLinear", [b.one("QuantizeLinear", [x, s, zero]), s, zero])
+
+
+CONTRIB_OPS = ("FastGelu", "QuickGelu", "BiasGelu", "FusedMatMul", "SkipLayerNormalization")
+
+
+def contrib_op(draw, b: _Builder, x: str) -> str:
+    """One of onnxruntime's own operators (domain com.microsoft), as its optimizer or a model
+    builder writes them into the models people bring."""
+    kind = draw(st.sampled_from(CONTRIB_OPS if b.rank == 3 else CONTRIB_OPS[:-1]))
+    bias = b.weight((b.width,), False, "bias")
+    if kind == "FastGelu":
+        return b.contrib(kind, [x, bias] if draw(st.booleans()) else [x])
+    if kind == "QuickGelu":
+        return b.contrib(kind, [x], alpha=draw(st.sampled_from([1.0, 1.702])))
+    if kind == "BiasGelu":
+        return b.contrib(kind, [x, bias])
+    if kind == "FusedMatMul":
+        transposed = draw(st.booleans())
+        shape = (b.width, b.width)
+        return b.contrib(kind, [x, b.weight(shape, False)], transB=int(transposed),
+                         alpha=draw(st.sampled_from([1.0, 0.5])))
+    gamma = b.weight((b.width,), False, "gamma", scale=1.0)
+    skip = b.one("Relu", [x])
+    return b.contrib(kind, [x, skip, gamma, bias], epsilon=1e-5)
 
 
 def siblings(draw, b: _Builder, x: str) -> str:
@@ -434,15 +498,17 @@ def side_output(draw, b: _Builder, x: str) -> str:
 
 
 BLOCKS = {f.__name__: f for f in (
-    linear, weight_view, siblings, gemm, layernorm_written_out, layernorm_op, gelu, activation, transposes,
+    linear, weight_view, qdq_linear, contrib_op, siblings, gemm, layernorm_written_out, layernorm_op, gelu, activation, transposes,
     reshapes, dropout, attention, conv, pad_conv, batchnorm, channel_affine, cast_region,
     residual, side_output)}
 _COMMON = ["activation", "transposes", "dropout", "cast_region", "residual", "side_output"]
 FAMILIES = {
-    "sequence": _COMMON + ["linear", "weight_view", "siblings", "layernorm_written_out", "layernorm_op", "gelu",
-                           "reshapes", "attention", "attention"],
-    "matrix": _COMMON + ["linear", "weight_view", "siblings", "gemm", "layernorm_written_out", "layernorm_op",
-                         "gelu", "reshapes", "batchnorm"],
+    "sequence": _COMMON + ["linear", "weight_view", "qdq_linear", "contrib_op", "siblings",
+                           "layernorm_written_out", "layernorm_op", "gelu", "reshapes",
+                           "attention", "attention"],
+    "matrix": _COMMON + ["linear", "weight_view", "qdq_linear", "contrib_op", "siblings",
+                         "gemm", "layernorm_written_out", "layernorm_op", "gelu", "gelu",
+                         "reshapes", "batchnorm"],
     "image": _COMMON + ["conv", "conv", "pad_conv", "batchnorm", "channel_affine"],
 }
 _CAST_SAFE = {
@@ -459,6 +525,8 @@ _RESIDUAL = {
 }
 _NEEDS = {"layernorm_op": lambda b: b.opset >= 17,
           "conv": lambda b: b.dtype != np.float64,
+          "qdq_linear": lambda b: b.dtype == np.float32,
+          "contrib_op": lambda b: b.dtype == np.float32,
           "pad_conv": lambda b: b.dtype != np.float64}
 
 

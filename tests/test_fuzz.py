@@ -18,7 +18,7 @@ from compiler_core.errors import GraphLabError
 from compiler_core.ir import to_bytes
 from differential import (CRASH, FAILURES, LOAD_FAILURE, MISCOMPILE, OK, PRESETS, REFUSED,
                           check_cases)
-from random_graphs import generate
+from random_graphs import CONTRIB_OPS, generate
 
 CI_GRAPHS = 250  # about 40 s on two cores
 
@@ -39,7 +39,8 @@ def test_the_generated_models_cover_the_families_the_passes_rewrite():
     ops = Counter(node.op_type for case in cases for node in case.model.graph.node)
     expected = {"MatMul", "Gemm", "Conv", "Pad", "BatchNormalization", "ReduceMean", "Erf",
                 "Tanh", "LayerNormalization", "Gelu", "Relu", "Clip", "Sigmoid", "Transpose",
-                "Reshape", "Dropout", "Identity", "Softmax", "Where", "Cast", "Slice", "Concat"}
+                "Reshape", "Dropout", "Identity", "Softmax", "Where", "Cast", "Slice", "Concat",
+                "QuantizeLinear", "DequantizeLinear", *CONTRIB_OPS}
     assert expected <= set(ops), expected - set(ops)
     assert {case.model.opset_import[0].version for case in cases} == set(range(13, 21))
     for case in cases[:25]:

@@ -79,9 +79,9 @@ def _qdq_nodes(kind: str):
     return head + body + tail
 
 
-def _qdq_graph(kind: str):
+def _qdq_graph(kind: str, input_zero=np.uint8(128)):
     rng = np.random.default_rng(3)
-    consts = {"s": np.float32(0.02), "z": np.uint8(128), "sy": np.float32(0.05),
+    consts = {"s": np.float32(0.02), "z": input_zero, "sy": np.float32(0.05),
               "zy": np.uint8(120), "sb": np.float32(0.01),
               "bq": rng.integers(0, 255, (1, 4, 1, 1)).astype(np.uint8),
               "wq": rng.integers(-127, 127, (8, 8)).astype(np.int8),
@@ -120,6 +120,15 @@ def test_a_group_at_two_scales_is_not_moved_onto_codes():
     assert ops(result.final)["MaxPool"] == 1 and ops(result.final)["DequantizeLinear"] == 1
     (declined,) = result.snapshots[0].declined
     assert "one scale and zero point" in declined.reason
+
+
+def test_a_product_quantized_to_another_code_type_stays_in_qdq_form():
+    """int8 codes in, uint8 codes out: onnxruntime has no QLinearMatMul kernel for that."""
+    graph = _qdq_graph("MatMul", input_zero=np.int8(0))
+    result = PassManager(["fold_qdq"], check=True).run(graph)
+    assert "QLinearMatMul" not in ops(result.final) and ops(result.final)["MatMul"] == 1
+    (declined,) = result.snapshots[0].declined
+    assert "quantized to int8" in declined.reason and "uint8" in declined.reason
 
 
 def test_allowance_is_a_few_steps_of_the_output_grid_and_only_on_quantized_models():

@@ -6,6 +6,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ...ir import Graph, Node, Value
+from ...ir.dtypes import dtype_name
 from ...wording import plural
 from ..base import Pass, PassContext, PassResult
 from ..registry import register
@@ -97,6 +98,11 @@ def _fold(graph: Graph, ctx: PassContext, layer: Layer) -> str | None:
     if not per_tensor(dq_x) or not per_tensor(quantize):
         return (f"kept in QDQ form: {inner.op_type}'s integer op takes one scale and zero "
                 f"point per activation tensor")
+    codes_in, codes_out = dq_x.inputs[0].elem_type, quantize.outputs[0].elem_type
+    if codes_in != codes_out:
+        return (f"kept in QDQ form: its input is quantized to {dtype_name(codes_in)} and its "
+                f"output to {dtype_name(codes_out)}; onnxruntime runs {inner.op_type}'s "
+                f"integer op only with one code type in and out")
     if not _channels_match(dq_w, layer):
         return (f"kept in QDQ form: the weight's scales are per channel along another axis "
                 f"than {inner.op_type}'s output channels")
