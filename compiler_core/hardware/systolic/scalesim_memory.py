@@ -28,6 +28,7 @@ DRAM reads count whole lines (bw words each), padding included; writes count wor
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass, field
 
@@ -76,7 +77,8 @@ def _set_index(prefetch: np.ndarray, per_set: int):
     valid = prefetch[prefetch != NO_REQUEST]
     set_of = np.arange(valid.size) // per_set
     top = int(valid.max()) + 1 if valid.size else 1
-    pairs = np.unique(valid * (valid.size + 1) + set_of)
+    pairs = np.sort(valid * (valid.size + 1) + set_of)
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
     addresses, sets = np.divmod(pairs, valid.size + 1)
     start = np.searchsorted(addresses, np.arange(top + 1))
     return start, sets
@@ -99,7 +101,7 @@ def find_misses(stream: Stream, prefetch: np.ndarray, sram: ReadSram, kilobytes:
     unique = bool(np.all(counts == 1))
     first_set = sets[start[addresses]] if unique else None
     misses, refills = [], []
-    window, position, chunk = 0, 0, 512
+    window, position, chunk = 0, 0, 256
     total = addresses.size
     while position < total:
         stop = min(total, position + chunk)
@@ -107,17 +109,18 @@ def find_misses(stream: Stream, prefetch: np.ndarray, sram: ReadSram, kilobytes:
             nearest = (first_set[position:stop] - window) % n
         else:
             nearest = _nearest_set(addresses[position:stop], start, sets, window, n)
-        outside = np.flatnonzero(nearest >= A)
-        if outside.size == 0:
+        outside = nearest >= A
+        first = int(outside.argmax())
+        if not outside[first]:
             position, chunk = stop, min(chunk * 2, 1 << 16)
             continue
-        index = position + int(outside[0])
-        owned = sets[start[addresses[index]]:start[addresses[index] + 1]]
+        index = position + first
+        owned = sets[start[addresses[index]]:start[addresses[index] + 1]].tolist()
         moves = _moves_until_hit(owned, window, n, A, P)
         misses.append(index)
         refills.append(moves)
         window = (window + moves * P) % n
-        position, chunk = index + 1, max(512, 2 * int(outside[0]))
+        position, chunk = index + 1, max(64, first + first // 2)
     return np.asarray(misses, dtype=np.int64), np.asarray(refills, dtype=np.int64)
 
 
@@ -134,7 +137,7 @@ def _moves_until_hit(owned, window, n, A, P) -> int:
         raise ScheduleError("SCALE-Sim would wait forever: the SRAM's window cannot move",
                             where="memory", hint="give this operand a larger SRAM")
     for moves in range(1, n + 1):
-        if np.any((owned - window - moves * P) % n < A):
+        if any((held - window - moves * P) % n < A for held in owned):
             return moves
     raise ScheduleError("SCALE-Sim would wait forever: no refill brings the address in",
                         where="memory", hint="give this operand a larger SRAM")
@@ -182,13 +185,10 @@ class _WriteState:
     last_drain: float = -math.inf
     drains: list = field(default_factory=list)
 
-    @property
-    def active(self) -> int:
-        return math.ceil(self.words * 0.5)
-
-    @property
-    def drain_lines(self) -> int:
-        return math.ceil((self.words - self.active) / self.bandwidth)
+    def __post_init__(self):
+        self.starts = self.first_element.tolist()
+        self.active = math.ceil(self.words * 0.5)
+        self.drain_lines = math.ceil((self.words - self.active) / self.bandwidth)
 
     def _take(self, count: int) -> None:
         self.free -= count
@@ -199,7 +199,7 @@ class _WriteState:
 
     def take_until(self, row: int) -> None:
         """Writes of the rows before `row`, none of which starts or waits for a drain."""
-        self._take(int(self.first_element[row]) - self.consumed)
+        self._take(self.starts[row] - self.consumed)
 
     def drain(self, cycle: int) -> int:
         if self.line_fill:
@@ -223,7 +223,7 @@ class _WriteState:
     def next_row(self, stalls: int) -> float:
         """The first row whose writes start a drain or wait for one, were nothing to change
         the stall count before it."""
-        total = int(self.first_element[-1])
+        total = self.starts[-1]
         if self.consumed >= total:
             return math.inf
         waits = max(self.consumed, self.consumed + self.free - 1)
@@ -233,11 +233,11 @@ class _WriteState:
                 return row
         boundary = min(max(0, self.drain_end - stalls), self.per_row.size)
         starts = max(self.consumed, self.consumed + self.free - self.active,
-                     int(self.first_element[boundary]))
+                     self.starts[boundary])
         return self._row_of(starts) if starts < total else math.inf
 
     def _row_of(self, element: int) -> int:
-        return int(np.searchsorted(self.first_element, element, side="right")) - 1
+        return bisect.bisect_right(self.starts, element) - 1
 
     def serve(self, row: int, cycle: int) -> int:
         """The row's writes one by one; returns the cycle its last write is taken."""
