@@ -58,6 +58,11 @@ def build_report(schedule) -> dict:
     report["memory"] = {**timeline.traffic.to_dict(), **details,
                         "replayed": schedule.memory_run is not None}
     report["utilization"] = schedule.utilization
+    if schedule.memory_run is not None:   # SCALE-Sim's stalls are per cycle row, not per fold
+        phases = report["phases"]
+        phases["stall"] = schedule.stall_cycles
+        phases["overlapped"] = 0
+        phases["overlapped"] = sum(phases.values()) - (schedule.cycles + 1)
     if schedule.conv is not None:
         report["conv"] = {**asdict(schedule.conv), "OH": schedule.conv.OH,
                           "OW": schedule.conv.OW}
