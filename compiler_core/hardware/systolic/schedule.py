@@ -29,7 +29,7 @@ from compiler_core.hardware.systolic.timing import Timeline, check_timing
 from compiler_core.hardware.systolic.traffic import FoldTraffic
 from compiler_core.hardware.targets import Target, get_target
 
-REPLAY_LIMIT = 50_000_000   # requests (cycles x array edge); SCALE-Sim itself takes hours
+REPLAY_LIMIT = 300_000   # requests (cycles x array edge): SCALE-Sim needs ~10 s for as many
 
 
 @dataclass(frozen=True)
