@@ -1,6 +1,6 @@
 """Time the systolic simulator's `scalesim` model against real SCALE-Sim 3.0.0.
 
-    python benchmarks/systolic.py [--scalesim-layers N]
+    python benchmarks/systolic.py [--scalesim-layers N] [--memory-cases N]
 
 Sweeps the first ten convolution layers of ResNet-50 (224x224 input) on 32x32 and 128x128
 arrays under all three dataflows (60 schedules), prints each configuration's cycles and the
@@ -9,6 +9,11 @@ sweep's time (the goal is under a second), then runs SCALE-Sim on the N smallest
 whether the cycle counts agree. The model is unpadded, so each padded layer is listed with
 its padded input (224 + 2*3 = 230 for conv1, 56 + 2 = 58 for the 3x3 convs), which gives the
 real network's output sizes. (SCALE-Sim's own Resnet50.csv feeds 224 and 56 unpadded.)
+
+Then the memory: GEMMs and convolutions with edge folds under all three dataflows, with small
+SRAMs and a few words per cycle, run by SCALE-Sim in its USER bandwidth mode and by GraphLab's
+replay of it; it prints both side by side, how many runs agree on each reported field
+(COMPUTE_REPORT, BANDWIDTH_REPORT, DETAILED_ACCESS_REPORT), and the speed ratio.
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # runs from a plain checkout
 
-from compiler_core.hardware.systolic import schedule_conv
+from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
+from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.systolic.scalesim_reference import (run_scalesim_conv,
+                                                                run_scalesim_gemm,
                                                                 scalesim_available)
 
 # name, H, W, FH, FW, C (input channels), N (filters), S (stride); H and W include padding
@@ -100,10 +107,119 @@ def compare_with_scalesim(layers):
     return all_agree
 
 
+# (kind, dims, array rows, array cols); every layer has edge folds on a small array
+MEMORY_LAYERS = [
+    ("gemm", (100, 72, 50), 16, 16),
+    ("gemm", (30, 20, 40), 8, 8),
+    ("gemm", (17, 9, 23), 4, 8),
+    ("conv", (9, 9, 3, 3, 4, 6, 2), 8, 4),
+    ("conv", (12, 10, 3, 3, 3, 10, 1), 8, 8),
+]
+# (SRAM kB, words per cycle) per operand: ifmap, filter, ofmap
+MEMORIES = [((1, 1, 1), (1, 1, 1)), ((1, 2, 1), (4, 2, 3)), ((2, 1, 1), (10, 10, 10))]
+DETAIL_KEYS = [f"{level}_{operand}" for level in ("sram", "dram")
+               for operand in ("ifmap", "filter", "ofmap")]
+
+
+def memory_cases(limit):
+    cases = [(layer, dataflow, memory) for layer in MEMORY_LAYERS
+             for dataflow in DATAFLOWS for memory in MEMORIES]
+    return cases[:limit] if limit else cases
+
+
+def ours_with_memory(layer, dataflow, memory):
+    kind, dims, rows, cols = layer
+    call = schedule_gemm if kind == "gemm" else schedule_conv
+    return call(*dims, rows=rows, cols=cols, dataflow=dataflow, timing="scalesim",
+                memory=memory).report()
+
+
+def reference_with_memory(layer, dataflow, memory):
+    kind, dims, rows, cols = layer
+    call = run_scalesim_gemm if kind == "gemm" else run_scalesim_conv
+    return call(*dims, rows, cols, dataflow, memory)
+
+
+def field_pairs(report, reference):
+    """{field: (ours, SCALE-Sim)} for every figure of SCALE-Sim's three reports."""
+    details = report["memory"]
+    pairs = {
+        "total_cycles": (report["cycles"], reference.total_cycles),
+        "cycles_with_prefetch": (details["cycles_with_prefetch"],
+                                 reference.total_cycles_with_prefetch),
+        "stall_cycles": (report["stall_cycles"], reference.stall_cycles),
+        "mapping_efficiency": (round(report["mapping_efficiency"], 9),
+                               round(reference.mapping_efficiency, 9)),
+        "compute_util": (round(details["compute_utilization"], 9),
+                         round(reference.compute_utilization, 9)),
+    }
+    for key, value in details["bandwidth_report"].items():
+        pairs[f"bw_{key}"] = (round(value, 9), round(reference.bandwidth[key], 9))
+    counts = {"sram_ifmap": report["sram_reads"]["ifmap"],
+              "sram_filter": report["sram_reads"]["filter"],
+              "sram_ofmap": report["sram_writes"]["ofmap"],
+              "dram_ifmap": report["dram_reads"]["ifmap"],
+              "dram_filter": report["dram_reads"]["filter"],
+              "dram_ofmap": report["dram_writes"]["ofmap"]}
+    for key in DETAIL_KEYS:
+        level, operand = key.split("_")
+        start, stop = report[f"{level}_cycles"][operand]
+        expected = reference.detail[key]
+        pairs[f"{key}_start"] = (start, expected["start"])
+        pairs[f"{key}_stop"] = (stop, expected["stop"])
+        pairs[f"{key}_count"] = (counts[key], expected["count"])
+    return pairs
+
+
+def compare_memory(limit):
+    cases = memory_cases(limit)
+    print(f"\nMemory, SCALE-Sim 3.0.0 USER mode vs GraphLab's replay, {len(cases)} runs "
+          "(SRAM kB and words/cycle per operand: ifmap, filter, ofmap):")
+    print(f"{'layer':30}{'df':>4}{'SRAM kB':>11}{'words':>10}{'cycles':>10}{'ours':>10}"
+          f"{'stalls':>10}{'ours':>10}{'DRAM rd':>9}{'ours':>9}{'SCALE-Sim s':>12}"
+          f"{'ours s':>9}  fields")
+    agree: dict[str, int] = {}
+    total_reference = total_ours = 0.0
+    for layer, dataflow, (sram, words) in cases:
+        memory = MemoryConfig(sram, words)
+        reference = reference_with_memory(layer, dataflow, memory)
+        timings = []
+        for _ in range(3):
+            started = time.perf_counter()
+            report = ours_with_memory(layer, dataflow, memory)
+            timings.append(time.perf_counter() - started)
+        seconds = min(timings)
+        pairs = field_pairs(report, reference)
+        for field, (mine, theirs) in pairs.items():
+            agree[field] = agree.get(field, 0) + (mine == theirs)
+        matched = sum(mine == theirs for mine, theirs in pairs.values())
+        total_reference += reference.seconds
+        total_ours += seconds
+        reads = reference.detail["dram_ifmap"]["count"] + reference.detail["dram_filter"]["count"]
+        mine = report["dram_reads"]["ifmap"] + report["dram_reads"]["filter"]
+        name = f"{layer[0]} {','.join(map(str, layer[1]))} {layer[2]}x{layer[3]}"
+        print(f"{name:30}{dataflow:>4}{','.join(map(str, sram)):>11}"
+              f"{','.join(map(str, words)):>10}{reference.total_cycles:>10,}{report['cycles']:>10,}"
+              f"{reference.stall_cycles:>10,}{report['stall_cycles']:>10,}{reads:>9,}{mine:>9,}"
+              f"{reference.seconds:>12.2f}{seconds:>9.4f}  {matched}/{len(pairs)}")
+    print("\nexact matches per field:")
+    for field, count in agree.items():
+        print(f"  {field:28}{count:>4}/{len(cases)}")
+    exact = all(count == len(cases) for count in agree.values())
+    print(f"SCALE-Sim {total_reference:.2f} s vs ours {total_ours:.3f} s: "
+          f"{total_reference / total_ours:,.0f}x faster (goal >= 1,000x: "
+          f"{'met' if total_reference / total_ours >= 1000 else 'MISSED'}); every field "
+          f"{'exact' if exact else 'NOT exact'}")
+    return exact
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scalesim-layers", type=int, default=1, metavar="N",
                         help="run real SCALE-Sim on the N smallest layers (0 skips it)")
+    parser.add_argument("--memory-cases", type=int, default=0, metavar="N",
+                        help="compare the memory figures on the first N cases (0: all; "
+                             "-1 skips them)")
     args = parser.parse_args(argv)
 
     cycles, seconds = time_sweep()
@@ -112,13 +228,16 @@ def main(argv=None):
     print(f"\nSweep of {len(cycles)} schedules: {seconds * 1e3:.1f} ms "
           f"(best of 5; goal < 1 s: {'met' if seconds < 1 else 'MISSED'})")
 
-    if args.scalesim_layers <= 0:
+    if args.scalesim_layers <= 0 and args.memory_cases < 0:
         return 0
     if not scalesim_available():
         print("\nSCALE-Sim is not installed (pip install scalesim==3.0.0): comparison skipped.")
         return 0
     smallest = sorted(RESNET50_FIRST_TEN, key=lambda layer: ours(layer, 32, "os").macs)
-    return 0 if compare_with_scalesim(smallest[:args.scalesim_layers]) else 1
+    cycles_agree = (args.scalesim_layers <= 0
+                    or compare_with_scalesim(smallest[:args.scalesim_layers]))
+    memory_exact = args.memory_cases < 0 or compare_memory(args.memory_cases)
+    return 0 if cycles_agree and memory_exact else 1
 
 
 if __name__ == "__main__":

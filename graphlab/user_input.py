@@ -37,3 +37,19 @@ def parse_array(text: str | None) -> tuple[int | None, int | None]:
         raise GraphLabError(f"cannot read array {text!r}", hint="write rows x columns, "
                                                                 "e.g. 32x32")
     return int(rows), int(cols)
+
+
+def parse_operand_values(text: str | None, what: str) -> dict[str, int]:
+    """'ifmap=64,filter=64,ofmap=32' -> {"ifmap": 64, ...}; any of the three may be left out."""
+    if text is None:
+        return {}
+    values = {}
+    for part in text.split(","):
+        name, sep, value = part.partition("=")
+        name = name.strip().lower()
+        if not sep or name not in ("ifmap", "filter", "ofmap") or not value.strip().isdigit():
+            raise GraphLabError(f"cannot read {what} {text!r}",
+                                hint=f"write ifmap=N,filter=N,ofmap=N ({what}); "
+                                     "any of the three may be left out")
+        values[name] = int(value)
+    return values

@@ -320,3 +320,33 @@ def test_the_installed_entry_point_reports_errors_on_stderr():
                             capture_output=True, text=True, check=False)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.startswith("graphlab: error: cannot read '1,x,3' as M,N,K")
+
+
+def test_schedule_memory_flags_reach_the_report(capsys):
+    report = run_json(capsys, "schedule", "--gemm", "100,72,50", "--array", "16x16",
+                      "--timing", "scalesim", "--sram", "ifmap=1,filter=1,ofmap=1",
+                      "--bandwidth", "ifmap=1,filter=1,ofmap=1")
+    assert report["memory"]["sram_kb"] == {"ifmap": 1, "filter": 1, "ofmap": 1}
+    assert report["stall_cycles"] > report["cycles"] // 2      # memory-bound: mostly waiting
+    wider = run_json(capsys, "schedule", "--gemm", "100,72,50", "--array", "16x16",
+                     "--timing", "scalesim", "--sram", "ifmap=64,filter=64,ofmap=64",
+                     "--bandwidth", "ifmap=16,filter=16,ofmap=16")
+    assert wider["stall_cycles"] == 0 and wider["cycles"] < report["cycles"]
+    assert wider["dram_reads"]["ifmap"] < report["dram_reads"]["ifmap"]
+
+
+def test_schedule_memory_flag_typos_are_clear(capsys):
+    assert main(["schedule", "--gemm", "4,4,4", "--sram", "ifmap=one"]) == 2
+    assert "cannot read --sram 'ifmap=one'" in capsys.readouterr().err
+
+
+def test_schedule_all_sums_every_gemm_of_a_model(capsys):
+    record = run_json(capsys, "schedule", "bert_tiny_op13", "--all", "-p", "O2")
+    nodes = record["nodes"]
+    assert len(nodes) > 1
+    assert record["cycles"] + 1 == sum(n["cycles"] + 1 for n in nodes)
+    assert record["dram_writes"]["ofmap"] == sum(n["dram_writes"]["ofmap"] for n in nodes)
+    # the optimized graph moves less between DRAM and the array than the input graph
+    def moved(figures):
+        return sum(figures["dram_reads"].values()) + sum(figures["dram_writes"].values())
+    assert moved(record) < moved(record["before_pipeline"])

@@ -31,10 +31,11 @@ def schedule_problem(problem: GemmProblem, **options) -> Schedule:
 
 def schedule_node(graph: Graph, name: str, *, bindings: dict[str, int] | None = None,
                   rows: int | None = None, cols: int | None = None, dataflow: str = "os",
-                  timing: str = "overlap", target=None) -> dict:
+                  timing: str = "overlap", target=None, memory=None,
+                  already_sized: bool = False) -> dict:
     """The schedule record of node ``name`` (keys: the simulator's report, plus node,
     op_type and parts); a clear error when the node does not exist or has no GEMM."""
-    graph = sized(graph, bindings)
+    graph = graph if already_sized else sized(graph, bindings)
     node = graph.node_by_name(name)
     candidates = [n.name for n in graph.nodes if has_gemm(n)]
     if node is None:
@@ -45,7 +46,7 @@ def schedule_node(graph: Graph, name: str, *, bindings: dict[str, int] | None = 
                             f"convolution to put on the array", where=name,
                             hint=_listing(candidates))
     options = {"rows": rows, "cols": cols, "dataflow": dataflow, "timing": timing,
-               "target": get_target(target), "dtype": compute_dtype(node)}
+               "target": get_target(target), "dtype": compute_dtype(node), "memory": memory}
     runs = [(problem, schedule_problem(problem, **options))
             for problem in gemm_problems(node, bindings)]
     parts = [{**problem.to_dict(), "report": schedule.report()} for problem, schedule in runs]
@@ -97,4 +98,53 @@ def _back_to_back(runs: list[tuple[GemmProblem, Schedule]]) -> dict:
         "dtype": first.dtype,
         "seconds": busy / first.target.clock_hz,
         "instances": sum(p.instances for p, _ in runs),
+        **sum_memory([(p.instances, s.report()) for p, s in runs], busy, first.target.clock_hz),
+    }
+
+
+MEMORY_COUNTS = ("sram_reads", "sram_writes", "dram_reads", "dram_writes")
+
+
+def sum_memory(weighted: list[tuple[int, dict]], busy: int, clock_hz: float) -> dict:
+    """Memory counts and energy of records run back to back (each `weight` times)."""
+    totals = {key: {} for key in MEMORY_COUNTS}
+    joules: dict[str, float] = {}
+    for weight, record in weighted:
+        for key in MEMORY_COUNTS:
+            for operand, count in record[key].items():
+                totals[key][operand] = totals[key].get(operand, 0) + weight * count
+        for level, value in record["energy"]["joules"].items():
+            joules[level] = joules.get(level, 0.0) + weight * value
+    total = sum(joules.values())
+    table = weighted[0][1]["energy"]["table"] if weighted else None
+    return {**totals, "energy": {"table": table, "joules": joules, "total_joules": total,
+                                 "energy_delay_product": total * busy / clock_hz}}
+
+
+def schedule_model(graph: Graph, *, bindings: dict[str, int] | None = None, **options) -> dict:
+    """Every GEMM and convolution of the graph on the array, one after another: totals
+    (cycles, stalls, memory counts, energy) and one line per node."""
+    graph = sized(graph, bindings)
+    nodes = []
+    for node in graph.nodes:
+        if not has_gemm(node):
+            continue
+        record = schedule_node(graph, node.name, bindings=bindings, already_sized=True,
+                               **options)
+        nodes.append(record)
+    if not nodes:
+        raise ScheduleError("the model has no MatMul, Gemm or Conv to put on the array",
+                            hint="pick a model with matrix products or convolutions")
+    first = nodes[0]
+    busy = sum(r["cycles"] + 1 for r in nodes)
+    clock = get_target(options.get("target")).clock_hz
+    return {
+        "cycles": busy - 1, "stall_cycles": sum(r["stall_cycles"] for r in nodes),
+        "macs": sum(r["macs"] for r in nodes), "seconds": busy / clock,
+        "dataflow": first["dataflow"], "array": first["array"], "timing": first["timing"],
+        "target": first["target"],
+        **sum_memory([(1, r) for r in nodes], busy, clock),
+        "nodes": [{key: r[key] for key in ("node", "op_type", "cycles", "stall_cycles",
+                                           "macs", *MEMORY_COUNTS)}
+                  | {"energy_joules": r["energy"]["total_joules"]} for r in nodes],
     }

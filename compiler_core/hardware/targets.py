@@ -49,11 +49,17 @@ FIELD_HELP = {
     "array_count": "optional: how many such arrays the chip has (default 1)",
     "supported_ops": "optional: a list of the ONNX op types the chip runs, e.g. [\"Conv\", "
                      "\"Relu\"]; the others fall back to the host CPU (default: every op)",
+    "memory": "optional: the memory beside the array, {\"sram_kb\": {\"ifmap\", \"filter\", "
+              "\"ofmap\": kilobytes each}, \"bandwidth_words_per_cycle\": {the same three: "
+              "DRAM words (bytes) per cycle}} (default: sram_bytes split in three, every "
+              "interface at the target's bytes per cycle)",
+    "energy_table": "optional: the per-access energy table the systolic energy uses, a name "
+                    "from compiler_core/hardware/energy_tables (default: horowitz45)",
     "host": "optional: the CPU the chip is attached to, {\"peak_ops_per_s\": its float32 "
             "rate, \"bandwidth_bytes_per_s\": its memory bandwidth, \"link_bytes_per_s\": "
             "the link to the chip} (partitioning weighs offloading against it)",
 }
-OPTIONAL_FIELDS = ("array_count", "supported_ops", "host")
+OPTIONAL_FIELDS = ("array_count", "supported_ops", "host", "memory", "energy_table")
 REQUIRED_FIELDS = tuple(f for f in FIELD_HELP if f not in OPTIONAL_FIELDS)
 _HOST_KEYS = ("peak_ops_per_s", "bandwidth_bytes_per_s", "link_bytes_per_s")
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -103,6 +109,8 @@ class Target:
     array_count: int = 1
     supported_ops: frozenset[str] | None = None  # None: the chip runs every op
     host: Host | None = None
+    memory: "MemoryConfig | None" = None   # None: derived (systolic.memory_config)
+    energy_table: str = "horowitz45"
     path: str | None = field(default=None, compare=False)
 
     @property
@@ -148,6 +156,10 @@ class Target:
             data["supported_ops"] = sorted(self.supported_ops)
         if self.host is not None:
             data["host"] = dict(vars(self.host))
+        if self.memory is not None:
+            memory = self.memory.to_dict()
+            data["memory"] = {k: memory[k] for k in ("sram_kb", "bandwidth_words_per_cycle")}
+        data["energy_table"] = self.energy_table
         return data
 
 
@@ -266,6 +278,8 @@ def target_from_dict(data: Any, where: str = "<target>") -> Target:
         array_count=positive("array_count", data.get("array_count", 1), integer=True),
         supported_ops=_supported_ops(data.get("supported_ops"), bad),
         host=_host(data.get("host"), bad, positive),
+        memory=_memory(data.get("memory"), bad),
+        energy_table=_energy_table(data.get("energy_table"), bad),
         path=where,
     )
 
@@ -285,6 +299,27 @@ def _host(value: Any, bad, positive) -> Host | None:
     if not isinstance(value, dict) or set(value) != set(_HOST_KEYS):
         raise bad("host", f"must be an object with exactly the keys {', '.join(_HOST_KEYS)}")
     return Host(*(positive("host", value[key]) for key in _HOST_KEYS))
+
+
+def _memory(value: Any, bad):
+    if value is None:
+        return None
+    from compiler_core.hardware.systolic.memory_config import memory_from_dict
+
+    try:
+        return memory_from_dict(value)
+    except GraphLabError as err:
+        raise bad("memory", err.message) from None
+
+
+def _energy_table(value: Any, bad) -> str:
+    if value is None:
+        return "horowitz45"
+    from compiler_core.hardware.energy import list_tables
+
+    if value not in list_tables():
+        raise bad("energy_table", f"names no table: {value!r}")
+    return value
 
 
 def _sources(value: Any, bad) -> tuple[Source, ...]:

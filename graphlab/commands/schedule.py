@@ -1,18 +1,21 @@
 """`graphlab schedule`: put a GEMM or convolution on a systolic array and count the cycles.
 
 The problem comes from a model node (`MODEL --node NAME`: its MatMul, Gemm or Conv, or the
-ones in a fused node's body), or is given directly (`--gemm M,N,K` or
-`--conv H,W,FH,FW,C,N,S`, an unpadded convolution as SCALE-Sim describes it).
+ones in a fused node's body), from every such node of a model (`MODEL --all`, summed), or is
+given directly (`--gemm M,N,K` or `--conv H,W,FH,FW,C,N,S`, an unpadded convolution as
+SCALE-Sim describes it). `--sram` and `--bandwidth` replace the target's memory per operand.
 """
 
 from __future__ import annotations
 
 from compiler_core.errors import GraphLabError
-from compiler_core.hardware.node_schedule import schedule_node
+from compiler_core.hardware.node_schedule import schedule_model, schedule_node
+from compiler_core.hardware.systolic.memory_config import memory_of_target
+from compiler_core.hardware.targets import get_target
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
 
-from ..user_input import parse_array, parse_integers
+from ..user_input import parse_array, parse_integers, parse_operand_values
 from .common import add_json_flag, print_json
 from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
     sizes_line
@@ -31,6 +34,9 @@ def add_parser(subparsers) -> None:
                         help="an .onnx file or sample name (with --node)")
     problem = parser.add_mutually_exclusive_group(required=True)
     problem.add_argument("--node", metavar="NAME", help="a MatMul/Gemm/Conv node of MODEL")
+    problem.add_argument("--all", action="store_true",
+                         help="every MatMul/Gemm/Conv of MODEL, summed (with --pipeline: "
+                              "before and after it)")
     problem.add_argument("--gemm", metavar="M,N,K", help="(M x K) . (K x N)")
     problem.add_argument("--conv", metavar="H,W,FH,FW,C,N,S",
                          help="H x W x C input, N filters of FH x FW, stride S, no padding")
@@ -41,6 +47,11 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--timing", choices=TIMINGS, default="overlap",
                         help="overlap (double-buffered, default) or scalesim (SCALE-Sim's "
                              "count: folds back to back)")
+    parser.add_argument("--sram", metavar="ifmap=KB,filter=KB,ofmap=KB",
+                        help="SRAM kilobytes per operand (default: the target's)")
+    parser.add_argument("--bandwidth", metavar="ifmap=W,filter=W,ofmap=W",
+                        help="DRAM words (bytes) per cycle per operand: ifmap and filter "
+                             "refills, ofmap drains (default: the target's)")
     add_target_option(parser)
     add_pipeline_options(parser)
     add_json_flag(parser)
@@ -49,8 +60,21 @@ def add_parser(subparsers) -> None:
 
 def schedule_record(args) -> dict:
     rows, cols = parse_array(args.array)
+    memory = memory_of_target(get_target(args.target)).with_values(
+        parse_operand_values(args.sram, "--sram"),
+        parse_operand_values(args.bandwidth, "--bandwidth"))
     options = {"rows": rows, "cols": cols, "dataflow": args.dataflow, "timing": args.timing,
-               "target": args.target}
+               "target": args.target, "memory": memory}
+    if args.all:
+        if args.model is None:
+            raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
+        analysed = analysed_graphs(args)
+        record = {"sizes": analysed.sizes.to_dict(), "memory": memory.to_dict(),
+                  **schedule_model(analysed.final, bindings=analysed.bindings, **options)}
+        if analysed.pipeline:
+            before = schedule_model(analysed.initial, bindings=analysed.bindings, **options)
+            record["before_pipeline"] = {k: v for k, v in before.items() if k != "nodes"}
+        return record
     if args.node is not None:
         if args.model is None:
             raise GraphLabError("--node needs a MODEL", hint="graphlab schedule MODEL --node "
@@ -72,8 +96,39 @@ def run(args) -> int:
     if args.json:
         print_json(record)
         return 0
+    if args.all:
+        print_model_text(record)
+        return 0
     print_text(record)
     return 0
+
+
+def _counts(record: dict) -> str:
+    r, w = record["dram_reads"], record["dram_writes"]
+    return (f"DRAM reads ifmap {r['ifmap']:,}, filter {r['filter']:,}; writes ofmap "
+            f"{w['ofmap']:,} (elements)")
+
+
+def _energy_line(energy: dict) -> str:
+    levels = ", ".join(f"{level} {joules * 1e6:.3g} uJ" for level, joules in
+                       energy["joules"].items())
+    return (f"energy        {energy['total_joules'] * 1e6:.4g} uJ ({levels}; table "
+            f"{energy['table']}), energy-delay {energy['energy_delay_product']:.3g} J*s")
+
+
+def print_model_text(record: dict) -> None:
+    print(sizes_line(ChosenSizes.from_dict(record["sizes"])))
+    print(f"{len(record['nodes'])} GEMMs/convolutions back to back on a {record['array']} "
+          f"array, {_DATAFLOW_NAMES[record['dataflow']]}, {record['timing']} timing")
+    print(f"cycles        {record['cycles']:,}, {record['stall_cycles']:,} waiting for memory")
+    print(f"memory        {_counts(record)}")
+    print(_energy_line(record["energy"]))
+    if "before_pipeline" in record:
+        before = record["before_pipeline"]
+        print(f"before the pipeline: cycles {before['cycles']:,}, {_counts(before)}")
+    for node in record["nodes"]:
+        print(f"  {node['node']:40} {node['op_type']:14} cycles {node['cycles']:>12,}  "
+              f"stalls {node['stall_cycles']:>10,}")
 
 
 def _percent(fraction: float) -> str:
@@ -103,6 +158,10 @@ def print_text(record: dict) -> None:
     print(f"cycles/fold   {per_fold}{more}  (cycles x folds)")
     phases = record["phases"]
     print("phases        " + ", ".join(f"{name} {phases[name]:,}" for name in phases))
+    reads, writes = record["sram_reads"], record["sram_writes"]
+    print(f"memory        SRAM reads ifmap {reads['ifmap']:,}, filter {reads['filter']:,}; "
+          f"writes ofmap {writes['ofmap']:,}; {_counts(record)}")
+    print(_energy_line(record["energy"]))
     for part in record.get("parts", []):
         if part["note"]:
             print(f"note: {part['source']}: {part['note']}")

@@ -2,7 +2,9 @@
 
 Keys: cycles, folds, cycles_per_fold, cycles_per_fold_form, mapping_efficiency, utilization,
 stall_cycles, dataflow, array ("RxC"), timing, gemm {M, N, K}, macs, phases, plus target,
-dtype, seconds, fold_grid, memory and (for a convolution) conv.
+dtype, seconds, fold_grid, memory and (for a convolution) conv; and the memory figures of
+`memory_report` (sram_reads, sram_writes, dram_reads, dram_writes, their start and stop
+cycles, energy).
 
 `cycles_per_fold` is a list of [cycles, count] pairs. With `cycles_per_fold_form` "runs" they
 are run-lengths in fold order (expand them to get every fold's cycles; the counts sum to
@@ -16,6 +18,8 @@ macs / ((cycles + 1) x R x C): `cycles` numbers the last busy cycle, so cycles +
 from __future__ import annotations
 
 from dataclasses import asdict
+
+from compiler_core.hardware.systolic.memory_report import memory_figures
 
 RUNS_LIMIT = 256
 
@@ -47,8 +51,18 @@ def build_report(schedule) -> dict:
             "preload": timeline.preload, "skew": timeline.skew, "stream": timeline.stream,
             "period": timeline.period,
         },
-        "memory": timeline.traffic.to_dict(),
     }
+    figures = memory_figures(schedule)
+    details = figures.pop("memory_details")
+    report.update(figures)
+    report["memory"] = {**timeline.traffic.to_dict(), **details,
+                        "replayed": schedule.memory_run is not None}
+    report["utilization"] = schedule.utilization
+    if schedule.memory_run is not None:   # SCALE-Sim's stalls are per cycle row, not per fold
+        phases = report["phases"]
+        phases["stall"] = schedule.stall_cycles
+        phases["overlapped"] = 0
+        phases["overlapped"] = sum(phases.values()) - (schedule.cycles + 1)
     if schedule.conv is not None:
         report["conv"] = {**asdict(schedule.conv), "OH": schedule.conv.OH,
                           "OW": schedule.conv.OW}

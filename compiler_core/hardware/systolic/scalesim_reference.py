@@ -3,8 +3,11 @@
 Used to check the closed forms of `timing` against the reference users know, in the tests
 and the benchmark. SCALE-Sim walks every cycle in Python, so keep the layers small.
 
-It runs in SCALE-Sim's bandwidth-estimate mode ("CALC"), which never stalls, so its "Total
-Cycles" is the compute count our `scalesim` timing reproduces. SCALE-Sim 3.0.0 converts
+Without a memory it runs in SCALE-Sim's bandwidth-estimate mode ("CALC"), which never
+stalls, so its "Total Cycles" is the compute count our `scalesim` timing reproduces. With a
+`MemoryConfig` it runs in its USER mode: SRAM sizes in kB, `Bandwidth` (the ofmap drain rate)
+and `IfmapSRAMBankBandwidth` / `FilterSRAMBankBandwidth` (the refill rates), one bank each,
+and the run keeps every figure of its three reports. SCALE-Sim 3.0.0 converts
 one-element numpy arrays with int(), which numpy 2.4 refuses; while it runs, the builtin
 `max` in its two affected modules is wrapped to hand int() a plain number instead of a
 one-element array, which changes no value (checked against unpatched runs under an older
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler_core.hardware.systolic.mapping import ConvShape, check_dataflow, positive_int
+from compiler_core.hardware.systolic.memory_config import MemoryConfig
 
 _PATCHED_MODULES = ("scalesim.memory.double_buffered_scratchpad_mem",
                     "scalesim.memory.read_buffer")
@@ -36,13 +40,13 @@ run_name = reference
 [architecture_presets]
 ArrayHeight: {rows}
 ArrayWidth: {cols}
-IfmapSramSzkB: 1024
-FilterSramSzkB: 1024
-OfmapSramSzkB: 1024
+IfmapSramSzkB: {ifmap_kb}
+FilterSramSzkB: {filter_kb}
+OfmapSramSzkB: {ofmap_kb}
 IfmapOffset: 0
 FilterOffset: 10000000
 OfmapOffset: 20000000
-Bandwidth : 10
+Bandwidth : {ofmap_bw}
 Dataflow : {dataflow}
 MemoryBanks: 1
 ReadRequestBuffer: 32
@@ -50,12 +54,12 @@ WriteRequestBuffer: 32
 
 [layout]
 IfmapCustomLayout: False
-IfmapSRAMBankBandwidth: 10
-IfmapSRAMBankNum: 10
+IfmapSRAMBankBandwidth: {ifmap_bw}
+IfmapSRAMBankNum: {banks}
 IfmapSRAMBankPort: 2
 FilterCustomLayout: False
-FilterSRAMBankBandwidth: 10
-FilterSRAMBankNum: 10
+FilterSRAMBankBandwidth: {filter_bw}
+FilterSRAMBankNum: {banks}
 FilterSRAMBankPort: 2
 
 [sparsity]
@@ -66,7 +70,7 @@ BlockSize : 8
 RandomNumberGeneratorSeed : 40
 
 [run_presets]
-InterfaceBandwidth: CALC
+InterfaceBandwidth: {mode}
 UseRamulatorTrace: False
 """
 
@@ -80,6 +84,10 @@ class ScaleSimRun:
     stall_cycles: int
     mapping_efficiency: float
     seconds: float
+    overall_utilization: float = 0.0
+    compute_utilization: float = 0.0
+    bandwidth: dict | None = None       # BANDWIDTH_REPORT: average words per cycle
+    detail: dict | None = None          # DETAILED_ACCESS_REPORT: start, stop, count
 
 
 def scalesim_available() -> bool:
@@ -87,29 +95,42 @@ def scalesim_available() -> bool:
 
 
 def run_scalesim_gemm(M: int, N: int, K: int, rows: int, cols: int,
-                      dataflow: str) -> ScaleSimRun:
+                      dataflow: str, memory: MemoryConfig | None = None) -> ScaleSimRun:
     """SCALE-Sim on (M x K) . (K x N), given to it as a GEMM topology."""
     dims = [positive_int(name, value) for name, value in (("M", M), ("N", N), ("K", K))]
     topology = "Layer, M, N, K,\nlayer0, {}, {}, {},\n".format(*dims)
-    return _run(topology, rows, cols, dataflow, gemm_input=True)
+    return _run(topology, rows, cols, dataflow, gemm_input=True, memory=memory)
 
 
 def run_scalesim_conv(H: int, W: int, FH: int, FW: int, C: int, N: int, S: int, rows: int,
-                      cols: int, dataflow: str) -> ScaleSimRun:
+                      cols: int, dataflow: str, memory: MemoryConfig | None = None
+                      ) -> ScaleSimRun:
     """SCALE-Sim on one unpadded convolution layer, given to it as a conv topology."""
     conv = ConvShape(H, W, FH, FW, C, N, S)
     topology = ("Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
                 "Channels, Num Filter, Strides,\n"
                 f"layer0, {conv.H}, {conv.W}, {conv.FH}, {conv.FW}, {conv.C}, {conv.N}, "
                 f"{conv.S},\n")
-    return _run(topology, rows, cols, dataflow, gemm_input=False)
+    return _run(topology, rows, cols, dataflow, gemm_input=False, memory=memory)
 
 
-def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool) -> ScaleSimRun:
+def _config(rows: int, cols: int, dataflow: str, memory: MemoryConfig | None) -> str:
+    common = dict(rows=positive_int("rows", rows), cols=positive_int("cols", cols),
+                  dataflow=check_dataflow(dataflow))
+    if memory is None:
+        return _CONFIG.format(**common, ifmap_kb=1024, filter_kb=1024, ofmap_kb=1024,
+                              ofmap_bw=10, ifmap_bw=10, filter_bw=10, banks=10, mode="CALC")
+    return _CONFIG.format(**common, ifmap_kb=memory.sram("ifmap"),
+                          filter_kb=memory.sram("filter"), ofmap_kb=memory.sram("ofmap"),
+                          ofmap_bw=memory.words("ofmap"), ifmap_bw=memory.words("ifmap"),
+                          filter_bw=memory.words("filter"), banks=1, mode="USER")
+
+
+def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool,
+         memory: MemoryConfig | None) -> ScaleSimRun:
     from scalesim.scale_sim import scalesim
 
-    config = _CONFIG.format(rows=positive_int("rows", rows), cols=positive_int("cols", cols),
-                            dataflow=check_dataflow(dataflow))
+    config = _config(rows, cols, dataflow, memory)
     with tempfile.TemporaryDirectory() as folder:
         paths = {}
         for name, text in (("config.cfg", config), ("topology.csv", topology),
@@ -125,10 +146,22 @@ def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool) -
             simulator.run_scale(top_path=folder)
             seconds = time.perf_counter() - started
     layer = simulator.runner.single_layer_sim_object_list[0]
-    with_prefetch, total, stalls, _, mapping_percent, _ = layer.get_compute_report_items()
+    with_prefetch, total, stalls, overall, mapping_percent, compute = \
+        layer.get_compute_report_items()
+    bandwidth = dict(zip(("ifmap_sram", "filter_sram", "ofmap_sram", "ifmap_dram",
+                          "filter_dram", "ofmap_dram"),
+                         (float(v) for v in layer.get_bandwidth_report_items())))
+    items = [int(v) for v in layer.get_detail_report_items()]
+    detail = {}
+    for index, (level, operand) in enumerate(
+            [(lv, op) for lv in ("sram", "dram") for op in ("ifmap", "filter", "ofmap")]):
+        start, stop, count = items[3 * index: 3 * index + 3]
+        detail[f"{level}_{operand}"] = {"start": start, "stop": stop, "count": count}
     return ScaleSimRun(total_cycles=int(total), total_cycles_with_prefetch=int(with_prefetch),
                        stall_cycles=int(stalls), mapping_efficiency=mapping_percent / 100,
-                       seconds=seconds)
+                       seconds=seconds, overall_utilization=float(overall) / 100,
+                       compute_utilization=float(compute) / 100, bandwidth=bandwidth,
+                       detail=detail)
 
 
 def _scalar_max(*args, **kwargs):

@@ -5,7 +5,11 @@
     schedule_conv(H, W, FH, FW, C, N, S=1, ...same keywords...)
 
 `target` (a name, a target-file path or a `Target`; None = the default `asic32`) supplies
-the array shape, SRAM size, bandwidth and clock; `rows`/`cols` override its array shape.
+the array shape, memory (per-operand SRAM and DRAM bandwidth) and clock; `rows`/`cols`
+override its array shape and `memory` (a `MemoryConfig`) its memory.
+With timing="scalesim" the memory is SCALE-Sim's, replayed exactly (`scalesim_memory`) when
+the layer's streams have at most REPLAY_LIMIT requests; past that the report keeps the
+compute-only count and says why (`memory.replayed`).
 `dtype` (default: the target's first listed dtype) sets the bytes per element for the
 memory model. Shapes and options are checked up front with a `ScheduleError` (a ValueError)
 that names the bad argument.
@@ -15,13 +19,17 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from functools import cached_property
 
 from compiler_core.hardware.dtypes import canonical_dtype, element_bytes
 from compiler_core.hardware.systolic.events import FoldSteps, Step, step
 from compiler_core.hardware.systolic.mapping import ConvShape, Gemm, Mapping, ScheduleError
+from compiler_core.hardware.systolic.memory_config import MemoryConfig, memory_of_target
 from compiler_core.hardware.systolic.timing import Timeline, check_timing
 from compiler_core.hardware.systolic.traffic import FoldTraffic
 from compiler_core.hardware.targets import Target, get_target
+
+REPLAY_LIMIT = 300_000   # requests (cycles x array edge): SCALE-Sim needs ~10 s for as many
 
 
 @dataclass(frozen=True)
@@ -32,11 +40,34 @@ class Schedule:
     timeline: Timeline
     target: Target
     dtype: str
+    memory: MemoryConfig
     conv: ConvShape | None = None
 
     @property
+    def replayable(self) -> bool:
+        """Whether SCALE-Sim's memory can be replayed for this layer (size and timing)."""
+        if self.timeline.timing != "scalesim":
+            return False
+        m = self.mapping
+        requests = self.folds * self.timeline.fold_alone * (m.rows + m.cols)
+        return requests <= REPLAY_LIMIT
+
+    @cached_property
+    def memory_run(self):
+        """SCALE-Sim's memory figures (`MemoryRun`), or None when not replayed."""
+        if not self.replayable:
+            return None
+        from compiler_core.hardware.systolic.scalesim_memory import replay
+        from compiler_core.hardware.systolic.scalesim_streams import build_streams
+
+        conv = self.conv or ConvShape(self.mapping.gemm.M, self.mapping.gemm.K, 1,
+                                      self.mapping.gemm.K, 1, self.mapping.gemm.N, 1)
+        return replay(build_streams(self.mapping, conv), self.memory)
+
+    @property
     def cycles(self) -> int:
-        return self.timeline.cycles
+        run = self.memory_run
+        return self.timeline.cycles if run is None else run.cycles
 
     @property
     def folds(self) -> int:
@@ -44,7 +75,8 @@ class Schedule:
 
     @property
     def stall_cycles(self) -> int:
-        return self.timeline.stall_cycles
+        run = self.memory_run
+        return self.timeline.stall_cycles if run is None else run.stall_cycles
 
     @property
     def macs(self) -> int:
@@ -84,22 +116,22 @@ class Schedule:
 def schedule_gemm(M: int, N: int, K: int, rows: int | None = None, cols: int | None = None,
                   dataflow: str = "os", timing: str = "overlap",
                   target: Target | str | os.PathLike | None = None,
-                  dtype: str | None = None) -> Schedule:
+                  dtype: str | None = None, memory: MemoryConfig | None = None) -> Schedule:
     """Schedule (M x K) . (K x N) on a rows x cols array."""
-    return _schedule(Gemm(M, N, K), rows, cols, dataflow, timing, target, dtype, None)
+    return _schedule(Gemm(M, N, K), rows, cols, dataflow, timing, target, dtype, None, memory)
 
 
 def schedule_conv(H: int, W: int, FH: int, FW: int, C: int, N: int, S: int = 1,
                   rows: int | None = None, cols: int | None = None, dataflow: str = "os",
                   timing: str = "overlap", target: Target | str | os.PathLike | None = None,
-                  dtype: str | None = None) -> Schedule:
+                  dtype: str | None = None, memory: MemoryConfig | None = None) -> Schedule:
     """Schedule an unpadded H x W x C convolution with N filters of FH x FW, stride S, as
     its im2col GEMM (M = OH*OW, K = FH*FW*C, N = N)."""
     conv = ConvShape(H, W, FH, FW, C, N, S)
-    return _schedule(conv.gemm(), rows, cols, dataflow, timing, target, dtype, conv)
+    return _schedule(conv.gemm(), rows, cols, dataflow, timing, target, dtype, conv, memory)
 
 
-def _schedule(gemm, rows, cols, dataflow, timing, target, dtype, conv) -> Schedule:
+def _schedule(gemm, rows, cols, dataflow, timing, target, dtype, conv, memory) -> Schedule:
     timing = check_timing(timing)
     chosen = get_target(target)
     try:
@@ -109,6 +141,6 @@ def _schedule(gemm, rows, cols, dataflow, timing, target, dtype, conv) -> Schedu
             from None
     mapping = Mapping(gemm, chosen.array_rows if rows is None else rows,
                       chosen.array_cols if cols is None else cols, dataflow)
-    traffic = FoldTraffic(mapping, element_bytes(dtype), chosen.bytes_per_cycle,
-                          chosen.sram_bytes)
-    return Schedule(mapping, Timeline(mapping, timing, traffic), chosen, dtype, conv)
+    memory = memory_of_target(chosen) if memory is None else memory
+    traffic = FoldTraffic(mapping, element_bytes(dtype), memory)
+    return Schedule(mapping, Timeline(mapping, timing, traffic), chosen, dtype, memory, conv)

@@ -1,19 +1,21 @@
 """Off-chip traffic per fold: what each fold must fetch and store, and whether SRAM holds it.
 
 The model, at fold granularity (every operand is `element_bytes` wide, outputs included; a
-tile's bytes are rounded up to whole bytes for sub-byte types):
+tile's bytes are rounded up to whole bytes for sub-byte types). Each operand has its own SRAM
+and its own DRAM interface (`MemoryConfig`: A is the ifmap, B the filter, C the ofmap):
 
-* A fold touches one tile of each operand (see `Mapping.tile_elements`); its working set is
-  the three tiles' bytes. SRAM `fits` the schedule if it holds the largest working set, and
-  is `double_buffered` if it holds twice that: one fold computes while the next one's tiles
-  arrive (prefetch). Without double buffering, fetches cannot overlap compute.
+* A fold touches one tile of each operand (see `Mapping.tile_elements`). The memory `fits`
+  the schedule if every operand's SRAM holds its largest tile, and is `double_buffered` if
+  every half SRAM does: one half feeds the array while the other receives the next fold's
+  tile (prefetch). Without double buffering, fetches cannot overlap compute.
 * An input tile (A or B) is fetched when it differs from the previous fold's tile of the
   same operand (it stays in SRAM otherwise); the first fold fetches both.
 * The output tile C is stored once it is complete: after every fold when C lies along the
   array's rows (os), else after the last row fold of each column fold, since the ws/is row
   folds split K and accumulate into the same C tile in SRAM.
-* Before fold k (k >= 1) the memory moves fold k's fetches plus fold k-1's store:
-  window_bytes(k), taking window_cycles(k) = ceil(window_bytes(k) / bytes_per_cycle).
+* Before fold k (k >= 1) each interface moves its share: A and B fold k's fetches, C fold
+  k-1's store, all at once on their own interfaces, so the window takes
+  window_cycles(k) = max over operands of ceil(bytes / that interface's bytes per cycle).
   The first fold's fetch (`initial_load_cycles`) and the last fold's store
   (`final_store_cycles`) are reported apart and not added to the schedule, as SCALE-Sim's
   "Total Cycles" leaves its initial prefetch out.
@@ -25,6 +27,9 @@ import math
 from dataclasses import dataclass
 
 from compiler_core.hardware.systolic.mapping import Mapping, OPERAND_DIMS
+from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig
+
+_MEMORY_OF = {gemm: operand for operand, gemm in GEMM_OPERAND.items()}
 
 
 @dataclass(frozen=True)
@@ -33,68 +38,81 @@ class FoldTraffic:
 
     mapping: Mapping
     element_bytes: float
-    bytes_per_cycle: float
-    sram_bytes: int
+    memory: MemoryConfig
+
+    def bytes_per_cycle(self, operand: str) -> float:
+        """DRAM bytes per cycle of GEMM operand 'A', 'B' or 'C'."""
+        return self.memory.words(_MEMORY_OF[operand]) * self.memory.word_bytes
+
+    def sram_bytes(self, operand: str) -> int:
+        return self.memory.sram_bytes(_MEMORY_OF[operand])
 
     def _depends(self, operand: str) -> tuple[bool, bool]:
         dims = OPERAND_DIMS[operand]
         return self.mapping.row_dim in dims, self.mapping.col_dim in dims
 
-    def _tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
+    def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         elements = self.mapping.tile_elements(operand, row_fold, col_fold)
         return math.ceil(elements * self.element_bytes)
 
+    def operand_fetch_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
+        """Bytes of input tile 'A' or 'B' that fold (row_fold, col_fold) must bring in."""
+        on_rows, on_cols = self._depends(operand)
+        first = row_fold == 0 and col_fold == 0
+        changed = (on_rows and self.mapping.row_folds > 1) or (on_cols and row_fold == 0)
+        return self.tile_bytes(operand, row_fold, col_fold) if first or changed else 0
+
     def fetch_bytes(self, row_fold: int, col_fold: int) -> int:
         """Bytes of A and B tiles fold (row_fold, col_fold) must bring in."""
-        first = row_fold == 0 and col_fold == 0
-        total = 0
-        for operand in ("A", "B"):
-            on_rows, on_cols = self._depends(operand)
-            changed = (on_rows and self.mapping.row_folds > 1) or (on_cols and row_fold == 0)
-            if first or changed:
-                total += self._tile_bytes(operand, row_fold, col_fold)
-        return total
+        return sum(self.operand_fetch_bytes(o, row_fold, col_fold) for o in ("A", "B"))
 
     def store_bytes(self, row_fold: int, col_fold: int) -> int:
         """Bytes of the C tile written back after fold (row_fold, col_fold), 0 if none."""
         on_rows, _ = self._depends("C")
         if on_rows or row_fold == self.mapping.row_folds - 1:
-            return self._tile_bytes("C", row_fold, col_fold)
+            return self.tile_bytes("C", row_fold, col_fold)
         return 0
 
-    def window_bytes(self, row_fold: int, col_fold: int) -> int:
-        """Fetches of this fold plus the store of the fold before it (0 for the first)."""
+    def window_bytes(self, row_fold: int, col_fold: int) -> dict[str, int]:
+        """Per operand: this fold's fetches of A and B, the previous fold's store of C."""
         if row_fold == 0 and col_fold == 0:
-            return 0
+            return {"A": 0, "B": 0, "C": 0}
         if row_fold > 0:
             previous = (row_fold - 1, col_fold)
         else:
             previous = (self.mapping.row_folds - 1, col_fold - 1)
-        return self.fetch_bytes(row_fold, col_fold) + self.store_bytes(*previous)
+        return {"A": self.operand_fetch_bytes("A", row_fold, col_fold),
+                "B": self.operand_fetch_bytes("B", row_fold, col_fold),
+                "C": self.store_bytes(*previous)}
 
     def window_cycles(self, row_fold: int, col_fold: int) -> int:
-        return math.ceil(self.window_bytes(row_fold, col_fold) / self.bytes_per_cycle)
+        """The slowest interface's cycles for the window before this fold."""
+        moved = self.window_bytes(row_fold, col_fold)
+        return max(math.ceil(b / self.bytes_per_cycle(o)) for o, b in moved.items())
 
     def _sum_over_blocks(self, per_fold) -> int:
         return sum(per_fold(block.row_lo, block.group_lo) * block.size
                    for block in self.mapping.fold_blocks)
 
     @property
-    def working_set_bytes(self) -> int:
-        """The largest A + B + C tile bytes of any fold (the first fold is the largest)."""
-        return sum(self._tile_bytes(operand, 0, 0) for operand in OPERAND_DIMS)
+    def working_set_bytes(self) -> dict[str, int]:
+        """Each operand's largest tile in bytes (the first fold's tiles are the largest)."""
+        return {operand: self.tile_bytes(operand, 0, 0) for operand in OPERAND_DIMS}
 
     @property
     def fits(self) -> bool:
-        return self.working_set_bytes <= self.sram_bytes
+        return all(b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
 
     @property
     def double_buffered(self) -> bool:
-        return 2 * self.working_set_bytes <= self.sram_bytes
+        return all(2 * b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
 
     @property
     def dram_read_bytes(self) -> int:
         return self._sum_over_blocks(self.fetch_bytes)
+
+    def operand_read_bytes(self, operand: str) -> int:
+        return self._sum_over_blocks(lambda r, c: self.operand_fetch_bytes(operand, r, c))
 
     @property
     def dram_write_bytes(self) -> int:
@@ -102,19 +120,20 @@ class FoldTraffic:
 
     @property
     def initial_load_cycles(self) -> int:
-        return math.ceil(self.fetch_bytes(0, 0) / self.bytes_per_cycle)
+        return max(math.ceil(self.operand_fetch_bytes(o, 0, 0) / self.bytes_per_cycle(o))
+                   for o in ("A", "B"))
 
     @property
     def final_store_cycles(self) -> int:
         last_row, last_col = self.mapping.row_folds - 1, self.mapping.col_folds - 1
-        return math.ceil(self.store_bytes(last_row, last_col) / self.bytes_per_cycle)
+        return math.ceil(self.store_bytes(last_row, last_col) / self.bytes_per_cycle("C"))
 
     def to_dict(self) -> dict:
         return {
             "element_bytes": self.element_bytes,
-            "bytes_per_cycle": self.bytes_per_cycle,
-            "sram_bytes": self.sram_bytes,
-            "working_set_bytes": self.working_set_bytes,
+            **self.memory.to_dict(),
+            "working_set_bytes": {_MEMORY_OF[o]: b for o, b in
+                                  self.working_set_bytes.items()},
             "fits": self.fits,
             "double_buffered": self.double_buffered,
             "dram_read_bytes": self.dram_read_bytes,

@@ -1,0 +1,370 @@
+"""SCALE-Sim 3.0.0's memory system (USER bandwidth mode) replayed as events, figure for figure.
+
+SCALE-Sim walks every request of every cycle through three buffers
+(`scalesim/memory/read_buffer.py`, `write_buffer.py`, `double_buffered_scratchpad_mem.py`).
+Its behaviour, which this module reproduces with its quirks:
+
+Read SRAM (ifmap, filter). Its `T = 1024 * kB` words are half active, half prefetch. The
+operand's prefetch order (`scalesim_streams`) is cut into sets of E = ceil(T / 100) valid
+addresses, n sets on a ring. The active window is A = min(ceil(T/2 / E), n) consecutive sets
+from `w` (initially 0). A request hits when its address is in a set of the window; on a miss
+the window moves on by P = min(ceil(T/2 / E), n - A) sets, as often as needed, one refill
+each. Which requests miss, and how many refills each takes, depends only on the two orders:
+it is found here with vectorised scans between misses.
+Time: the first fill happens before cycle 0; refill number r arrives at cycle
+L_r = -1 + r * (ceil(T/2 / bw) + 1), whenever it is asked for (refills are issued back to
+back, not when needed). A request row served at cycle c starts at a = c + 1 and, for each
+refill, moves to a = L + max(0, L - a) (twice the wait when the refill is late; back to L when
+it was early). The row's stall is a - c - 1.
+Write SRAM (ofmap). Free space starts at T; each write takes a word. When fewer than T/2 words
+are free and no drain is running, a drain of ceil(T/2 / bw) lines of bw words starts at once
+and frees its words at once; while a drain runs, a write that finds no free word waits for it
+to end. Lines are bw writes long, and a drain closes the line being filled.
+The array. Row i runs at cycle c_i = i + (stalls so far); each row adds the largest of the
+three stalls. "Total Cycles" is the last row's ofmap cycle; after it the write SRAM drains
+what is left, line group after line group.
+DRAM reads count whole lines (bw words each), padding included; writes count words.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from compiler_core.hardware.systolic.mapping import ScheduleError
+from compiler_core.hardware.systolic.memory_config import MemoryConfig
+from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, LayerStreams,
+                                                              Stream, fetch_rows)
+
+EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use them all
+
+
+@dataclass(frozen=True)
+class ReadSram:
+    """The fixed parameters of one read SRAM (see the module docstring)."""
+
+    words: int
+    bandwidth: int
+    sets: int
+    active_sets: int
+    step_sets: int
+    first_fill_lines: int
+    refill_lines: int
+
+    @classmethod
+    def build(cls, kilobytes: int, bandwidth: int, prefetch: np.ndarray) -> "ReadSram":
+        words = 1024 * kilobytes
+        active = math.ceil(words * 0.5)
+        per_set = math.ceil(words / 100)
+        valid = int(np.count_nonzero(prefetch != NO_REQUEST))
+        sets = valid // per_set + 1
+        active_sets = min(math.ceil(active / per_set), sets)
+        step = min(math.ceil((words - active) / per_set), sets - active_sets)
+        return cls(words, bandwidth, sets, active_sets, step,
+                   min(math.ceil(active / bandwidth), fetch_rows(prefetch, bandwidth)),
+                   math.ceil((words - active) / bandwidth))
+
+    def refill_arrival(self, refill: int) -> int:
+        """Cycle at which refill number `refill` (1, 2, ...) has arrived."""
+        return -1 + refill * (self.refill_lines + 1)
+
+
+def _set_index(prefetch: np.ndarray, per_set: int):
+    """Sorted (address, set) pairs of the prefetch order, with a CSR index by address."""
+    valid = prefetch[prefetch != NO_REQUEST]
+    set_of = np.arange(valid.size) // per_set
+    top = int(valid.max()) + 1 if valid.size else 1
+    pairs = np.sort(valid * (valid.size + 1) + set_of)
+    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+    addresses, sets = np.divmod(pairs, valid.size + 1)
+    start = np.searchsorted(addresses, np.arange(top + 1))
+    return start, sets
+
+
+def find_misses(stream: Stream, prefetch: np.ndarray, sram: ReadSram, kilobytes: int
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(request index, refills) of every request that misses, in request order."""
+    per_set = math.ceil(1024 * kilobytes / 100)
+    start, sets = _set_index(prefetch, per_set)
+    addresses = stream.addresses
+    if addresses.size and int(addresses.max()) + 1 >= start.size:
+        raise ScheduleError("a request is missing from its operand's prefetch order",
+                            where="memory", hint="report this layer: the streams disagree")
+    counts = start[addresses + 1] - start[addresses]
+    if addresses.size and counts.min() == 0:
+        raise ScheduleError("a request is missing from its operand's prefetch order",
+                            where="memory", hint="report this layer: the streams disagree")
+    n, A, P = sram.sets, sram.active_sets, sram.step_sets
+    unique = bool(np.all(counts == 1))
+    first_set = sets[start[addresses]] if unique else None
+    misses, refills = [], []
+    window, position, chunk = 0, 0, 256
+    total = addresses.size
+    while position < total:
+        stop = min(total, position + chunk)
+        if unique:
+            nearest = (first_set[position:stop] - window) % n
+        else:
+            nearest = _nearest_set(addresses[position:stop], start, sets, window, n)
+        outside = nearest >= A
+        first = int(outside.argmax())
+        if not outside[first]:
+            position, chunk = stop, min(chunk * 2, 1 << 16)
+            continue
+        index = position + first
+        owned = sets[start[addresses[index]]:start[addresses[index] + 1]].tolist()
+        moves = _moves_until_hit(owned, window, n, A, P)
+        misses.append(index)
+        refills.append(moves)
+        window = (window + moves * P) % n
+        position, chunk = index + 1, max(64, first + first // 2)
+    return np.asarray(misses, dtype=np.int64), np.asarray(refills, dtype=np.int64)
+
+
+def _nearest_set(addresses, start, sets, window, n):
+    """For each request, the smallest distance from the window's start to a set holding it."""
+    counts = start[addresses + 1] - start[addresses]
+    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    distance = (sets[np.repeat(start[addresses], counts) + offsets] - window) % n
+    return np.minimum.reduceat(distance, np.cumsum(counts) - counts)
+
+
+def _moves_until_hit(owned, window, n, A, P) -> int:
+    if P == 0:
+        raise ScheduleError("SCALE-Sim would wait forever: the SRAM's window cannot move",
+                            where="memory", hint="give this operand a larger SRAM")
+    for moves in range(1, n + 1):
+        if any((held - window - moves * P) % n < A for held in owned):
+            return moves
+    raise ScheduleError("SCALE-Sim would wait forever: no refill brings the address in",
+                        where="memory", hint="give this operand a larger SRAM")
+
+
+@dataclass
+class _ReadState:
+    sram: ReadSram
+    rows: np.ndarray            # cycle row of each miss
+    refills: np.ndarray         # refills of each miss
+    cursor: int = 0
+    done: int = 0               # refills so far
+
+    def next_row(self) -> float:
+        return self.rows[self.cursor] if self.cursor < self.rows.size else math.inf
+
+    def serve(self, row: int, cycle: int) -> tuple[int, list[int]]:
+        """The row's service cycle, and the arrival cycles of the refills it waited for."""
+        served, arrivals = cycle + 1, []
+        while self.cursor < self.rows.size and self.rows[self.cursor] == row:
+            for _ in range(int(self.refills[self.cursor])):
+                self.done += 1
+                arrival = self.sram.refill_arrival(self.done)
+                arrivals.append(arrival)
+                served = arrival + max(0, arrival - served)
+            self.cursor += 1
+        return served, arrivals
+
+
+@dataclass
+class _WriteState:
+    words: int
+    bandwidth: int
+    per_row: np.ndarray
+    first_element: np.ndarray   # index of each row's first write (cumulative counts)
+    free: int = 0
+    drain_end: int = 0
+    consumed: int = 0           # writes taken so far
+    closed_lines: int = 0
+    line_fill: int = 0
+    partial: dict = field(default_factory=dict)
+    drained_lines: int = 0
+    written: int = 0
+    first_drain: float = math.inf
+    last_drain: float = -math.inf
+    drains: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.starts = self.first_element.tolist()
+        self.active = math.ceil(self.words * 0.5)
+        self.drain_lines = math.ceil((self.words - self.active) / self.bandwidth)
+
+    def _take(self, count: int) -> None:
+        self.free -= count
+        self.consumed += count
+        self.line_fill += count
+        self.closed_lines += self.line_fill // self.bandwidth
+        self.line_fill %= self.bandwidth
+
+    def take_until(self, row: int) -> None:
+        """Writes of the rows before `row`, none of which starts or waits for a drain."""
+        self._take(self.starts[row] - self.consumed)
+
+    def drain(self, cycle: int) -> int:
+        if self.line_fill:
+            self.partial[self.closed_lines] = self.line_fill
+            self.closed_lines += 1
+            self.line_fill = 0
+        end = min(self.drained_lines + self.drain_lines, self.closed_lines)
+        lines = end - self.drained_lines
+        words = lines * self.bandwidth - (self.bandwidth - self.partial.get(end - 1,
+                                                                           self.bandwidth))
+        self.written += words
+        self.free += words
+        self.drained_lines = end
+        stop = cycle + lines - 1
+        self.first_drain = min(self.first_drain, cycle)
+        self.last_drain = max(self.last_drain, stop)
+        if len(self.drains) < EVENT_LIMIT:
+            self.drains.append([int(cycle), int(stop), int(words)])
+        return stop
+
+    def next_row(self, stalls: int) -> float:
+        """The first row whose writes start a drain or wait for one, were nothing to change
+        the stall count before it."""
+        total = self.starts[-1]
+        if self.consumed >= total:
+            return math.inf
+        waits = max(self.consumed, self.consumed + self.free - 1)
+        if waits < total:
+            row = self._row_of(waits)
+            if row + stalls < self.drain_end:
+                return row
+        boundary = min(max(0, self.drain_end - stalls), self.per_row.size)
+        starts = max(self.consumed, self.consumed + self.free - self.active,
+                     self.starts[boundary])
+        return self._row_of(starts) if starts < total else math.inf
+
+    def _row_of(self, element: int) -> int:
+        return bisect.bisect_right(self.starts, element) - 1
+
+    def serve(self, row: int, cycle: int) -> int:
+        """The row's writes one by one; returns the cycle its last write is taken."""
+        self.take_until(row)
+        current = cycle
+        for _ in range(int(self.per_row[row])):
+            self._take(1)
+            if current < self.drain_end:
+                if self.free <= 0:
+                    current = self.drain_end
+            elif self.free < self.active:
+                self.drain_end = self.drain(current)
+        return current
+
+
+@dataclass(frozen=True)
+class MemoryRun:
+    """SCALE-Sim's report figures for one layer, and the events behind them."""
+
+    cycles: int
+    cycles_with_prefetch: int
+    stall_cycles: int
+    sram_reads: dict
+    sram_writes: dict
+    dram_reads: dict
+    dram_writes: dict
+    sram_cycles: dict           # operand -> [start, stop] of the array's requests
+    dram_cycles: dict           # operand -> [start, stop] of the DRAM traffic
+    refills: dict               # operand -> refill count
+    stall_rows: list            # [row, cycle, stall, cause] of rows that waited (capped)
+    drains: list                # [start, stop, words] of ofmap drains (capped)
+    refill_arrivals: dict       # operand -> arrival cycles (capped)
+    compute_utilization: float
+
+    def bandwidth_report(self) -> dict:
+        """SCALE-Sim's BANDWIDTH_REPORT: average words per cycle."""
+        def dram(operand, count):
+            start, stop = self.dram_cycles[operand]
+            return count / (stop - start + 1)
+        return {
+            "ifmap_sram": self.sram_reads["ifmap"] / self.cycles,
+            "filter_sram": self.sram_reads["filter"] / self.cycles,
+            "ofmap_sram": self.sram_writes["ofmap"] / self.cycles,
+            "ifmap_dram": dram("ifmap", self.dram_reads["ifmap"]),
+            "filter_dram": dram("filter", self.dram_reads["filter"]),
+            "ofmap_dram": dram("ofmap", self.dram_writes["ofmap"]),
+        }
+
+
+def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
+    """Run SCALE-Sim's memory model on a layer's streams (see the module docstring)."""
+    readers = {}
+    for operand, stream, prefetch in (("ifmap", streams.ifmap, streams.ifmap_prefetch),
+                                      ("filter", streams.filter, streams.filter_prefetch)):
+        sram = ReadSram.build(memory.sram(operand), memory.words(operand), prefetch)
+        index, refills = find_misses(stream, prefetch, sram, memory.sram(operand))
+        readers[operand] = _ReadState(sram, stream.rows[index], refills)
+    per_row = streams.ofmap_per_row
+    first_element = np.concatenate(([0], np.cumsum(per_row)))
+    writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"), per_row,
+                         first_element, free=1024 * memory.sram("ofmap"))
+    last_row = streams.total_rows - 1
+    watched = _first_last_rows(streams)
+    forced = sorted({last_row, *(r for pair in watched.values() for r in pair)})
+
+    stalls, served_at, stall_rows = 0, {}, []
+    arrivals = {"ifmap": [], "filter": []}
+    forced_index, last_served = 0, 0
+    while True:
+        candidates = [readers["ifmap"].next_row(), readers["filter"].next_row(),
+                      writer.next_row(stalls)]
+        if forced_index < len(forced):
+            candidates.append(forced[forced_index])
+        row = min(candidates)
+        if row == math.inf:
+            break
+        row = int(row)
+        while forced_index < len(forced) and forced[forced_index] <= row:
+            forced_index += 1
+        cycle = row + stalls
+        waits = {}
+        for operand, reader in readers.items():
+            served, came = reader.serve(row, cycle)
+            waits[operand] = served - cycle - 1
+            served_at[(operand, row)] = served
+            if len(arrivals[operand]) < EVENT_LIMIT:
+                arrivals[operand].extend(came)
+        written = writer.serve(row, cycle)
+        waits["ofmap"] = written - cycle
+        served_at[("ofmap", row)] = written
+        last_served = written
+        stall = int(max(waits.values()))
+        if stall > 0 and len(stall_rows) < EVENT_LIMIT:
+            stall_rows.append([row, cycle, stall, max(waits, key=waits.get)])
+        stalls += stall
+    if writer.line_fill or writer.drained_lines < writer.closed_lines:
+        cycle = last_served
+        while writer.line_fill or writer.drained_lines < writer.closed_lines:
+            writer.drain_end = writer.drain(cycle)
+            cycle = writer.drain_end + 1
+
+    dram_cycles = {}
+    dram_reads = {}
+    for operand, reader in readers.items():
+        sram = reader.sram
+        dram_reads[operand] = (sram.first_fill_lines + reader.done * sram.refill_lines) \
+            * sram.bandwidth
+        dram_cycles[operand] = [-sram.first_fill_lines, sram.refill_arrival(reader.done)]
+    dram_cycles["ofmap"] = [int(writer.first_drain), int(writer.last_drain)]
+    sram_cycles = {operand: [served_at[(operand, first)], served_at[(operand, last)]]
+                   for operand, (first, last) in watched.items()}
+    return MemoryRun(
+        cycles=int(last_served),
+        cycles_with_prefetch=int(writer.last_drain - min(dram_cycles["ifmap"][0],
+                                                         dram_cycles["filter"][0])),
+        stall_cycles=int(stalls),
+        sram_reads=dict(streams.sram_reads), sram_writes=dict(streams.sram_writes),
+        dram_reads=dram_reads, dram_writes={"ofmap": int(writer.written)},
+        sram_cycles=sram_cycles, dram_cycles=dram_cycles,
+        refills={operand: reader.done for operand, reader in readers.items()},
+        stall_rows=stall_rows, drains=writer.drains,
+        refill_arrivals={k: [int(v) for v in vs] for k, vs in arrivals.items()},
+        compute_utilization=streams.compute_utilization)
+
+
+def _first_last_rows(streams: LayerStreams) -> dict:
+    """Each operand's first and last cycle row with a request (SRAM start and stop)."""
+    rows = {"ifmap": streams.ifmap.rows, "filter": streams.filter.rows,
+            "ofmap": np.flatnonzero(streams.ofmap_per_row)}
+    return {operand: (int(r[0]), int(r[-1])) for operand, r in rows.items()}
