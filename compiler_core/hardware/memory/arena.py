@@ -10,7 +10,11 @@ Inference", 2020) plus a short repair loop:
    own, or on top of them when no gap fits;
 2. the buffers that reach the peak were usually squeezed out by smaller-gapped neighbours:
    place them first and run step 1 again, keeping the best plan, until the plan meets the lower
-   bound or REPAIR_ROUNDS have passed.
+   bound or REPAIR_ROUNDS have passed;
+3. if the plan still misses the bound, place the buffers once more in the order they come to
+   life (best fit again): on long chains of similar sizes, such as a quantized network's
+   codes beside their float twins, size order strands a large buffer above a gap that the
+   order of first use fills.  The smaller plan wins.
 
 No arena can be smaller than the bytes live at its busiest step (`lower_bound`), which is how
 a plan's quality is judged.
@@ -40,7 +44,7 @@ def assign_offsets(buffers: list[Interval],
                    repair_rounds: int = REPAIR_ROUNDS) -> dict[str, int]:
     """key -> offset: greedy by size with best-fit gaps, repaired (see the module docstring).
 
-    ``repair_rounds=1`` is TFLite's plain greedy by size.
+    ``repair_rounds=1`` is TFLite's plain greedy by size (no repair, no second order).
     """
     order = sorted(buffers, key=lambda b: (-b.size, b.first - b.last, b.key))
     bound = lower_bound(buffers)
@@ -60,6 +64,10 @@ def assign_offsets(buffers: list[Interval],
         if not offenders:
             break
         promoted.update((b.key, b) for b in offenders)
+    if repair_rounds > 1 and best_peak is not None and best_peak > bound:
+        in_order_of_use = _place(sorted(buffers, key=lambda b: (b.first, -b.size, b.key)))
+        if _peak(buffers, in_order_of_use) < best_peak:
+            best = in_order_of_use
     return best
 
 
