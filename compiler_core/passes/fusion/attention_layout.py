@@ -44,7 +44,7 @@ def describe(match: Match, nodes: list[Node]) -> dict:
 
 
 def _scale(match: Match) -> float:
-    factors = [match[name] for name in ("q_scale", "k_scale", "score_scale")]
+    factors = [match[name] for name in ("q_scale", "k_scale", "score_scale", "product_scale")]
     return float(np.prod([f for f in factors if f is not None]))
 
 
