@@ -327,7 +327,8 @@ def attention() -> Pattern:
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
     folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
     V); rotary on [B, S, N, H] before the heads move forward (GPT-J); a norm on each head of
-    Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3).  Cross-attention is the
+    Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3); Q·Kᵀ and its
+    scale as onnxruntime's FusedMatMul (a model its optimizer wrote).  Cross-attention is the
     same pattern with K and V computed from another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
@@ -354,7 +355,8 @@ def attention() -> Pattern:
     or the Where's condition; None without a mask), ``mask_kind`` ("additive", "select":
     Where(allowed, scores, fill), "select_masked": Where(masked, fill, scores), or "none"),
     ``mask_fill``, ``softmax`` (node), ``nan_guard`` (1 or None), ``q_scale``, ``k_scale``,
-    ``score_scale`` (floats, None when absent; their product is the scale).  The merged
+    ``score_scale``, ``product_scale`` (onnxruntime's FusedMatMul's alpha) (floats, None
+    when absent; their product is the scale).  The merged
     output is the root node's output.
     """
     packed = _PackedHeads()
