@@ -13,13 +13,16 @@ import numpy as np
 import pytest
 
 import sized_models
+from attention_graphs import decoder_attention
 from compiler_core.errors import RunFailedError
 from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.input_sizes import collect_facts, plan_sizes
 from compiler_core.input_sizes.algebra import Poly, parse_dim
 from compiler_core.input_sizes.trials import needs_isolation
-from compiler_core.ir import load_model
+from compiler_core.ir import load_model, to_bytes
+from compiler_core.passes import PassManager
 from compiler_core.verify import Verifier, fit_inputs, make_inputs, run
+from graphlab.cli import main
 from graphlab.samples import resolve_model
 
 
@@ -121,6 +124,26 @@ def test_a_kv_cache_mask_covers_past_and_new_positions():
     assert plan.sizes["total"] == plan.sizes["past"] + plan.sizes["seq"] == 16
     assert plan.reasons["total"].startswith("= past + seq, fixed by node 'add_mask'")
     assert fit_inputs(graph).inputs["mask"].shape == (2, 16)
+
+
+def test_the_kv_cache_relation_is_found_inside_the_fused_functions_of_a_written_model(
+        tmp_path, capsys):
+    """A decode step compiled and written: the mask is added to the scores inside the
+    Attention function, and that is where total = past + 1 is; reading the model back must
+    still see it (onnxruntime would otherwise be tried at sizes the mask does not fit)."""
+    source = decoder_attention(past=True, seq=1, mask="padding", rotary=True)
+    assert plan_sizes(source).sizes["total"] == plan_sizes(source).sizes["past"] + 1
+    final = PassManager("O2").run(source).final
+    written = tmp_path / "decode_o2.onnx"
+    written.write_bytes(to_bytes(final))
+    graph = load_model(written.read_bytes())
+    assert not any(n.op_type == "Add" and n.domain == "" for n in graph.nodes)  # all inside
+    plan = plan_sizes(graph)
+    assert plan.sizes["total"] == plan.sizes["past"] + 1
+    assert plan.reasons["total"].startswith("= past + 1, fixed by node 'masked_")
+    assert main(["compile", str(written), "--verify"]) == 0
+    report = capsys.readouterr().out
+    assert f"total={plan.sizes['total']} (= past + 1" in report and "by trying" not in report
 
 
 def test_an_index_into_a_flattened_padding_mask_bounds_its_length():

@@ -1,8 +1,10 @@
-"""The walk over a graph that gathers its size facts (``walk.SizeFacts``)."""
+"""The walk over a graph that gathers its size facts (``walk.SizeFacts``), into the bodies of
+fused nodes and of model-local function calls."""
 
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from ..ir.function_bodies import body_of
 from . import shape_rules, shape_values, value_ranges
 from .walk import SizeFacts, Walk
 
@@ -21,6 +23,10 @@ def collect_facts(graph: Graph) -> SizeFacts:
 
 
 def _visit(walk: Walk, node: Node) -> None:
+    body = body_of(walk.graph, node)
+    if body is not None:
+        _visit_body(walk, node, body)
+        return
     rule = shape_rules.RULES.get(node.op_type)
     try:
         shapes = rule(walk, node) if rule is not None and node.inputs else []
@@ -43,3 +49,18 @@ def _visit(walk: Walk, node: Node) -> None:
             check(walk, node)
     except _RULE_ERRORS:
         pass
+
+
+def _visit_body(walk: Walk, node: Node, body: Graph) -> None:
+    """A fused node or a call of a model-local function, walked through what it computes: the
+    shape arithmetic a fusion took inside (total = past + new keys, met where the mask is
+    added to the scores) stays visible, as it is in the graph the node came from."""
+    inner = walk.inside(body, node.inputs)
+    for member in body.nodes:
+        _visit(inner, member)
+    for index, (outer, result) in enumerate(zip(node.outputs, body.outputs)):
+        walk.set_output(node, index, inner.shape(result))
+        if outer is not None:
+            walk.set_content(outer, inner.content(result))
+            if result.name in inner.spans:
+                walk.spans[outer.name] = inner.spans[result.name]

@@ -15,7 +15,9 @@ shape tensors); an op neither knows keeps the shape the IR inferred.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
+from typing import Sequence
 
 import numpy as np
 
@@ -94,12 +96,29 @@ class Walk:
         self.shapes: dict[str, tuple[Poly, ...] | None] = {}
         self.contents: dict[str, np.ndarray | None] = {}
         self.spans: dict[str, tuple[Poly, Poly]] = {}   # (least, greatest) element
-        self._fresh = 0
+        self._fresh = itertools.count(1)
         plain = {d for v in graph.inputs if v.stored is None for d in v.shape or ()
                  if isinstance(d, str) and parse_dim(d) == Poly.symbol(d)}
         for value in graph.inputs:
             self.shapes[value.name] = self._input_shape(value, plain)
         self.input_dims = {d.name: d.size for d in self.facts.dims}
+
+    def inside(self, body: Graph, outer: Sequence[Value | None]) -> "Walk":
+        """A walk of ``body`` (a fused node's, or a called function's) whose inputs are
+        ``outer`` as this walk sees them: shapes, contents and spans carried in, the facts and
+        the unknowns shared, so an equation met inside constrains the model's inputs.  The
+        body's value names are its own, so they live in the inner walk's tables."""
+        inner = Walk.__new__(Walk)
+        inner.graph, inner.facts, inner.input_dims = body, self.facts, self.input_dims
+        inner.shapes, inner.contents, inner.spans = {}, {}, {}
+        inner._fresh = self._fresh
+        for value, given in zip(body.inputs, outer):
+            inner.shapes[value.name] = self.shape(given)
+            if self.content(given) is not None:
+                inner.contents[value.name] = self.content(given)
+            if given is not None and given.name in self.spans:
+                inner.spans[value.name] = self.spans[given.name]
+        return inner
 
     # -- reading values -------------------------------------------------------------------------
     def shape(self, value: Value | None) -> tuple[Poly, ...] | None:
@@ -140,8 +159,7 @@ class Walk:
 
     def fresh(self) -> Poly:
         """A size nothing names (an equation may still pin it)."""
-        self._fresh += 1
-        return Poly.symbol(f"{OPAQUE_PREFIX}{self._fresh}")
+        return Poly.symbol(f"{OPAQUE_PREFIX}{next(self._fresh)}")
 
     # -- writing facts --------------------------------------------------------------------------
     def equal(self, left: Poly, right: Poly, node: Node, what: str) -> None:

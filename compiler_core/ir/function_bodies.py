@@ -43,6 +43,18 @@ def calls_function(graph: Graph, node: Node) -> bool:
     return node.body is None and (node.domain, node.op_type, node.overload) in graph.functions
 
 
+def body_of(graph: Graph, node: Node) -> Graph | None:
+    """What ``node`` computes as a graph whose inputs and outputs are the node's, in order:
+    its fused body, or the body of the model-local function it calls, typed at the call's
+    inputs; None for any other node (or a function that does not import)."""
+    if node.body is not None:
+        return node.body
+    if not calls_function(graph, node):
+        return None
+    function, functions = _function_of(graph, node)
+    return instantiate(function, node, functions)
+
+
 def _needs_body(graph: Graph, node: Node) -> bool:
     if node.body is not None:
         return not _is_static(node.body)

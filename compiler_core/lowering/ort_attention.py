@@ -148,8 +148,23 @@ def _packed_projection(block: Block) -> tuple[Value, object, object, list[int]] 
     weights = weight_data.T if transposed else block.constant_of.get(weight.name, weight_data)
     biases = (block.constant_of.get(bias.name, bias_data) if bias is not None
               else np.zeros(total, dtype=weight_data.dtype))
+    order = [block[f"{role}_in"].output_index for role in "qkv"]
+    if order != [0, 1, 2]:  # the siblings were packed in another order (K before Q, ...)
+        weights, biases, sizes = _in_qkv_order(weight_data.T if transposed else weight_data,
+                                               biases if bias is None else bias_data,
+                                               sizes, order)
     outer_x = block.outer_inputs[list(block.probe.inputs).index(x_inner)]
     return outer_x, weights, biases, sizes
+
+
+def _in_qkv_order(weights: np.ndarray, biases: np.ndarray, sizes: list[int], order: list[int]
+                  ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The packed weight's columns and the bias rearranged so Q, K, V come in that order
+    (onnxruntime's Attention reads them so), from the Split outputs ``order`` names."""
+    starts = np.concatenate([[0], np.cumsum(sizes)])
+    parts = [slice(int(starts[i]), int(starts[i + 1])) for i in order]
+    return (np.concatenate([weights[:, part] for part in parts], axis=1),
+            np.concatenate([biases[part] for part in parts]), [sizes[i] for i in order])
 
 
 def _split_sizes(split: Node, block: Block, total: int) -> list[int] | None:

@@ -6,16 +6,17 @@ from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match, Pattern, get_pattern
 from ...wording import plural
 from ..base import PassContext
+from ..projections import projection_ending_at
 from ..registry import register
 from ..rewrite import with_private_shape_arithmetic
 from ..rules import RewritePass, Rule
 from .attention_layout import describe
 
 FUSED_OP = "Attention"
-# What a projection feeding the head split may be made of: the linear layer, GPT-2's Gemm on
-# the flattened input, and the ops that split a packed projection into Q, K and V.
-_PROJECTION_OPS = frozenset({"MatMul", "Add", "Gemm", "Split", "Reshape", "Unsqueeze",
-                             "Transpose", "Squeeze", "Gather", "Slice"})
+# The ops between the head split and the linear layer: its bias and the ops that split a
+# packed projection into Q, K and V.
+_LAYOUT_OPS = frozenset({"Add", "Split", "Reshape", "Unsqueeze", "Transpose", "Squeeze",
+                         "Gather", "Slice"})
 _PROJECTION_DEPTH = 8  # ops between the head split and the linear layer, at most
 
 
@@ -127,7 +128,8 @@ def _sandwiched(graph: Graph, members: dict[int, Node]) -> list[Node]:
 
 def _absorb_projections(starts: list[Value], members: dict[int, Node]) -> bool:
     """The private part of each chain from a head split's input up to its linear layer,
-    taken from the head split upwards until a node is also read elsewhere."""
+    taken from the head split upwards until a node is also read elsewhere (the quantizer of
+    activations that Q, K and V share joins with the last of them)."""
     changed = False
     for start in starts:
         for node in _projection_chain(start):
@@ -140,28 +142,23 @@ def _absorb_projections(starts: list[Value], members: dict[int, Node]) -> bool:
 
 
 def _projection_chain(start: Value) -> list[Node]:
-    """The nodes from ``start`` up to the linear layer (MatMul or Gemm with constant weights)
-    through the ops that split and lay out a projection, nearest first; empty when the chain
-    does not end at one."""
+    """The nodes from ``start`` up to the linear layer (float or quantized, see
+    ``projections``) through the ops that split and lay out a projection, nearest first;
+    empty when the chain does not end at one."""
     chain: list[Node] = []
     value = start
     for _ in range(_PROJECTION_DEPTH):
         node = value.producer if value is not None else None
-        if node is None or node.op_type not in _PROJECTION_OPS:
+        projection = projection_ending_at(node)
+        if projection is not None:
+            flat = projection.reads.producer if node.op_type == "Gemm" else None
+            chain += [*projection.nodes, *filter(None, (projection.quantizer,))]
+            return chain + [flat] if flat is not None and flat.op_type == "Reshape" else chain
+        if node is None or node.op_type not in _LAYOUT_OPS:
             return []
         chain.append(node)
-        if node.op_type in ("MatMul", "Gemm"):
-            if not _constant_weight(node):
-                return []
-            flat = node.input(0).producer if node.op_type == "Gemm" else None
-            return chain + [flat] if flat is not None and flat.op_type == "Reshape" else chain
         value = _data_input(node)
     return []
-
-
-def _constant_weight(node: Node) -> bool:
-    weight = node.input(1)
-    return weight is not None and weight.is_constant
 
 
 def _data_input(node: Node) -> Value | None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import Node, Value
 from ...patterns import Match
+from ..projections import projection_ending_at
 from .attention_mask import mask_facts
 
 _LAYOUT_OPS = frozenset({"Reshape", "Unsqueeze", "Transpose", "Squeeze", "Gather", "Slice",
@@ -43,7 +44,7 @@ def describe(match: Match, nodes: list[Node]) -> dict:
 
 
 def _scale(match: Match) -> float:
-    factors = [match[name] for name in ("q_scale", "k_scale", "score_scale")]
+    factors = [match[name] for name in ("q_scale", "k_scale", "score_scale", "product_scale")]
     return float(np.prod([f for f in factors if f is not None]))
 
 
@@ -106,19 +107,19 @@ def _target_entries(shape: Value) -> list[int] | None:
 
 def source_of(value: Value) -> Value:
     """The activations a projection reads: up from ``value`` through the ops that split and
-    lay out a packed projection, a norm over its features, its bias Add and the MatMul/Gemm;
-    ``value`` itself when no projection produces it."""
+    lay out a packed projection, a norm over its features, its bias Add and the linear layer
+    (float or quantized, see ``projections``); ``value`` itself when no projection produces
+    it."""
     current = value
     for _ in range(10):
         node = current.producer
         if node is None:
             return value
-        if node.op_type in ("MatMul", "Gemm"):
-            if node.input(1) is None or not node.input(1).is_constant:
-                return value
-            flat = node.inputs[0].producer
+        projection = projection_ending_at(node)
+        if projection is not None:
+            flat = projection.reads.producer
             return flat.inputs[0] if flat is not None and flat.op_type == "Reshape" else (
-                node.inputs[0])
+                projection.reads)
         if node.op_type not in _LAYOUT_OPS and node.op_type not in _TOKEN_NORMS:
             return value
         runtime = [v for v in node.inputs if v is not None and not v.is_constant]
@@ -141,13 +142,15 @@ def _qkv_form(starts: list[Value], inside: set[int]) -> str:
 
 
 def _projection_inside(value: Value, inside: set[int]) -> Node | None:
-    """The MatMul/Gemm computing ``value`` when it is inside the fused node."""
+    """The linear layer's product (MatMul, Gemm or a quantized matmul) computing ``value``
+    when it is inside the fused node."""
     node = value.producer
     for _ in range(10):
         if node is None or node.id not in inside:
             return None
-        if node.op_type in ("MatMul", "Gemm"):
-            return node
+        projection = projection_ending_at(node)
+        if projection is not None:
+            return projection.matmul
         runtime = [v for v in node.inputs if v is not None and not v.is_constant]
         node = runtime[0].producer if runtime else None
     return None

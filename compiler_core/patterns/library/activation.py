@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 
+from ...ir.contrib_shapes import MS_DOMAIN
 from ..language import Pattern, any_value, const, op
 from .common import as_float, scalar_const
 from .registry import register
 
 SQRT_2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+QUICK_GELU_ALPHA = 1.702   # onnxruntime's QuickGelu when its alpha is omitted
 
 
 def _erf_part(x: Pattern) -> Pattern:
@@ -71,7 +73,7 @@ def silu() -> Pattern:
 @register("swiglu")
 def swiglu() -> Pattern:
     """The gate of a SwiGLU MLP: SiLU(gate)·up, the SiLU written out (x·Sigmoid(x), or with
-    α) or already the Swish op; gate and up are usually two projections of the same input
+    α) or already one op (ONNX's Swish, onnxruntime's QuickGelu: x·Sigmoid(α·x)); gate and up are usually two projections of the same input
     (Llama, Qwen2, Mistral: down(silu(gate(x)) · up(x))).
 
     Why: the gated MLP's element-wise part is three passes over its widest activation
@@ -81,7 +83,9 @@ def swiglu() -> Pattern:
     Bindings: ``gate``, ``up`` (values), ``alpha`` (float, None for 1).
     """
     gate = any_value().bind("gate")
-    swish = _swish(gate) | op("Swish", gate).bind("alpha", lambda n: n.attrs.get("alpha", 1.0))
+    swish = (_swish(gate) | op("Swish", gate).bind("alpha", lambda n: n.attrs.get("alpha", 1.0))
+             | op("QuickGelu", gate, domain=MS_DOMAIN).bind(
+                 "alpha", lambda n: n.attrs.get("alpha", QUICK_GELU_ALPHA)))
     up = any_value().bind("up").where(lambda v, _: not v.is_constant,
                                       "a tensor computed at run time (not a constant scale)",
                                       lambda v, _: "a constant", needs_bindings=False)

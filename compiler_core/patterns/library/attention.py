@@ -12,6 +12,7 @@ Each piece is a named part, so a near miss says which one did not fit ("key › 
 from __future__ import annotations
 
 from ...ir import FUSED_DOMAIN, Value
+from ...ir.contrib_shapes import MS_DOMAIN
 from ..checks import predicate
 from ..language import OpPattern, Pattern, any_value, const, op, optional
 from .common import as_float, scalar_const
@@ -174,11 +175,16 @@ def _query(packed: _PackedHeads) -> Pattern:
     return _scaled(grouped, "q_scale").part("query", group=True)
 
 
+def _key_heads(packed: _PackedHeads) -> tuple[Pattern, Pattern]:
+    """K per head through rotary, cache and repeat-kv: (the 5-D repeat, the 4-D heads)."""
+    return _repeated(_cached(_rotated(_heads("k", packed, 1), "k"), "key"))
+
+
 def _key(packed: _PackedHeads) -> Pattern:
     """Kᵀ per head, from the key heads through rotary, cache and repeat-kv; or straight from
     the projection in one Transpose (eager BERT, GPT-J) or one sequence-first Transpose
     (dynamo)."""
-    expanded, full = _repeated(_cached(_rotated(_heads("k", packed, 1), "k"), "key"))
+    expanded, full = _key_heads(packed)
     swapped = _op("Transpose", full, perm=SWAPS_LAST_TWO)
     # dynamo: the last two axes swapped through a 3-D Reshape → Transpose → Reshape
     through_3d = _op("Reshape", _op("Transpose", _op("Reshape", expanded | full, any_value()),
@@ -201,10 +207,40 @@ def _reciprocal(value: Value) -> float:
     return 1.0 / as_float(value)
 
 
+def _fused_product(packed: _PackedHeads) -> Pattern:
+    """α·Q·Kᵀ as onnxruntime's FusedMatMul (its optimizer folds the scale, and a Transpose of
+    K swapping the last two axes, into one node): Q times Kᵀ as the MatMul form reads it
+    (no transposes), or times K per head (transB = 1); α bound as ``product_scale``."""
+    _, full = _key_heads(packed)
+    plain = _op("FusedMatMul", _query(packed), _key(packed), domain=MS_DOMAIN).where(
+        _transposes((0, 0, 0, 0)), "no transposes", _transposes_found, needs_bindings=False)
+    swapped = _op("FusedMatMul", _query(packed), full.part("key", group=True),
+                  domain=MS_DOMAIN).where(_transposes((0, 1, 0, 0)),
+                                          "transB = 1 and no other transpose",
+                                          _transposes_found, needs_bindings=False)
+    return (plain | swapped).bind("product_scale",
+                                  lambda v: float(v.producer.attrs.get("alpha", 1.0)))
+
+
+_FUSED_MATMUL_TRANSPOSES = ("transA", "transB", "transBatchA", "transBatchB")
+
+
+def _transposes(wanted: tuple[int, ...]):
+    def check(value: Value, _: dict) -> bool:
+        attrs = value.producer.attrs
+        return tuple(int(attrs.get(k, 0)) for k in _FUSED_MATMUL_TRANSPOSES) == wanted
+    return check
+
+
+def _transposes_found(value: Value, _: dict) -> str:
+    attrs = value.producer.attrs
+    return ", ".join(f"{k} = {int(attrs.get(k, 0))}" for k in _FUSED_MATMUL_TRANSPOSES)
+
+
 def _scores(packed: _PackedHeads) -> Pattern:
     """Q·Kᵀ (cast to float32 in some float16 exports), with the scale on the product (Mul, or
-    Div by √head_size) when it is not on the factors."""
-    qk = _maybe("Cast", _op("MatMul", _query(packed), _key(packed)))
+    Div by √head_size) when it is not on the factors; or α·Q·Kᵀ in one FusedMatMul."""
+    qk = _maybe("Cast", _op("MatMul", _query(packed), _key(packed)) | _fused_product(packed))
     return (_op("Mul", qk, scalar_const().bind("score_scale", as_float))
             | _op("Div", qk, scalar_const().bind("score_scale", _reciprocal)) | qk)
 
@@ -291,7 +327,8 @@ def attention() -> Pattern:
     Softmax; batch-first and sequence-first layouts (nn.MultiheadAttention: 4-D or heads
     folded into the batch); GPT-NeoX's packed heads (one [B, N, S, 3·H] tensor cut into Q, K,
     V); rotary on [B, S, N, H] before the heads move forward (GPT-J); a norm on each head of
-    Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3).  Cross-attention is the
+    Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3); Q·Kᵀ and its
+    scale as onnxruntime's FusedMatMul (a model its optimizer wrote).  Cross-attention is the
     same pattern with K and V computed from another tensor than Q.  Reshape targets may be constants or computed at run time: they are
     not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
     the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
@@ -318,7 +355,8 @@ def attention() -> Pattern:
     or the Where's condition; None without a mask), ``mask_kind`` ("additive", "select":
     Where(allowed, scores, fill), "select_masked": Where(masked, fill, scores), or "none"),
     ``mask_fill``, ``softmax`` (node), ``nan_guard`` (1 or None), ``q_scale``, ``k_scale``,
-    ``score_scale`` (floats, None when absent; their product is the scale).  The merged
+    ``score_scale``, ``product_scale`` (onnxruntime's FusedMatMul's alpha) (floats, None
+    when absent; their product is the scale).  The merged
     output is the root node's output.
     """
     packed = _PackedHeads()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...ir import FUSED_DOMAIN
+from ...ir.contrib_shapes import MS_DOMAIN
 from ..language import Pattern, any_value, const, op, optional
 from .common import FUSABLE_ACTIVATIONS
 from .registry import register
@@ -20,12 +21,14 @@ def batch_norm(producer: Pattern, weight_axis: int | None = None) -> Pattern:
 
 def activation_after(producer: Pattern) -> Pattern:
     """A fusable activation reading ``producer``; Clip needs constant bounds; Gelu may also be
-    GraphLab's fused Gelu (what GELU recognition makes below opset 20, where Gelu is no op)."""
+    GraphLab's fused Gelu (what GELU recognition makes below opset 20, where Gelu is no op) or
+    onnxruntime's (the same exact GELU, in a model its optimizer wrote)."""
     plain = op(FUSABLE_ACTIVATIONS, producer).bind("act")
     clip = op("Clip", producer, optional(const().bind("clip_min")),
               optional(const().bind("clip_max"))).bind("act")
     fused_gelu = op("Gelu", producer, domain=FUSED_DOMAIN).bind("act")
-    return plain | clip | fused_gelu
+    ort_gelu = op("Gelu", producer, domain=MS_DOMAIN).bind("act")
+    return plain | clip | fused_gelu | ort_gelu
 
 
 @register("conv_bn")
