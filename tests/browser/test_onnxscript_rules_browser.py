@@ -10,6 +10,7 @@ from graphlab.app import AppConfig, create_app
 from graphlab.samples import resolve_model
 
 from pane_helpers import pane_js, wait_for_nodes, wait_until
+from passes_helpers import o2_position
 
 pytestmark = pytest.mark.browser
 pytest.importorskip("onnxscript")
@@ -19,8 +20,9 @@ GELU_RULES = "onnxscript.rewriter.ort_fusions.gelu"
 
 def test_a_shared_server_refuses_module_names(dash_duo, graphlab_app):
     dash_duo.start_server(graphlab_app)
-    # recognize_gelu (pass 20 of O2): the pass whose own patterns stay shown
-    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_gelu&panel=patterns&pass=20")
+    # recognize_gelu: the pass whose own patterns stay shown
+    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_gelu&panel=patterns&pass="
+                        f"{o2_position('recognize_gelu')}")
     wait_for_nodes(dash_duo)
     field = dash_duo.wait_for_element("#onnxscript-rules-field", timeout=10)
     field.send_keys(GELU_RULES + "\n")
