@@ -18,7 +18,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..verify import DEFAULT_ATOL, DEFAULT_RTOL
-from .counterparts import Counterpart, computed_values
+from .counterparts import NAME, Counterpart, computed_values
 from .exposed import run_exposed
 
 
@@ -115,6 +115,9 @@ def bisect_models(a: Graph, b: Graph, pairs: list[Counterpart], inputs: dict[str
                                inputs)
     order = {v.name: i for i, v in enumerate(computed_values(a))}
     computed.sort(key=lambda p: order.get(p.a.name, len(order)))
+    # a pairing by name alone is refuted when the two values have other shapes
+    computed = [p for p in computed if p.how != NAME or _same_shape(out_a.get(p.a.name),
+                                                                     out_b.get(p.b.name))]
     errors = [_compare(p, out_a.get(p.a.name), out_b.get(p.b.name), rtol) for p in computed]
     by_a = {e.a: e for e in errors}
     first = next((e for e, p in zip(errors, computed) if e.diverged), None)
@@ -122,8 +125,8 @@ def bisect_models(a: Graph, b: Graph, pairs: list[Counterpart], inputs: dict[str
     if first is not None:
         pair = next(p for p in computed if p.a.name == first.a)
         divergence = _divergence(first, pair, by_a, {p.a.name: p for p in pairs}, rtol)
-    paired_a = {p.a.name for p in pairs}
-    paired_b = {p.b.name for p in pairs}
+    paired_a = {p.a.name for p in computed} | {v.name for v in a.inputs}
+    paired_b = {p.b.name for p in computed} | {v.name for v in b.inputs}
     return BisectReport(a_label, b_label, errors, divergence,
                         [v.name for v in computed_values(a) if v.name not in paired_a],
                         [v.name for v in computed_values(b) if v.name not in paired_b],
@@ -198,6 +201,10 @@ def _input_error(slot: int, value: Value, nb: Node | None, by_a: dict[str, PairE
     return InputError(slot, value.name, None, None, False,
                       f"no counterpart in B (made by {producer.qualified_op} "
                       f"{producer.name!r})" if producer is not None else "no counterpart in B")
+
+
+def _same_shape(a, b) -> bool:
+    return a is not None and b is not None and np.shape(a) == np.shape(b)
 
 
 def _node_name(node: Node | None) -> str:

@@ -5,8 +5,9 @@ Two sources of evidence, never a guess:
 - **Provenance**, when B was made from A by GraphLab's passes: a node that kept its id is the
   same node, output for output; a node a pass made stands for the nodes it replaced — each
   output of a fused node for the output of the body node that computes it, otherwise (one
-  output) for the one value its replaced nodes hand to the rest of the graph, or the output of
-  the last node it replaced.
+  output) for the one value its replaced nodes hand to the rest of the graph — the output of
+  the last node it replaced.  A node that stands for several such values (three MatMuls merged
+  into one) has no counterpart.
 - **The model diff's alignment**, for two models that share no ids (two exports, onnxruntime's
   optimized model): a matched pair of nodes pairs its outputs by position; a value no matched
   node produces pairs with the value of the same name, element type and rank on the other side
@@ -47,7 +48,7 @@ def by_provenance(a: Graph, b: Graph, through: str = "sources") -> list[Counterp
     claims: dict[str, tuple[int, Counterpart]] = {}   # A's value -> (B position, claim)
     for position, node in enumerate(b.nodes):
         for a_value, b_value, how in _claims(a, node, order, through):
-            if (a_value.elem_type == b_value.elem_type and
+            if (_alike(a_value, b_value) and
                     (a_value.name not in claims or claims[a_value.name][0] < position)):
                 claims[a_value.name] = (position, Counterpart(a_value, b_value, how))
     return _with_inputs(a, b, [claim for _, claim in claims.values()])
@@ -77,10 +78,9 @@ def _claims(a: Graph, node: Node, order: dict[int, int], through: str):
                 yield source.outputs[body_out.output_index], b_value, PROVENANCE
     live = [v for v in node.outputs if v is not None]
     if not found and len(live) == 1:
-        escaping = _escaping(replaced)
-        chosen = escaping[0] if len(escaping) == 1 else replaced[-1].outputs[0]
-        if chosen is not None:
-            yield chosen, live[0], PROVENANCE
+        escaping = _escaping(replaced) or [replaced[-1].outputs[0]]
+        if len(escaping) == 1 and escaping[0] is not None and _alike(escaping[0], live[0]):
+            yield escaping[0], live[0], PROVENANCE
 
 
 def _escaping(nodes: list[Node]) -> list[Value]:
@@ -97,6 +97,7 @@ def by_alignment(a: Graph, b: Graph) -> list[Counterpart]:
     from ..model_diff.align import align
 
     alignment = align(a, b).alignment
+    how_found = alignment.how
     pairs: list[Counterpart] = []
     taken_a: set[str] = set()
     taken_b: set[str] = set()
@@ -105,16 +106,16 @@ def by_alignment(a: Graph, b: Graph) -> list[Counterpart]:
         if _is_constant_node(na) or len(na.outputs) != len(nb.outputs):
             continue
         for a_value, b_value in zip(na.outputs, nb.outputs):
-            if a_value is not None and b_value is not None and \
-                    a_value.elem_type == b_value.elem_type:
-                pairs.append(Counterpart(a_value, b_value, ALIGNMENT))
+            if a_value is not None and b_value is not None and _alike(a_value, b_value):
+                pairs.append(Counterpart(a_value, b_value,
+                                         f"{ALIGNMENT} ({how_found[a_id]})"))
                 taken_a.add(a_value.name)
                 taken_b.add(b_value.name)
     a_values = {v.name: v for v in computed_values(a)}
     for b_value in computed_values(b):
         a_value = a_values.get(b_value.name)
         if (a_value is not None and a_value.name not in taken_a and b_value.name not in taken_b
-                and a_value.elem_type == b_value.elem_type and _same_rank(a_value, b_value)):
+                and _alike(a_value, b_value)):
             pairs.append(Counterpart(a_value, b_value, NAME))
     return _with_inputs(a, b, pairs)
 
@@ -125,8 +126,15 @@ def _with_inputs(a: Graph, b: Graph, pairs: list[Counterpart]) -> list[Counterpa
             if v.name in b_inputs] + pairs
 
 
-def _same_rank(a: Value, b: Value) -> bool:
-    return a.rank is None or b.rank is None or a.rank == b.rank
+def _alike(a: Value, b: Value) -> bool:
+    """The same element type, and no known size that differs (symbolic dims agree with any)."""
+    if a.elem_type != b.elem_type:
+        return False
+    if a.shape is None or b.shape is None:
+        return True
+    return len(a.shape) == len(b.shape) and all(
+        not (isinstance(x, int) and isinstance(y, int)) or x == y
+        for x, y in zip(a.shape, b.shape))
 
 
 def _is_constant_node(node: Node) -> bool:

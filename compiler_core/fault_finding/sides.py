@@ -37,9 +37,18 @@ def with_onnxruntime(graph: Graph, level: str, label: str, original: bytes | Non
 
 
 def after_pipeline(graph: Graph, pipeline: str, label: str,
-                   bindings: dict[str, int] | None = None) -> Sides:
-    final = PassManager(pipeline, bindings=bindings).run(graph).final
-    return Sides(graph, final, by_provenance(graph, final, "sources"), label,
+                   bindings: dict[str, int] | None = None,
+                   inputs: dict | None = None) -> Sides:
+    """The input and output of the first pass whose output the numerical check finds changed
+    (on ``inputs``): provenance is exact within one pass.  When every pass keeps the outputs,
+    the model and the pipeline's output."""
+    result = PassManager(pipeline, bindings=bindings, verify=True,
+                         verify_inputs=inputs).run(graph)
+    failing = next((s.index for s in result.snapshots
+                    if s.verify is not None and not s.verify.ok), None)
+    if failing is not None:
+        return _pass_sides(result, failing, label)
+    return Sides(graph, result.final, by_provenance(graph, result.final, "sources"), label,
                  f"{label} after {pipeline}")
 
 
@@ -57,7 +66,11 @@ def around_pass(graph: Graph, pipeline: str, pass_name: str, label: str,
             raise GraphLabError(f"pass {pass_name!r} is not in pipeline {pipeline!r}",
                                 hint=f"its passes: {', '.join(names)}")
         index = next((i for i in runs if result.snapshots[i].changed), runs[0])
+    return _pass_sides(result, index, label)
+
+
+def _pass_sides(result, index: int, label: str) -> Sides:
     before, after = result.graph_before(index), result.snapshots[index].graph
-    where = f"pass {index + 1} ({names[index]})"
+    where = f"pass {index + 1} ({result.snapshots[index].pass_name})"
     return Sides(before, after, by_provenance(before, after, "replaced"),
                  f"{label} before {where}", f"{label} after {where}")

@@ -34,8 +34,9 @@ def add_parser(subparsers) -> None:
                         choices=[level for level in LEVELS if level != "disabled"],
                         help="compare A with onnxruntime's optimized model of A at this level")
     parser.add_argument("-p", "--pipeline", metavar="P",
-                        help="compare A with this pipeline's output (or, with --pass, the "
-                             "pass's input and output in it; default O2)")
+                        help="compare the input and output of the first pass of this "
+                             "pipeline whose output differs (A and the pipeline's output when "
+                             "none does); with --pass, of that pass (default O2)")
     parser.add_argument("--pass", dest="pass_name", metavar="NAME|N",
                         help="compare the input and output of this pass (its first run that "
                              "changed the graph, or the N-th pass)")
@@ -54,14 +55,14 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     from compiler_core.fault_finding import bisect_models
 
-    sides = _sides(args)
-    model = with_inference_semantics(sides.a)
+    graph = load_graph(args.a)
     if args.inputs:
-        inputs, record = load_inputs(args.inputs, sides.a), {"generated": False}
+        inputs, record = load_inputs(args.inputs, graph), {"generated": False}
     else:
-        generated = fit_inputs(model, parse_bindings(args.bind))
+        generated = fit_inputs(with_inference_semantics(graph), parse_bindings(args.bind))
         inputs, record = generated.inputs, {"generated": True, **generated.to_dict()}
     record["shapes"] = {name: list(array.shape) for name, array in inputs.items()}
+    sides = _sides(args, graph, inputs)
     report = bisect_models(sides.a, sides.b, sides.pairs, inputs, rtol=args.rtol,
                            a_label=sides.a_label, b_label=sides.b_label, inputs_record=record)
     if args.json:
@@ -71,7 +72,7 @@ def run(args) -> int:
     return 1 if report.first is not None else 0
 
 
-def _sides(args):
+def _sides(args, graph, inputs):
     from compiler_core.fault_finding import sides
     from compiler_core.model_diff.sides import file_bytes
 
@@ -81,7 +82,6 @@ def _sides(args):
                             "-p PIPELINE or --pass NAME",
                             hint="e.g. graphlab bisect a.onnx b.onnx, or graphlab bisect "
                                  "a.onnx --pass fuse_attention -p O2")
-    graph = load_graph(args.a)
     label = _label(args.a)
     bindings = parse_bindings(args.bind)
     if args.b:
@@ -93,7 +93,7 @@ def _sides(args):
                                       file_bytes(resolve_model(args.a)))
     if args.pass_name:
         return sides.around_pass(graph, args.pipeline or "O2", args.pass_name, label, bindings)
-    return sides.after_pipeline(graph, args.pipeline, label, bindings)
+    return sides.after_pipeline(graph, args.pipeline, label, bindings, inputs)
 
 
 def _label(model: str) -> str:
