@@ -45,3 +45,19 @@ class DropTranspose(Pass):
         graph.replace_all_uses(node.outputs[0], node.inputs[0])
         graph.remove_node(node)
         return PassResult(rewrites=1)
+
+
+@register
+class RaiseOnErfAfterDiv(Pass):
+    """Test pass: raises at an Erf that reads a Div, as a rewrite with a bad assumption would."""
+
+    name = "test_raise_on_erf_after_div"
+    family = "test"
+
+    def run(self, graph, ctx):
+        for node in graph.nodes_of_type("Erf"):
+            producer = node.inputs[0].producer
+            if producer is not None and producer.op_type == "Div":
+                with ctx.working_on(node):
+                    raise ValueError("an Erf after a Div is not handled")
+        return PassResult()
