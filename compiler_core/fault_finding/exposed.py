@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import GraphLabError
+from ..errors import GraphLabError, RunFailedError
 from ..ir import Graph, Value, model_for_runtime
 from ..runtime_check import run_isolated_many
 from ..verify import with_inference_semantics
@@ -45,6 +45,11 @@ def run_exposed(models: list[tuple[Graph, list[Value]]], inputs: dict[str, np.nd
     outcomes = run_isolated_many(jobs, level="disabled")
     results = []
     for (graph, _), outcome in zip(models, outcomes):
+        if outcome.stage == "run":
+            raise RunFailedError(f"model {graph.name!r} does not run on these inputs: "
+                                 f"{outcome.error}", where=graph.name, cause=outcome.error,
+                                 hint="give inputs it runs on with --inputs, or sizes with "
+                                      "--bind")
         if not outcome.ok:
             raise GraphLabError(f"model {graph.name!r} with its intermediate values exposed "
                                 f"{outcome.describe()}", where=graph.name,

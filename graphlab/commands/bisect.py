@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 
-from compiler_core.errors import GraphLabError
+from compiler_core.errors import GraphLabError, RunFailedError
 from compiler_core.runtime_check import LEVELS
-from compiler_core.verify import DEFAULT_RTOL, fit_inputs, load_inputs, with_inference_semantics
+from compiler_core.verify import (DEFAULT_RTOL, fit_inputs, load_inputs, make_inputs,
+                                  with_inference_semantics)
 
 from ..samples import resolve_model
 from ..user_input import parse_bindings
@@ -56,15 +57,26 @@ def run(args) -> int:
     from compiler_core.fault_finding import bisect_models
 
     graph = load_graph(args.a)
+    bindings = parse_bindings(args.bind)
     if args.inputs:
         inputs, record = load_inputs(args.inputs, graph), {"generated": False}
-    else:
-        generated = fit_inputs(with_inference_semantics(graph), parse_bindings(args.bind))
-        inputs, record = generated.inputs, {"generated": True, **generated.to_dict()}
-    record["shapes"] = {name: list(array.shape) for name, array in inputs.items()}
+    else:   # at the planned sizes; other sizes are tried only if the model refuses them
+        inputs = make_inputs(graph, bindings)
+        record = {"generated": True, "sizes": "planned from the model's structure"}
     sides = _sides(args, graph, inputs)
-    report = bisect_models(sides.a, sides.b, sides.pairs, inputs, rtol=args.rtol,
-                           a_label=sides.a_label, b_label=sides.b_label, inputs_record=record)
+
+    def bisected(inputs: dict, record: dict):
+        record["shapes"] = {name: list(array.shape) for name, array in inputs.items()}
+        return bisect_models(sides.a, sides.b, sides.pairs, inputs, rtol=args.rtol,
+                             a_label=sides.a_label, b_label=sides.b_label,
+                             inputs_record=record)
+    try:
+        report = bisected(inputs, record)
+    except RunFailedError:
+        if args.inputs:
+            raise
+        generated = fit_inputs(with_inference_semantics(graph), bindings)
+        report = bisected(generated.inputs, {"generated": True, **generated.to_dict()})
     if args.json:
         print_json(report.to_dict())
     else:
