@@ -11,7 +11,7 @@ the nodes the outputs need, the initializers they read, and the inputs' data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import onnx
@@ -36,11 +36,10 @@ class Cut:
 
 @dataclass
 class Built:
-    """A candidate as onnxruntime takes it: the model's bytes, the data to feed, node count."""
+    """A candidate as onnxruntime takes it: the model and the data to feed it."""
 
     model: onnx.ModelProto
     feed: dict[str, np.ndarray]
-    nodes: list[int] = field(default_factory=list)   # indices into the original graph's nodes
 
     @property
     def data(self) -> bytes:
@@ -71,8 +70,7 @@ class Source:
         kept = self.needed(cut)
         inputs = {i.name for i in self.graph.input}
         graph_inputs, initializers, feed = [], [], {}
-        fed = [name for name in self._frontier(kept, cut, renamed)]
-        for name in fed:
+        for name in self._frontier(kept, cut, renamed):
             if name in self.initializers and name not in cut.inputs:
                 initializers.append(self._shrunk_tensor(self.initializers[name], cut))
             elif name in cut.constants:
@@ -95,7 +93,7 @@ class Source:
         used_ops = {(n.domain, n.op_type) for n in nodes}
         model.functions.extend(f for f in self.model.functions
                                if (f.domain, f.name) in used_ops)
-        return Built(model, feed, kept)
+        return Built(model, feed)
 
     def needed(self, cut: Cut) -> list[int]:
         """The nodes the candidate's outputs need, in the original order."""
