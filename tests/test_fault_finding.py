@@ -186,6 +186,17 @@ def test_a_pass_that_raises_is_reduced_to_the_nodes_it_raises_on(tmp_path, capsy
     assert "test_raise_on_erf_after_div failed" in record["last_seen"]
 
 
+def test_a_pass_that_changes_the_meaning_is_reduced_to_the_node_it_changes(tmp_path, capsys):
+    out = tmp_path / "small.onnx"
+    code = main(["reduce", "bert_tiny_op13", "--until", "mismatch", "-p",
+                 "test_change_one_constant", "--plugins", PLUGINS, "-o", str(out), "--json"])
+    record = json.loads(capsys.readouterr().out)
+    assert code == 0 and record["nodes_before"] == 286
+    reduced = onnx.load(out)
+    assert [n.name for n in reduced.graph.node] == [CHANGED_ADD]
+    assert "differ" in record["last_seen"]
+
+
 def test_a_model_without_the_failure_is_refused():
     model = onnx.load(resolve_model("bert_tiny_op20"))
     with pytest.raises(GraphLabError, match="does not show the failure"):

@@ -11,7 +11,8 @@ Zeller's ddmin over a graph, in the order that removes the most per check:
 4. **Node by node**: ddmin over the nodes left — a node whose outputs can become inputs, or
    whose output can be replaced by one of its inputs of the same type (a branch dropped), goes.
 5. **Constants and sizes**: inputs become the constants they held where the failure stays; the
-   tensors fed in are cut to smaller sizes where shapes allow (every axis of one size at once).
+   tensors fed in are cut to the smallest size that still fails where shapes allow (every axis
+   of one size at once).
 
 A candidate is kept only if ``Failure.check`` says it still fails the same way.  Every check
 runs onnxruntime in a child, so a crash is an answer; ``seconds`` bounds the whole search and
@@ -257,25 +258,35 @@ class Reducer:
         return a in types and types.get(a) == types.get(b)
 
     def to_constants(self) -> None:
-        built = self.best_built
-        for name in list(built.feed):
-            if name in self.best.outputs:
-                continue
-            self.try_cut(self.best.but(constants=self.best.constants | {name},
-                                       inputs=self.best.inputs - {name}), "to constant")
+        """Inputs become the constants they held: all at once, else one by one."""
+        names = [name for name in self.best_built.feed if name not in self.best.outputs]
+
+        def as_constants(chosen) -> Cut:
+            return self.best.but(constants=self.best.constants | set(chosen),
+                                 inputs=self.best.inputs - set(chosen))
+        if len(names) > 1 and self.try_cut(as_constants(names), "to constants"):
+            return
+        for name in names:
+            self.try_cut(as_constants([name]), "to constant")
 
     def shrink(self) -> None:
-        """Halve every axis of one size in the tensors fed in, while the failure stays."""
+        """Cut every axis of one size in the tensors fed in to the smallest size that still
+        fails: 1 first, else a bisection between 1 and the size."""
         for size in self.source.dims(self.best.but(shrink=())):
-            sizes = dict(self.best.shrink)
-            current = size
-            while current > 1 and not self.timed_out:
-                smaller = current // 2
-                trial = {**sizes, size: smaller}
-                if not self.try_cut(self.best.but(shrink=tuple(sorted(trial.items()))),
-                                    "shrink"):
-                    break
-                sizes, current = trial, smaller
+            def cut_to(new: int) -> Cut:
+                return self.best.but(shrink=tuple(sorted({**dict(self.best.shrink),
+                                                          size: new}.items())))
+            if self.try_cut(cut_to(1), "shrink"):
+                continue
+            good, bad = 1, size            # 1 does not fail; the size itself does
+            while bad - good > 1 and not self.timed_out:
+                middle = (good + bad) // 2
+                if self.fails(cut_to(middle)):
+                    bad = middle
+                else:
+                    good = middle
+            if bad < size:
+                self.accept(cut_to(bad), "shrink")
 
 
 def reduce_model(model: onnx.ModelProto, feed: dict[str, np.ndarray], failure: Failure, *,
