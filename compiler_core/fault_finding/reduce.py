@@ -186,12 +186,8 @@ class Reducer:
         if set(own) != set(self.best.outputs) and self.try_cut(self.best.but(outputs=own),
                                                                "cone"):
             return
-        outputs = list(self.best.outputs)
-        for name in list(outputs):
-            if len(outputs) > 1 and name not in own:
-                fewer = [o for o in outputs if o != name]
-                if self.try_cut(self.best.but(outputs=tuple(fewer)), "outputs"):
-                    outputs = fewer
+        self.ddmin([o for o in self.best.outputs if o not in own], lambda gone: self.best.but(
+            outputs=tuple(o for o in self.best.outputs if o not in gone)), "outputs")
 
     def _cut_above(self, kept: list[int], upto: int) -> Cut:
         """``kept[:upto]`` gone: what the rest reads from them becomes graph inputs."""
@@ -212,24 +208,34 @@ class Reducer:
             self.accept(self._cut_above(kept, good), "cut above")
 
     def node_by_node(self) -> None:
-        """ddmin over the nodes: remove chunks (their outputs made inputs), halving the chunk
-        size down to single nodes, until no single node can go; then try bypassing each."""
-        chunk = max(1, len(self._kept()) // 2)
-        while not self.timed_out:
+        """ddmin over the nodes (their outputs made inputs), then try bypassing each."""
+        def without(group: list[int]) -> Cut:
+            outs = {o for i in group for o in self.source.nodes[i].output if o}
+            return self.best.but(inputs=self.best.inputs | (outs - set(self.best.outputs)))
+        self.ddmin(self._kept(), without, "remove nodes",
+                   lambda group: group & set(self._kept()))
+        self.bypass_nodes()
+
+    def ddmin(self, items: list, without: Callable[[list], Cut], phase: str,
+              alive: Callable[[set], set] = lambda group: group) -> None:
+        """Remove chunks of ``items`` (``without(chunk)`` is the candidate without them) while
+        the failure stays, halving the chunk size down to single items, until no single item
+        can go.  ``alive`` keeps those of a chunk the current candidate still has (a node an
+        earlier removal left unused is gone already)."""
+        items = list(items)
+        chunk = max(1, len(items) // 2)
+        while items and not self.timed_out:
             removed = False
-            kept = self._kept()
-            for begin in range(0, len(kept), chunk):
-                still = set(self._kept())
-                group = [i for i in kept[begin:begin + chunk] if i in still]
-                outs = {o for i in group for o in self.source.nodes[i].output if o}
-                outs -= set(self.best.outputs)
-                if outs and len(still) > 1 and self.try_cut(
-                        self.best.but(inputs=self.best.inputs | outs), "remove nodes"):
+            snapshot = list(items)
+            for begin in range(0, len(snapshot), chunk):
+                group = alive({x for x in snapshot[begin:begin + chunk] if x in items})
+                items = [x for x in items if x in group or x not in snapshot[begin:begin + chunk]]
+                if group and self.try_cut(without(sorted(group)), phase):
+                    items = [x for x in items if x not in group]
                     removed = True
             if chunk == 1 and not removed:
                 break
             chunk = max(1, chunk // 2)
-        self.bypass_nodes()
 
     def bypass_nodes(self) -> None:
         """Replace a node's only output by one of its inputs of the same type (a Cast, an
