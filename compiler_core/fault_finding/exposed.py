@@ -53,7 +53,8 @@ def run_exposed(models: list[tuple[Graph, list[Value]]], inputs: dict[str, np.nd
         if not outcome.ok:
             raise GraphLabError(f"model {graph.name!r} with its intermediate values exposed "
                                 f"{outcome.describe()}", where=graph.name,
-                                hint="check that the model runs in onnxruntime on these "
-                                     "inputs (give them with --inputs)")
+                                hint="a model onnxruntime cannot run cannot be compared: "
+                                     "graphlab reduce --until crash (or load-error) shrinks "
+                                     "it to the nodes that fail")
         results.append(outcome.outputs[0])
     return results

@@ -23,6 +23,7 @@ from ..verify import DEFAULT_RTOL, compare_outputs
 from .subgraph import Built
 
 KINDS = ("crash", "load-error", "mismatch", "pass-error")
+CHECK_SECONDS = 60   # a candidate onnxruntime takes longer over is taken as not failing
 
 
 @dataclass
@@ -70,7 +71,7 @@ class RuntimeFailure(Failure):
             jobs.append((built.data, [built.feed], self.level))
             if self.valid_off:
                 jobs.append((built.data, [built.feed], "disabled"))
-        outcomes = run_isolated_many(jobs)
+        outcomes = run_isolated_many(jobs, timeout=CHECK_SECONDS)
         step = 2 if self.valid_off else 1
         verdicts = []
         for k in range(len(candidates)):
@@ -100,7 +101,7 @@ class LevelMismatch(Failure):
     def check(self, candidates: list[Built]) -> list[Verdict]:
         jobs = [job for b in candidates for job in ((b.data, [b.feed], "disabled"),
                                                      (b.data, [b.feed], self.level))]
-        outcomes = run_isolated_many(jobs)
+        outcomes = run_isolated_many(jobs, timeout=CHECK_SECONDS)
         return [_mismatch(outcomes[2 * k], outcomes[2 * k + 1], self.rtol)
                 for k in range(len(candidates))]
 
@@ -151,7 +152,7 @@ class PipelineFailure(Failure):
         if self.kind == "pass-error":
             return Verdict(False, "the pipeline ran")
         off, out = run_isolated_many([(built.data, [built.feed]), (to_bytes(final), [built.feed])],
-                                     level="disabled")
+                                     level="disabled", timeout=CHECK_SECONDS)
         return _mismatch(off, out, self.rtol)
 
     def describe(self) -> str:

@@ -48,8 +48,8 @@ class Built:
 
 class Source:
     """The original model, its nodes' inputs (subgraph reads included), and the data every
-    value held when the whole model ran (``values``; a value without data is fed zeros of its
-    inferred shape)."""
+    value held when the whole model ran with the optimizer off (``values``; empty when it does
+    not run so: then no value can become an input, and only outputs are cut)."""
 
     def __init__(self, model: onnx.ModelProto, feed: dict[str, np.ndarray],
                  values: dict[str, np.ndarray]):
