@@ -264,8 +264,12 @@ class Reducer:
         return a in types and types.get(a) == types.get(b)
 
     def to_constants(self) -> None:
-        """Inputs become the constants they held: all at once, else one by one."""
-        names = [name for name in self.best_built.feed if name not in self.best.outputs]
+        """Inputs, and Constant nodes' outputs, become initializers holding their data: all at
+        once, else one by one."""
+        constant_nodes = [out for i in self._kept() if self.source.nodes[i].op_type == "Constant"
+                          for out in self.source.nodes[i].output if out in self.source.values]
+        names = [name for name in list(self.best_built.feed) + constant_nodes
+                 if name not in self.best.outputs]
 
         def as_constants(chosen) -> Cut:
             return self.best.but(constants=self.best.constants | set(chosen),
