@@ -196,9 +196,11 @@ def crashing_model() -> onnx.ModelProto:
     return model
 
 
-def timed(command: list[str], timeout: float = 900) -> tuple[float, subprocess.CompletedProcess]:
+def timed(command: list[str], timeout: float = 900,
+          cwd: str | None = None) -> tuple[float, subprocess.CompletedProcess]:
+    """Wall seconds of ``command`` (run in ``cwd``: Polygraphy writes its files there)."""
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=cwd,
                           env={**os.environ, "PYTHONPATH": ROOT})
     return time.perf_counter() - start, done
 
@@ -225,9 +227,9 @@ def bisect_rows(model_path: str, folder: str, polygraphy: bool) -> list[str]:
     if polygraphy:
         saved = os.path.join(folder, "a_outputs.json")
         first, one = timed(["polygraphy", "run", model_path, "--onnxrt", "--onnx-outputs",
-                            "mark", "all", "--save-outputs", saved])
+                            "mark", "all", "--save-outputs", saved], cwd=folder)
         second, two = timed(["polygraphy", "run", changed_path, "--onnxrt", "--onnx-outputs",
-                             "mark", "all", "--load-outputs", saved])
+                             "mark", "all", "--load-outputs", saved], cwd=folder)
         failed = two.stdout.count("FAILED | Output:")
         rows.append(f"| polygraphy run --onnx-outputs mark all (x2, compare) | "
                     f"{len(model.graph.node)} | {first + second:.1f} | exit {one.returncode}/"
@@ -257,7 +259,7 @@ def reduce_rows(folder: str, polygraphy: bool, seconds_limit: float) -> list[str
         reduced = os.path.join(folder, "polygraphy_reduced.onnx")
         seconds, done = timed(["polygraphy", "debug", "reduce", path, "-o", reduced,
                                "--check", sys.executable, check, "polygraphy_debug.onnx"],
-                              timeout=max(600, seconds_limit * 3))
+                              timeout=max(600, seconds_limit * 3), cwd=folder)
         size = len(onnx.load(reduced).graph.node) if os.path.exists(reduced) else None
         rows.append(f"| polygraphy debug reduce (check: session at ORT_ENABLE_ALL) | "
                     f"{len(model.graph.node)} | {seconds:.1f} | exit {done.returncode}; "
