@@ -3,7 +3,9 @@
 Usage: ``python -m compiler_core.ort_child FOLDER LEVEL THREADS START COUNT [save]``.  FOLDER
 holds, for each job number i, ``i.onnx`` (or ``i.path``: the path of the model's file, for a
 model with external data) and ``i.inputs.pkl`` (a list of {input name: array} batches); with
-``save``, the model onnxruntime made of it at LEVEL is written to ``i.optimized.onnx``; job
+``save``, the model onnxruntime made of it at LEVEL is written to ``i.optimized.onnx``; a job
+with an ``i.level`` file runs at the level it names instead of LEVEL (a reducer checks one
+candidate at two levels in one child); job
 i's answer goes to ``i.answer.pkl`` as (stage, error, outputs) as soon as it is known, so when
 onnxruntime kills this process the parent knows which model did it and which ones are done.
 Only onnxruntime and numpy are imported here, so a child starts fast; one child serves many
@@ -29,6 +31,9 @@ def main(folder: str, level: str, threads: str, start: str, count: str, save: st
     for job in range(int(start), int(count)):
         with open(where / f"{job}.inputs.pkl", "rb") as handle:
             batches = pickle.load(handle)
+        own_level = where / f"{job}.level"
+        options.graph_optimization_level = getattr(
+            ort.GraphOptimizationLevel, own_level.read_text() if own_level.exists() else level)
         if save:
             options.optimized_model_filepath = str(where / f"{job}.optimized.onnx")
         pointer = where / f"{job}.path"

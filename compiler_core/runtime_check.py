@@ -103,22 +103,26 @@ def onnxruntime_optimized(model: bytes, level: str = "extended", *,
     return outcome.optimized
 
 
-def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
+def run_isolated_many(jobs: list[tuple], *,
                       level: str = DEFAULT_LEVEL, threads: int = 1,
                       timeout: float = DEFAULT_TIMEOUT_SECONDS,
                       save_optimized: bool = False) -> list[RuntimeOutcome]:
-    """``run_isolated`` for many (model, batches) jobs, one outcome per job, in order.
+    """``run_isolated`` for many (model, batches) or (model, batches, level) jobs, one outcome
+    per job, in order; a job's own level overrides ``level``.
 
     One child serves the jobs in turn (starting onnxruntime costs more than checking a small
     model).  When a model kills the child, or runs longer than ``timeout``, that model's
     outcome says so and a fresh child takes up the jobs after it.
     """
     check_level(level)
+    levels = [check_level(job[2]) if len(job) > 2 else level for job in jobs]
     outcomes: list[RuntimeOutcome] = []
     with tempfile.TemporaryDirectory(prefix="graphlab-ort-") as scratch:
         folder = Path(scratch)
         written: dict[int, Path] = {}   # one file per distinct model; the others link to it
-        for number, (model, batches) in enumerate(jobs):
+        for number, (model, batches, *_) in enumerate(jobs):
+            if levels[number] != level:
+                (folder / f"{number}.level").write_text(LEVELS[levels[number]])
             if isinstance(model, bytes):
                 _write_model(folder / f"{number}.onnx", model, written)
             else:   # the file stays where it is: its external data lies beside it
@@ -126,7 +130,7 @@ def run_isolated_many(jobs: list[tuple[bytes | Path, list[dict] | None]], *,
             with open(folder / f"{number}.inputs.pkl", "wb") as handle:
                 pickle.dump(batches or [], handle, protocol=pickle.HIGHEST_PROTOCOL)
         while len(outcomes) < len(jobs):
-            outcomes += _serve(folder, len(outcomes), len(jobs), level, threads, timeout,
+            outcomes += _serve(folder, len(outcomes), levels, level, threads, timeout,
                                save_optimized)
         if save_optimized:
             for number, outcome in enumerate(outcomes):
@@ -148,10 +152,12 @@ def _write_model(path: Path, model: bytes, written: dict[int, Path]) -> None:
     written[id(model)] = path
 
 
-def _serve(folder: Path, start: int, count: int, level: str, threads: int,
+def _serve(folder: Path, start: int, levels: list[str], level: str, threads: int,
            timeout: float, save_optimized: bool) -> list[RuntimeOutcome]:
-    """Run jobs ``start``.. in one child; the outcomes up to and including the one that ended
-    it early (a crash or a timeout), or all of them."""
+    """Run jobs ``start``.. in one child (job i at ``levels[i]``, the child's default
+    ``level``); the outcomes up to and including the one that ended it early (a crash or a
+    timeout), or all of them."""
+    count = len(levels)
     command = [sys.executable, "-m", "compiler_core.ort_child", str(folder), LEVELS[level],
                str(threads), str(start), str(count)] + (["save"] if save_optimized else [])
     log = folder / f"{start}.stderr"
@@ -164,18 +170,19 @@ def _serve(folder: Path, start: int, count: int, level: str, threads: int,
         returncode = child.poll()
         while start + len(outcomes) < count and (answer := _answer(folder,
                                                                    start + len(outcomes))):
-            outcomes.append(RuntimeOutcome(level, *answer))
+            outcomes.append(RuntimeOutcome(levels[start + len(outcomes)], *answer))
             last_progress = time.monotonic()
         if start + len(outcomes) == count:
             child.wait()
             return outcomes
         if returncode is not None:
             death = _death(returncode, log.read_text(errors="replace"))
-            return outcomes + [RuntimeOutcome(level, "crash", death)]
+            return outcomes + [RuntimeOutcome(levels[start + len(outcomes)], "crash", death)]
         if time.monotonic() - last_progress > timeout:
             child.kill()
             child.wait()
-            return outcomes + [RuntimeOutcome(level, "timeout", f"gave up after {timeout:g} s")]
+            return outcomes + [RuntimeOutcome(levels[start + len(outcomes)], "timeout",
+                                              f"gave up after {timeout:g} s")]
         time.sleep(POLL_SECONDS)
 
 

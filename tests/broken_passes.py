@@ -1,0 +1,63 @@
+"""Deliberately broken passes, loaded as a plugin (``--plugins tests/broken_passes.py``), for
+the tests of ``graphlab bisect``: each breaks one node, and bisect must find that node."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from compiler_core.passes.base import Pass, PassResult
+from compiler_core.passes.registry import register
+
+# The nodes they break, by name in bert_tiny_op13 (the tests import these).
+CHANGED_ADD = "/bert/encoder/layer.1/attention/self/value/Add"
+DROPPED_TRANSPOSE = "/bert/encoder/layer.1/attention/self/Transpose_3"
+
+
+@register
+class ChangeOneConstant(Pass):
+    """Test pass: scales the constant one Add reads, as a bad constant fold would."""
+
+    name = "test_change_one_constant"
+    family = "test"
+
+    def run(self, graph, ctx):
+        node = graph.node_by_name(CHANGED_ADD)
+        if node is None:
+            return PassResult()
+        slot = next(i for i, v in enumerate(node.inputs) if v is not None and v.is_constant)
+        changed = graph.add_initializer("changed_bias",
+                                        np.asarray(node.inputs[slot].constant_value()) * 1.5 + 0.1)
+        node.replace_input(slot, changed)
+        return PassResult(rewrites=1)
+
+
+@register
+class DropTranspose(Pass):
+    """Test pass: removes a Transpose, its readers reading its input instead."""
+
+    name = "test_drop_transpose"
+    family = "test"
+
+    def run(self, graph, ctx):
+        node = graph.node_by_name(DROPPED_TRANSPOSE)
+        if node is None:
+            return PassResult()
+        graph.replace_all_uses(node.outputs[0], node.inputs[0])
+        graph.remove_node(node)
+        return PassResult(rewrites=1)
+
+
+@register
+class RaiseOnErfAfterDiv(Pass):
+    """Test pass: raises at an Erf that reads a Div, as a rewrite with a bad assumption would."""
+
+    name = "test_raise_on_erf_after_div"
+    family = "test"
+
+    def run(self, graph, ctx):
+        for node in graph.nodes_of_type("Erf"):
+            producer = node.inputs[0].producer
+            if producer is not None and producer.op_type == "Div":
+                with ctx.working_on(node):
+                    raise ValueError("an Erf after a Div is not handled")
+        return PassResult()
