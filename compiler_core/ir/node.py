@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from . import write_guard
+
 if TYPE_CHECKING:
     from .graph import Graph
     from .value import Value
@@ -93,6 +95,8 @@ class Node:
         """Wire a new node's inputs, registering it as a user of each value."""
         if self._inputs:
             raise ValueError(f"node {self.name!r} is already wired; use replace_input")
+        if write_guard._armed:
+            write_guard.touch_wiring(self, inputs)
         self._inputs = tuple(inputs)
         for index, value in enumerate(self._inputs):
             if value is not None:
@@ -101,6 +105,8 @@ class Node:
     def replace_input(self, index: int, new: "Value | None") -> None:
         """Point input ``index`` (negative: implicit input ``-1 - index``) at another value."""
         old = self.inputs[index] if index >= 0 else self.implicit_inputs[-1 - index]
+        if write_guard._armed:
+            write_guard.touch_wiring(self, (old, new))
         if old is not None:
             old.uses.remove((self, index))
         if index >= 0:
@@ -114,6 +120,8 @@ class Node:
 
     def detach_inputs(self) -> None:
         """Drop this node's uses of every value it reads (used when it leaves the graph)."""
+        if write_guard._armed:
+            write_guard.touch_wiring(self, (*self.inputs, *self.implicit_inputs))
         for index, value in enumerate(self.inputs):
             if value is not None:
                 value.uses.remove((self, index))
