@@ -88,7 +88,10 @@ def run(args) -> int:
         print(f"shared state and builds: {redacted(config.redis_url)} "
               f"(start builders with `graphlab worker --redis URL`)")
     print(f"preparing {services.default_state.model} ...", flush=True)
-    services.workspace(services.default_state, None)   # every worker opens the first page at once
+    # The first model's build starts in a builder process and the server listens at once: the
+    # page shows the build's progress as it does for any model (a 10,000-node graph takes
+    # longer to prepare than anyone should wait for an address).
+    services.workspace_or_build(services.default_state, None)
     url = f"http://{args.host}:{args.port}/"
 
     def ready() -> None:   # the address is bound: say it once, then open a browser on it
