@@ -1,8 +1,13 @@
 """Real sizes: GraphLab and the reference tools on Llama-shaped 1B and 8B decoders and on
-10,000-node graphs, wall time and peak memory side by side, in one run.
+generated graphs of 1,000 to 100,000 nodes (a transformer-like stack with or without name
+scopes, a flat element-wise chain), wall time and peak memory side by side, in one run.
 
-    python benchmarks/scale.py [--cache-dir DIR] [--models 1b,8b,8b-2layers,10k-scoped,10k-flat]
+    python benchmarks/scale.py [--cache-dir DIR] [--models 1b,8b,8b-2layers,10k-scoped,...]
                                [--steps NAME,...] [--no-verify]
+
+Compile time at scale: `--models 1k-chain,10k-chain,100k-chain,1k-scoped,10k-scoped,100k-scoped
+--steps ort,compile,serve` prints `compile -p O2` pass by pass (from its --json record) beside
+onnxruntime EXTENDED on the same files, and how each figure grew from 10k to 100k nodes.
 
 The decoders are built once with the onnx library (float16 weights written in chunks straight
 to external data; `decoder_models`) and kept in the cache folder (default: the user's cache
@@ -76,16 +81,24 @@ def _decoder(shape: DecoderShape) -> Callable[[Path], Path]:
     return make
 
 
-def _ten_thousand(scoped: bool) -> Callable[[Path], Path]:
+def _generated(nodes: int, kind: str) -> Callable[[Path], Path]:
+    """A generated graph of ``nodes`` nodes: ``scoped`` (a transformer-like stack, nodes named
+    by module path), ``flat`` (the same, named as the dynamo exporter names them without
+    metadata) or ``chain`` (a flat element-wise chain)."""
     def make(cache: Path) -> Path:
         import onnx
 
-        from benchmarks.app import generated_model
-
-        path = cache / f"generated-10000-{'scoped' if scoped else 'flat'}.onnx"
+        path = cache / f"generated-{nodes}-{kind}.onnx"
         if not path.exists():
-            model = generated_model(layers=100, branches=4, depth=24)
-            if not scoped:   # what the dynamo exporter writes: no module path in the names
+            if kind == "chain":
+                from benchmarks.generated_graphs import element_wise_chain
+
+                model = element_wise_chain(nodes)
+            else:
+                from benchmarks.app import generated_model
+
+                model = generated_model(layers=nodes // 100, branches=4, depth=24)
+            if kind == "flat":   # what the dynamo exporter writes: no module path in the names
                 for index, node in enumerate(model.graph.node):
                     node.name = f"node_{node.op_type}_{index}"
             onnx.save(model, str(path))
@@ -93,13 +106,19 @@ def _ten_thousand(scoped: bool) -> Callable[[Path], Path]:
     return make
 
 
+def _sized(nodes: int, kind: str) -> Callable[[], Model]:
+    key = f"{nodes // 1000}k-{kind}"
+    return lambda: Model(key, f"{nodes // 1000}k {kind}", _generated(nodes, kind))
+
+
 MODELS = {
     "1b": lambda: Model("1b", "llama-1b", _decoder(LLAMA_1B), LLAMA_1B),
     "8b": lambda: Model("8b", "llama-8b", _decoder(LLAMA_8B), LLAMA_8B),
     "8b-2layers": lambda: Model("8b-2layers", "llama-8b, 2 layers", _decoder(LLAMA_8B_2_LAYERS),
                                 LLAMA_8B_2_LAYERS),
-    "10k-scoped": lambda: Model("10k-scoped", "10k scoped", _ten_thousand(True)),
-    "10k-flat": lambda: Model("10k-flat", "10k flat", _ten_thousand(False)),
+    **{f"{n // 1000}k-{kind}": _sized(n, kind) for kind in ("scoped", "chain")
+       for n in (1000, 10_000, 100_000)},
+    "10k-flat": _sized(10_000, "flat"),
 }
 
 
@@ -158,7 +177,7 @@ def run_step(body: str, work: Path, timeout: float = STEP_TIMEOUT) -> Measure:
         try:
             process = subprocess.run([sys.executable, "-c", code], stdout=handle,
                                      stderr=subprocess.STDOUT, timeout=timeout, cwd=str(REPO),
-                                     env={**os.environ, "PYTHONPATH": str(REPO)})
+                                     env=_child_env())
         except subprocess.TimeoutExpired:
             return Measure(timeout, None, f"did not finish in {timeout:.0f} s")
     seconds, cpu = time.perf_counter() - start, _children_cpu() - cpu
@@ -170,6 +189,16 @@ def run_step(body: str, work: Path, timeout: float = STEP_TIMEOUT) -> Measure:
     result = json.loads(report.read_text())
     return Measure(seconds, result["peak"], _tail(log) if result["status"] else "",
                    result["extra"], cpu)
+
+
+def _child_env() -> dict[str, str]:
+    """The steps' environment: this checkout first on the path, and Python's bytecode cache
+    on (in the cache folder, not the checkout), as an installed package has it: with
+    PYTHONDONTWRITEBYTECODE set, every step would compile GraphLab's sources again, a second
+    or two that no user pays."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONPYCACHEPREFIX": str(PYCACHE)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def _tail(log: Path) -> str:
@@ -193,7 +222,7 @@ def measure_serve(model: Path, work: Path) -> Measure:
         [sys.executable, "-m", "graphlab", "serve", "--model", str(model), "--no-browser",
          "--port", str(port), "--cache-dir", str(work / "serve-cache")],
         stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
-        env={**os.environ, "PYTHONPATH": str(REPO)})
+        env=_child_env())
     measure = Measure(SERVE_TIMEOUT, None, f"no answer in {SERVE_TIMEOUT} s")
     try:
         while time.perf_counter() - start < SERVE_TIMEOUT:
@@ -264,8 +293,20 @@ def _onnxruntime_offline(path: Path, work: Path) -> str:
 
 
 def _compile(model: Model, work: Path) -> Measure:
+    """`graphlab compile -p O2 -o` as a user runs it; with --json, whose record gives each
+    pass's seconds (``extra["passes"]``: [name, seconds], in pipeline order)."""
     out = work / "graphlab.onnx"
-    measure = run_step(graphlab("compile", str(model.path), "-p", "O2", "-o", str(out)), work)
+    args = ["compile", str(model.path), "-p", "O2", "-o", str(out), "--json"]
+    measure = run_step(f"""
+        import contextlib, io
+        from graphlab.cli import main
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            status = main({args!r})
+        extra = {{"passes": [[p["name"], p["seconds"]] for p in
+                             json.loads(printed.getvalue())["passes"]]}}
+        sys.exit(status)
+    """, work)
     if not measure.error and model.decoder is not None and VERIFY:
         measure.extra["match"] = compare_on_prompt(model.path, out, work)
     return measure
@@ -450,6 +491,32 @@ def _compile_goal(model: str, stand_in: str | None = None):
     return check
 
 
+def _no_slower_than_onnxruntime(model: str):
+    """graphlab compile -p O2 in no more wall time than onnxruntime EXTENDED's offline
+    optimization of the same file, each a fresh process."""
+    def check(results) -> tuple[bool | None, str]:
+        ours, theirs = _get(results, model, "compile"), _get(results, model, "ort")
+        if ours is None or theirs is None or ours.error or theirs.error:
+            return None, "not measured"
+        ratio = ours.seconds / theirs.seconds
+        return ratio <= 1.0, (f"{ours.seconds:.1f} s ({ours.cpu or 0:.1f} cpu) against "
+                              f"{theirs.seconds:.1f} s ({theirs.cpu or 0:.1f} cpu): {ratio:.2f}x")
+    return check
+
+
+def _grows_at_most(kind: str, times: float):
+    """Compile time from 10k to 100k nodes of the same kind of graph grows at most ``times``
+    (linear is 10x; n log n about 12.5x)."""
+    def check(results) -> tuple[bool | None, str]:
+        small, big = (_get(results, f"{n}-{kind}", "compile") for n in ("10k", "100k"))
+        if small is None or big is None or small.error or big.error:
+            return None, "not measured"
+        grown = big.seconds / small.seconds
+        return grown <= times, (f"{small.seconds:.1f} s -> {big.seconds:.1f} s: {grown:.1f}x "
+                                f"(cpu {small.cpu or 0:.1f} -> {big.cpu or 0:.1f} s)")
+    return check
+
+
 GOALS = [
     Goal("8B: graphlab info <= 5 s and <= 1 GiB", _within("8b", "info", 5, GIB)),
     Goal("8B: graphlab compile -p O2 <= 2 GiB, no slower than onnxscript, valid output",
@@ -463,11 +530,23 @@ GOALS = [
     Goal("10k scoped: every app step <= 1 s", _within("10k-scoped", "app-step", 1, None)),
     Goal("10k flat: app first render <= 3 s", _within("10k-flat", "app-first-render", 3, None)),
     Goal("10k flat: every app step <= 1 s", _within("10k-flat", "app-step", 1, None)),
+    Goal("10k chain: compile -p O2 no slower than onnxruntime EXTENDED",
+         _no_slower_than_onnxruntime("10k-chain")),
+    Goal("10k scoped: compile -p O2 no slower than onnxruntime EXTENDED",
+         _no_slower_than_onnxruntime("10k-scoped")),
+    Goal("chain: compile time grows <= 12x from 10k to 100k nodes", _grows_at_most("chain", 12)),
+    Goal("scoped: compile time grows <= 12x from 10k to 100k nodes",
+         _grows_at_most("scoped", 12)),
+    Goal("10k scoped: graphlab serve --model listening <= 10 s",
+         _within("10k-scoped", "serve", 10, None)),
+    Goal("10k chain: graphlab serve --model listening <= 10 s",
+         _within("10k-chain", "serve", 10, None)),
 ]
 
 
 # ---------------------------------------------------------------------------------- running
 VERIFY = True
+PYCACHE = default_cache_dir() / "pycache"   # set from --cache-dir by main
 
 
 def _available_memory() -> int:
@@ -484,7 +563,7 @@ def machine() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    global VERIFY
+    global VERIFY, PYCACHE
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", default=str(default_cache_dir()),
                         help="where the models are kept (default: %(default)s)")
@@ -499,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     VERIFY = not args.no_verify
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
+    PYCACHE = cache / "pycache"
     unknown = [k for k in args.models.split(",") if k not in MODELS]
     if unknown:
         parser.error(f"unknown model(s) {unknown}")
@@ -517,6 +597,7 @@ def main(argv: list[str] | None = None) -> int:
         for step in chosen:
             results[(model.key, step.key)] = _run(step, model, cache)
     print_table(models, chosen, results)
+    print_pass_table(models, results)
     print_goals(results)
     return 0
 
@@ -559,8 +640,59 @@ def print_table(models: list[Model], steps: list[Step], results: dict) -> None:
     for model, step, measure in failures:
         print(f"  {model} / {step}: {measure.error}")
     for (model, step), measure in results.items():
-        if measure.extra:
-            print(f"  {model} / {step}: {json.dumps(measure.extra)}")
+        shown = {k: v for k, v in measure.extra.items() if k != "passes"}
+        if shown:
+            print(f"  {model} / {step}: {json.dumps(shown)}")
+
+
+def print_pass_table(models: list[Model], results: dict) -> None:
+    """`compile -p O2`'s seconds pass by pass (its --json record), the rest of the process
+    (start-up, import, write, report) and onnxruntime EXTENDED on the same file; then, for
+    each kind of graph measured at 10k and 100k nodes, how much each figure grew."""
+    measured = [m for m in models if (found := results.get((m.key, "compile"))) is not None
+                and "passes" in found.extra]
+    if not measured:
+        return
+    columns = {m.key: dict(_pass_rows(results[(m.key, "compile")])) for m in measured}
+    rows = list(dict.fromkeys(row for m in measured for row in columns[m.key]))
+    for m in measured:
+        ort = results.get((m.key, "ort"))
+        columns[m.key]["onnxruntime EXTENDED"] = ort.seconds if ort and not ort.error else None
+        columns[m.key]["compile / onnxruntime"] = _ratio(
+            columns[m.key]["compile (whole process)"], columns[m.key]["onnxruntime EXTENDED"])
+    rows += ["onnxruntime EXTENDED", "compile / onnxruntime"]
+    growth = [(kind, f"10k-{kind}", f"100k-{kind}") for kind in ("chain", "scoped", "flat")
+              if f"10k-{kind}" in columns and f"100k-{kind}" in columns]
+    print("\ncompile -p O2, seconds per pass (wall)")
+    print(f"{'':32}" + "".join(f"{m.label:>12}" for m in measured)
+          + "".join(f"{kind + ' x':>12}" for kind, _, _ in growth))
+    for row in rows:
+        cells = [columns[m.key].get(row) for m in measured]
+        grown = [_ratio(columns[big].get(row), columns[small].get(row))
+                 for _, small, big in growth]
+        if row.endswith("onnxruntime"):
+            grown = [None] * len(growth)
+        print(f"{row:32}" + "".join(f"{_figure(c):>12}" for c in cells)
+              + "".join(f"{_figure(g, 'x'):>12}" for g in grown))
+
+
+def _pass_rows(measure: Measure) -> list[tuple[str, float]]:
+    passes = measure.extra["passes"]
+    rows = [(f"{index + 1:2} {name}", seconds) for index, (name, seconds) in enumerate(passes)]
+    spent = sum(seconds for _, seconds in passes)
+    return rows + [("passes together", spent),
+                   ("rest (start, load, write, report)", measure.seconds - spent),
+                   ("compile (whole process)", measure.seconds)]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _figure(value: float | None, unit: str = "") -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}{unit}" if value < 100 else f"{value:.0f}{unit}"
 
 
 def print_goals(results: dict) -> None:

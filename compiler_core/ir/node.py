@@ -108,7 +108,7 @@ class Node:
         if write_guard._armed:
             write_guard.touch_wiring(self, (old, new))
         if old is not None:
-            old.uses.remove((self, index))
+            _drop_use(old.uses, self, index)
         if index >= 0:
             self._inputs = self._inputs[:index] + (new,) + self._inputs[index + 1:]
         else:
@@ -124,9 +124,9 @@ class Node:
             write_guard.touch_wiring(self, (*self.inputs, *self.implicit_inputs))
         for index, value in enumerate(self.inputs):
             if value is not None:
-                value.uses.remove((self, index))
+                _drop_use(value.uses, self, index)
         for k, value in enumerate(self.implicit_inputs):
-            value.uses.remove((self, -1 - k))
+            _drop_use(value.uses, self, -1 - k)
 
     # -- convenience -------------------------------------------------------------------------------
     @property
@@ -166,6 +166,19 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node#{self.id}({self.qualified_op} {self.name!r})"
+
+
+def _drop_use(uses: list, node: "Node", index: int) -> None:
+    """Remove the use ``(node, index)``, searching from the newest: a rewrite removes the nodes
+    it replaces last first, so the use it drops is near the end of the list even when
+    thousands of nodes read the value (a shared constant); ``list.remove`` scans from the
+    start, which made removing N readers of one value cost N²."""
+    for position in range(len(uses) - 1, -1, -1):
+        reader, at = uses[position]
+        if reader is node and at == index:
+            del uses[position]
+            return
+    raise ValueError(f"{node.name!r} does not read this value at input {index}")
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 
 from ..errors import GraphLabError, PassFailedError
 from ..ir import Graph
+from ..ir.collection import collection_paused
 from ..ir.write_guard import WriteGuard
 from .base import Pass, PassContext, PassResult
 from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
@@ -47,6 +48,7 @@ class PassManager:
         self.calibration_inputs = calibration_inputs
         self.instruments = list(instruments)
 
+    @collection_paused
     def run(self, graph: Graph,
             on_progress: Callable[[int, int, str], None] | None = None) -> PipelineResult:
         """Run the pipeline on a copy of ``graph`` (the input is never changed)."""
