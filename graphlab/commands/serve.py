@@ -3,6 +3,7 @@ threads for one user, several workers for a room)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import sys
@@ -100,7 +101,11 @@ def run(args) -> int:
         if not args.no_browser:
             threading.Thread(target=open_browser, args=(url,), daemon=True).start()
 
-    serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
+    try:
+        serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
+    finally:   # a build still running stops with the server (the interpreter would wait for it)
+        for builder in multiprocessing.active_children():
+            builder.terminate()
     return 0
 
 
