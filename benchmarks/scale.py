@@ -491,29 +491,36 @@ def _compile_goal(model: str, stand_in: str | None = None):
     return check
 
 
+# The two goals below judge CPU seconds (user + system, the step's process and its children):
+# on a machine shared with other work, wall time swings with the load (four times the CPU
+# time at a load average of 8 on 2 cores), and the growth from 10k to 100k would measure the
+# neighbours.  Wall time is printed beside.
+
 def _no_slower_than_onnxruntime(model: str):
-    """graphlab compile -p O2 in no more wall time than onnxruntime EXTENDED's offline
+    """graphlab compile -p O2 in no more CPU time than onnxruntime EXTENDED's offline
     optimization of the same file, each a fresh process."""
     def check(results) -> tuple[bool | None, str]:
         ours, theirs = _get(results, model, "compile"), _get(results, model, "ort")
         if ours is None or theirs is None or ours.error or theirs.error:
             return None, "not measured"
-        ratio = ours.seconds / theirs.seconds
-        return ratio <= 1.0, (f"{ours.seconds:.1f} s ({ours.cpu or 0:.1f} cpu) against "
-                              f"{theirs.seconds:.1f} s ({theirs.cpu or 0:.1f} cpu): {ratio:.2f}x")
+        ratio = (ours.cpu or 0) / (theirs.cpu or 1e-9)
+        return ratio <= 1.0, (f"{ours.cpu or 0:.1f} s cpu ({ours.seconds:.1f} s wall) against "
+                              f"{theirs.cpu or 0:.1f} s cpu ({theirs.seconds:.1f} s wall): "
+                              f"{ratio:.2f}x")
     return check
 
 
 def _grows_at_most(kind: str, times: float):
-    """Compile time from 10k to 100k nodes of the same kind of graph grows at most ``times``
-    (linear is 10x; n log n about 12.5x)."""
+    """Compile CPU time from 10k to 100k nodes of the same kind of graph grows at most
+    ``times`` (linear is 10x; n log n about 12.5x)."""
     def check(results) -> tuple[bool | None, str]:
         small, big = (_get(results, f"{n}-{kind}", "compile") for n in ("10k", "100k"))
         if small is None or big is None or small.error or big.error:
             return None, "not measured"
-        grown = big.seconds / small.seconds
-        return grown <= times, (f"{small.seconds:.1f} s -> {big.seconds:.1f} s: {grown:.1f}x "
-                                f"(cpu {small.cpu or 0:.1f} -> {big.cpu or 0:.1f} s)")
+        grown = (big.cpu or 0) / (small.cpu or 1e-9)
+        return grown <= times, (f"cpu {small.cpu or 0:.1f} s -> {big.cpu or 0:.1f} s: "
+                                f"{grown:.1f}x (wall {small.seconds:.1f} -> "
+                                f"{big.seconds:.1f} s)")
     return check
 
 
@@ -530,12 +537,13 @@ GOALS = [
     Goal("10k scoped: every app step <= 1 s", _within("10k-scoped", "app-step", 1, None)),
     Goal("10k flat: app first render <= 3 s", _within("10k-flat", "app-first-render", 3, None)),
     Goal("10k flat: every app step <= 1 s", _within("10k-flat", "app-step", 1, None)),
-    Goal("10k chain: compile -p O2 no slower than onnxruntime EXTENDED",
+    Goal("10k chain: compile -p O2 no slower than onnxruntime EXTENDED (cpu)",
          _no_slower_than_onnxruntime("10k-chain")),
-    Goal("10k scoped: compile -p O2 no slower than onnxruntime EXTENDED",
+    Goal("10k scoped: compile -p O2 no slower than onnxruntime EXTENDED (cpu)",
          _no_slower_than_onnxruntime("10k-scoped")),
-    Goal("chain: compile time grows <= 12x from 10k to 100k nodes", _grows_at_most("chain", 12)),
-    Goal("scoped: compile time grows <= 12x from 10k to 100k nodes",
+    Goal("chain: compile cpu time grows <= 12x from 10k to 100k nodes",
+         _grows_at_most("chain", 12)),
+    Goal("scoped: compile cpu time grows <= 12x from 10k to 100k nodes",
          _grows_at_most("scoped", 12)),
     Goal("10k scoped: graphlab serve --model listening <= 10 s",
          _within("10k-scoped", "serve", 10, None)),
@@ -656,21 +664,27 @@ def print_pass_table(models: list[Model], results: dict) -> None:
     columns = {m.key: dict(_pass_rows(results[(m.key, "compile")])) for m in measured}
     rows = list(dict.fromkeys(row for m in measured for row in columns[m.key]))
     for m in measured:
-        ort = results.get((m.key, "ort"))
-        columns[m.key]["onnxruntime EXTENDED"] = ort.seconds if ort and not ort.error else None
-        columns[m.key]["compile / onnxruntime"] = _ratio(
-            columns[m.key]["compile (whole process)"], columns[m.key]["onnxruntime EXTENDED"])
-    rows += ["onnxruntime EXTENDED", "compile / onnxruntime"]
+        ours, ort = results[(m.key, "compile")], results.get((m.key, "ort"))
+        ort = ort if ort is not None and not ort.error else None
+        column = columns[m.key]
+        column["onnxruntime EXTENDED"] = ort.seconds if ort else None
+        column["compile / onnxruntime"] = _ratio(column["compile (whole process)"],
+                                                 column["onnxruntime EXTENDED"])
+        column["compile, cpu seconds"] = ours.cpu
+        column["onnxruntime EXTENDED, cpu seconds"] = ort.cpu if ort else None
+        column["compile / onnxruntime, cpu"] = _ratio(ours.cpu, ort.cpu if ort else None)
+    rows += ["onnxruntime EXTENDED", "compile / onnxruntime", "compile, cpu seconds",
+             "onnxruntime EXTENDED, cpu seconds", "compile / onnxruntime, cpu"]
     growth = [(kind, f"10k-{kind}", f"100k-{kind}") for kind in ("chain", "scoped", "flat")
               if f"10k-{kind}" in columns and f"100k-{kind}" in columns]
-    print("\ncompile -p O2, seconds per pass (wall)")
+    print("\ncompile -p O2, seconds per pass (wall; cpu seconds of the whole process below)")
     print(f"{'':32}" + "".join(f"{m.label:>12}" for m in measured)
           + "".join(f"{kind + ' x':>12}" for kind, _, _ in growth))
     for row in rows:
         cells = [columns[m.key].get(row) for m in measured]
         grown = [_ratio(columns[big].get(row), columns[small].get(row))
                  for _, small, big in growth]
-        if row.endswith("onnxruntime"):
+        if "/ onnxruntime" in row:
             grown = [None] * len(growth)
         print(f"{row:32}" + "".join(f"{_figure(c):>12}" for c in cells)
               + "".join(f"{_figure(g, 'x'):>12}" for g in grown))
