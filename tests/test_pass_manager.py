@@ -399,3 +399,51 @@ def test_explain_shows_a_pattern_a_plugin_registered(tmp_path, capsys):
                  "plugin_double_relu", "--json"]) == 0
     (report,) = json.loads(capsys.readouterr().out)["patterns"]
     assert report["name"] == "plugin_double_relu" and report["matches"] == []
+
+
+# ---- copy-on-write snapshots ----------------------------------------------------------------
+
+class SetAxisInPlace(Pass):
+    """Test pass: changes an attribute behind the Graph's back (a container changed in place)."""
+
+    name = "test_attr_in_place"
+    family = "test"
+
+    def run(self, graph, ctx):
+        graph.nodes_of_type("Relu")[0].attrs["note"] = 1
+        return PassResult(rewrites=1)
+
+
+class ShapeByField(Pass):
+    """Test pass: changes a value's shape by setting the field (seen by the guard)."""
+
+    name = "test_shape_field"
+    family = "test"
+
+    def run(self, graph, ctx):
+        graph.nodes_of_type("Relu")[0].outputs[0].shape = ("m", 4)
+        return PassResult(rewrites=1)
+
+
+def test_passes_that_change_nothing_share_the_graph_and_earlier_snapshots_stay_intact():
+    result = PassManager(["eliminate_dropout", "dce", DropNeg(), "dce"], check=True).run(
+        relu_chain())
+    first, second, negated, last = result.snapshots
+    assert first.graph is second.graph and negated.graph is last.graph
+    assert second.graph is not negated.graph and not first.changed and not last.changed
+    assert ops(second.graph) == {"Identity": 1, "Relu": 2, "Neg": 1}   # as before DropNeg
+    assert ops(negated.graph) == {"Identity": 1, "Relu": 2, "Abs": 1}
+    assert negated.diff.added and negated.diff.removed
+    assert ops(result.initial) == {"Identity": 1, "Relu": 2, "Neg": 1}
+
+
+def test_a_field_set_on_a_value_copies_the_graph_first():
+    result = PassManager(["dce", ShapeByField()], check=True).run(relu_chain())
+    before, after = (s.graph for s in result.snapshots)
+    relu = lambda g: g.nodes_of_type("Relu")[0].outputs[0].shape  # noqa: E731
+    assert relu(before) == ("n", 4) and relu(after) == ("m", 4) and before is not after
+
+
+def test_check_mode_names_a_pass_that_changes_a_container_in_place():
+    with pytest.raises(Exception, match="test_attr_in_place changed the graph behind"):
+        PassManager(["dce", SetAxisInPlace()], check=True).run(relu_chain())

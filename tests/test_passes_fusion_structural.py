@@ -155,6 +155,25 @@ def test_element_wise_chains_fuse_on_transformers(sample):
         assert not internal & set(snapshot.graph.values), "an intermediate escaped the chain"
 
 
+def test_a_long_chain_sharing_one_constant_becomes_one_node_and_runs_the_same():
+    """Every Mul and Add reads the same constant (hundreds of uses dropped as the chain fuses);
+    one op's result also feeds a later op of the chain (a diamond), so it joins once both of
+    its readers are in."""
+    nodes, current = [], "x"
+    for index in range(300):
+        op = ("Relu", "Mul", "Tanh", "Add")[index % 4]
+        inputs = [current] if op in ("Relu", "Tanh") else [current, "c"]
+        nodes.append(helper.make_node(op, inputs, [f"v{index}"], name=f"node_{op}_{index}"))
+        current = f"v{index}"
+    nodes.append(helper.make_node("Add", [current, "v150"], ["y"], name="diamond"))
+    graph = build(nodes, [tensor("x", shape=[2, 8])], [tensor("y", shape=[2, 8])],
+                  {"c": np.float32(0.5)})
+    result = run_checked(graph, ["fuse_elementwise"])
+    fused = result.final
+    assert ops(fused) == {"FusedElementwise": 1} and len(fused.nodes[0].body) == 301
+    assert len(fused.values["c"].uses) == 1
+
+
 def test_decomposed_gelu_becomes_one_fused_node():
     snapshot = run_pass(load_sample("teach_gelu"), "fuse_elementwise")
     assert fused_bodies(snapshot.graph) == [["Div", "Erf", "Add", "Mul", "Mul"] * 2]

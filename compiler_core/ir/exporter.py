@@ -362,16 +362,20 @@ class _FunctionTable:
         self.protos: list[onnx.FunctionProto] = []
         self._by_digest: dict[str, str] = {}
         self._taken = {name for (_, name, _) in graph.functions}
+        # per op type, the suffix its last new function took: every smaller one is taken, so
+        # the search for a free name starts there (not at 1 for each of thousands of bodies)
+        self._last_suffix: dict[str, int] = {}
 
     def name_for(self, node: Node) -> str:
         function = self._function(node.body, node.op_type)
         digest = hashlib.sha1(function.SerializeToString(deterministic=True)).hexdigest()
         if digest not in self._by_digest:
-            suffix = 1
+            suffix = self._last_suffix.get(node.op_type, 1)
             name = fused_function_name(node.op_type, suffix)
             while name in self._taken:
                 suffix += 1
                 name = fused_function_name(node.op_type, suffix)
+            self._last_suffix[node.op_type] = suffix
             self._taken.add(name)
             function.name = name
             self.protos.append(function)

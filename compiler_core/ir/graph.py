@@ -22,6 +22,7 @@ import onnx
 from ..errors import InvalidGraphError
 from .lazy_tensors import LazyTensor, data_elem_type
 from .node import Node, Provenance
+from . import write_guard
 from .spill import keep
 from .value import Value
 
@@ -123,6 +124,8 @@ class Graph:
         return f"{hint}_{count}"
 
     def _register(self, value: Value) -> Value:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         existing = self.values.get(value.name)
         if existing is not None and existing is not value:
             raise InvalidGraphError(f"two values are named {value.name!r}", where=value.name)
@@ -137,6 +140,8 @@ class Graph:
 
     def rename_value(self, value: Value, new_name: str) -> None:
         """Rename a value everywhere, including inside If/Loop/Scan bodies that read it."""
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         if new_name == value.name:
             return
         if new_name in self.values:
@@ -156,12 +161,16 @@ class Graph:
 
     # ------------------------------------------------------------------ inputs, outputs, constants
     def add_input(self, value: Value) -> Value:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         self._register(value)
         value.is_graph_input = True
         self._inputs.append(value)
         return value
 
     def set_outputs(self, values: Iterable[Value]) -> None:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         for value in self._outputs:
             value.is_graph_output = False
         self._outputs = list(values)
@@ -171,6 +180,8 @@ class Graph:
     def add_initializer(self, hint: str, array: "np.ndarray | LazyTensor") -> Value:
         """Register a constant, kept read-only so copies can share it safely (a large one a
         pass made goes to a scratch file: ``spill.keep``)."""
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         name = self.unique_name(hint)
         data = keep(array, name)
         value = Value(name, data_elem_type(data), data.shape, const=data)
@@ -179,6 +190,8 @@ class Graph:
         return value
 
     def remove_initializer(self, value: Value) -> None:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         if value.uses or value.is_graph_output:
             raise InvalidGraphError(f"initializer {value.name!r} is still used", where=value.name)
         self.initializers.pop(value.name, None)
@@ -195,6 +208,8 @@ class Graph:
         names, or None for omitted optional outputs.  ``order`` places the node among its peers
         in the printed order (default: after everything).
         """
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         if node_id is None:
             node_id = self.next_id
         if node_id in self._nodes:
@@ -239,6 +254,8 @@ class Graph:
 
     def remove_node(self, node: Node) -> None:
         """Take a node out.  Its outputs keep their uses (to be re-produced) or are forgotten."""
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         if self._nodes.get(node.id) is not node:
             raise InvalidGraphError(f"{node.name!r} is not in this graph", where=node.name)
         node.detach_inputs()
@@ -266,6 +283,8 @@ class Graph:
         If ``old`` is a graph output, ``new`` takes its place and its name, so the model's
         interface does not change (check ``can_replace_uses`` first).
         """
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         if old is new:
             return
         if old.is_graph_output and not self.can_replace_uses(old, new):
@@ -291,7 +310,14 @@ class Graph:
         self._order = None
 
     def set_node_attr(self, node: Node, name: str, value: Any) -> None:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
         node.attrs[name] = _freeze(value)
+
+    def remove_node_attr(self, node: Node, name: str) -> None:
+        if write_guard._armed:
+            write_guard.touch_graph(self)
+        node.attrs.pop(name, None)
 
     # ------------------------------------------------------------------ order
     def _toposort(self) -> list[Node]:
@@ -328,6 +354,8 @@ class Graph:
         """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays."""
         g = Graph.__new__(Graph)
         g.__setstate__(self.__getstate__())
+        if self._order is not None:   # the same order: no need to sort again
+            g._order = [g._nodes[n.id] for n in self._order]
         return g
 
     def renumbered(self, new_id: dict[int, int]) -> "Graph":
@@ -377,6 +405,24 @@ class Graph:
                 "inputs": [v.name for v in self._inputs],
                 "outputs": [v.name for v in self._outputs],
                 "initializers": list(self.initializers)}
+
+    def structure_key(self) -> tuple:
+        """Everything a pass may change, comparable with ``==`` (weights, attribute values and
+        bodies by identity: they are replaced, never changed in place).  The PassManager's
+        check mode compares it around passes that went unseen by the write guard."""
+        state = self.__getstate__()
+        values = tuple((name, elem_type, shape, id(stored), id(type_proto), doc)
+                       for name, elem_type, shape, stored, type_proto, doc in state["values"])
+        nodes = tuple(record[:5] + (tuple((k, id(v)) for k, v in record[5].items()),
+                                    tuple(record[6].items()), tuple(record[7]),
+                                    tuple(record[8]), tuple(record[9]), id(record[10]),
+                                    record[11], tuple(record[12].items())) + record[13:]
+                      for record in state["nodes"])
+        return (tuple(state["scalars"].items()), tuple(state["opset_imports"].items()),
+                tuple((k, id(f)) for k, f in state["functions"].items()),
+                state["model_info"], tuple(state["metadata"].items()), tuple(state["warnings"]),
+                values, nodes,
+                tuple(state["inputs"]), tuple(state["outputs"]), tuple(state["initializers"]))
 
     def __setstate__(self, state: dict) -> None:
         Graph.__init__(self)

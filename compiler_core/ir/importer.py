@@ -17,6 +17,7 @@ from onnx import numpy_helper
 
 from ..errors import InvalidGraphError, ModelLoadError
 from . import attributes, contrib_shapes
+from .collection import collection_paused
 from .external_data import external_tensor, iter_tensors, load_external_data
 from .graph import Graph
 from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
@@ -30,6 +31,7 @@ from .value import Value
 from .wire import InlineWeights, Span, WireError, split_inline_weights
 
 
+@collection_paused
 def load_model(source: str | os.PathLike | bytes, *, infer_shapes: bool = True) -> Graph:
     """Import an ONNX model from a file path or from its bytes.
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from .collection import collection_paused
 from .exporter import (ExternalData, model_pieces, piece_size, pieces_size, to_bytes,
                        write_model, write_to_file)
 from ..errors import GraphLabError
@@ -47,6 +48,7 @@ class SavedModel:
                 "data_bytes": self.data_bytes}
 
 
+@collection_paused
 def save_model(graph: Graph, path: str | os.PathLike,
                external_data: bool | None = None) -> SavedModel:
     """Write ``graph`` to ``path``; with ``external_data`` (None: when one file would pass the

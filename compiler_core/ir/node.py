@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from . import write_guard
 from .lazy_tensors import LazyTensor, values_of
 
 if TYPE_CHECKING:
@@ -95,6 +96,8 @@ class Node:
         """Wire a new node's inputs, registering it as a user of each value."""
         if self._inputs:
             raise ValueError(f"node {self.name!r} is already wired; use replace_input")
+        if write_guard._armed:
+            write_guard.touch_wiring(self, inputs)
         self._inputs = tuple(inputs)
         for index, value in enumerate(self._inputs):
             if value is not None:
@@ -103,8 +106,10 @@ class Node:
     def replace_input(self, index: int, new: "Value | None") -> None:
         """Point input ``index`` (negative: implicit input ``-1 - index``) at another value."""
         old = self.inputs[index] if index >= 0 else self.implicit_inputs[-1 - index]
+        if write_guard._armed:
+            write_guard.touch_wiring(self, (old, new))
         if old is not None:
-            old.uses.remove((self, index))
+            _drop_use(old.uses, self, index)
         if index >= 0:
             self._inputs = self._inputs[:index] + (new,) + self._inputs[index + 1:]
         else:
@@ -116,11 +121,13 @@ class Node:
 
     def detach_inputs(self) -> None:
         """Drop this node's uses of every value it reads (used when it leaves the graph)."""
+        if write_guard._armed:
+            write_guard.touch_wiring(self, (*self.inputs, *self.implicit_inputs))
         for index, value in enumerate(self.inputs):
             if value is not None:
-                value.uses.remove((self, index))
+                _drop_use(value.uses, self, index)
         for k, value in enumerate(self.implicit_inputs):
-            value.uses.remove((self, -1 - k))
+            _drop_use(value.uses, self, -1 - k)
 
     # -- convenience -------------------------------------------------------------------------------
     @property
@@ -168,6 +175,19 @@ class Node:
 
     def __repr__(self) -> str:
         return f"Node#{self.id}({self.qualified_op} {self.name!r})"
+
+
+def _drop_use(uses: list, node: "Node", index: int) -> None:
+    """Remove the use ``(node, index)``, searching from the newest: a rewrite removes the nodes
+    it replaces last first, so the use it drops is near the end of the list even when
+    thousands of nodes read the value (a shared constant); ``list.remove`` scans from the
+    start, which made removing N readers of one value cost N²."""
+    for position in range(len(uses) - 1, -1, -1):
+        reader, at = uses[position]
+        if reader is node and at == index:
+            del uses[position]
+            return
+    raise ValueError(f"{node.name!r} does not read this value at input {index}")
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:

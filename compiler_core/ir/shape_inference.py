@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import onnx
 
-from . import contrib_shapes
+from . import contrib_shapes, write_guard
 from .graph import Graph
 from .exporter import to_model_proto
 from .node import Node
@@ -89,6 +89,8 @@ def _onnx_inference(graph: Graph, light: onnx.ModelProto) -> onnx.ModelProto:
 
 def _warn_once(graph: Graph, message: str) -> None:
     if message not in graph.warnings:
+        if write_guard._armed:
+            write_guard.touch_graph(graph)
         graph.warnings.append(message)
 
 

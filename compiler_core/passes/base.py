@@ -1,7 +1,7 @@
 """What a pass is: a named graph transformation that says what it did and what it declined.
 
-A pass mutates the graph it is given (the PassManager hands it a fresh structural copy, so the
-previous snapshot stays intact) and returns a PassResult.  Every node it creates carries
+A pass mutates the graph it is given (the PassManager guards it: the first change copies it
+for the previous snapshot, which stays intact) and returns a PassResult.  Every node it creates carries
 provenance (``ctx.provenance(rule, sources)``); every rewrite it *declines* because it would
 change the model's results is recorded with a reason — that record is what the app shows.
 """
@@ -47,6 +47,7 @@ class PassResult:
     notes: list[str] = field(default_factory=list)
     declined: list[Decline] = field(default_factory=list)
     pattern_reports: list[PatternRecord] = field(default_factory=list)
+    _recorded: set[Decline] = field(default_factory=set, repr=False, compare=False)
 
     def decline(self, site: Node | str, rule: str, reason: str, blocking: Node | None = None,
                 nodes: tuple[Node, ...] | list[Node] = ()) -> None:
@@ -59,7 +60,8 @@ class PassResult:
                           tuple(NodeRef.of(n) for n in nodes)))
 
     def _add(self, decline: Decline) -> None:
-        if decline not in self.declined:
+        if decline not in self._recorded:   # a set: a pass may decline thousands of sites
+            self._recorded.add(decline)
             self.declined.append(decline)
 
     def merge(self, other: "PassResult") -> None:

@@ -35,11 +35,13 @@ class PassStep:
     total: int
     the_pass: Pass
     before: Graph         # the previous pass's output (never changed)
-    graph: Graph          # the pass's working copy; after the pass, its output
+    graph: Graph          # the graph the pass works on; after the pass, its output.  The same
+    #                       object as ``before`` until the pass first changes it (``wrote``)
     ctx: PassContext
     result: PassResult = field(default_factory=PassResult)   # filled in by the run
     seconds: float = 0.0                                     # set by the Timer
     snapshot: Snapshot | None = None                         # set by the SnapshotRecorder
+    wrote: bool = False                                      # the pass changed its graph
 
     @property
     def name(self) -> str:
@@ -48,7 +50,7 @@ class PassStep:
     @cached_property
     def diff(self) -> GraphDiff:
         """What the pass changed (computed once, after the pass, for whoever asks)."""
-        return diff_graphs(self.before, self.graph)
+        return diff_graphs(self.before, self.graph) if self.wrote else GraphDiff()
 
 
 class Instrument:

@@ -1,8 +1,10 @@
 """The PassManager runs a pipeline of passes; instruments around each pass do the rest.
 
 A pipeline mixes pass and preset names, Pass instances and pass sources (``as_pass()``, e.g. a
-rule set); see ``registry.resolve_passes``.  Each pass gets a fresh structural copy of the
-previous graph, so every snapshot stays intact.  Snapshots, timing, progress, the numerical
+rule set); see ``registry.resolve_passes``.  Each pass works on the previous pass's graph
+under a write guard (``ir.write_guard``): its first change copies the graph as it was for the
+snapshots that share it, so every snapshot stays intact and a pass that changes nothing copies
+nothing (snapshots of passes that changed nothing share one graph).  Snapshots, timing, progress, the numerical
 check and the graph checks are instruments (``instruments.py``) built from the constructor's
 flags; callers add their own with ``instruments=[...]``.  A pass that raises is reported as a
 PassFailedError naming the pass and the node it was working on (``PassContext.current_node``).
@@ -15,6 +17,8 @@ from typing import Callable, Sequence
 
 from ..errors import GraphLabError, PassFailedError
 from ..ir import Graph
+from ..ir.collection import collection_paused
+from ..ir.write_guard import WriteGuard
 from .base import Pass, PassContext, PassResult
 from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
                           PropertyChecker, SnapshotRecorder, Timer)
@@ -44,6 +48,7 @@ class PassManager:
         self.calibration_inputs = calibration_inputs
         self.instruments = list(instruments)
 
+    @collection_paused
     def run(self, graph: Graph,
             on_progress: Callable[[int, int, str], None] | None = None) -> PipelineResult:
         """Run the pipeline on a copy of ``graph`` (the input is never changed)."""
@@ -53,14 +58,19 @@ class PassManager:
         instruments = self._instruments(recorder, verifier, on_progress)
         for instrument in instruments:
             instrument.before_pipeline(graph, self.passes)
-        current = graph
+        current = graph.copy() if self.passes else graph   # the caller's graph never changes
         for index, the_pass in enumerate(self.passes):
             ctx = PassContext(bindings=self.bindings, pass_name=the_pass.name,
                               target=self.target, calibration_inputs=self.calibration_inputs)
-            step = PassStep(index, len(self.passes), the_pass, current, current.copy(), ctx)
+            step = PassStep(index, len(self.passes), the_pass, current, current, ctx)
             for instrument in instruments:
                 instrument.before_pass(step)
-            step.result = _run_pass(the_pass, step.graph, ctx)
+            before = current.structure_key() if self.check else None
+            with WriteGuard(current, lambda: _keep_before(step, recorder.snapshots)) as guard:
+                step.result = _run_pass(the_pass, step.graph, ctx)
+            step.wrote = guard.fired
+            if before is not None and step.before.structure_key() != before:
+                raise _unguarded_write(the_pass)
             for instrument in reversed(instruments):
                 instrument.after_pass(step)
             current = step.graph
@@ -76,6 +86,26 @@ class PassManager:
                 *([GraphChecker(), PropertyChecker()] if self.check else []),
                 *([verifier] if verifier else []),
                 recorder, Timer()]
+
+
+def _keep_before(step: PassStep, snapshots: list[Snapshot]) -> None:
+    """The pass is about to change its graph: the step and the snapshots that share that
+    graph keep a copy of it as it is."""
+    kept = step.graph.copy()
+    for snapshot in reversed(snapshots):
+        if snapshot.graph is not step.graph:
+            break
+        snapshot.graph = kept
+    step.before = kept
+
+
+def _unguarded_write(the_pass: Pass) -> GraphLabError:
+    return GraphLabError(
+        f"pass {the_pass.name} changed the graph behind the write guard's back (a container "
+        f"such as node.attrs changed in place before any change through the Graph's methods)",
+        where=the_pass.name,
+        hint="change nodes through Graph methods (set_node_attr, remove_node_attr, add_node, "
+             "replace_all_uses, ...), so the previous snapshot keeps its graph")
 
 
 def _run_pass(the_pass: Pass, graph: Graph, ctx: PassContext) -> PassResult:

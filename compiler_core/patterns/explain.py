@@ -104,7 +104,7 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     node itself.  A ``budget`` limits the time of the
     whole call (``MatchTimeout`` names the pattern at work when it runs out).
     """
-    index = NodeIndex(graph)
+    index = NodeIndex.of(graph)
     target = _resolve_node(graph, node)
     reports = []
     for pattern in _resolve_patterns(patterns):

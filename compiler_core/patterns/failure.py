@@ -8,7 +8,7 @@ A failure is only ever built in explain mode (fast matching returns False and bu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..ir import Node
@@ -66,11 +66,15 @@ class Failure:
             yield from alternative.leaves()
 
     def with_score(self, size: int) -> "Failure":
-        """Scored against the pattern's size along the OR branches this attempt took."""
-        def scored(failure: Failure) -> Failure:
-            return replace(failure, score=_score(failure.matched, size + failure.extra_size),
-                           alternatives=tuple(scored(a) for a in failure.alternatives))
-        return scored(self)
+        """Scored against the pattern's size along the OR branches this attempt took (set in
+        place: an attempt's failures are its own, and a score depends on the failure alone,
+        so scoring one twice gives the same; copying every tree cost more than the match)."""
+        stack = [self]
+        while stack:
+            failure = stack.pop()
+            failure.score = _score(failure.matched, size + failure.extra_size)
+            stack.extend(failure.alternatives)
+        return self
 
     def summary(self) -> dict:
         return {"path": self.path_text, "part": self.part_text, "expected": self.expected,

@@ -8,6 +8,7 @@ fails just returns False.  ``explain_at`` re-runs one site in explain mode when 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -209,7 +210,23 @@ def _op_test(element: Pattern) -> tuple[bool, Callable[[Node], bool]] | None:
 
 
 class NodeIndex:
-    """Nodes by op type, in execution order: built once per graph state, shared by patterns."""
+    """Nodes by op type, in execution order: built once per graph state, shared by patterns.
+
+    ``NodeIndex.of(graph)`` keeps the index of a graph's current order: the passes that change
+    nothing share one graph (copy-on-write snapshots), so each of their patterns reads the
+    same index instead of indexing every node again."""
+
+    _kept: "weakref.WeakKeyDictionary[Graph, tuple[list[Node], NodeIndex]]" = \
+        weakref.WeakKeyDictionary()
+
+    @classmethod
+    def of(cls, graph: Graph) -> "NodeIndex":
+        order = graph.nodes   # a new list whenever the graph changed
+        kept = cls._kept.get(graph)
+        if kept is None or kept[0] is not order:
+            kept = (order, cls(graph))
+            cls._kept[graph] = kept
+        return kept[1]
 
     def __init__(self, graph: Graph):
         self.graph = graph
@@ -296,7 +313,7 @@ def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
     pair, not as a lone Conv).  A ``budget`` stops the search with ``MatchTimeout``.
     """
     compiled = compile_pattern(pattern)
-    index = index or NodeIndex(graph)
+    index = index or NodeIndex.of(graph)
     claimed: set[int] = set()
     matches = []
     prefilter = compiled.prefilter

@@ -3,6 +3,7 @@ threads for one user, several workers for a room)."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import sys
@@ -88,7 +89,10 @@ def run(args) -> int:
         print(f"shared state and builds: {redacted(config.redis_url)} "
               f"(start builders with `graphlab worker --redis URL`)")
     print(f"preparing {services.default_state.model} ...", flush=True)
-    services.workspace(services.default_state, None)   # every worker opens the first page at once
+    # The first model's build starts in a builder process and the server listens at once: the
+    # page shows the build's progress as it does for any model (a 10,000-node graph takes
+    # longer to prepare than anyone should wait for an address).
+    services.workspace_or_build(services.default_state, None)
     url = f"http://{args.host}:{args.port}/"
 
     def ready() -> None:   # the address is bound: say it once, then open a browser on it
@@ -97,7 +101,11 @@ def run(args) -> int:
         if not args.no_browser:
             threading.Thread(target=open_browser, args=(url,), daemon=True).start()
 
-    serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
+    try:
+        serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
+    finally:   # a build still running stops with the server (the interpreter would wait for it)
+        for builder in multiprocessing.active_children():
+            builder.terminate()
     return 0
 
 

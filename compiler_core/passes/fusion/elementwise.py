@@ -38,18 +38,22 @@ class FuseElementwise(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
+        fusible = _FusibleCache()
         claimed: set[int] = set()
         chains: list[list[Node]] = []
         blocked: dict[int, tuple[Node, str]] = {}
         for node in reversed(graph.nodes):  # grow each chain upwards from its last node
-            if node.id in claimed or not _fusible(node):
+            if node.id in claimed or not fusible(node):
                 continue
-            chain = _grow_chain(node, claimed)
-            claimed.update(n.id for n in chain)
+            chain, left_out = _grow_chain(node, claimed, fusible)
+            inside = {n.id for n in chain}
+            claimed |= inside
             if len(chain) > 1:
                 chains.append(chain)
-            for producer in _candidate_producers(chain, claimed):
-                blocked.setdefault(producer.id, (producer, _outside_reader(producer, chain)))
+            for producer in left_out:
+                if producer.id not in claimed:
+                    blocked.setdefault(producer.id,
+                                       (producer, _outside_reader(producer, inside)))
         for producer, reason in blocked.values():
             result.decline(producer, RULE, reason)
         fused_ops = 0
@@ -63,6 +67,16 @@ class FuseElementwise(Pass):
         return result
 
 
+class _FusibleCache(dict):
+    """``_fusible`` per node id, asked once per node however many chains look at it."""
+
+    def __call__(self, node: Node) -> bool:
+        found = self.get(node.id)
+        if found is None:
+            found = self[node.id] = _fusible(node)
+        return found
+
+
 def _fusible(node: Node) -> bool:
     """An element-wise op with one floating-point result that is not a lone scalar."""
     outputs = [v for v in node.outputs if v is not None]
@@ -70,43 +84,41 @@ def _fusible(node: Node) -> bool:
             and outputs[0].elem_type in _FLOAT_TYPES and outputs[0].numel() != 1)
 
 
-def _grow_chain(last: Node, claimed: set[int]) -> list[Node]:
-    """``last`` plus every element-wise producer whose result only the chain reads.
+def _grow_chain(last: Node, claimed: set[int], fusible: _FusibleCache,
+                ) -> tuple[list[Node], list[Node]]:
+    """``last`` plus every element-wise producer whose result only the chain reads, and the
+    fusible producers left out (read outside the chain).
 
-    Grown to a fixed point: a producer read by two chain members joins once both are in.
+    A worklist: each member, as it joins, counts its reads of its producers' results; a
+    producer joins once the chain holds all its readers (a producer read by two members
+    joins once both are in), so the chain grows in time proportional to its edges.
     """
     chain = [last]
-    grew = True
-    while grew:
-        grew = False
-        for producer in _candidate_producers(chain, claimed):
-            if _outside_reader(producer, chain) is None:
+    members = {last.id}
+    reads: dict[int, int] = {}       # producer id -> uses of its result by members
+    seen: dict[int, Node] = {}       # fusible producers met, in the order they were met
+    for member in chain:             # grows while it is walked
+        for value in dict.fromkeys(v for v in (*member.inputs, *member.implicit_inputs)
+                                   if v is not None):
+            producer = value.producer
+            if (producer is None or producer.id in members or producer.id in claimed
+                    or not fusible(producer)):
+                continue
+            seen.setdefault(producer.id, producer)
+            reads[producer.id] = reads.get(producer.id, 0) + sum(
+                1 for v in (*member.inputs, *member.implicit_inputs) if v is value)
+            result = producer.outputs[0]
+            if reads[producer.id] == len(result.uses) and not result.is_graph_output:
+                members.add(producer.id)
                 chain.append(producer)
-                grew = True
-    return chain
+    return chain, [p for i, p in seen.items() if i not in members]
 
 
-def _candidate_producers(chain: list[Node], claimed: set[int]) -> list[Node]:
-    """Fusible producers of the chain's inputs that are in no chain yet."""
-    members = {n.id for n in chain}
-    found: dict[int, Node] = {}
-    for node in chain:
-        for value in node.inputs:
-            producer = value.producer if value is not None else None
-            if (producer is not None and producer.id not in members
-                    and producer.id not in claimed and _fusible(producer)):
-                found.setdefault(producer.id, producer)
-    return list(found.values())
-
-
-def _outside_reader(producer: Node, chain: list[Node]) -> str | None:
-    """Why ``producer``'s result must be materialised (read outside the chain), or None."""
+def _outside_reader(producer: Node, inside: set[int]) -> str:
+    """Why ``producer``'s result must be materialised (read outside the chain)."""
     value = producer.outputs[0]
     if value.is_graph_output:
         return f"its result {value.name} is a model output, so it must be written to memory"
-    members = {n.id for n in chain}
-    for reader in value.users():
-        if reader.id not in members:
-            return (f"its result {value.name} is also read by {reader.name} "
-                    f"({reader.op_type}), outside the chain")
-    return None
+    reader = next(r for r in value.users() if r.id not in inside)
+    return (f"its result {value.name} is also read by {reader.name} "
+            f"({reader.op_type}), outside the chain")

@@ -164,7 +164,7 @@ def read_shape_in_nchw_order(graph: Graph, ctx: PassContext, shape: Node) -> Non
     arithmetic never needs the NCHW tensor itself."""
     indices = list(TO_NCHW)[shape.attr("start", 0):shape.attr("end", 4)]
     for attr in ("start", "end"):
-        shape.attrs.pop(attr, None)
+        graph.remove_node_attr(shape, attr)
     result = shape.outputs[0]
     order = graph.add_initializer(f"{shape.name}_nchw_order", np.array(indices, np.int64))
     answer = insert_after(graph, result, "Gather", renamed=f"{result.name}_nhwc",

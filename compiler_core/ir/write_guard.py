@@ -1,0 +1,106 @@
+"""Copy-on-write for snapshots: a callback run once, just before a graph is first changed.
+
+The PassManager keeps one graph per pass.  Copying the whole structure before every pass costs
+O(nodes) even for the many passes that find nothing to do; instead a pass works on the previous
+pass's graph itself, guarded: the first change to it (a Graph or Node method that rewires, an
+attribute set on one of its nodes or values) calls ``before_first_write``, which copies the
+graph as it still is for the snapshots that share it, and the pass goes on changing the
+original.  A pass that changes nothing copies nothing.
+
+Attribute sets are caught by a ``__setattr__`` that is installed on Node and Value only while a
+guard is armed, so nothing pays for it otherwise.  Containers changed in place (``node.attrs[k]
+= v``) are not seen: passes change nodes through the Graph's methods (``set_node_attr``), and
+the PassManager's check mode compares the structure before and after a pass that wrote nothing
+(``structure_key``), so a pass that does is caught in the tests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable, Iterable
+
+if TYPE_CHECKING:
+    from .graph import Graph
+    from .node import Node
+    from .value import Value
+
+_armed: list["WriteGuard"] = []
+
+
+class WriteGuard:
+    """``with WriteGuard(graph, before_first_write): ...`` — see the module docstring."""
+
+    def __init__(self, graph: "Graph", before_first_write: Callable[[], None]):
+        self.graph = graph
+        self.before_first_write = before_first_write
+        self.fired = False
+
+    def __enter__(self) -> "WriteGuard":
+        from .node import Node
+        from .value import Value
+
+        if not _armed:
+            Node.__setattr__ = _node_setattr
+            Value.__setattr__ = _value_setattr
+        _armed.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._disarm()
+
+    def _disarm(self) -> None:
+        from .node import Node
+        from .value import Value
+
+        if self in _armed:
+            _armed.remove(self)
+            if not _armed:
+                del Node.__setattr__
+                del Value.__setattr__
+
+    def fire(self) -> None:
+        """Run the callback once (disarmed first: the copy it makes sets attributes too)."""
+        if not self.fired:
+            self.fired = True
+            self._disarm()
+            self.before_first_write()
+
+
+def touch_graph(graph: "Graph") -> None:
+    """``graph`` is about to change."""
+    for guard in list(_armed):
+        if guard.graph is graph:
+            guard.fire()
+
+
+def touch_node(node: "Node") -> None:
+    """``node`` (a field) is about to change."""
+    for guard in list(_armed):
+        if guard.graph.has_node(node):
+            guard.fire()
+
+
+def touch_value(value: "Value") -> None:
+    """``value`` (its uses or a field) is about to change."""
+    for guard in list(_armed):
+        if guard.graph.values.get(value.name) is value:
+            guard.fire()
+
+
+def touch_wiring(node: "Node", values: Iterable["Value | None"]) -> None:
+    """``node`` is about to read other values: its fields and their uses change."""
+    touch_node(node)
+    for value in values:
+        if value is not None:
+            touch_value(value)
+
+
+def _node_setattr(self: "Node", name: str, value) -> None:
+    if _armed and hasattr(self, "id"):   # a node being built is in no graph yet
+        touch_node(self)
+    object.__setattr__(self, name, value)
+
+
+def _value_setattr(self: "Value", name: str, value) -> None:
+    if _armed and hasattr(self, "name"):
+        touch_value(self)
+    object.__setattr__(self, name, value)
