@@ -12,6 +12,7 @@ import subprocess
 import signal
 import threading
 import time
+from pathlib import Path
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -225,7 +226,8 @@ def test_builders_are_limited_and_the_rest_wait(board, tmp_path, monkeypatch):
 
 # ---- the app under gunicorn: two browsers, one of them waiting for a long build ------------
 
-SLOW_PIPELINE = ",".join(["clean"] * 150)  # gpt2_tiny: ~8 s of passes on a fast machine
+SLOW_PIPELINE = "clean,test_take_some_time"  # a plugin pass that waits 8 s
+SLOW_PLUGIN = Path(__file__).with_name("slow_passes.py")
 
 
 @pytest.fixture(scope="module")
@@ -233,7 +235,8 @@ def server(tmp_path_factory):
     """`graphlab serve --workers 2`: any request may land on either worker."""
     from benchmarks.load import start_server
 
-    process, url = start_server(2, str(tmp_path_factory.mktemp("cache")))
+    process, url = start_server(2, str(tmp_path_factory.mktemp("cache")),
+                                ("--plugins", str(SLOW_PLUGIN)))
     yield url
     process.terminate()  # gunicorn lets in-flight requests finish for its graceful timeout (30 s)
     try:

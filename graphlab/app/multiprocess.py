@@ -41,7 +41,8 @@ class _GraphLabServer(BaseApplication):
 
 
 def gunicorn_options(config: AppConfig, host: str, port: int, workers: int,
-                     when_ready: Callable[[], None] | None = None) -> dict:
+                     when_ready: Callable[[], None] | None = None,
+                     in_each_worker: Callable[[], None] | None = None) -> dict:
     """The settings `serve_with_gunicorn` runs with (a function, so tests can read them)."""
     options = {
         "bind": f"{host}:{port}", "workers": workers,
@@ -58,6 +59,8 @@ def gunicorn_options(config: AppConfig, host: str, port: int, workers: int,
         options.update(worker_class="gthread", threads=THREADS_OF_ONE_WORKER)
     if when_ready is not None:
         options["when_ready"] = lambda _arbiter: when_ready()
+    if in_each_worker is not None:
+        options["post_worker_init"] = lambda _worker: in_each_worker()
     return options
 
 
@@ -72,7 +75,10 @@ def _control_socket(cache_dir: str, port: int) -> dict:
 
 
 def serve_with_gunicorn(config: AppConfig, host: str, port: int, workers: int,
-                        when_ready: Callable[[], None] | None = None) -> None:
-    """Serve until stopped; ``when_ready`` runs once the address is bound."""
+                        when_ready: Callable[[], None] | None = None,
+                        in_each_worker: Callable[[], None] | None = None) -> None:
+    """Serve until stopped; ``when_ready`` runs once the address is bound, ``in_each_worker``
+    in each worker process once it has started."""
     os.makedirs(config.cache_dir, exist_ok=True)
-    _GraphLabServer(config, gunicorn_options(config, host, port, workers, when_ready)).run()
+    _GraphLabServer(config, gunicorn_options(config, host, port, workers, when_ready,
+                                             in_each_worker)).run()

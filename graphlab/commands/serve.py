@@ -3,7 +3,6 @@ threads for one user, several workers for a room)."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import socket
 import sys
@@ -88,11 +87,6 @@ def run(args) -> int:
     if config.redis_url:
         print(f"shared state and builds: {redacted(config.redis_url)} "
               f"(start builders with `graphlab worker --redis URL`)")
-    print(f"preparing {services.default_state.model} ...", flush=True)
-    # The first model's build starts in a builder process and the server listens at once: the
-    # page shows the build's progress as it does for any model (a 10,000-node graph takes
-    # longer to prepare than anyone should wait for an address).
-    services.workspace_or_build(services.default_state, None)
     url = f"http://{args.host}:{args.port}/"
 
     def ready() -> None:   # the address is bound: say it once, then open a browser on it
@@ -101,11 +95,16 @@ def run(args) -> int:
         if not args.no_browser:
             threading.Thread(target=open_browser, args=(url,), daemon=True).start()
 
-    try:
-        serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready)
-    finally:   # a build still running stops with the server (the interpreter would wait for it)
-        for builder in multiprocessing.active_children():
-            builder.terminate()
+    def build_first_model() -> None:
+        """The first model's build starts in a builder process as a worker starts (the build
+        board lets only one start it), and the server listens at once: the page shows the
+        build's progress as for any model (a 10,000-node graph takes longer to prepare than
+        anyone should wait for an address).  Started from the workers, not from this
+        process: a worker cannot use a builder launcher its parent started."""
+        services.workspace_or_build(services.default_state, None)
+
+    serve_with_gunicorn(config, args.host, args.port, args.workers, when_ready=ready,
+                        in_each_worker=build_first_model)
     return 0
 
 
