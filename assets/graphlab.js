@@ -209,6 +209,13 @@
     document.addEventListener(kind, function () { lastActivity = Date.now(); }, true);
   });
   var preloading = false;
+  function loadCharts() {
+    var url = window._dashPlotlyJSURL;
+    if (!url || window.Plotly || document.querySelector('script[src="' + url + '"]')) { return; }
+    var script = document.createElement("script");
+    script.src = url;
+    document.head.appendChild(script);
+  }
   function preloadCharts() {
     if (preloading || window.Plotly || !window._dashPlotlyJSURL) { return; }
     preloading = true;
@@ -218,14 +225,15 @@
       if (quiet < QUIET_MS) { setTimeout(whenQuiet, QUIET_MS - quiet); return; }
       idle(function () {
         if (Date.now() - lastActivity < QUIET_MS) { whenQuiet(); return; }
-        var url = window._dashPlotlyJSURL;
-        if (window.Plotly || document.querySelector('script[src="' + url + '"]')) { return; }
-        var script = document.createElement("script");
-        script.src = url;
-        document.head.appendChild(script);
+        loadCharts();
       }, { timeout: 1000 });
     })();
   }
+  /* A pointer on its way to the tabs: a chart tab may be next, so the library starts now. */
+  document.addEventListener("pointerover", function (event) {
+    var tab = event.target && event.target.closest && event.target.closest(".tab");
+    if (tab && preloading) { loadCharts(); }
+  }, true);
 
   /* After groups open or close, a change that the new layout moved out of both panes' view
    * is brought back. */
