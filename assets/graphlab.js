@@ -15,29 +15,37 @@
   var fitted = null;          // the view the panes were last fitted to
   var linked = null;          // {before, after}: the panes' graph instances, once drawn
 
-  /* Clientside callbacks.  applyElements: a pane's update from the server merged into the
-   * elements the pane holds — the whole list, or the elements to drop and the new or changed
-   * ones (replaced in place, new ones appended).  Untouched elements stay the same objects,
-   * so the graph component leaves them alone. */
+  /* Clientside callbacks.  applyPanes: both panes' updates from the server (one callback, so
+   * the renderer does its bookkeeping once) merged into the elements each pane holds — the
+   * whole list, or the elements to drop and the new or changed ones (replaced in place, new
+   * ones appended).  Untouched elements stay the same objects, so the graph component leaves
+   * them alone. */
+  function merged(update, elements, paneId) {
+    var skip = window.dash_clientside.no_update;
+    if (!update) { return skip; }
+    sent[paneId] = { view: update.view, count: update.count };
+    if (update.full) { return update.full; }
+    if (!update.upsert && !update.remove) { return skip; }
+    var gone = new Set(update.remove || []), changed = new Map();
+    (update.upsert || []).forEach(function (e) { changed.set(e.data.id, e); });
+    var out = [];
+    (elements || []).forEach(function (e) {
+      var id = e.data.id;
+      if (gone.has(id)) { return; }
+      if (changed.has(id)) { out.push(changed.get(id)); changed.delete(id); }
+      else { out.push(e); }
+    });
+    changed.forEach(function (e) { out.push(e); });
+    return out;
+  }
+
   window.dash_clientside = Object.assign({}, window.dash_clientside, {
     graphlab: {
-      applyElements: function (update, elements, paneId) {
-        if (!update) { return window.dash_clientside.no_update; }
-        sent[paneId] = { view: update.view, count: update.count };
+      applyPanes: function (before, after, beforeElements, afterElements) {
+        var found = [merged(before, beforeElements, "pane-before"),
+                     merged(after, afterElements, "pane-after")];
         whenDrawn();
-        if (update.full) { return update.full; }
-        if (!update.upsert && !update.remove) { return window.dash_clientside.no_update; }
-        var gone = new Set(update.remove || []), changed = new Map();
-        (update.upsert || []).forEach(function (e) { changed.set(e.data.id, e); });
-        var merged = [];
-        (elements || []).forEach(function (e) {
-          var id = e.data.id;
-          if (gone.has(id)) { return; }
-          if (changed.has(id)) { merged.push(changed.get(id)); changed.delete(id); }
-          else { merged.push(e); }
-        });
-        changed.forEach(function (e) { merged.push(e); });
-        return merged;
+        return found;
       }
     }
   });
@@ -185,25 +193,47 @@
       together(function () { fitChange() || sameModel || fitAll(); });
       var row = document.querySelector(".pass-row.selected");
       if (row) { row.scrollIntoView({ block: "nearest" }); }
+      lastActivity = Date.now();
       preloadCharts();
     }, tries ? 40 : 0);
   }
 
   /* The charts' library (plotly.js, some 5 MB) is loaded by the first chart a tab draws,
-   * which made opening the first hardware tab take seconds.  Once the panes are drawn and the
-   * page is idle, it is loaded ahead; the charts find it there. */
+   * which made opening the first hardware tab take seconds.  It is loaded ahead once the
+   * person has left the page alone for a moment (no input, no new view drawn): evaluating it
+   * holds the page for a second or two on a slow machine, and a step pressed meanwhile would
+   * wait for it. */
+  var QUIET_MS = 1500;
+  var lastActivity = Date.now(), inputs = ["pointerdown", "keydown", "wheel"];
+  inputs.forEach(function (kind) {
+    document.addEventListener(kind, function () { lastActivity = Date.now(); }, true);
+  });
   var preloading = false;
+  function loadCharts() {
+    var url = window._dashPlotlyJSURL;
+    if (!url || window.Plotly || document.querySelector('script[src="' + url + '"]')) { return; }
+    var script = document.createElement("script");
+    script.src = url;
+    document.head.appendChild(script);
+  }
   function preloadCharts() {
     if (preloading || window.Plotly || !window._dashPlotlyJSURL) { return; }
     preloading = true;
-    var idle = window.requestIdleCallback || function (f) { setTimeout(f, 1500); };
-    idle(function () {
-      if (window.Plotly) { return; }
-      var script = document.createElement("script");
-      script.src = window._dashPlotlyJSURL;
-      document.head.appendChild(script);
-    }, { timeout: 5000 });
+    var idle = window.requestIdleCallback || function (f) { setTimeout(f, 0); };
+    (function whenQuiet() {
+      var quiet = Date.now() - lastActivity;
+      if (quiet < QUIET_MS) { setTimeout(whenQuiet, QUIET_MS - quiet); return; }
+      idle(function () {
+        if (Date.now() - lastActivity < QUIET_MS) { whenQuiet(); return; }
+        loadCharts();
+      }, { timeout: 1000 });
+    })();
   }
+  /* A pointer on its way to the tabs: a chart tab may be next, so the library starts now. */
+  document.addEventListener("pointerover", function (event) {
+    var tab = event.target && event.target.closest && event.target.closest(".tab");
+    if (tab && preloading) { loadCharts(); }
+  }, true);
 
   /* After groups open or close, a change that the new layout moved out of both panes' view
    * is brought back. */

@@ -15,7 +15,7 @@ from graphlab.app.pane_updates import applied
 from graphlab.app.panels.panel import TAB
 from graphlab.app.panels.panes import UPDATES
 from graphlab.app.panels.registry import placed
-from graphlab.app.panels.settings_gate import OPEN_TAB, WHERE
+from graphlab.app.panels.settings_gate import GATES
 
 
 def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
@@ -25,32 +25,42 @@ def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
 
 def clientside() -> dict[str, Callable]:
     """Stand-ins by output, for `Tab.open(..., clientside=clientside())`."""
-    found: dict[str, Callable] = {}
-    for panel in placed(TAB):
-        found[f"{ids.tab_view(panel.name)}.data"] = _forward(panel.name)
-    for pane in UPDATES:
-        found[f"{pane}.elements"] = _apply_elements
-    found[f"..{ids.VIEW_SETTINGS}.data...{ids.SETTINGS_KEY}.data.."] = _gate(WHERE)
-    found[f"..{ids.VIEW_SHOWN}.data...{ids.SHOWN_KEY}.data.."] = _gate(OPEN_TAB)
-    return found
+    tabs = [panel.name for panel in placed(TAB)]
+    gates = [f"{store}.data...{key}.data" for _, store, key in GATES]
+    return {_key([f"{ids.tab_view(tab)}.data" for tab in tabs]): _forward(tabs),
+            _key([f"{pane}.elements" for pane in UPDATES]): _apply_panes,
+            _key(gates): _gates}
 
 
-def _gate(ignored: tuple[str, ...]) -> Callable:
-    """The view forwarded when it changed in more than the ``ignored`` keys."""
-    def forward(view, upload, upload_b, last):
+def _key(outputs: list[str]) -> str:
+    """A callback's output as Dash names it: several outputs as ``..a...b..``."""
+    return outputs[0] if len(outputs) == 1 else f"..{'...'.join(outputs)}.."
+
+
+def _gates(view, upload, upload_b, *lasts):
+    """Each gate's store gets the view when it changed in more than the gate ignores."""
+    out: list = []
+    for (ignored, _, _), last in zip(GATES, lasts):
         if not view:
-            return NO_UPDATE, NO_UPDATE
+            out += [NO_UPDATE, NO_UPDATE]
+            continue
         kept = {k: v for k, v in sorted(view.items()) if k not in ignored}
         key = json.dumps([kept, (upload or {}).get("token"), (upload_b or {}).get("token")])
-        return (NO_UPDATE, NO_UPDATE) if key == last else (view, key)
-    return forward
+        out += [NO_UPDATE, NO_UPDATE] if key == last else [view, key]
+    return tuple(out)
 
 
-def _forward(tab: str) -> Callable:
-    return lambda view: view if view and view.get("panel") == tab else NO_UPDATE
+def _forward(tabs: list[str]) -> Callable:
+    return lambda view: tuple(view if view and view.get("panel") == tab else NO_UPDATE
+                              for tab in tabs)
 
 
-def _apply_elements(update, elements, _pane_id):
+def _apply_panes(*values):
+    updates, held = values[:len(UPDATES)], values[len(UPDATES):]
+    return tuple(_apply_elements(update, elements) for update, elements in zip(updates, held))
+
+
+def _apply_elements(update, elements):
     if not update or not {"full", "upsert", "remove"} & set(update):
         return NO_UPDATE   # the update only names the view the pane shows
     return applied(elements or [], update)

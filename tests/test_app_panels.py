@@ -592,6 +592,21 @@ def test_the_traffic_chart_follows_the_pipeline_and_marks_the_selected_pass(serv
     assert "FusedConv ×3" in fusion_caption(traffic)
 
 
+def test_the_build_brings_the_traffic_story_with_the_workspace(tmp_path):
+    """Computed in the builder process and kept in the stored workspace: the server that
+    loads it from the store prices no pass for the Roofline tab."""
+    from compiler_core.hardware.pass_traffic import pipeline_traffic
+    from compiler_core.hardware.targets import DEFAULT_TARGET
+
+    fresh_services = Services.from_config(AppConfig(cache_dir=str(tmp_path)))
+    cnn = fresh_services.workspace(ViewState(model="cnn_bn"), None)
+    kept = cnn.derived.get(("traffic", DEFAULT_TARGET))
+    assert kept is not None
+    fresh = pipeline_traffic(cnn.result, DEFAULT_TARGET, cnn.sizes.bindings)
+    assert [(s.nodes, s.bytes, s.flops) for s in kept.steps] == \
+        [(s.nodes, s.bytes, s.flops) for s in fresh.steps]
+
+
 # ---- every chart is a plain dict ------------------------------------------------------------
 
 def plain_figure(figure) -> dict:

@@ -69,7 +69,7 @@ def call(app, output: str, view: dict | None) -> dict:
     """Post the view to the callback of ``output`` as the browser does; its answer's JSON."""
     values = {("view-state", "data"): view,   # and the stores the page fills from it: a
               (ids.VIEW_SETTINGS, "data"): view,   # tab's, open on the view's panel
-              (ids.VIEW_SHOWN, "data"): view}
+              (ids.VIEW_PASS, "data"): view, (ids.VIEW_SHOWN, "data"): view}
     values.update({(ids.tab_view(tab), "data"): view for tab in registry.tab_names()
                    if view and view.get("panel") == tab})
     return post_callback(app, output, values, "view-state.data")
@@ -116,9 +116,9 @@ def test_without_a_view_a_panel_shows_its_idle_content(app):
 
 
 @pytest.mark.parametrize("output, panel", [
-    ("..patterns.children..", "patterns"), ("..inspector.children..", "inspector"),
-    ("..pass-list.children...pass-list-drawn.data..", "inspector"),
-    ("..numeric-result.children..", "inspector")])
+    ("..patterns.children...patterns-drawn.data..", "patterns"),
+    ("..inspector.children..", "inspector"),
+    ("..pass-list.children...pass-list-drawn.data...numeric-result.children..", "inspector")])
 def test_a_real_panel_says_why_its_workspace_cannot_be_had(app, output, panel):
     view = ViewState(model="no_such_model", node=1, panel=panel).to_dict()
     shown = " ".join(texts(call(app, output, view)))

@@ -162,3 +162,16 @@ def test_unknown_target_name_lists_the_builtins():
         get_target("tpu_v9")
     assert isinstance(caught.value, ValueError)
     assert "tpu_v9" in str(caught.value) and "asic32" in str(caught.value)
+
+
+def test_a_target_travels_between_processes_as_a_pickle():
+    """Records that name their target (the traffic story a build keeps with its workspace)
+    are pickled to the store; the copy prices as the original and keeps its peaks read-only."""
+    import pickle
+    from types import MappingProxyType
+
+    target = get_target("asic32")
+    copy = pickle.loads(pickle.dumps(target))
+    assert copy == target
+    assert isinstance(copy.peak_ops_per_s, MappingProxyType)
+    assert copy.ridge_point("int8") == target.ridge_point("int8")

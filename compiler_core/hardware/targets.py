@@ -113,6 +113,16 @@ class Target:
     energy_table: str = "horowitz45"
     path: str | None = field(default=None, compare=False)
 
+    def __getstate__(self) -> dict:
+        """Pickled with its peaks as a plain dict (a read-only mapping does not pickle), so a
+        record that names its target travels to and from builder processes."""
+        return {**self.__dict__, "peak_ops_per_s": dict(self.peak_ops_per_s)}
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, MappingProxyType(value) if name == "peak_ops_per_s"
+                               else value)
+
     @property
     def default_dtype(self) -> str:
         """The first dtype the target's file lists: its headline rate."""

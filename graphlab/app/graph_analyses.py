@@ -17,8 +17,12 @@ from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffi
 from compiler_core.hardware.shape_transfer import sized
 from compiler_core.ir import Graph
 
+from typing import TYPE_CHECKING
+
 from .intensity_bands import group_bands, node_bands
-from .workbench import Workspace
+
+if TYPE_CHECKING:   # the workspace's build precomputes the traffic story (workbench)
+    from .workbench import Workspace
 
 
 def sized_of(ws: Workspace, graph: Graph) -> Graph:
@@ -67,7 +71,10 @@ def group_band_classes(ws: Workspace, graph: Graph, target: str) -> dict[str, st
 
 
 def traffic_of(ws: Workspace, target: str) -> PipelineTraffic:
-    """FLOPs, bytes, time and arena peak after every pass of the workspace's pipeline."""
+    """FLOPs, bytes, time and arena peak after every pass of the workspace's pipeline.  The
+    build computes it for the default target (`workbench`), in the builder process: pricing
+    every pass takes from a few hundred milliseconds to seconds, which opening the Roofline
+    tab used to wait for."""
     key = ("traffic", target)
     if key not in ws.derived:
         ws.derived[key] = pipeline_traffic(ws.result, target, ws.sizes.bindings)

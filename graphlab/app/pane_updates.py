@@ -4,7 +4,7 @@ The page keeps a record of what each pane's elements were drawn from (`pane_payl
 the server rebuilds that list (usually from its cache) and compares it with the new one, element
 by element (by id).  Nothing changed: nothing is sent — stepping onto a pass that changed
 nothing re-sends no graph.  A few elements changed: only those are sent, with the ids to drop,
-and the page merges them into the list it holds (`graphlab.applyElements` in
+and the page merges them into the list it holds (`graphlab.applyPanes` in
 assets/graphlab.js); cytoscape then touches only those elements.  Most changed: the whole list.
 """
 
@@ -54,18 +54,19 @@ def fingerprint(value) -> str:
     return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None) -> dict:
+def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None,
+                 **kept) -> dict:
     """The panes' outputs that differ from what the page holds (``drawn``: the record of the
     last answer): "before" / "after" updates, "before_style" / "after_style", and
     "drawn_key", the new record, when it changed.  Each pane's update is sent every time: it
     names the view drawn (model and pass) and how many elements the pane then holds, so the
     page fits a new view once both panes hold it; its elements, in the page's ids, only when
-    they changed."""
+    they changed.  ``kept``: more of what the page shows, recorded with the rest."""
     held = Drawn.from_store(drawn, workspace)
     old = pane_elements_of(workspace, held) if held is not None else (None, None)
     styles = [fingerprint(payload.before_style), fingerprint(payload.after_style)]
     held_styles = drawn.get("styles", [None, None]) if held is not None else [None, None]
-    record = {**payload.drawn.to_store(workspace), "styles": styles}
+    record = {**payload.drawn.to_store(workspace), "styles": styles, **kept}
     found: dict = {} if record == drawn else {"drawn_key": record}
     space = namespace(workspace.key)
     view = f"{space}:{payload.drawn.step}"

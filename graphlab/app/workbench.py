@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
+from compiler_core.hardware.targets import DEFAULT_TARGET
 from compiler_core.ir import Graph, load_model
 from compiler_core.model_diff.sides import file_bytes
 from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
@@ -28,6 +29,7 @@ from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
 from ..samples import get_sample, list_samples
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
+from .graph_analyses import traffic_of
 from .layout_store import LayoutStore
 from .nested_layout import LAYOUT_VERSION, NestedLayout, pipeline_layout
 from .scopes import ScopeTree
@@ -231,6 +233,7 @@ def _build_workspace(source: ModelSource, passes: tuple[str, ...],
     workspace = workspace_of(key, source.label, result, group_budget, sizes,
                              layouts=LayoutStore(cache_dir))
     workspace.opens_on = source.opens_on
+    traffic_of(workspace, DEFAULT_TARGET)   # kept in its cache, pickled with it
     return workspace
 
 

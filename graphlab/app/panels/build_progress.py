@@ -46,7 +46,7 @@ def failure_message(err: Exception, view_query: str) -> html.Div:
 
 def register(app, services: Services) -> None:
     @app.callback(Output(PROGRESS, "children"),
-                  Input(POLL, "n_intervals"), Input(PENDING, "data"))
+                  Input(POLL, "n_intervals"), Input(PENDING, "data"), prevent_initial_call=True)
     def show(_tick, pending):
         if not pending:
             return None

@@ -47,7 +47,8 @@ def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
     @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"),
-                  Input(ids.VIEW_SETTINGS, "data"), State(VERSUS, "value"), State(AFTER, "value"))
+                  Input(ids.VIEW_SETTINGS, "data"), State(VERSUS, "value"), State(AFTER, "value"),
+                  prevent_initial_call=True)
     def show_choice(view, versus, after):
         if not view:
             return no_update, no_update

@@ -4,7 +4,7 @@ model loads and runs at onnxruntime's default level, as users load it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, ctx, html
+from dash import Input, Output, html
 
 from ..numeric_check import StepCheck, cached_check, check_step
 from ..services import Services
@@ -28,16 +28,18 @@ def layout() -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    @on_view(app, services, {"result": Output(RESULT, "children")},
-             inputs={"_clicks": Input(CHECK, "n_clicks")}, idle={"result": ""},
-             message="result")
-    def show(state, workspace, _clicks):
-        step = workspace.clamp_step(state.step)
-        if ctx.triggered_id == CHECK:
-            return {"result": render(check_step(workspace, step))}
-        done = cached_check(workspace, step)
-        return {"result": render(done) if done else html.Span("not checked yet",
-                                                               className="muted")}
+    @on_view(app, services, {"result": Output(RESULT, "children", allow_duplicate=True)},
+             inputs={"_clicks": Input(CHECK, "n_clicks")}, view_triggers=False,
+             message="result", prevent_initial_call=True)
+    def check(state, workspace, _clicks):
+        return {"result": render(check_step(workspace, workspace.clamp_step(state.step)))}
+
+
+def shown(workspace, step: int):
+    """The result kept for ``step``, or that it is not checked yet: drawn with the pass list
+    (`stepper`), in the answer a step needs anyway."""
+    done = cached_check(workspace, step)
+    return render(done) if done else html.Span("not checked yet", className="muted")
 
 
 def render(check: StepCheck) -> html.Div:

@@ -1,7 +1,8 @@
 """The panes' intensity overlay: a toggle in the pane tools and its legend under the panes.
 
 The colouring itself is done where the panes are built (`pane_payload` asks
-`intensity_bands` for each node's band); this module owns the control and the legend.
+`intensity_bands` for each node's band); this module owns the control and the legend, which
+the panes' answer carries (`shown`): one request a step instead of two.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from .. import ids
 from ..graph_analyses import cost_of
 from ..intensity_bands import legend_entries
 from ..services import Services
-from .on_view import on_view
 from .panel import INSIDE, Panel
 
 TOGGLE = "overlay-toggle"
@@ -30,26 +30,32 @@ def toggle() -> dcc.Checklist:
 
 def legend() -> html.Div:
     """Drawn under the panes' legend."""
-    return html.Div(id=LEGEND, className="legend overlay-legend")
+    return html.Div(id=LEGEND, className="legend overlay-legend", hidden=True)
 
 
-def register(app, services: Services) -> None:
-    def off(state) -> dict:
-        return {"toggle": [INTENSITY] if state.overlay == INTENSITY else [], "legend": [],
-                "hidden": True}
+# The outputs and states the panes' callback takes on for the overlay (see `shown`).
+OUTPUTS = {"overlay_toggle": Output(TOGGLE, "value"), "overlay_legend": Output(LEGEND, "children"),
+           "overlay_hidden": Output(LEGEND, "hidden")}
+STATES = {"overlay_shown": State(TOGGLE, "value"), "overlay_was_hidden": State(LEGEND, "hidden")}
 
-    @on_view(app, services, {"toggle": Output(TOGGLE, "value"),
-                             "legend": Output(LEGEND, "children"),
-                             "hidden": Output(LEGEND, "hidden")},
-             state={"shown": State(TOGGLE, "value"), "was_hidden": State(LEGEND, "hidden")},
-             failed=off)
-    def show(state, workspace, shown, was_hidden):   # errors: the panes already say what is wrong
-        if state.overlay != INTENSITY:   # off, and already shown off: nothing to send
-            return {} if not shown and was_hidden else off(state)
-        _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
-        cost = cost_of(workspace, after, state.target)
-        return {"toggle": [INTENSITY], "legend": legend_items(cost), "hidden": False}
 
+def off(state) -> dict:
+    """The toggle as the view has it and no legend (also what an error leaves)."""
+    return {"overlay_toggle": [INTENSITY] if state.overlay == INTENSITY else [],
+            "overlay_legend": [], "overlay_hidden": True}
+
+
+def shown(state, workspace, overlay_shown, overlay_was_hidden) -> dict:
+    """The toggle and legend for the view, only what differs from what the page shows."""
+    if state.overlay != INTENSITY:   # off, and already shown off: nothing to send
+        return {} if not overlay_shown and overlay_was_hidden else off(state)
+    _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
+    cost = cost_of(workspace, after, state.target)
+    return {"overlay_toggle": [INTENSITY], "overlay_legend": legend_items(cost),
+            "overlay_hidden": False}
+
+
+def register(app, _services: Services) -> None:
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(TOGGLE, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
     def request(value, view):

@@ -2,7 +2,7 @@
 
 Each answer sends only what changed (`pane_updates`): the page keeps what the panes were drawn
 from, a pane whose elements are the same (a pass that changed nothing) gets nothing, a pane
-where a few changed gets those, merged in the page by `graphlab.applyElements`; a stylesheet
+where a few changed gets those, merged in the page by `graphlab.applyPanes`; a stylesheet
 (selection, pattern highlights, search) is re-sent only when it changed.  Tapping a group opens
 or closes it; the open groups live in the page (per browser), not in the URL.
 """
@@ -120,14 +120,17 @@ def register(app, services: Services) -> None:
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
         "message": Output(MESSAGE, "children"), "note": Output(NOTE, "children"),
-        "legend": Output(LEGEND_ID, "children")},
-        inputs={"ui": Input(ids.UI, "data")}, state={"drawn": State(DRAWN_KEY, "data")},
-        message="message")
-    def render(state, workspace, ui, drawn):
+        "legend": Output(LEGEND_ID, "children"), **overlay.OUTPUTS},
+        inputs={"ui": Input(ids.UI, "data")},
+        state={"drawn": State(DRAWN_KEY, "data"), **overlay.STATES},
+        message="message", failed=overlay.off)
+    def render(state, workspace, ui, drawn, **overlay_states):
         payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
         snapshot = workspace.result.snapshots[workspace.clamp_step(state.step)]
         hits = payload.search_hits
         comparison = workspace.comparison
+        structure = structure_note(workspace.scopes.cut) if workspace.scopes.structured else ""
+        legend = [comparison is not None, structure]
         shown = {"before_title": (f"A: {comparison.a_label}" if comparison else
                                   f"Before pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_before} nodes)",
@@ -135,18 +138,18 @@ def register(app, services: Services) -> None:
                                  f"After pass {snapshot.index + 1}: {snapshot.pass_name}")
                  + f"  ({snapshot.nodes_after} nodes)",
                  "note": _unchanged_note(snapshot, comparison is not None),
-                 "legend": legend_items(comparing=comparison is not None,
-                                        structure=structure_note(workspace.scopes.cut)
-                                        if workspace.scopes.structured else ""),
                  "message": "",
                  "count": f"{hits} match{'es' if hits != 1 else ''}" if state.search else ""}
-        return {**shown, **pane_changes(workspace, payload, drawn)}
+        if not drawn or drawn.get("legend") != legend:   # sent when it changes, not each step
+            shown["legend"] = legend_items(*legend)
+        return {**shown, **pane_changes(workspace, payload, drawn, legend=legend),
+                **overlay.shown(state, workspace, **overlay_states)}
 
-    for pane, store in UPDATES.items():   # the page merges an update into what it holds
-        app.clientside_callback(ClientsideFunction("graphlab", "applyElements"),
-                                Output(pane, "elements"), Input(store, "data"),
-                                State(pane, "elements"), State(pane, "id"),
-                                prevent_initial_call=True)
+    app.clientside_callback(   # the page merges the updates into what the panes hold
+        ClientsideFunction("graphlab", "applyPanes"),
+        [Output(pane, "elements") for pane in UPDATES],
+        [Input(store, "data") for store in UPDATES.values()],
+        [State(pane, "elements") for pane in UPDATES], prevent_initial_call=True)
 
     @on_view(app, services, {"ui": Output(ids.UI, "data")},
              inputs={"tap_before": Input(ids.BEFORE, "tapNodeData"),

@@ -57,7 +57,8 @@ def layout(_: Services) -> html.Div:
 
 def register(app, services: Services) -> None:
     @app.callback(Output(TEXT, "value"), Output(SHOWN, "data"),
-                  Input(ids.tab_view(EDITOR), "data"), State(SHOWN, "data"))
+                  Input(ids.tab_view(EDITOR), "data"), State(SHOWN, "data"),
+                  prevent_initial_call=True)
     def show_text(view, shown):
         if not view or view.get("panel") != EDITOR or view.get("pattern", "") == shown:
             return no_update, no_update
@@ -86,7 +87,7 @@ def register(app, services: Services) -> None:
 
     @on_view(app, services, {"results": Output(RESULTS, "children"),
                              "error": Output(ERROR, "children", allow_duplicate=True)},
-             tab=EDITOR, message="error", prevent_initial_call="initial_duplicate")
+             tab=EDITOR, message="error")
     def render(state, workspace):
         step = workspace.clamp_step(state.step)
         if not state.pattern.strip():

@@ -2,11 +2,16 @@
 match rewritten or declined, the pass's declined rewrites with their reasons, near misses
 ranked (the weak ones folded under "more") — the clicked item explained (reason, expected vs
 found, path, the node that blocked it) and lit in the panes, and the near misses of the whole
-pipeline grouped by reason."""
+pipeline grouped by reason.
+
+A click on an item changes only the explanation at the top and two items' marks: while the
+page holds the list drawn for the same pass (`DRAWN`), the answer is a `dash.Patch` of those
+(`tree_patch`), not the whole list again.
+"""
 
 from __future__ import annotations
 
-from dash import Output, html
+from dash import Output, State, dcc, html
 
 from compiler_core.passes.base import Decline
 from compiler_core.passes.judged import JudgedPattern, PassVerdict
@@ -16,12 +21,14 @@ from .. import ids
 from ..highlight import DECLINE, MATCH, MISS, PATTERNS, Highlight
 from ..pattern_view import PatternFocus, pass_verdict, reasons_across_model, resolve_focus
 from ..services import Services
+from ..tree_patch import tree_patch
 from . import onnxscript_rules
 from .on_view import on_view
 from .panel import TAB, Panel
 
 NAME = ids.PATTERNS_TAB
 BODY = "patterns"
+DRAWN = "patterns-drawn"     # the workspace, pass, pipeline and highlight the list shows
 ITEM = ids.PATTERN_ITEM      # pattern-matching type, index = a Highlight's text form
 NO_PATTERNS = "No pattern matches or nearly matches here."
 NO_RULES = ("This pass runs no pattern rules. The Pattern editor tab finds any pattern in the "
@@ -29,26 +36,37 @@ NO_RULES = ("This pass runs no pattern rules. The Pattern editor tab finds any p
 
 
 def layout(services: Services) -> html.Div:
-    return html.Div([html.Div(id=BODY, className="side-body"),
+    return html.Div([html.Div(id=BODY, className="side-body"), dcc.Store(id=DRAWN),
                      onnxscript_rules.section(services)])
 
 
 def register(app, services: Services) -> None:
-    @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": []},
-             tab=NAME, message="body")
-    def render(state, workspace):
+    @on_view(app, services, {"body": Output(BODY, "children"), "drawn": Output(DRAWN, "data")},
+             state={"drawn": State(DRAWN, "data")}, idle={"body": [], "drawn": None},
+             tab=NAME, message="body", failed=lambda _: {"drawn": None})
+    def render(state, workspace, drawn):
         step = workspace.clamp_step(state.step)
-        snapshot = workspace.result.snapshots[step]
-        verdict = pass_verdict(workspace, step, state.pipeline)
-        focus = resolve_focus(workspace, step, state.highlight)
-        parts = [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}"),
-                 html.P(f"Judged on {verdict.graph.describe()}: the left pane.",
-                        className="muted judged-graph")]
-        if focus is not None:
-            parts.append(focus_view(focus))
-        parts += pass_view(verdict, state.highlight)
-        parts.append(reasons_view(reasons_across_model(workspace)))
-        return {"body": parts}
+        record = {"list": [workspace.key, step, state.pipeline],
+                  "highlight": state.highlight.encode() if state.highlight else ""}
+        parts = body(workspace, step, state.pipeline, state.highlight)
+        if drawn and drawn["list"] == record["list"]:   # the same list: move its marks
+            held = Highlight.decode(drawn["highlight"])
+            change = tree_patch(body(workspace, step, state.pipeline, held), parts)
+            return {} if change is None else {"body": change, "drawn": record}
+        return {"body": parts, "drawn": record}
+
+
+def body(workspace, step: int, pipeline: str, highlight: Highlight | None) -> list:
+    """The tab's children for one pass, with ``highlight`` explained and marked."""
+    snapshot = workspace.result.snapshots[step]
+    verdict = pass_verdict(workspace, step, pipeline)
+    focus = resolve_focus(workspace, step, highlight)
+    return [html.H3(f"Patterns in pass {step + 1}: {snapshot.pass_name}"),
+            html.P(f"Judged on {verdict.graph.describe()}: the left pane.",
+                   className="muted judged-graph"),
+            html.Div(focus_view(focus) if focus is not None else None, className="focus-slot"),
+            *pass_view(verdict, highlight),
+            reasons_view(reasons_across_model(workspace))]
 
 
 def pass_view(verdict: PassVerdict, highlight: Highlight | None) -> list:

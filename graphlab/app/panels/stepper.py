@@ -2,7 +2,9 @@
 
 Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and → step too
 (assets/graphlab.js presses the Prev/Next buttons).  A step re-sends no row: while the list
-is the one the page holds (`ROWS_DRAWN`), the answer only moves the "selected" mark.
+is the one the page holds (`ROWS_DRAWN`), the answer only moves the "selected" mark.  The
+same answer brings the pass's numerical check (drawn in the stepper's head), so a step costs
+one request here, and a click on a node or an item none (`settings_gate`, ``pass_only``).
 """
 
 from __future__ import annotations
@@ -45,23 +47,26 @@ def layout(services: Services) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    @on_view(app, services, {"rows": Output(ROWS, "children"), "drawn": Output(ROWS_DRAWN, "data")},
+    @on_view(app, services, {"rows": Output(ROWS, "children"), "drawn": Output(ROWS_DRAWN, "data"),
+                             "check": Output(numerics.RESULT, "children")},
              state={"drawn": State(ROWS_DRAWN, "data")}, idle={"rows": [], "drawn": None},
-             message="rows")
+             message="rows", pass_only=True, failed=lambda _: {"check": ""})
     def render(state, workspace, drawn):
         snapshots = workspace.result.snapshots
+        check = numerics.shown(workspace, workspace.clamp_step(state.step))
         if workspace.comparison is not None:   # one step, from model A to model B
             summary = workspace.comparison.diff.summary()
             detail = (f"{summary['matched']} matched, {summary['changed']} changed, "
                       f"{summary['only_a']} only in A, {summary['only_b']} only in B")
-            return {"rows": [pass_row(snapshots[0], True, detail)], "drawn": None}
+            return {"rows": [pass_row(snapshots[0], True, detail)], "drawn": None,
+                    "check": check}
         shown = [s.index for s in snapshots
                  if s.changed or not state.hide_unchanged or s.index == state.step]
         record = {"workspace": workspace.key, "rows": shown, "selected": state.step}
         if not drawn or {**drawn, "selected": state.step} != record:
             return {"rows": [pass_row(snapshots[i], i == state.step,
                                       *bound_detail(workspace, snapshots[i])) for i in shown],
-                    "drawn": record}
+                    "drawn": record, "check": check}
         if drawn["selected"] == state.step:
             return {}
         moved = Patch()
@@ -69,7 +74,7 @@ def register(app, services: Services) -> None:
             if index in shown:
                 row = moved[shown.index(index)]["props"]["children"]["props"]
                 row["className"] = row_class(snapshots[index], index == state.step)
-        return {"rows": moved, "drawn": record}
+        return {"rows": moved, "drawn": record, "check": check}
 
 
 def row_class(snapshot, selected: bool) -> str:

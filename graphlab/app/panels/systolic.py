@@ -137,7 +137,8 @@ def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
                   Output(DATAFLOW, "value"), Output(TIMING, "value"),
                   Input(ids.tab_view(NAME), "data"), State(GEMM, "value"), State(ARRAY, "value"),
-                  State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"))
+                  State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"),
+                  prevent_initial_call=True)
     def show_settings(view, *shown):
         """The view's settings in the controls; those already shown are left alone, so no
         request echoes them back."""
@@ -247,7 +248,7 @@ def register(app, services: Services) -> None:
     def play(_clicks, disabled):
         return not disabled
 
-    @app.callback(Output(PLAY, "children"), Input(TICK, "disabled"))
+    @app.callback(Output(PLAY, "children"), Input(TICK, "disabled"), prevent_initial_call=True)
     def play_label(disabled):
         return "▶ Play" if disabled else "⏸ Pause"
 

@@ -3,6 +3,9 @@
 So a step through the passes sends no request for the closed tabs, and opening a tab (which
 changes the view's `panel`) draws it at once.
 
+One callback fills every tab's store: each callback the page runs costs the renderer a round
+of its bookkeeping, whatever it returns, and a view changes on every click.
+
 It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
 """
 
@@ -17,11 +20,15 @@ from .panel import TAB
 from .registry import placed
 
 FORWARD = """function (view) {
-  return view && view.panel === %s ? view : window.dash_clientside.no_update;
+  var tabs = %s;
+  return tabs.map(function (tab) {
+    return view && view.panel === tab ? view : window.dash_clientside.no_update;
+  });
 }"""
 
 
 def register(app) -> None:
-    for panel in placed(TAB):
-        app.clientside_callback(FORWARD % json.dumps(panel.name),
-                                Output(ids.tab_view(panel.name), "data"), Input(ids.VIEW, "data"))
+    tabs = [panel.name for panel in placed(TAB)]
+    app.clientside_callback(FORWARD % json.dumps(tabs),
+                            [Output(ids.tab_view(tab), "data") for tab in tabs],
+                            Input(ids.VIEW, "data"))
