@@ -23,8 +23,9 @@ MANIFEST_PATH = SAMPLES_DIR / "manifest.json"
 
 EXPECTED = [
     "cnn_bn", "mlp_dropout", "bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny",
-    "llama_tiny_torchscript", "llama_tiny_dynamo", "bart_tiny", "mobilenet_tiny", "mobilenet_zeropad", "digits_cnn", "teach_conv_bn", "teach_layernorm", "teach_gelu",
-    "teach_matmul_bias",
+    "llama_tiny_torchscript", "llama_tiny_dynamo", "bart_tiny", "mobilenet_tiny",
+    "mobilenet_zeropad", "mobilenet_qdq", "digits_cnn", "teach_conv_bn", "teach_layernorm",
+    "teach_gelu", "teach_matmul_bias",
 ]
 TEACHING = [n for n in EXPECTED if n.startswith("teach_")]
 BERTS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo"]
@@ -172,7 +173,7 @@ def test_manifest_parses_and_lists_every_sample():
         extra = {"test_accuracy"} if e["name"] == "digits_cnn" else set()
         assert ENTRY_KEYS | extra <= set(e) <= ENTRY_KEYS | extra | OPTIONAL_KEYS, e["name"]
         assert e["file"] == f"{e['name']}.onnx"
-        assert e["exporter"] in {"torchscript", "dynamo", "onnx.helper"}
+        assert e["exporter"] in {"torchscript", "dynamo", "onnx.helper", "onnxruntime.quantization"}
         assert isinstance(e["opset"], int) and e["opset"] >= 13
         assert e["tags"] and all(isinstance(t, str) for t in e["tags"])
         assert e["description"] and "\n" not in e["description"]

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import dtype_name, dtype_text, is_dtype_attribute
+from ..ir.lazy_tensors import LazyTensor, values_of
 from ..ir.printer import format_attr
 from ..ir.shape_inference import is_unnamed_dim
 from ..patterns.schema_defaults import attribute_default
@@ -58,7 +59,8 @@ def _attribute_changes(fa: Fingerprints, fb: Fingerprints, na: Node, nb: Node) -
     attrs_a, attrs_b = fa.attrs[na.id], fb.attrs[nb.id]
     changes = []
     for name in sorted(set(attrs_a) | set(attrs_b)):
-        va, vb = attrs_a.get(name), attrs_b.get(name)
+        va, vb = (values_of(v) if isinstance(v, LazyTensor) else v
+                  for v in (attrs_a.get(name), attrs_b.get(name)))
         if va is not None and vb is not None and attribute_key(va) == attribute_key(vb):
             continue
         text_a, text_b = _attribute_text(na, name, va), _attribute_text(nb, name, vb)

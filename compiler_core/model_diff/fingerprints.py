@@ -27,7 +27,7 @@ import onnx
 
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import raw_bytes
-from ..ir.lazy_tensors import values_of
+from ..ir.lazy_tensors import LazyTensor, values_of
 from ..patterns.language import COMMUTATIVE_OPS
 from ..patterns.schema_defaults import attribute_default
 
@@ -67,7 +67,10 @@ def canonical_attrs(node: Node) -> dict[str, Any]:
 
 
 def attribute_key(value: Any) -> Any:
-    """A hashable stand-in for one attribute value (arrays and graphs by content)."""
+    """A hashable stand-in for one attribute value (arrays and graphs by content; a Constant's
+    weight kept in its file is read, as an array made in memory would be)."""
+    if isinstance(value, LazyTensor):
+        value = value.numpy()
     if isinstance(value, np.ndarray):
         return ("tensor", array_digest(value))
     if isinstance(value, onnx.GraphProto):
