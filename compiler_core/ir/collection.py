@@ -4,28 +4,36 @@ Those phases make hundreds of thousands of objects that nearly all live on (node
 their records); every collection the allocations trigger walks the survivors again, which
 cost 40 % of the passes of a 100,000-node compile.  What they drop is freed by reference
 counting (a removed node no longer points at its outputs' producer, nor they at it), so
-nothing waits for the collector, which resumes afterwards.  The app's builders pause it for
-a whole build the same way.
+nothing waits for the collector, which resumes afterwards.  The app pauses it the same way
+while it unpickles a stored workspace.
 """
 
 from __future__ import annotations
 
 import functools
 import gc
-from typing import Callable, TypeVar
+from contextlib import contextmanager
+from typing import Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable)
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """The block runs with the cycle collector off (as it was again afterwards)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def collection_paused(function: F) -> F:
     """``function`` runs with the cycle collector off (as it was again afterwards)."""
     @functools.wraps(function)
     def paused(*args, **kwargs):
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             return function(*args, **kwargs)
-        finally:
-            if was_enabled:
-                gc.enable()
     return paused  # type: ignore[return-value]

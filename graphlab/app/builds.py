@@ -31,7 +31,6 @@ pass builds there too.
 
 from __future__ import annotations
 
-import gc
 import os
 import signal
 import socket
@@ -49,6 +48,7 @@ except ImportError:  # pragma: no cover - Windows: no per-process memory limit
     resource = None
 
 from compiler_core.errors import GraphLabError
+from compiler_core.ir.collection import collector_paused
 from compiler_core.ir.lazy_tensors import self_contained_pickles
 from compiler_core.ir.spill import spilling_into
 from compiler_core.plugins import load_sources
@@ -230,7 +230,7 @@ class Builds:
             if key not in self.store:
                 return None
             try:
-                with _gc_paused():   # unpickling many small objects: the collector only slows it
+                with collector_paused():   # unpickling many small objects: the collector only slows it
                     found = self.store.get(key)
             except GraphLabError:    # a file it maps changed since (StoredTensorError)
                 found = None
@@ -281,17 +281,6 @@ class Builds:
     def _keep(self, key: str, workspace) -> None:
         hold(key, workspace)
         self.save(key, workspace)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 # ---- what a builder does, wherever it runs -----------------------------------------------------
