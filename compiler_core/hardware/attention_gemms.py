@@ -66,7 +66,9 @@ def group_query_attention(attrs: dict, ins: list, outs: list) -> list[Gemm] | No
     return None if sizes is None else _core(*sizes, sizes[-1])
 
 
-def onnx_attention(attrs: dict, ins: list, outs: list) -> list[Gemm] | None:
+def onnx_attention_sizes(attrs: dict, ins: list) -> tuple[int, ...] | None:
+    """ONNX's Attention, Q, K, V already projected ([B, heads, S, head] or [B, S, hidden]):
+    (batch, heads, seq, total keys with the past, head, value head), or None if unknown."""
     q, k, v = _at(ins, 0), _at(ins, 1), _at(ins, 2)
     if q is None or k is None or v is None:
         return None
@@ -81,7 +83,12 @@ def onnx_attention(attrs: dict, ins: list, outs: list) -> list[Gemm] | None:
         total, v_head = k[1], v[2] // kv_heads
     past = _at(ins, 4)
     total += past[2] if past is not None and len(past) == 4 else 0
-    return _core(batch, heads, seq, total, head, v_head)
+    return batch, heads, seq, total, head, v_head
+
+
+def onnx_attention(attrs: dict, ins: list, outs: list) -> list[Gemm] | None:
+    sizes = onnx_attention_sizes(attrs, ins)
+    return None if sizes is None else _core(*sizes)
 
 
 MAPPERS = {

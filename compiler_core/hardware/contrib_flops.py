@@ -23,6 +23,8 @@ from __future__ import annotations
 from math import prod
 from typing import Callable
 
+from .attention_gemms import onnx_attention_sizes
+
 Rule = Callable[[dict, list, list], "int | None"]
 MS = "com.microsoft"
 # Ops that multiply int8 operands (they run at a target's int8 peak).
@@ -137,20 +139,10 @@ def _group_query_attention(attrs: dict, ins: list, outs: list) -> int | None:
 
 def _onnx_attention(attrs: dict, ins: list, outs: list) -> int | None:
     """ONNX's Attention: Q, K, V already projected, [B, heads, S, head] or [B, S, hidden]."""
-    q, k, v = _at(ins, 0), _at(ins, 1), _at(ins, 2)
-    if q is None or k is None or v is None:
+    sizes = onnx_attention_sizes(attrs, ins)
+    if sizes is None:
         return None
-    if len(q) == 4:
-        batch, heads, seq, head = q
-        length, v_head = k[2], v[3]
-    else:
-        heads, kv_heads = int(attrs.get("q_num_heads", 0)), int(attrs.get("kv_num_heads", 0))
-        if not heads or not kv_heads:
-            return None
-        batch, seq, head = q[0], q[1], q[2] // heads
-        length, v_head = k[1], v[2] // kv_heads
-    past = _at(ins, 4)
-    total = length + (past[2] if past is not None and len(past) == 4 else 0)
+    batch, heads, seq, total, head, v_head = sizes
     masks = int(_at(ins, 3) is not None or bool(attrs.get("is_causal", 0)))
     softcap = 3 if float(attrs.get("softcap", 0.0) or 0.0) > 0 else 0
     return attention_core(batch, heads, seq, total, head, v_head, masks + softcap)
