@@ -19,7 +19,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from benchmarks.decoder_models import BUILDER_VERSION, DecoderShape, build_decoder
+from benchmarks.decoder_models import (BUILDER_VERSION, DecoderShape, build_decoder,
+                                       check_free_disk)
 from compiler_core.ir.wire import LENGTH_DELIMITED, MODEL_GRAPH, encode_varint, tag
 
 GRAPH_NODE = 1   # GraphProto.node (onnx.proto)
@@ -37,10 +38,8 @@ def cached_constant_decoder(shape: DecoderShape, cache_dir: str | os.PathLike) -
     if path.exists():
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
-    need, free = shape.weight_bytes() * 2.1, shutil.disk_usage(path.parent).free
-    if free < need:
-        raise RuntimeError(f"{shape.name} with Constant weights needs {need / 2**30:.1f} GiB "
-                           f"of disk, {free / 2**30:.1f} GiB are free in {path.parent}")
+    check_free_disk(f"{shape.name} with Constant weights", shape.weight_bytes() * 2.1,
+                    path.parent)
     with tempfile.TemporaryDirectory(dir=path.parent) as folder:
         external = Path(folder) / "model.onnx"
         build_decoder(shape, external)

@@ -77,6 +77,14 @@ def default_cache_dir() -> Path:
     return Path(base) / "graphlab" / "scale"
 
 
+def check_free_disk(what: str, need: float, folder: Path) -> None:
+    """A RuntimeError when ``folder``'s disk cannot hold ``need`` bytes for ``what``."""
+    free = shutil.disk_usage(folder).free
+    if free < need:
+        raise RuntimeError(f"{what} needs {need / 2**30:.1f} GiB of disk, "
+                           f"{free / 2**30:.1f} GiB are free in {folder}")
+
+
 def cached_decoder(shape: DecoderShape, cache_dir: str | os.PathLike) -> Path:
     """The decoder's .onnx file in ``cache_dir``, built first if it is not there yet (a
     RuntimeError says so when the disk cannot hold it)."""
@@ -85,10 +93,7 @@ def cached_decoder(shape: DecoderShape, cache_dir: str | os.PathLike) -> Path:
     if model.exists():
         return model
     folder.parent.mkdir(parents=True, exist_ok=True)
-    need, free = shape.weight_bytes() * 1.05, shutil.disk_usage(folder.parent).free
-    if free < need:
-        raise RuntimeError(f"{shape.name} needs {need / 2**30:.1f} GiB of disk, "
-                           f"{free / 2**30:.1f} GiB are free in {folder.parent}")
+    check_free_disk(shape.name, shape.weight_bytes() * 1.05, folder.parent)
     partial = folder.with_name(folder.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
