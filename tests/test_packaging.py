@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import sys
 
@@ -32,6 +33,42 @@ def test_data_folders_are_packages():
     declared = _declared_packages()
     assert {"graphlab.assets", "graphlab.sample_models"} <= declared
     assert os.path.exists(os.path.join(ROOT, "sample_models", "manifest.json"))
+
+
+def _setuptools_table() -> dict:
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as handle:
+        return tomllib.load(handle)["tool"]["setuptools"]
+
+
+def test_every_data_file_in_a_package_ships():
+    """A non-Python file inside a package (or in a plain folder under one) reaches the wheel only
+    through package-data: a JSON table forgotten there works in a checkout and fails in every
+    installed copy."""
+    setuptools_table = _setuptools_table()
+    package_data = setuptools_table["package-data"]
+    package_dirs = setuptools_table.get("package-dir", {})
+    declared = _declared_packages()
+    unshipped = []
+    for package in sorted(declared):
+        root = os.path.join(ROOT, package_dirs.get(package, package.replace(".", os.sep)))
+        for folder, subfolders, files in os.walk(root):
+            inner = os.path.relpath(folder, root)
+            as_package = package + "." + inner.replace(os.sep, ".")
+            if inner != "." and (
+                "__init__.py" in files
+                or as_package in declared
+                or "__pycache__" in folder
+                or os.path.basename(folder).startswith(".")
+            ):
+                subfolders.clear()  # its own package (or a cache): checked on its own
+                continue
+            for name in files:
+                if name.endswith((".py", ".pyc")) or name.startswith("."):
+                    continue
+                relative = name if inner == "." else os.path.join(inner, name).replace(os.sep, "/")
+                if not any(fnmatch.fnmatch(relative, p) for p in package_data.get(package, [])):
+                    unshipped.append(f"{package}: {relative}")
+    assert not unshipped, f"add to [tool.setuptools.package-data] in pyproject.toml: {unshipped}"
 
 
 def test_the_ci_command_installs_what_every_test_needs():
