@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import RunFailedError
 from ..ir import Graph, Node, Value
-from ..verify import DEFAULT_ATOL, DEFAULT_RTOL
+from ..verify import DEFAULT_ATOL, DEFAULT_RTOL, fit_inputs, with_inference_semantics
 from .counterparts import NAME, Counterpart, computed_values
 from .exposed import run_exposed
 
@@ -131,6 +132,25 @@ def bisect_models(a: Graph, b: Graph, pairs: list[Counterpart], inputs: dict[str
                         [v.name for v in computed_values(a) if v.name not in paired_a],
                         [v.name for v in computed_values(b) if v.name not in paired_b],
                         rtol, inputs_record or {}, time.perf_counter() - start)
+
+
+def bisect_sides(sides, inputs: dict[str, np.ndarray], record: dict, *, graph: Graph,
+                 bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL
+                 ) -> BisectReport:
+    """Bisect ``sides`` (`sides.Sides`) on ``inputs``; generated inputs (``record`` says so)
+    that onnxruntime refuses are made again at other sizes ``graph``, the model they were
+    made for, suggests (as `compile` does), given inputs are the user's to fix."""
+    def bisected(feed: dict, said: dict) -> BisectReport:
+        said["shapes"] = {name: list(array.shape) for name, array in feed.items()}
+        return bisect_models(sides.a, sides.b, sides.pairs, feed, rtol=rtol,
+                             a_label=sides.a_label, b_label=sides.b_label, inputs_record=said)
+    try:
+        return bisected(inputs, record)
+    except RunFailedError:
+        if not record.get("generated"):
+            raise
+        generated = fit_inputs(with_inference_semantics(graph), bindings)
+        return bisected(generated.inputs, {"generated": True, **generated.to_dict()})
 
 
 def value_error(ref, got) -> tuple[float, float, float, str]:

@@ -299,6 +299,17 @@ class Reducer:
                 self.accept(cut_to(bad), "shrink")
 
 
+def generated_feed(graph, bindings: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Inputs to reduce ``graph`` (a `Graph`) on: sizes onnxruntime accepts unoptimized, or,
+    for a model it cannot run so, the sizes planned from its structure."""
+    from ..verify import fit_inputs, make_inputs, with_inference_semantics
+
+    try:
+        return fit_inputs(with_inference_semantics(graph), bindings).inputs
+    except GraphLabError:   # a model onnxruntime cannot run unoptimized: inputs as planned
+        return make_inputs(graph, bindings)
+
+
 def reduce_model(model: onnx.ModelProto, feed: dict[str, np.ndarray], failure: Failure, *,
                  seconds: float = DEFAULT_SECONDS,
                  on_progress: Callable[[Step], None] | None = None) -> Reduction:

@@ -21,7 +21,7 @@ from compiler_core.hardware.targets import DEFAULT_TARGET
 from ..user_input import parse_bindings
 from .highlight import Highlight
 
-OVERLAYS = ("", "intensity")
+OVERLAYS = ("", "intensity", "error")
 MAX_TYPED_CHARS = 40
 MAX_NAME_CHARS = 200   # a model name (the workbench refuses names it does not offer)
 MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
@@ -61,7 +61,7 @@ class ViewState:
     highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
     search: str = ""
     hide_unchanged: bool = False
-    overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
+    overlay: str = ""             # '', 'intensity' or 'error': what colours the panes' nodes
     compare: bool = False         # roofline and memory: the selected pass's before and after
     array: str = ""               # systolic array 'RxC' as typed ('' = the target's)
     dataflow: str = "os"
@@ -157,8 +157,12 @@ def from_query(search: str | None, default: ViewState, panels: Collection[str] =
 
 
 def with_patch(state: ViewState, patch: dict | None, panels: Collection[str] = ()) -> ViewState:
-    """A panel's request (a node picked in a chart, a setting changed), checked as the URL
-    is: panels write patches, and the navigation reducer applies them."""
+    """A panel's request (a node picked in a chart, a setting changed, another model opened),
+    checked as the URL is: panels write patches, and the navigation reducer applies them."""
+    model = str((patch or {}).get("model") or "")[:MAX_NAME_CHARS]
+    if model and model != state.model:   # another model: its own view, from its first pass
+        state = state.with_changes(model=model, step=None, node=None, highlight="", versus="",
+                                   overlay="")
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
                for name, value in (patch or {}).items() if name in _CHECKS}
     if "panel" in changes:

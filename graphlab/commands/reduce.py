@@ -17,7 +17,7 @@ import onnx
 
 from compiler_core.errors import GraphLabError
 from compiler_core.runtime_check import LEVELS
-from compiler_core.verify import DEFAULT_RTOL, fit_inputs, load_inputs
+from compiler_core.verify import DEFAULT_RTOL, load_inputs
 
 from ..samples import resolve_model
 from ..user_input import parse_bindings
@@ -84,15 +84,12 @@ def run(args) -> int:
 
 
 def _inputs(args) -> dict[str, np.ndarray]:
+    from compiler_core.fault_finding.reduce import generated_feed
+
     graph = load_graph(args.model)
     if args.inputs:
         return load_inputs(args.inputs, graph)
-    from compiler_core.verify import make_inputs, with_inference_semantics
-
-    try:
-        return fit_inputs(with_inference_semantics(graph), parse_bindings(args.bind)).inputs
-    except GraphLabError:   # a model onnxruntime cannot run unoptimized: inputs as planned
-        return make_inputs(graph, parse_bindings(args.bind))
+    return generated_feed(graph, parse_bindings(args.bind))
 
 
 def _write(output: str, reduction, script: str) -> dict:

@@ -1,4 +1,4 @@
-"""The load bar: model (sample or upload), pipeline preset or pass list, target, bindings.
+"""The load bar: model (sample, upload, or a reduced model), pipeline preset or pass list, target, bindings.
 
 The Bindings box always shows the sizes the view is computed at: the user's, and for every
 symbolic dim they left out the representative size the workspace chose (the navigation writes
@@ -63,13 +63,14 @@ def layout(services: Services) -> html.Div:
     ])
 
 
-def model_options(services: Services, upload: dict | None) -> list[dict]:
-    """The samples, and the model this browser uploaded (once it has): choosing it again
-    after a sample opens the upload again."""
+def model_options(services: Services, upload: dict | None,
+                  reduced: list[dict] | None = None) -> list[dict]:
+    """The samples, the model this browser uploaded (once it has): choosing it again after a
+    sample opens the upload again; and the models its reductions made."""
     options = services.workbench.model_options()
     options.append({"label": "uploaded model", "value": UPLOAD_MODEL, "disabled": not upload,
                     "title": (upload or {}).get("filename") or "upload a model first"})
-    return options
+    return options + [{"label": m["label"], "value": m["value"]} for m in reduced or []]
 
 
 def _field(label: str, control, title: str | None = None, class_name: str = "") -> html.Label:
@@ -104,9 +105,10 @@ def register(app, services: Services) -> None:
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 
-    @app.callback(Output(MODEL, "options"), Input(ids.UPLOAD_TOKEN, "data"))
-    def offer_upload(upload):
-        return model_options(services, upload)
+    @app.callback(Output(MODEL, "options"), Input(ids.UPLOAD_TOKEN, "data"),
+                  Input(ids.REDUCED_MODELS, "data"))
+    def offer_upload(upload, reduced):
+        return model_options(services, upload, reduced)
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),
