@@ -1,9 +1,10 @@
 """The error overlay's heat scale: every compared value's node coloured by how far it is from
 its counterpart on the other side, relative to the value's own scale (`fault_finding.bisect`).
 
-Bands are steps of the tolerance, pale to dark: "agrees" far below it, "close" and "near the
-tolerance" below it, "wrong" above it, and values that cannot be compared element for element
-(another shape, NaN where the other has a number) darkest.  Nodes with no value compared keep a
+Bands are steps of the tolerance, a traffic light a room reads from the back: green "agrees"
+far below it, yellow "close" and orange "near the tolerance" below it, red "wrong" above it,
+and values that cannot be compared element for element (another shape, NaN where the other
+has a number) darkest.  Nodes with no value compared keep a
 plain fill with grey text.  A collapsed group takes its worst member's band.  The bands are
 element classes with fixed style rules, like the intensity overlay's (`intensity_bands`).
 """
@@ -17,9 +18,9 @@ from .intensity_bands import Band, paint
 
 # (band, what the legend says) in order of error; `low`/`high` are fractions of the tolerance.
 ERROR_BANDS = (
-    (Band("err-0", "#fff7bc", "#1f2933", 0, 1 / 1000), "agrees (under 1/1000 of the tolerance)"),
-    (Band("err-1", "#fec44f", "#1f2933", 1 / 1000, 1 / 10), "close"),
-    (Band("err-2", "#fb6a4a", "#1f2933", 1 / 10, 1), "near the tolerance, still right"),
+    (Band("err-0", "#cdeccf", "#1f2933", 0, 1 / 1000), "agrees (under 1/1000 of the tolerance)"),
+    (Band("err-1", "#fde68a", "#1f2933", 1 / 1000, 1 / 10), "close"),
+    (Band("err-2", "#f59e42", "#1f2933", 1 / 10, 1), "near the tolerance, still right"),
     (Band("err-3", "#cb181d", "#ffffff", 1, math.inf), "wrong: above the tolerance"),
 )
 NOT_COMPARABLE = Band("err-inf", "#4a0010", "#ffffff", 0, 0)

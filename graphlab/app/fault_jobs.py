@@ -120,7 +120,7 @@ def reduce_pass_error_job(source: ModelSource, passes: tuple[str, ...],
     """Shrink ``source`` to the few nodes on which a pass of ``passes`` still raises."""
     key = hashlib.sha256(repr(("reduce pass error", source.digest, passes,
                                sorted(bindings.items()))).encode()).hexdigest()
-    label = f"{source.label} where {','.join(passes)} raises"
+    label = source.label
     return BuildJob(key, f"reduce {label}", functools.partial(
         _reduce_pass_error, source, passes, tuple(sorted(bindings.items())), label, key))
 
@@ -176,6 +176,6 @@ def _reduced(data: bytes, feed: dict, failure, label: str, key: str) -> ReducedM
     reduction = reduce_model(onnx.load_from_string(data), feed, failure, seconds=REDUCE_SECONDS)
     model = reduction.built.model
     record = reduction.to_dict()
-    return ReducedModel(REDUCED_MODEL + key, f"{label}, reduced to {record['nodes_after']} nodes",
+    return ReducedModel(REDUCED_MODEL + key, f"{label} reduced: {record['nodes_after']} nodes",
                         model.SerializeToString(),
                         reproduction_script(model, reduction.built.feed, failure), record)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
+from compiler_core.errors import GraphLabError
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import list_targets
 from compiler_core.passes.registry import all_passes
@@ -21,7 +22,7 @@ from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
 from ..uploads import read_upload
-from ..workbench import UPLOAD_MODEL
+from ..workbench import REDUCED_MODEL, UPLOAD_MODEL
 from .on_view import on_view
 from .panel import TOP, Panel
 
@@ -105,10 +106,20 @@ def register(app, services: Services) -> None:
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 
-    @app.callback(Output(MODEL, "options"), Input(ids.UPLOAD_TOKEN, "data"),
-                  Input(ids.REDUCED_MODELS, "data"))
-    def offer_upload(upload, reduced):
-        return model_options(services, upload, reduced)
+    @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
+                  Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
+                  Input(ids.VIEW_SETTINGS, "data"), prevent_initial_call="initial_duplicate")
+    def offer_upload(upload, reduced, view):
+        """The list, and the view's model chosen in it again: a list that changes drops a
+        chosen value it does not hold (a reduced model named before the list has it)."""
+        shown = (view or {}).get("model", "")
+        listed = list(reduced or [])
+        if shown.startswith(REDUCED_MODEL) and all(m["value"] != shown for m in listed):
+            try:   # a reduced model opened from its URL: listed under its own name
+                listed.append({"label": services.workbench.source(shown).label, "value": shown})
+            except GraphLabError:
+                pass   # no longer kept: the navigation says so
+        return model_options(services, upload, listed), shown or no_update
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

@@ -135,6 +135,8 @@ def _every_output(answer: dict) -> dict:
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
     """The new view after one user action (None: nothing to do)."""
     if kind == MODEL:
+        if inputs["model"] in (None, state.model):   # the list cleared itself or re-chose it
+            return None
         return state.with_changes(model=inputs["model"], step=None, node=None, highlight="")
     if kind == ids.UPLOAD_TOKEN:
         return state.with_changes(model=UPLOAD_MODEL, step=None, node=None, highlight="")

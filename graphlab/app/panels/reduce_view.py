@@ -5,7 +5,7 @@ check's second line) and a pass that raised (the failed build's message).  The r
 (`compiler_core.fault_finding.reduce_model`, each candidate checked in a child process) runs as
 a build (`fault_jobs`); a poll follows it.  When it is done the reduced model opens like an
 upload — in the model list (this browser's), with its own URL — and its standalone
-reproduction script (onnx and onnxruntime alone) can be downloaded.
+reproduction script (onnx and onnxruntime alone) can be downloaded from its view.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..messages import user_message
 from ..services import Services
 from ..view_state import ViewState, from_query
 from ..workbench import REDUCED_MODEL
+from .on_view import on_view
 from .panel import INSIDE, Panel
 
 REDUCE = "reduce-failure"    # pattern-matching type; index: what failed (AFTER_PASS, FAILED_VIEW)
@@ -32,6 +33,7 @@ FAILED_VIEW = "view:"        # + the failed view's query: a pass raised building
 PENDING = "reduce-pending"
 POLL = "reduce-poll"
 STATUS = "reduce-status"
+REDUCED_INFO = "reduced-model-info"   # what the open reduced model is, its script's button
 SCRIPT = "reduce-script"     # pattern-matching type; index: the reduced model's name
 DOWNLOAD = "reduce-download"
 POLL_MS = 1000
@@ -58,6 +60,7 @@ def layout() -> html.Div:
         dcc.Interval(id=POLL, interval=POLL_MS, disabled=True),
         dcc.Download(id=DOWNLOAD),
         html.Div(id=STATUS, className="reduce-status", role="status"),
+        html.Div(id=REDUCED_INFO, className="reduce-status"),
     ])
 
 
@@ -93,7 +96,14 @@ def register(app, services: Services) -> None:
                               f"process… ({found.state})", className="muted"))
         shown = [m for m in reduced or [] if m["value"] != found.name]
         listed = shown + [{"label": found.label, "value": found.name}]
-        return {"model": found.name}, listed, None, True, summary(found)
+        return {"model": found.name}, listed, None, True, ""   # its view says what it is
+
+    @on_view(app, services, {"info": Output(REDUCED_INFO, "children")}, settings_only=True,
+             idle={"info": ""})
+    def describe(state, _workspace):
+        found = builds.ready(state.model[len(REDUCED_MODEL):]) \
+            if state.model.startswith(REDUCED_MODEL) else None
+        return {"info": summary(found) if isinstance(found, ReducedModel) else ""}
 
     @app.callback(Output(DOWNLOAD, "data"), Input({"type": SCRIPT, "index": ALL}, "n_clicks"),
                   prevent_initial_call=True)
@@ -125,9 +135,9 @@ def summary(found: ReducedModel) -> html.Div:
     ops = ", ".join(record["ops"])
     limit = " (time limit reached)" if record["timed_out"] else ""
     return html.Div([
-        html.Span(f"Reduced {record['nodes_before']} → {record['nodes_after']} nodes ({ops}) "
-                  f"in {record['seconds']:.0f} s{limit}, open now as a model of its own. "
-                  f"It still fails: {record['failure']}. "),
+        html.Span(f"A reduced model: {record['nodes_before']} → {record['nodes_after']} nodes "
+                  f"({ops}) in {record['seconds']:.0f} s{limit}. It still fails: "
+                  f"{record['failure']}. "),
         html.Button("Download the reproduction script", id={"type": SCRIPT, "index": found.name},
                     className="button small")], className="reduce-done")
 

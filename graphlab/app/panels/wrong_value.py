@@ -115,9 +115,9 @@ def summary(found: WrongValues) -> html.Div:
         return html.Div([f"✓ Every compared value agrees within {report.rtol:g} of its "
                          f"scale ({compared}).", _hide_button()], className="check-ok")
     v = first.value
-    return html.Div([html.Span(f"✗ First wrong value: {v.a!r} of {first.a_op} {v.a_node!r}, "
-                               f"error {error_text(v.error)} of its scale ({compared}); it is "
-                               f"selected, and the inspector shows its inputs' errors."),
+    return html.Div([html.Span(f"✗ First wrong value: {first.a_op} {v.a_node!r}, error "
+                               f"{error_text(v.error)} of its scale ({compared}). It is "
+                               f"selected; the inspector shows its inputs' errors. "),
                      _hide_button()], className="check-bad first-wrong")
 
 
@@ -148,9 +148,9 @@ def inspector_part(found: WrongValues, workspace: Workspace, step: int, node_id:
         rows = [_row(f"input {i.slot}", i.a, i.error, i.diverged, i.note) for i in first.inputs]
         v = first.value
         return [html.H4("First wrong value", className="first-wrong-head"),
-                html.Div(f"{v.a!r} ↔ {v.b!r} (B's node {v.b_node!r}"
-                         + (f", made by pass {first.made_by}" if first.made_by else "") + ")",
-                         className="muted"),
+                html.Div(f"where the error appears: every value before it agrees; B's node "
+                         f"{v.b_node!r}" + (f", made by pass {first.made_by}" if first.made_by
+                                            else ""), className="muted first-wrong-where"),
                 html.Table([_row("output", v.a, v.error, v.diverged, v.note)] + rows,
                            className="kv input-errors")]
     before, after = workspace.graphs_of_step(step)
