@@ -20,6 +20,7 @@ from compiler_core.hardware.targets import DEFAULT_TARGET
 
 from ..user_input import parse_bindings
 from .highlight import Highlight
+from .workbench import REDUCED_MODEL
 
 OVERLAYS = ("", "intensity", "error")
 MAX_TYPED_CHARS = 40
@@ -157,10 +158,11 @@ def from_query(search: str | None, default: ViewState, panels: Collection[str] =
 
 
 def with_patch(state: ViewState, patch: dict | None, panels: Collection[str] = ()) -> ViewState:
-    """A panel's request (a node picked in a chart, a setting changed, another model opened),
+    """A panel's request (a node picked in a chart, a setting changed, a reduced model opened),
     checked as the URL is: panels write patches, and the navigation reducer applies them."""
     model = str((patch or {}).get("model") or "")[:MAX_NAME_CHARS]
-    if model and model != state.model:   # another model: its own view, from its first pass
+    if model.startswith(REDUCED_MODEL) and model != state.model:
+        # the one model a panel opens, a reduction it made: its own view, from its first pass
         state = state.with_changes(model=model, step=None, node=None, highlight="", versus="",
                                    overlay="")
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
