@@ -176,6 +176,6 @@ def _reduced(data: bytes, feed: dict, failure, label: str, key: str) -> ReducedM
     reduction = reduce_model(onnx.load_from_string(data), feed, failure, seconds=REDUCE_SECONDS)
     model = reduction.built.model
     record = reduction.to_dict()
-    return ReducedModel(REDUCED_MODEL + key, f"{label} reduced: {record['nodes_after']} nodes",
+    return ReducedModel(REDUCED_MODEL + key, f"{label} → {record['nodes_after']} nodes",
                         model.SerializeToString(),
                         reproduction_script(model, reduction.built.feed, failure), record)
