@@ -187,3 +187,28 @@ def test_a_pass_that_raises_is_reduced_and_opens_as_its_own_model(dash_duo, grap
     assert "import onnx" in text and "'Erf'" in text and "'Div'" in text
     assert_sound(dash_duo)
 
+
+
+def test_a_pass_model_onnxruntime_refuses_is_reduced_from_the_check(dash_duo, graphlab_app,
+                                                                     shots):
+    dash_duo.driver.set_window_size(1280, 800)
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + f"/?model={MODEL}")
+    wait_for_nodes(dash_duo)
+    run_pipeline(dash_duo, f"dce,{BROKEN.Float64ReluClip.name}")
+    click_pass(dash_duo, f"2. {BROKEN.Float64ReluClip.name}")
+    dash_duo.wait_for_contains_text("#pane-after-title", BROKEN.Float64ReluClip.name, 60)
+    dash_duo.find_element("#numeric-check").click()
+    dash_duo.wait_for_contains_text("#numeric-runtime", "fails to load at ORT_ENABLE_ALL", 60)
+    dash_duo.find_element("#numeric-runtime .reduce-failure").click()
+    dash_duo.wait_for_contains_text("#reduce-status", "Reducing", 10)
+    wait_until(dash_duo, lambda: "model=reduced-" in dash_duo.driver.current_url, 240,
+               "the reduced model did not open")
+    dash_duo.wait_for_contains_text("#reduced-model-info", "It still fails: fails to load at "
+                                                           "ORT_ENABLE_ALL", 30)
+    wait_until(dash_duo, lambda: {"Relu", "Clip"} <= set(pane_js(
+        dash_duo, "return before.nodes('.op').map(function (n) {"
+                  " return n.data('label').split('\\n')[0]; });") or []), 60,
+        "the reduced model's panes do not draw the Relu and the Clip")
+    dash_duo.driver.save_screenshot(str(shots / "reduce-onnxruntime.png"))
+    assert_sound(dash_duo)

@@ -108,10 +108,12 @@ def register(app, services: Services) -> None:
 
     @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
                   Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
-                  Input(ids.VIEW_SETTINGS, "data"), prevent_initial_call="initial_duplicate")
-    def offer_upload(upload, reduced, view):
-        """The list, and the view's model chosen in it again: a list that changes drops a
-        chosen value it does not hold (a reduced model named before the list has it)."""
+                  Input(ids.VIEW_SETTINGS, "data"), State(MODEL, "options"), State(MODEL, "value"),
+                  prevent_initial_call="initial_duplicate")
+    def offer_upload(upload, reduced, view, options, value):
+        """The list (sent when it changed), and a reduced model chosen in it again: a list
+        that changes drops a chosen value it does not hold (a reduced model named before the
+        list has it)."""
         shown = (view or {}).get("model", "")
         listed = list(reduced or [])
         if shown.startswith(REDUCED_MODEL) and all(m["value"] != shown for m in listed):
@@ -119,7 +121,9 @@ def register(app, services: Services) -> None:
                 listed.append({"label": services.workbench.source(shown).label, "value": shown})
             except GraphLabError:
                 pass   # no longer kept: the navigation says so
-        return model_options(services, upload, listed), shown or no_update
+        wanted = model_options(services, upload, listed)
+        chosen = shown if shown.startswith(REDUCED_MODEL) and shown != value else no_update
+        return (no_update if wanted == options else wanted), chosen
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

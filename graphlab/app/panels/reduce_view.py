@@ -82,8 +82,8 @@ def register(app, services: Services) -> None:
                 return no_update, no_update, None, True, no_update
             index, view = pending["index"], pending["view"]
         else:
-            if not ctx.triggered[0]["value"]:
-                return nothing   # a freshly drawn button, not a click
+            if trigger is None or not ctx.triggered[0]["value"]:
+                return nothing   # buttons drawn, not clicked
             index = trigger["index"]
         try:
             found = builds.get_or_start(_job(services, index, view, upload, upload_b))
@@ -108,7 +108,7 @@ def register(app, services: Services) -> None:
     @app.callback(Output(DOWNLOAD, "data"), Input({"type": SCRIPT, "index": ALL}, "n_clicks"),
                   prevent_initial_call=True)
     def download(_clicks):
-        if not ctx.triggered[0]["value"]:
+        if ctx.triggered_id is None or not ctx.triggered[0]["value"]:
             return no_update
         found = builds.ready(ctx.triggered_id["index"][len(REDUCED_MODEL):])
         if not isinstance(found, ReducedModel):

@@ -75,8 +75,8 @@ def register(app, services: Services) -> None:
     def find(_clicks, _tick, _hide, view, pending, upload, upload_b):
         trigger = ctx.triggered_id
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
-        if kind in (FIND, HIDE) and not ctx.triggered[0]["value"]:
-            return no_update, no_update, no_update, no_update   # a freshly drawn button
+        if kind is None or kind in (FIND, HIDE) and not ctx.triggered[0]["value"]:
+            return no_update, no_update, no_update, no_update   # buttons drawn, not clicked
         if kind == HIDE:
             return {"overlay": ""}, None, True, ""
         if kind == POLL:
