@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .ir import Graph, model_for_runtime
-from .passes.manager import PipelineResult
+from .passes.framework.manager import PipelineResult
 from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
 from .wording import plural

@@ -197,7 +197,7 @@ def test_the_transformer_samples_run_at_the_sizes_found_with_ids_inside_the_voca
 
 
 def test_calibration_runs_the_model_at_the_sizes_it_fixes():
-    from compiler_core.passes.base import PassContext
+    from compiler_core.passes.framework.base import PassContext
     from compiler_core.passes.quantization.calibration import calibration_batches
 
     batches, source = calibration_batches(_graph(sized_models.seq_first_heads()), PassContext())

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from compiler_core.hardware.memory import plan_memory
 from compiler_core.hardware.memory.arena import Interval, assign_offsets, lower_bound
 from compiler_core.ir import Graph
-from compiler_core.passes.base import PassContext
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.base import PassContext
+from compiler_core.passes.framework.rewrite import fuse_nodes
 from hardware_graphs import (BINDINGS, SAMPLES, Builder, fuse_all, load_sample,
                              optimized_sample)
 

@@ -13,7 +13,7 @@ from onnx import helper
 from compiler_core.hardware.targets import TargetError, get_target, target_from_dict
 from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.passes.partitioning.partition import PARTITION_OP
-from compiler_core.passes.rewrite import creates_cycle
+from compiler_core.passes.framework.rewrite import creates_cycle
 from graphlab.cli import main
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, run_checked, snapshot, tensor
 

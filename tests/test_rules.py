@@ -12,7 +12,7 @@ from onnx import helper
 from compiler_core.ir import Graph, Node
 from compiler_core.passes import PassContext, PassManager
 from compiler_core.passes.fusion.skip_layernorm import SkipLayerNormRule
-from compiler_core.passes.rules import CYCLE, RewritePass, Rule
+from compiler_core.passes.framework.rules import CYCLE, RewritePass, Rule
 from compiler_core.patterns import Match, Pattern, PatternRecord, any_value, op
 from compiler_core.verify import Verifier
 from passes_helpers import F, build, load_sample, ops, tensor

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
-from compiler_core.passes.base import Pass, PassContext, PassResult
+from compiler_core.passes.framework.base import Pass, PassContext, PassResult
 from compiler_core.patterns.testing import build_graph
 from graphlab import samples
 from graphlab.app.config import AppConfig

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from onnx import TensorProto
 
 from ..ir import FUSED_DOMAIN, Graph, Node
-from ..passes.base import PassContext
+from ..passes.framework.base import PassContext
 from ..passes.cleanup.cse import EliminateCommonSubexpressions
 from ..passes.cleanup.dead_code import EliminateDeadCode
 from ..passes.fusion.attention import FUSED_OP as ATTENTION
 from ..passes.recognition.rotary import FUSED_OP as ROTARY
-from ..passes.rewrite import open_fused_node
+from ..passes.framework.rewrite import open_fused_node
 from ..verify import FLOAT16_RTOL
 from .ort_attention import lower_attention
 from .ort_ops import MS_DOMAIN, LOWERINGS

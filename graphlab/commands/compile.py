@@ -20,7 +20,7 @@ from compiler_core.ir import SavedModel, save_model
 from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
-from compiler_core.passes.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
+from compiler_core.passes.framework.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs

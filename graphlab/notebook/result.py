@@ -17,8 +17,8 @@ from compiler_core.hardware.representative_sizes import ChosenSizes, choose_size
 from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult, Snapshot
-from compiler_core.passes.diff import GraphDiff
-from compiler_core.passes.judged import JudgedPattern, judge_pipeline
+from compiler_core.passes.framework.diff import GraphDiff
+from compiler_core.passes.framework.judged import JudgedPattern, judge_pipeline
 from compiler_core.wording import plural
 
 from ..samples import size_hints

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dash import ALL, Input, Output, State, ctx, html, no_update
 
-from compiler_core.passes.registry import resolve_pipeline
+from compiler_core.passes.framework.pass_registry import resolve_pipeline
 
 from .. import ids
 from ..builds import BuildStatus

@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterator
 
-from ..ir import Graph, Node, Provenance
-from ..patterns.records import NodeRef, PatternRecord
+from ...ir import Graph, Node, Provenance
+from ...patterns.records import NodeRef, PatternRecord
 
 if TYPE_CHECKING:
-    from ..hardware.roofline import TargetLike
+    from ...hardware.roofline import TargetLike
 
 
 @dataclass(frozen=True)

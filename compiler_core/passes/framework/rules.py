@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
 
-from ..ir import Graph, Node, Value
-from ..patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
+from ...ir import Graph, Node, Value
+from ...patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
                         get_pattern, match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report

@@ -15,9 +15,9 @@ from functools import lru_cache
 import numpy as np
 import onnx
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import dtype_text, is_dtype_attribute
-from ..ir.printer import format_attr
+from ...ir import Graph, Node, Value
+from ...ir.dtypes import dtype_text, is_dtype_attribute
+from ...ir.printer import format_attr
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..ir import Graph
-from ..patterns.records import PatternRecord
-from ..verify import DEFAULT_RTOL, Verifier, VerifyReport
+from ...ir import Graph
+from ...patterns.records import PatternRecord
+from ...verify import DEFAULT_RTOL, Verifier, VerifyReport
 from .base import Decline
 from .diff import GraphDiff
 
