@@ -168,15 +168,22 @@ class Reducer:
                         if out and out in wanted and self.source.producer.get(out) in inside)
         return self.best.but(outputs=outputs)
 
+    def nearest_failing(self, passing: int, failing: int,
+                        candidate: Callable[[int], Cut]) -> int:
+        """Bisect between a value whose candidate passes and one whose candidate fails (in
+        either order, the failure monotone between them): the failing value nearest the
+        passing one."""
+        while abs(failing - passing) > 1 and not self.timed_out:
+            middle = (passing + failing) // 2
+            if self.fails(candidate(middle)):
+                failing = middle
+            else:
+                passing = middle
+        return failing
+
     def prefix(self) -> None:
         kept = self._kept()
-        good, bad = -1, len(kept) - 1
-        while bad - good > 1:
-            middle = (good + bad) // 2
-            if self.fails(self._prefix_cut(kept, middle)):
-                bad = middle
-            else:
-                good = middle
+        bad = self.nearest_failing(-1, len(kept) - 1, lambda upto: self._prefix_cut(kept, upto))
         if bad < len(kept) - 1:
             self.accept(self._prefix_cut(kept, bad), "prefix")
 
@@ -197,13 +204,8 @@ class Reducer:
 
     def cut_from_above(self) -> None:
         kept = self._kept()
-        good, bad = 0, len(kept)          # cutting 0 fails (it is the candidate); all: no nodes
-        while bad - good > 1:
-            middle = (good + bad) // 2
-            if self.fails(self._cut_above(kept, middle)):
-                good = middle
-            else:
-                bad = middle
+        # cutting 0 fails (it is the candidate); cutting all leaves no nodes
+        good = self.nearest_failing(len(kept), 0, lambda upto: self._cut_above(kept, upto))
         if good:
             self.accept(self._cut_above(kept, good), "cut above")
 
@@ -288,13 +290,7 @@ class Reducer:
                                                           size: new}.items())))
             if self.try_cut(cut_to(1), "shrink"):
                 continue
-            good, bad = 1, size            # 1 does not fail; the size itself does
-            while bad - good > 1 and not self.timed_out:
-                middle = (good + bad) // 2
-                if self.fails(cut_to(middle)):
-                    bad = middle
-                else:
-                    good = middle
+            bad = self.nearest_failing(1, size, cut_to)   # 1 does not fail; the size does
             if bad < size:
                 self.accept(cut_to(bad), "shrink")
 
