@@ -94,3 +94,17 @@ def _model_figures(graph, bindings, options) -> dict:
     except ScheduleError:
         return {"gemms": 0}
     return {"gemms": len(record["nodes"]), **choice_figures(record)}
+
+
+SWEEP_REPLAY_REQUESTS = 30_000   # a SCALE-Sim replay this small takes milliseconds
+
+
+def sweep_timing(schedule) -> str:
+    """The timing model a sweep of this schedule can afford: its own, unless that is a
+    SCALE-Sim replay too big to run 48 times while a person waits (then the overlap
+    model's closed form)."""
+    timeline, mapping = schedule.timeline, schedule.mapping
+    if timeline.timing != "scalesim":
+        return timeline.timing
+    requests = schedule.folds * timeline.fold_alone * (mapping.rows + mapping.cols)
+    return "scalesim" if requests <= SWEEP_REPLAY_REQUESTS else "overlap"
