@@ -12,97 +12,94 @@ from ..units import format_bytes
 from .chart_dicts import plotly_white
 
 OPERAND_COLOURS = {"ifmap": "#1971c2", "filter": "#e8590c", "ofmap": "#2f9e44"}
+BAR_COLOURS = {"ifmap": "#74c0fc", "filter": "#ffa94d", "ofmap": "#8ce99a"}   # text on them
 WAITING_COLOUR = "#fa5252"
 DATAFLOW_COLOURS = {"os": "#1971c2", "ws": "#9c36b5", "is": "#e8590c"}
-HALF_ROLES = {"arriving": "next fold's tile arriving", "draining": "last fold's tile draining"}
+HALF_ROLES = {"arriving": "next tile", "draining": "last tile out"}
 
 
 def memory_title(record: dict) -> str:
-    """Where the clock is and whether the array waits, in words a student reads aloud."""
+    """Where the clock is and whether the array waits, short enough for a projector."""
     clock = f"clock {record['clock']:,}"
-    waited = f"{record['stalled_before']:,} of {record['stall_cycles']:,} stall cycles so far"
+    waited = f"waited so far: {record['stalled_before']:,} of {record['stall_cycles']:,} cycles"
     if record["model"] == "scalesim":
-        if record["waiting"]:
-            state = (f"<b>the array waits {record['stall']:,} cycles for the "
-                     f"{record['cause']}</b>")
-        else:
-            state = "the array computes"
+        state = (f"<b>the array waits</b> {record['stall']:,} cycles for the {record['cause']}"
+                 if record["waiting"] else "the array computes")
         return f"{clock} (compute row {record['row']:,}): {state}<br>{waited}"
-    if record["waiting"]:
-        state = (f"<b>the array waits for memory: {record['stall_left']:,} of "
-                 f"{record['stall']:,} cycles left</b>")
-    else:
-        state = "the array computes"
-    buffering = "" if record["double_buffered"] else \
-        " · a tile does not fit half its SRAM: no prefetch"
-    return f"{clock}: {state}<br>{waited}{buffering}"
+    state = (f"<b>the array waits</b> ({record['stall_left']:,} of {record['stall']:,} cycles "
+             "left)" if record["waiting"] else "the array computes")
+    lines = [f"{clock}: {state}", waited]
+    if not record["double_buffered"]:
+        lines.append("a tile is bigger than half its SRAM: no prefetch")
+    return "<br>".join(lines)
 
 
 def sram_figure(record: dict) -> dict:
     """Each operand's two SRAM halves (overlap) or its refills and drains (SCALE-Sim), as
-    bars filled to what has arrived."""
+    bars filled to what has arrived; a tile bigger than its half fills the bar and says how
+    many times over."""
     if record["model"] == "scalesim":
         return _events_figure(record)
-    labels, done, left, texts, colours = [], [], [], [], []
+    bars = []
     for operand in OPERANDS:
         sram = record["sram"][operand]
         half = sram["half_bytes"]
         in_use, other = sram["in_use"], sram["other"]
-        use_role = "tile being written" if operand == "ofmap" else "tile in use"
-        for name, full, filled in ((f"{operand} half 1: {use_role}", in_use["bytes"],
-                                    in_use["ready"]),
-                                   (f"{operand} half 2: {HALF_ROLES[other['role']]}",
-                                    other["bytes"], other["bytes"] - other["done"]
-                                    if other["role"] == "draining" else other["done"])):
-            labels.append(name)
-            done.append(100 * filled / half)
-            left.append(100 * (full - filled) / half)
-            over = " — more than the half holds" if full > half else ""
-            texts.append(f"{format_bytes(filled)} of {format_bytes(full)} "
-                         f"(half: {format_bytes(half)}){over}")
-            colours.append(OPERAND_COLOURS[operand])
-    traces = [
-        {"type": "bar", "orientation": "h", "y": labels, "x": done, "name": "in SRAM",
-         "marker": {"color": colours}, "text": texts, "textposition": "outside",
-         "cliponaxis": False, "hovertemplate": "%{y}: %{text}<extra></extra>"},
-        {"type": "bar", "orientation": "h", "y": labels, "x": left, "name": "still to move",
-         "marker": {"color": colours, "opacity": 0.25}, "hoverinfo": "skip"}]
-    top = max([100.0] + [d + l for d, l in zip(done, left)])
-    return _bar_layout(traces, memory_title(record), "share of the SRAM half (%)",
-                       [0, top * 1.6], labels)
+        drained = other["bytes"] - other["done"]
+        for role, full, filled in (("this tile", in_use["bytes"], in_use["ready"]),
+                                   (HALF_ROLES[other["role"]], other["bytes"],
+                                    drained if other["role"] == "draining" else other["done"])):
+            over = f" · {full / half:.3g}× the half" if full > half else ""
+            bars.append((operand, f"{operand} · {role}", 100 * filled / half,
+                         100 * full / half,
+                         f"{format_bytes(filled)} of {format_bytes(full)}{over}"))
+    return _bars_figure(bars, memory_title(record),
+                        "% of one SRAM half "
+                        f"(ifmap {format_bytes(record['sram']['ifmap']['half_bytes'])}, "
+                        f"filter {format_bytes(record['sram']['filter']['half_bytes'])}, "
+                        f"ofmap {format_bytes(record['sram']['ofmap']['half_bytes'])})")
 
 
 def _events_figure(record: dict) -> dict:
-    labels, done, left, texts, colours = [], [], [], [], []
-    for operand, counts, what in (("ifmap", record["refills"]["ifmap"], "refills arrived"),
-                                  ("filter", record["refills"]["filter"], "refills arrived"),
-                                  ("ofmap", record["drains"], "drains done")):
+    bars = []
+    for operand, counts, what in (("ifmap", record["refills"]["ifmap"], "refills"),
+                                  ("filter", record["refills"]["filter"], "refills"),
+                                  ("ofmap", record["drains"], "drains")):
         total = counts["total"] or 1
-        labels.append(f"{operand}: {what}")
-        arrived = counts.get("arrived", counts.get("done"))
-        done.append(100 * arrived / total)
-        left.append(100 * (total - arrived) / total)
-        texts.append(f"{arrived:,} of {counts['total']:,}")
-        colours.append(OPERAND_COLOURS[operand])
-    traces = [
-        {"type": "bar", "orientation": "h", "y": labels, "x": done, "name": "done",
-         "marker": {"color": colours}, "text": texts, "textposition": "outside",
-         "cliponaxis": False, "hovertemplate": "%{y}: %{text}<extra></extra>"},
-        {"type": "bar", "orientation": "h", "y": labels, "x": left, "name": "to come",
-         "marker": {"color": colours, "opacity": 0.25}, "hoverinfo": "skip"}]
+        done = counts["arrived"] if "arrived" in counts else counts["done"]
+        bars.append((operand, f"{operand} · {what}", 100 * done / total, 100,
+                     f"{done:,} of {counts['total']:,}"))
     title = memory_title(record)
     if not record["complete"]:
-        title += " · events kept for the first part of the layer only"
-    return _bar_layout(traces, title, "share of the layer's refills and drains (%)",
-                       [0, 160], labels)
+        title += "<br>events kept for the first part of the layer only"
+    return _bars_figure(bars, title, "% of the layer's refills and drains done")
 
 
-def _bar_layout(traces: list, title: str, axis: str, x_range: list, labels: list) -> dict:
+def _bars_figure(bars: list[tuple], title: str, axis: str) -> dict:
+    """bars: (operand, label, filled %, whole %, text). Drawn clipped at 100 %, the text
+    inside each bar, left-aligned, on light colours (legible on a projector)."""
+    labels = [label for _, label, _, _, _ in bars]
+    colours = [BAR_COLOURS[operand] for operand, _, _, _, _ in bars]
+    traces = [
+        {"type": "bar", "orientation": "h", "y": labels, "x": [min(w, 100) for *_, w, _ in bars],
+         "name": "to come", "marker": {"color": colours, "opacity": 0.35,
+                                       "pattern": {"shape": "/", "fgcolor": "#495057"}},
+         "hoverinfo": "skip"},
+        {"type": "bar", "orientation": "h", "y": labels,
+         "x": [min(f, 100) for _, _, f, _, _ in bars], "name": "there",
+         "marker": {"color": colours}, "hoverinfo": "skip"},
+        {"type": "bar", "orientation": "h", "y": labels, "x": [100] * len(bars),
+         "name": "half", "marker": {"color": "rgba(0,0,0,0)",
+                                    "line": {"color": "#868e96", "width": 1}},
+         "text": [text for *_, text in bars], "textposition": "inside",
+         "insidetextanchor": "start", "textfont": {"color": "#212529", "size": 14},
+         "hovertemplate": "%{y}: %{text}<extra></extra>"}]
     return {"data": traces, "layout": {
-        "barmode": "stack", "template": plotly_white(), "font": {"size": 14},
-        "title": {"text": title, "x": 0.01, "font": {"size": 15}}, "showlegend": False,
-        "margin": {"l": 290, "r": 20, "t": 70, "b": 50}, "uirevision": "sram",
-        "xaxis": {"title": {"text": axis}, "range": x_range, "fixedrange": True},
+        "barmode": "overlay", "template": plotly_white(), "font": {"size": 14},
+        "title": {"text": title, "x": 0.01, "font": {"size": 14}}, "showlegend": False,
+        "margin": {"l": 130, "r": 10, "t": 78, "b": 50}, "uirevision": "sram",
+        "xaxis": {"title": {"text": axis, "font": {"size": 12}}, "range": [0, 100],
+                  "fixedrange": True},
         "yaxis": {"autorange": "reversed", "type": "category", "categoryarray": labels,
                   "fixedrange": True}}}
 
@@ -153,12 +150,12 @@ def comparison_rows(comparison: dict) -> tuple[list[str], list[list[str]]]:
                           for d in DATAFLOWS]
 
     rows = [row("cycles", "cycles", lambda v: f"{v:,}"),
-            row("cycles waiting for memory", "stall_cycles", lambda v: f"{v:,}"),
-            row("DRAM traffic (elements)", "dram", lambda v: f"{v:,}"),
+            row("waiting", "stall_cycles", lambda v: f"{v:,}"),
+            row("DRAM (elements)", "dram", lambda v: f"{v:,}"),
             row("energy", "energy_joules", lambda v: f"{v * 1e6:.3g} µJ"),
-            ["memory-bound (waits ≥ half its cycles)"]
-            + ["yes" if rows_of[d]["memory_bound"] else "no" for d in DATAFLOWS]]
-    return ["this GEMM, each dataflow", *(d.upper() for d in DATAFLOWS)], rows
+            ["memory-bound"] + ["yes" if rows_of[d]["memory_bound"] else "no"
+                                for d in DATAFLOWS]]
+    return ["each dataflow", *(d.upper() for d in DATAFLOWS)], rows
 
 
 def sweep_figure(sweep: dict) -> dict:
@@ -195,19 +192,25 @@ def sweep_figure(sweep: dict) -> dict:
     shapes = [{"type": "line", "x0": v, "x1": v, "y0": 0, "y1": 1, "xref": axis,
                "yref": "paper", "line": {"color": "#868e96", "dash": "dash"}}
               for v, axis in marks if v is not None]
-    log_axis = {"type": "log", "dtick": 0.30103, "tickformat": "d"}
+    def log_axis(values):
+        ticks = values[::2] if len(values) > 5 else values
+        return {"type": "log", "tickvals": ticks, "ticktext": [str(v) for v in ticks]}
+
     return {"data": traces, "layout": {
         "template": plotly_white(), "font": {"size": 14}, "shapes": shapes,
-        "title": {"text": "cycles (solid) and computing alone (dotted); filled: "
-                          "memory-bound", "x": 0.01, "font": {"size": 15}},
-        "margin": {"l": 80, "r": 20, "t": 60, "b": 60}, "legend": {"orientation": "h",
-                                                                   "y": 1.12, "x": 0.6},
-        "xaxis": {**log_axis, "domain": [0, 0.46],
-                  "title": {"text": "SRAM per operand (kB)"}},
-        "xaxis2": {**log_axis, "domain": [0.54, 1], "anchor": "y2",
-                   "title": {"text": "DRAM words per cycle per operand"}},
-        "yaxis": {"type": "log", "title": {"text": "cycles"}},
-        "yaxis2": {"type": "log", "anchor": "x2"}}}
+        "title": {"text": "every operand's SRAM, then bandwidth, changed:<br>cycles (solid), "
+                          "computing alone (dotted), filled: memory-bound", "x": 0.01,
+                  "font": {"size": 14}},
+        "margin": {"l": 70, "r": 10, "t": 70, "b": 60},
+        "legend": {"orientation": "h", "y": -0.22, "x": 0.5, "xanchor": "center"},
+        "xaxis": {**log_axis(sweep["sram_kb"]), "domain": [0, 0.46],
+                  "title": {"text": "SRAM kB"}},
+        "xaxis2": {**log_axis(sweep["bandwidth"]), "domain": [0.54, 1], "anchor": "y2",
+                   "title": {"text": "DRAM words/cycle"}},
+        "yaxis": {"type": "log", "title": {"text": "cycles"}, "dtick": "D2",
+                  "tickformat": "~s"},
+        "yaxis2": {"type": "log", "anchor": "x2", "matches": "y", "dtick": "D2",
+                   "tickformat": "~s"}}}
 
 
 def _shared(values: dict):

@@ -155,7 +155,7 @@ def layout(_: Services) -> html.Div:
                 html.Button("Compare dataflows · sweep SRAM and bandwidth",
                             id=CHOICES_BUTTON, className="button"),
                 html.Div(id=CHOICES),
-                dcc.Graph(id=SWEEP, config=STATIC, style={"height": "380px",
+                dcc.Graph(id=SWEEP, config=STATIC, style={"height": "430px",
                                                           "display": "none"}),
             ]),
             html.Div(className="systolic-passes", children=[
@@ -346,8 +346,8 @@ def register(app, services: Services) -> None:
         except Exception as err:  # noqa: BLE001 - said in the panel; the page carries on
             return error_message(err), no_update, {**(style or {}), "display": "none"}
         note = html.P(f"Under the {TIMING_NAMES[problem.timing]} timing; the sweep under "
-                      f"{TIMING_NAMES[sweep['timing']]}. ★: the best of the row.",
-                      className="muted")
+                      f"{TIMING_NAMES[sweep['timing']]}. ★: the best of the row. "
+                      "Memory-bound: waiting for at least half its cycles.", className="muted")
         return ([_table(heads, rows), note], sweep_figure(sweep),
                 {**(style or {}), "display": "block"})
 
