@@ -11,9 +11,13 @@ overlap model; under SCALE-Sim's each is a replay of its memory.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .node_schedule import schedule_model
+from ..errors import GraphLabError
+from .gemm_shapes import gemm_problems, has_gemm
+from .node_schedule import schedule_model, schedule_node
+from .shape_transfer import sized
 from .systolic import DATAFLOWS, ScheduleError
 from .systolic.memory_config import OPERANDS, MemoryConfig
 
@@ -39,6 +43,12 @@ def choice_figures(record: dict) -> dict:
             "dram_writes": dict(record["dram_writes"]),
             "energy_joules": record["energy"]["total_joules"],
             "memory_bound": memory_bound(record["cycles"], record["stall_cycles"])}
+
+
+def memory_of_record(record: dict) -> dict:
+    """The memory configuration a schedule record ran with (`sram_kb`,
+    `bandwidth_words_per_cycle`); a node of several GEMMs states it in each part."""
+    return record["memory"] if "memory" in record else record["parts"][0]["report"]["memory"]
 
 
 def compare_dataflows(record_of: Callable[[str], dict]) -> dict:
@@ -108,3 +118,43 @@ def sweep_timing(schedule) -> str:
         return timeline.timing
     requests = schedule.folds * timeline.fold_alone * (mapping.rows + mapping.cols)
     return "scalesim" if requests <= SWEEP_REPLAY_REQUESTS else "overlap"
+
+
+@dataclass(frozen=True)
+class SystolicStory:
+    """What a report tells about the array: the model's GEMMs summed after every pass, and
+    the final graph's busiest GEMM node (most MACs) with its memory figures and the three
+    dataflows compared; `busiest` is None for a model without GEMMs."""
+
+    passes: list[dict]
+    busiest: dict | None
+    dataflows: dict | None
+
+
+def systolic_story(result: "PipelineResult", target, bindings: dict[str, int] | None = None,
+                   **options) -> SystolicStory:
+    """The report's systolic figures on the target's array, memory and default dataflow."""
+    options = {"target": target, **options}
+    passes = pass_schedules(result, bindings, **options)
+    graph = sized(result.final, bindings)
+    weighed = []
+    for node in graph.nodes:
+        if has_gemm(node):
+            try:
+                problems = gemm_problems(node, bindings)
+            except GraphLabError:   # a GEMM the array cannot take: priced nowhere
+                continue
+            weighed.append((sum(p.M * p.N * p.K * p.instances for p in problems), node.name))
+    if not weighed:
+        return SystolicStory(passes, None, None)
+    name = max(weighed)[1]
+    records: dict[str, dict] = {}
+
+    def record_of(dataflow: str) -> dict:
+        if dataflow not in records:
+            records[dataflow] = schedule_node(graph, name, bindings=bindings,
+                                              already_sized=True,
+                                              **{**options, "dataflow": dataflow})
+        return records[dataflow]
+    comparison = compare_dataflows(record_of)
+    return SystolicStory(passes, record_of(options.get("dataflow", "os")), comparison)
