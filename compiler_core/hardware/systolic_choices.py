@@ -106,7 +106,7 @@ def _model_figures(graph, bindings, options) -> dict:
     return {"gemms": len(record["nodes"]), **choice_figures(record)}
 
 
-SWEEP_REPLAY_REQUESTS = 30_000   # a SCALE-Sim replay this small takes milliseconds
+SWEEP_REPLAY_REQUESTS = 50_000   # a replay this small takes at most ~60 ms: 48 in ~3 s
 
 
 def sweep_timing(schedule) -> str:
