@@ -21,11 +21,15 @@ HALF_ROLES = {"arriving": "next tile", "draining": "last tile out"}
 def memory_title(record: dict) -> str:
     """Where the clock is and whether the array waits, short enough for a projector."""
     clock = f"clock {record['clock']:,}"
-    waited = f"waited so far: {record['stalled_before']:,} of {record['stall_cycles']:,} cycles"
+    at_least = "" if record["exact"] else "at least "
+    waited = (f"waited so far: {at_least}{record['stalled_before']:,} of "
+              f"{record['stall_cycles']:,} cycles")
     if record["model"] == "scalesim":
-        state = (f"<b>the array waits</b> {record['stall']:,} cycles for the {record['cause']}"
-                 if record["waiting"] else "the array computes")
-        return f"{clock} (compute row {record['row']:,}): {state}<br>{waited}"
+        where = f"{clock} (compute row {record['row']:,})"
+        if not record["waiting"]:
+            return f"{where}: the array computes<br>{waited}"
+        return (f"{where}: <b>the array waits</b><br>{record['stall']:,} cycles, for the "
+                f"{record['cause']}<br>{waited}")
     state = (f"<b>the array waits</b> ({record['stall_left']:,} of {record['stall']:,} cycles "
              "left)" if record["waiting"] else "the array computes")
     lines = [f"{clock}: {state}", waited]
@@ -69,10 +73,9 @@ def _events_figure(record: dict) -> dict:
         done = counts["arrived"] if "arrived" in counts else counts["done"]
         bars.append((operand, f"{operand} · {what}", 100 * done / total, 100,
                      f"{done:,} of {counts['total']:,}"))
-    title = memory_title(record)
-    if not record["complete"]:
-        title += "<br>events kept for the first part of the layer only"
-    return _bars_figure(bars, title, "% of the layer's refills and drains done")
+    drains = "" if record["complete"] else " (drains: the first ones kept)"
+    return _bars_figure(bars, memory_title(record),
+                        f"% of the layer's refills and drains done{drains}")
 
 
 def _bars_figure(bars: list[tuple], title: str, axis: str) -> dict:
@@ -104,14 +107,18 @@ def _bars_figure(bars: list[tuple], title: str, axis: str) -> dict:
                   "fixedrange": True}}}
 
 
+UNITS = {"bytes": "bytes moved", "words": "words moved"}
+
+
 def dram_figure(traffic: dict, clock: int) -> dict:
-    """Bytes each operand has moved to or from DRAM by each cycle; red bands where the array
+    """What each operand has moved to or from DRAM by each cycle; red bands where the array
     waits; the line is the step shown."""
+    unit = traffic["unit"]
     traces = [{"type": "scatter", "mode": "lines", "name": f"{operand} "
                + ("written" if operand == "ofmap" else "read"),
-               "x": traffic["clock"][operand], "y": traffic["bytes"][operand],
+               "x": traffic["clock"][operand], "y": traffic["moved"][operand],
                "line": {"color": OPERAND_COLOURS[operand], "width": 2.5},
-               "hovertemplate": f"{operand}: %{{y:,}} bytes by cycle %{{x:,}}<extra></extra>"}
+               "hovertemplate": f"{operand}: %{{y:,}} {unit} by cycle %{{x:,}}<extra></extra>"}
               for operand in OPERANDS]
     x, y = [], []
     for start, stop in traffic["waiting"]:
@@ -120,14 +127,18 @@ def dram_figure(traffic: dict, clock: int) -> dict:
     traces.append({"type": "scatter", "mode": "lines", "name": "array waiting", "x": x,
                    "y": y, "yaxis": "y2", "fill": "toself", "fillcolor": "rgba(250,82,82,0.25)",
                    "line": {"color": WAITING_COLOUR, "width": 0.5}, "hoverinfo": "skip"})
-    note = "" if traffic["complete"] else " (sampled folds)"
+    if traffic["model"] == "scalesim":
+        note = "<br>SCALE-Sim's words (an element each)" + \
+            ("" if traffic["complete"] else "; the first drains kept, then the total")
+    else:
+        note = "" if traffic["complete"] else " (through 400 folds)"
     return {"data": traces, "layout": {
         "template": plotly_white(), "font": {"size": 14}, "uirevision": "dram",
         "title": {"text": f"DRAM traffic over time{note}", "x": 0.01, "font": {"size": 15}},
-        "margin": {"l": 80, "r": 20, "t": 60, "b": 50},
+        "margin": {"l": 80, "r": 20, "t": 70, "b": 50},
         "legend": {"orientation": "h", "y": -0.25},
         "xaxis": {"title": {"text": "clock cycle"}},
-        "yaxis": {"title": {"text": "bytes moved"}, "rangemode": "tozero"},
+        "yaxis": {"title": {"text": UNITS[unit]}, "rangemode": "tozero"},
         "yaxis2": {"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True},
         "shapes": [clock_cursor(clock)]}}
 

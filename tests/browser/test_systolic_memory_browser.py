@@ -135,6 +135,15 @@ def save_at(person: Person, css: str, path: Path) -> None:
     person.driver.save_screenshot(str(path))
 
 
+def totals_of(schedule) -> list:
+    """Each operand's DRAM traffic, from the schedule's report: where its line must end
+    (bytes; SCALE-Sim's words, an element a word)."""
+    report = schedule.report()
+    moved = {**report["dram_reads"], **report["dram_writes"]}
+    size = schedule.timeline.traffic.element_bytes if report["timing"] == "overlap" else 1
+    return [moved[o] * size for o in OPERANDS]
+
+
 def assert_sound(person: Person, where: str) -> None:
     errors = person.console_errors()
     assert not errors, f"{where}: console errors: {errors[:2]}"
@@ -172,9 +181,7 @@ def test_a_student_starves_the_array_and_sees_it_wait(served, shots, size):
 
         # the first step: the first fill, nothing waits yet; the DRAM chart ends at the totals
         shown = drawn_memory(person)
-        total = {o: (report["dram_reads"] | report["dram_writes"])[o]
-                 * schedule.timeline.traffic.element_bytes for o in OPERANDS}
-        assert shown["last"] == [total[o] for o in OPERANDS]
+        assert shown["last"] == totals_of(schedule)
         assert dram_traffic(schedule)["waiting"], "a stalling schedule draws the array waiting"
 
         # the next fold begins with the array waiting for its tiles
@@ -221,5 +228,26 @@ def test_a_student_starves_the_array_and_sees_it_wait(served, shots, size):
         for row in (rows[0], rows[-1]):
             assert f"{row['cycles']:,}" in table and f"{row['dram']:,}" in table
         assert_sound(person, "the comparisons")
+
+        # SCALE-Sim's timing: its replay's waits and refills at the step shown
+        person.click("#systolic-timing input[value=scalesim]")
+        scalesim = array_problem(problem, 16, 16, "os", "scalesim", "asic32",
+                                 compute_dtype(conv), memory.sram_kb, memory.bandwidth).schedule()
+        assert person.eventually(lambda: "compute row" in (drawn_memory(person)["title"] or ""),
+                                 20)
+        person.click("#systolic-next-fold")
+        assert person.eventually(lambda: fold_and_cycle(person) == (1, 0), 10)
+        record = memory_step(scalesim, 1, 0)
+        assert record["stalled_before"] > 0
+        assert person.eventually(lambda: drawn_memory(person)["cursor"] == record["clock"], 10)
+        shown = drawn_memory(person)
+        assert f"compute row {record['row']:,}" in shown["title"]
+        assert f"waited so far: {record['stalled_before']:,} of " \
+               f"{scalesim.stall_cycles:,}" in shown["title"]
+        arrived = record["refills"]["ifmap"]
+        assert shown["texts"][0] == f"{arrived['arrived']:,} of {arrived['total']:,}"
+        assert shown["last"] == [total for total in totals_of(scalesim)]
+        save_at(person, "#systolic-sram-halves", shots / f"systolic-memory-{tag}-scalesim.png")
+        assert_sound(person, "SCALE-Sim's timing")
     finally:
         person.driver.quit()

@@ -15,13 +15,16 @@ next fold's tile arriving (for the ofmap: the previous fold's tile draining to D
 timing="scalesim": SCALE-Sim's ring of SRAM sets has no halves to draw; a step reads the
 replay's events: the compute row the step is (fold x fold length + cycle), the stalls of the
 rows before it (so the wall clock), whether this row waits and for which operand, and the
-refills arrived and drains finished by then. Its events are kept up to the report's record
-limit; `complete` says whether they cover the whole layer.
+refills arrived (their arrival cycles follow from the refill count: SCALE-Sim issues them
+back to back) and drains finished by then. The report keeps the first RECORD_LIMIT stall
+rows and drains; `complete` says whether that is all of them, `exact` whether the step lies
+within them. Amounts are SCALE-Sim's words (an element is a word); the overlap model's bytes.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, OPERANDS
 from compiler_core.hardware.systolic.memory_report import fold_record
@@ -37,10 +40,11 @@ def memory_step(schedule, fold: int, cycle: int) -> dict:
 
 
 def dram_traffic(schedule) -> dict:
-    """Bytes moved to and from DRAM per operand by each clock cycle: {"model", "clock":
-    {operand: [cycles]}, "bytes": {operand: [cumulative bytes]}, "waiting": [[start, stop]]
-    (the array waiting for memory), "complete"}. The last point of each operand is its
-    whole traffic."""
+    """What each operand has moved to or from DRAM by each clock cycle: {"model", "unit"
+    ("bytes"; "words" under SCALE-Sim, whose word is an element), "clock": {operand:
+    [cycles]}, "moved": {operand: [cumulative amounts]}, "waiting": [[start, stop]] (the
+    array waiting for memory), "complete"}. The last point of each operand is its whole
+    traffic."""
     if schedule.memory_run is not None:
         return _scalesim_traffic(schedule)
     return _overlap_traffic(schedule)
@@ -104,10 +108,11 @@ def _overlap_step(schedule, fold: int, cycle: int) -> dict:
     return {"model": "overlap", "clock": clock, "fold": fold, "cycle": cycle,
             "waiting": cycle < stall, "stall": stall, "stall_left": max(0, stall - cycle),
             "stalled_before": timeline.stalls_before(fold) + min(cycle, stall),
-            "stall_cycles": timeline.stall_cycles,
+            "stall_cycles": timeline.stall_cycles, "exact": True,
             "double_buffered": timeline.traffic.double_buffered,
             "fits": timeline.traffic.fits, "sram": sram,
-            "dram_bytes": {o: overlap_moved_by(schedule, o, clock) for o in OPERANDS}}
+            "dram": {o: overlap_moved_by(schedule, o, clock) for o in OPERANDS},
+            "unit": "bytes"}
 
 
 def _done_before(schedule, operand: str, fold: int) -> int:
@@ -140,17 +145,17 @@ def overlap_moved_by(schedule, operand: str, clock: int) -> int:
     return _done_before(schedule, operand, window) + _moved(schedule, window, operand, clock)
 
 
-def sampled_folds(folds: int, limit: int = TRAFFIC_POINTS) -> list[int]:
-    """Every fold when there are at most `limit`, else `limit` spread evenly (first and last
-    included)."""
-    if folds <= limit:
-        return list(range(folds))
-    return sorted({round(i * (folds - 1) / (limit - 1)) for i in range(limit)})
+def sampled(count: int, limit: int = TRAFFIC_POINTS) -> list[int]:
+    """0 .. count - 1 when at most `limit`, else `limit` of them spread evenly (first and
+    last included): the folds or refills a traffic line is drawn through."""
+    if count <= limit:
+        return list(range(count))
+    return sorted({round(i * (count - 1) / (limit - 1)) for i in range(limit)})
 
 
 def _overlap_traffic(schedule) -> dict:
     timeline = schedule.timeline
-    folds = sampled_folds(schedule.folds)
+    folds = sampled(schedule.folds)
     clock = {o: [] for o in OPERANDS}
     moved = {o: [] for o in OPERANDS}
     for fold in folds:
@@ -169,42 +174,73 @@ def _overlap_traffic(schedule) -> dict:
     moved["ofmap"] += [final, final + final_store]
     waiting = [[timeline.fold_begin(f), timeline.fold_begin(f) + timeline.stall(f)]
                for f in folds if timeline.stall(f)]
-    return {"model": "overlap", "clock": clock, "bytes": moved, "waiting": waiting,
-            "complete": len(folds) == schedule.folds}
+    return {"model": "overlap", "unit": "bytes", "clock": clock, "moved": moved,
+            "waiting": waiting, "complete": len(folds) == schedule.folds}
 
 
 # ---- SCALE-Sim -----------------------------------------------------------------------------
 
 def _events_complete(memory: dict) -> bool:
+    """Whether the report kept every stall row and drain (it keeps RECORD_LIMIT of each)."""
     from compiler_core.hardware.systolic.memory_report import RECORD_LIMIT
 
-    return all(len(memory[key]) < RECORD_LIMIT for key in ("stall_rows", "drains")) and \
-        all(len(v) < RECORD_LIMIT for v in memory["refill_arrivals"].values())
+    return all(len(memory[key]) < RECORD_LIMIT for key in ("stall_rows", "drains"))
+
+
+@dataclass(frozen=True)
+class _Refills:
+    """One read SRAM's DRAM traffic in SCALE-Sim: a first fill of `first` words over the
+    `first_lines` cycles before cycle 0, then `count` refills of `size` words, refill r
+    arriving at -1 + r * (lines + 1) (issued back to back), each over the `lines` cycles
+    before it."""
+
+    first_lines: int
+    first: int
+    count: int
+    size: int
+    lines: int
+
+    def arrival(self, refill: int) -> int:
+        return -1 + refill * (self.lines + 1)
+
+    def arrived_by(self, clock: int) -> int:
+        return max(0, min(self.count, (clock + 1) // (self.lines + 1)))
+
+
+def _refills(schedule, report: dict, operand: str) -> _Refills:
+    bandwidth = schedule.memory.words(operand)
+    first_lines = -report["dram_cycles"][operand][0]
+    count = report["memory"]["refills"][operand]
+    first = first_lines * bandwidth
+    size = (report["dram_reads"][operand] - first) // count if count else 0
+    return _Refills(first_lines, first, count, size, size // bandwidth)
 
 
 def _scalesim_step(schedule, fold: int, cycle: int) -> dict:
     report = schedule.report()
     memory = report["memory"]
+    rows = memory["stall_rows"]
     row = schedule.timeline.fold_begin(fold) + cycle
-    before = sum(stall for r, _, stall, _ in memory["stall_rows"] if r < row)
-    here = next(((stall, cause) for r, _, stall, cause in memory["stall_rows"] if r == row),
-                (0, None))
+    before = sum(stall for r, _, stall, _ in rows if r < row)
+    here = next(((stall, cause) for r, _, stall, cause in rows if r == row), (0, None))
     clock = row + before
-    refills = {operand: {"arrived": sum(1 for c in memory["refill_arrivals"][operand]
-                                        if c <= clock),
-                         "total": memory["refills"][operand]}
-               for operand in ("ifmap", "filter")}
+    refills = {}
+    for operand in ("ifmap", "filter"):
+        read = _refills(schedule, report, operand)
+        refills[operand] = {"arrived": read.arrived_by(clock), "total": read.count}
     drains = memory["drains"]
     traffic = _scalesim_traffic(schedule, report)
+    complete = _events_complete(memory)
     return {"model": "scalesim", "clock": clock, "fold": fold, "cycle": cycle, "row": row,
             "waiting": here[0] > 0, "stall": here[0], "cause": here[1],
             "stalled_before": before, "stall_cycles": schedule.stall_cycles,
+            # past the last kept stall row, more rows may have waited than are known
+            "exact": complete or bool(rows) and row <= rows[-1][0],
             "refills": refills,
             "drains": {"done": sum(1 for _, stop, _ in drains if stop <= clock),
                        "total": len(drains)},
-            "dram_bytes": {o: _value_at(traffic["clock"][o], traffic["bytes"][o], clock)
-                           for o in OPERANDS},
-            "complete": _events_complete(memory)}
+            "dram": {o: _value_at(traffic["clock"][o], traffic["moved"][o], clock)
+                     for o in OPERANDS}, "unit": traffic["unit"], "complete": complete}
 
 
 def _value_at(clocks: list[int], values: list[int], clock: int) -> int:
@@ -218,31 +254,30 @@ def _value_at(clocks: list[int], values: list[int], clock: int) -> int:
 
 
 def _scalesim_traffic(schedule, report: dict | None = None) -> dict:
-    """Refills and drains from the replay's events: a read refill's words arrive over the
-    lines before its arrival cycle (the first fill ends at cycle 0); a drain's words over its
-    [start, stop]."""
+    """Words moved, as SCALE-Sim counts them (an element is a word): the read refills from
+    their closed form (every one, sampled to TRAFFIC_POINTS), the ofmap drains from the kept
+    events (when the report kept only the first ones, a last segment joins them to the
+    total at the last drain's end)."""
     report = report or schedule.report()
     memory = report["memory"]
-    word = schedule.memory.word_bytes
     clock, moved = {}, {}
     for operand in ("ifmap", "filter"):
-        bandwidth = schedule.memory.words(operand)
-        first_lines = -report["dram_cycles"][operand][0]
-        refills = memory["refills"][operand]
-        first = first_lines * bandwidth
-        per_refill = (report["dram_reads"][operand] - first) // refills if refills else 0
-        lines = per_refill // bandwidth
-        clock[operand], moved[operand] = [-first_lines, 0], [0, first * word]
-        total = first
-        for arrival in memory["refill_arrivals"][operand]:
-            clock[operand] += [arrival - lines, arrival]
-            moved[operand] += [total * word, (total + per_refill) * word]
-            total += per_refill
+        read = _refills(schedule, report, operand)
+        clock[operand], moved[operand] = [-read.first_lines, 0], [0, read.first]
+        for refill in sampled(read.count + 1)[1:]:
+            arrival = read.arrival(refill)
+            clock[operand] += [arrival - read.lines, arrival]
+            moved[operand] += [read.first + (refill - 1) * read.size,
+                               read.first + refill * read.size]
     clock["ofmap"], moved["ofmap"], total = [], [], 0
     for start, stop, words in memory["drains"]:
         clock["ofmap"] += [start, stop]
-        moved["ofmap"] += [total * word, (total + words) * word]
+        moved["ofmap"] += [total, total + words]
         total += words
+    written = report["dram_writes"]["ofmap"]
+    if total < written:
+        clock["ofmap"].append(report["dram_cycles"]["ofmap"][1])
+        moved["ofmap"].append(written)
     waiting = [[cycle, cycle + stall] for _, cycle, stall, _ in memory["stall_rows"]]
-    return {"model": "scalesim", "clock": clock, "bytes": moved, "waiting": waiting,
-            "complete": _events_complete(memory)}
+    return {"model": "scalesim", "unit": "words", "clock": clock, "moved": moved,
+            "waiting": waiting, "complete": _events_complete(memory)}
