@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 
 import pytest
 
-from compiler_core.hardware.node_schedule import schedule_model, schedule_node
+from compiler_core.hardware.node_schedule import schedule_model
 from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.hardware.systolic import DATAFLOWS, schedule_gemm
 from compiler_core.hardware.systolic.memory_config import OPERANDS, MemoryConfig
@@ -55,7 +56,7 @@ def test_the_traffic_chart_ends_at_the_schedules_dram_totals(timing, dataflow, m
         totals(report, sched.timeline.traffic.element_bytes)
     for operand in OPERANDS:
         points = traffic["moved"][operand]
-        assert all(a <= b for a, b in zip(points, points[1:])), operand
+        assert all(a <= b for a, b in pairwise(points)), operand
     waited = sum(stop - start for start, stop in traffic["waiting"])
     if timing == "overlap":   # the waits drawn are the schedule's stalls, fold by fold
         assert waited == report["stall_cycles"]
@@ -239,7 +240,7 @@ def test_the_panels_memory_is_the_targets_with_what_was_typed():
 def test_the_sram_chart_clips_a_tile_bigger_than_its_half_and_says_so():
     record = memory_step(schedule(), 3, 0)
     figure = sram_figure(record)
-    whole, there, half = figure["data"]
+    whole, _, half = figure["data"]
     sram = record["sram"]["filter"]
     index = whole["y"].index("filter · this tile")
     share = 100 * sram["in_use"]["bytes"] / sram["half_bytes"]

@@ -82,7 +82,7 @@ def _point(schedule) -> list[int]:
     return [schedule.cycles, schedule.stall_cycles]
 
 
-def pass_schedules(result: "PipelineResult", bindings: dict[str, int] | None = None,
+def pass_schedules(result: PipelineResult, bindings: dict[str, int] | None = None,
                    **options) -> list[dict]:
     """Every GEMM and convolution on the array, summed, for the model as loaded (index -1)
     and after each pass: {"index", "pass", "changed", "gemms", figures...}. A pass that
@@ -131,7 +131,7 @@ class SystolicStory:
     dataflows: dict | None
 
 
-def systolic_story(result: "PipelineResult", target, bindings: dict[str, int] | None = None,
+def systolic_story(result: PipelineResult, target, bindings: dict[str, int] | None = None,
                    **options) -> SystolicStory:
     """The report's systolic figures on the target's array, memory and default dataflow."""
     options = {"target": target, **options}

@@ -27,8 +27,8 @@ from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
 from graphlab.app import AppConfig, create_app
 from graphlab.app.systolic_view import array_problem
-from graphlab.units import format_bytes
 from graphlab.samples import resolve_model, size_hints
+from graphlab.units import format_bytes
 
 pytestmark = pytest.mark.browser
 

@@ -1,7 +1,10 @@
 """The systolic-array panel: a GEMM of the graph (the selected node's, else the graph's first;
-any of them from a dropdown), or a typed GEMM, on an R×C array; the array at any step of any
-fold, stepped by a cycle, a phase or a fold either way, or played at a chosen speed; the folds'
-phases over time; both timing models' totals side by side.
+any of them from a dropdown), or a typed GEMM, on an R×C array with its memory (SRAM per
+operand, DRAM words per cycle: the target's unless typed); the array at any step of any
+fold, stepped by a cycle, a phase or a fold either way, or played at a chosen speed, with
+each SRAM's halves and the DRAM traffic at that step; the folds' phases over time; both
+timing models' totals side by side; on request, the GEMM under the three dataflows with a
+sweep over SRAM sizes and bandwidths, and the whole model's GEMMs summed pass by pass.
 
 Array, dataflow, timing, a typed GEMM and the selected node are in the URL (through view
 patches); the step is not — playing would flood the browser history.  The chosen problem is
@@ -24,17 +27,16 @@ from compiler_core.errors import GraphLabError
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
-
-from .. import ids
-from ..graph_analyses import sized_of
-from ..messages import log
-from ..services import Services
 from compiler_core.hardware.systolic.memory_config import memory_of_target
 from compiler_core.hardware.systolic.memory_steps import dram_traffic, memory_step
 from compiler_core.hardware.systolic_choices import compare_dataflows, pass_schedules, \
     sweep_memory, sweep_timing
 from compiler_core.hardware.targets import get_target
 
+from .. import ids
+from ..graph_analyses import sized_of
+from ..messages import log
+from ..services import Services
 from ..systolic_memory_view import clock_cursor, comparison_rows, dram_figure, sram_figure, \
     sweep_figure
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
@@ -154,14 +156,14 @@ def layout(_: Services) -> html.Div:
             html.Div(className="systolic-choices", children=[
                 html.Button("Compare dataflows · sweep SRAM and bandwidth",
                             id=CHOICES_BUTTON, className="button"),
-                html.Div(id=CHOICES),
+                dcc.Loading(html.Div(id=CHOICES), type="dot"),
                 dcc.Graph(id=SWEEP, config=STATIC, style={"height": "430px",
                                                           "display": "none"}),
             ]),
             html.Div(className="systolic-passes", children=[
                 html.Button("Whole model, pass by pass", id=PASSES_BUTTON,
                             className="button"),
-                html.Div(id=PASSES),
+                dcc.Loading(html.Div(id=PASSES), type="dot"),
             ]),
         ]),
     ])
