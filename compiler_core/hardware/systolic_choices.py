@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import GraphLabError
+from .cost import compute_dtype
 from .gemm_shapes import gemm_problems, has_gemm
 from .node_schedule import schedule_model, schedule_node
 from .shape_transfer import sized
@@ -85,17 +86,38 @@ def _point(schedule) -> list[int]:
 def pass_schedules(result: PipelineResult, bindings: dict[str, int] | None = None,
                    **options) -> list[dict]:
     """Every GEMM and convolution on the array, summed, for the model as loaded (index -1)
-    and after each pass: {"index", "pass", "changed", "gemms", figures...}. A pass that
-    changed nothing shares its predecessor's graph, so its figures are not recomputed; a
-    graph without GEMMs has `gemms` 0 and no figures."""
-    rows, by_graph = [], {}
+    and after each pass: {"index", "pass", "changed", "gemms", figures...}. Most passes leave
+    the GEMMs alone (cleanups, normalization and activation recognition), so graphs whose
+    GEMM shapes and dtypes are the same, in the same order, share one schedule; a graph
+    without GEMMs has `gemms` 0 and no figures."""
+    rows, by_graph, by_gemms = [], {}, {}
     graphs = [(-1, "(input model)", True, result.initial)] + [
         (s.index, s.pass_name, bool(s.changed), s.graph) for s in result.snapshots]
     for index, name, changed, graph in graphs:
         if id(graph) not in by_graph:
-            by_graph[id(graph)] = _model_figures(graph, bindings, options)
+            shaped = sized(graph, bindings)
+            key = _gemm_shapes(shaped, bindings)
+            if key not in by_gemms:
+                by_gemms[key] = _model_figures(shaped, bindings, options)
+            by_graph[id(graph)] = by_gemms[key]
         rows.append({"index": index, "pass": name, "changed": changed, **by_graph[id(graph)]})
     return rows
+
+
+def _gemm_shapes(graph, bindings) -> tuple:
+    """What the array's figures of a sized graph depend on: each GEMM node's problems and
+    dtype, in order."""
+    shapes = []
+    for node in graph.nodes:
+        if not has_gemm(node):
+            continue
+        try:
+            problems = tuple((p.M, p.N, p.K, p.instances, repr(p.conv))
+                             for p in gemm_problems(node, bindings))
+        except GraphLabError as err:   # scheduling it fails the same way: keep it apart
+            problems = (node.name, str(err))
+        shapes.append((compute_dtype(node), problems))
+    return tuple(shapes)
 
 
 def _model_figures(graph, bindings, options) -> dict:
