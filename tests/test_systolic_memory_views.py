@@ -247,3 +247,16 @@ def test_the_sram_chart_clips_a_tile_bigger_than_its_half_and_says_so():
     assert share > 100 and whole["x"][index] == 100
     assert f"{share / 100:.3g}× the half" in half["text"][index]
     assert "the array waits" in figure["layout"]["title"]["text"]
+
+
+def test_every_pass_row_is_its_own_graphs_schedule_though_shared_where_gemms_agree():
+    graph = load_model(resolve_model("cnn_bn"))
+    bindings = choose_sizes(graph, {}, size_hints("cnn_bn")).bindings
+    result = PassManager("O2", bindings=bindings).run(graph)
+    rows = pass_schedules(result, bindings, rows=16, cols=16, memory=STARVED)
+    graphs = [result.initial] + [s.graph for s in result.snapshots]
+    for row, shown in zip(rows, graphs, strict=True):
+        own = schedule_model(shown, bindings=bindings, rows=16, cols=16, memory=STARVED)
+        assert (row["cycles"], row["stall_cycles"], row["dram_reads"], row["energy_joules"]) \
+            == (own["cycles"], own["stall_cycles"], own["dram_reads"],
+                own["energy"]["total_joules"]), row["pass"]
