@@ -67,6 +67,8 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    sram: str = ""                # systolic SRAM kB per operand as typed ('' = the target's)
+    bandwidth: str = ""           # systolic DRAM words per cycle per operand as typed
     versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
     versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
@@ -100,6 +102,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "sram": "sram", "bandwidth": "bw",
              "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
@@ -114,6 +117,8 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "sram": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "bandwidth": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
     "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
@@ -123,7 +128,8 @@ _CHECKS = {
 # A panel's name as the URL may give it; which panels exist is the registry's to say (the
 # navigation passes their names: this module does not import the panels).
 _PANEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "sram",
+                   "bandwidth", "versus",
                    "versus_after", "rules")
 
 
