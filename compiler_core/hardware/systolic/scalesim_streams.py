@@ -31,12 +31,46 @@ NO_REQUEST = -1
 
 
 @dataclass(frozen=True)
-class Stream:
-    """One operand's demand stream: `rows[j]` is the global cycle row of the j-th request,
-    `addresses[j]` its address (in request order: by row, then by array column)."""
+class OperandStreams:
+    """One read operand's demand stream and prefetch order, over its distinct tiles.
 
-    rows: np.ndarray
+    The operand's elements are numbered (ids into `addresses`). Fold f reads tile
+    `fold_tile[f]`; tile t's requests are `rows[a:b]` and `elements[a:b]` with
+    a, b = `tile_start[t]`, `tile_start[t + 1]`: in request order (by cycle row, then array
+    column), the fold's local cycle row of each and the element it asks for. Folds that
+    read the same tile (SCALE-Sim re-reads an operand's row or column tiles) share it, so
+    the work is per distinct tile, not per fold. `prefetch` is the fill order of the
+    elements, NO_REQUEST kept."""
+
     addresses: np.ndarray
+    prefetch: np.ndarray
+    fold_tile: list
+    tile_start: list
+    rows: np.ndarray
+    elements: np.ndarray
+
+    def tile(self, t: int) -> tuple[np.ndarray, np.ndarray]:
+        """(local rows, elements) of tile t's requests."""
+        a, b = self.tile_start[t], self.tile_start[t + 1]
+        return self.rows[a:b], self.elements[a:b]
+
+    def global_rows(self, fold_rows: int) -> np.ndarray:
+        """The cycle row of every request of the whole layer, in request order."""
+        return np.concatenate([self.tile(t)[0] + f * fold_rows
+                               for f, t in enumerate(self.fold_tile)])
+
+    def request_addresses(self) -> np.ndarray:
+        """The address of every request of the whole layer, in request order."""
+        return self.addresses[np.concatenate([self.tile(t)[1] for t in self.fold_tile])]
+
+    def first_last_rows(self, fold_rows: int) -> tuple[int, int]:
+        """The cycle rows of the operand's first and last request (a fold's tile can be
+        all padding, where a strided window runs past the input)."""
+        starts = self.tile_start
+        asking = [f for f, t in enumerate(self.fold_tile) if starts[t + 1] > starts[t]]
+        first, last = asking[0], asking[-1]
+        return (first * fold_rows + int(self.rows[starts[self.fold_tile[first]]]),
+                last * fold_rows + int(self.rows[starts[self.fold_tile[last] + 1] - 1]))
 
 
 @dataclass(frozen=True)
@@ -45,11 +79,9 @@ class LayerStreams:
 
     fold_rows: int
     folds: int
-    ifmap: Stream
-    filter: Stream
+    ifmap: OperandStreams
+    filter: OperandStreams
     ofmap_per_row: np.ndarray       # ofmap writes the array makes at each cycle row
-    ifmap_prefetch: np.ndarray      # addresses in SRAM fill order, NO_REQUEST kept
-    filter_prefetch: np.ndarray
     sram_reads: dict
     sram_writes: dict
     compute_utilization: float      # SCALE-Sim's "Compute Util %" / 100
@@ -79,6 +111,12 @@ def filter_addresses(conv: ConvShape) -> np.ndarray:
     return np.arange(conv.N)[None, :] * window + np.arange(window)[:, None]
 
 
+def _element_ids(addresses: np.ndarray) -> np.ndarray:
+    """The matrix's element numbers (row-major), NO_REQUEST where it holds no address."""
+    ids = np.arange(addresses.size, dtype=np.int64).reshape(addresses.shape)
+    return np.where(addresses != NO_REQUEST, ids, NO_REQUEST)
+
+
 def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
 
@@ -96,18 +134,22 @@ def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
     return matrix.ravel()[order]
 
 
-def _place(tiles: np.ndarray, fold_rows: int, base: int, skewed: bool) -> Stream:
-    """Lay (folds, T, W) tiles onto the cycle rows of their folds and read them in request
-    order (row, then column), dropping the padding."""
-    folds, height, width = tiles.shape
-    grid = np.full((folds, fold_rows, width), NO_REQUEST, dtype=np.int64)
+def _tiled(addresses: np.ndarray, prefetch: np.ndarray, tiles: np.ndarray, fold_tile,
+           fold_rows: int, base: int, skewed: bool) -> OperandStreams:
+    """Lay each distinct (T, W) tile of element ids onto a fold's cycle rows and read it in
+    request order (row, then column), dropping the padding."""
+    count, height, width = tiles.shape
+    grid = np.full((count, fold_rows, width), NO_REQUEST, dtype=np.int64)
     t = np.arange(height)[:, None]
     c = np.arange(width)[None, :]
     row = base + t + (c if skewed else 0 * c)
     grid[:, row, np.broadcast_to(c, row.shape)] = tiles
     flat = grid.reshape(-1)
     positions = np.flatnonzero(flat != NO_REQUEST)
-    return Stream(rows=positions // width, addresses=flat[positions])
+    tile, local = np.divmod(positions, fold_rows * width)
+    return OperandStreams(addresses.ravel(), prefetch, [int(f) for f in fold_tile],
+                          np.searchsorted(tile, np.arange(count + 1)).tolist(),
+                          local // width, flat[positions])
 
 
 def _row_counts(tiles: np.ndarray, fold_rows: int, base: int) -> np.ndarray:
@@ -148,8 +190,9 @@ def _os(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
     m_slices, n_slices = _slices(M, R), _slices(N, C)
     fold_rows = R + C + K - 2
     row_of, col_of = _fold_index(len(m_slices), len(n_slices))
-    a_tiles = np.stack([_padded(ifmap[a:b].T, K, R) for a, b in m_slices])
-    b_tiles = np.stack([_padded(weights[:, a:b], K, C) for a, b in n_slices])
+    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
+    a_tiles = np.stack([_padded(a_ids[a:b].T, K, R) for a, b in m_slices])
+    b_tiles = np.stack([_padded(b_ids[:, a:b], K, C) for a, b in n_slices])
     c_tiles = np.stack([np.flip(_padded(ofmap[ma:mb, na:nb], R, C), 0)
                         for na, nb in n_slices for ma, mb in m_slices])
     used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
@@ -157,11 +200,11 @@ def _os(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles[row_of], fold_rows, 0, True),
-        filter=_place(b_tiles[col_of], fold_rows, 0, True),
+        ifmap=_tiled(ifmap, _anti_diagonal_order(np.concatenate(list(a_tiles))), a_tiles,
+                     row_of, fold_rows, 0, True),
+        filter=_tiled(weights, _anti_diagonal_order(np.concatenate(list(b_tiles))), b_tiles,
+                      col_of, fold_rows, 0, True),
         ofmap_per_row=_row_counts(c_tiles, fold_rows, K - 1),
-        ifmap_prefetch=_anti_diagonal_order(np.concatenate(list(a_tiles))),
-        filter_prefetch=_anti_diagonal_order(np.concatenate(list(b_tiles))),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
         sram_writes={"ofmap": writes},
@@ -172,19 +215,20 @@ def _ws(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
     k_slices, n_slices = _slices(K, R), _slices(N, C)
     fold_rows = 2 * R + C + M - 2
     row_of, col_of = _fold_index(len(k_slices), len(n_slices))
-    a_tiles = np.stack([_padded(ifmap[:, a:b], M, R) for a, b in k_slices])
-    b_tiles = np.stack([np.flip(_padded(weights[ka:kb, na:nb], R, C), 0)
+    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
+    a_tiles = np.stack([_padded(a_ids[:, a:b], M, R) for a, b in k_slices])
+    b_tiles = np.stack([np.flip(_padded(b_ids[ka:kb, na:nb], R, C), 0)
                         for na, nb in n_slices for ka, kb in k_slices])
     c_tiles = np.stack([_padded(ofmap[:, a:b], M, C) for a, b in n_slices])
     used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles[row_of], fold_rows, R, True),
-        filter=_place(b_tiles, fold_rows, 0, False),
+        ifmap=_tiled(ifmap, _anti_diagonal_order(np.concatenate(list(a_tiles))), a_tiles,
+                     row_of, fold_rows, R, True),
+        filter=_tiled(weights, np.concatenate([_padded(b_ids[:, a:b], K, C)
+                                               for a, b in n_slices]).ravel(),
+                      b_tiles, range(len(used)), fold_rows, 0, False),
         ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
-        ifmap_prefetch=_anti_diagonal_order(np.concatenate(list(a_tiles))),
-        filter_prefetch=np.concatenate([_padded(weights[:, a:b], K, C)
-                                        for a, b in n_slices]).ravel(),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
         sram_writes={"ofmap": M * N * len(k_slices)},
@@ -195,19 +239,20 @@ def _is(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
     k_slices, m_slices = _slices(K, R), _slices(M, C)
     fold_rows = 2 * R + C + N - 2
     row_of, col_of = _fold_index(len(k_slices), len(m_slices))
-    a_tiles = np.stack([np.flip(_padded(ifmap[ma:mb, ka:kb].T, R, C), 0)
+    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
+    a_tiles = np.stack([np.flip(_padded(a_ids[ma:mb, ka:kb].T, R, C), 0)
                         for ma, mb in m_slices for ka, kb in k_slices])
-    b_tiles = np.stack([_padded(weights[a:b].T, N, R) for a, b in k_slices])
+    b_tiles = np.stack([_padded(b_ids[a:b].T, N, R) for a, b in k_slices])
     c_tiles = np.stack([_padded(ofmap[a:b].T, N, C) for a, b in m_slices])
     used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles, fold_rows, 0, False),
-        filter=_place(b_tiles[row_of], fold_rows, R, True),
+        ifmap=_tiled(ifmap, np.concatenate([_padded(a_ids[a:b].T, K, C)
+                                            for a, b in m_slices]).ravel(),
+                     a_tiles, range(len(used)), fold_rows, 0, False),
+        filter=_tiled(weights, _anti_diagonal_order(np.concatenate(list(b_tiles))), b_tiles,
+                      row_of, fold_rows, R, True),
         ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
-        ifmap_prefetch=np.concatenate([_padded(ifmap[a:b].T, K, C)
-                                       for a, b in m_slices]).ravel(),
-        filter_prefetch=_anti_diagonal_order(np.concatenate(list(b_tiles))),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
         sram_writes={"ofmap": M * N * len(k_slices)},

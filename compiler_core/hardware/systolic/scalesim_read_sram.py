@@ -1,0 +1,173 @@
+"""SCALE-Sim 3.0.0's read SRAM (ifmap, filter): which cycle rows miss, and how many refills.
+
+SCALE-Sim's read buffer (`scalesim/memory/read_buffer.py`) holds `T = 1024 * kB` words, half
+active, half prefetch. The operand's prefetch order is cut into sets of E = ceil(T / 100)
+valid addresses, n sets on a ring. The active window is A = min(ceil(T/2 / E), n)
+consecutive sets from `w` (initially 0). A request hits when its address is in a set of the
+window; on a miss the window moves on by P = min(ceil(T/2 / E), n - A) sets, as often as
+needed, one refill each.
+
+Unrolled, the model is a walk on a line: after u refills the window holds the positions
+[uP, uP + A), and set s sits at every position s + kn. A request for an address held in the
+sets S moves u to max(u, h(X)), where X is the first position at or after uP holding one of
+S and h(x) = ceil((x - A + 1) / P) the first window that reaches x. So the walk only needs
+the requests where it moves, and those are found without visiting the others: along a run
+of requests whose own prefetch sets rise by at most n - A from one to the next (a fold's
+skewed tile is read along anti-diagonals, in fill order), the window reaches each request's
+own position first, so the next move is the first request of the run past the window's end,
+a binary search. A run starts afresh (an exact step over all of the address's sets) where
+its sets fall back or jump, and a fold whose whole tile lies in the window is skipped in one
+test. The work is per distinct tile (folds re-reading a tile share its arrays), per run and
+per move, never per request; `tests/test_systolic_read_sram.py` checks it against the
+request-by-request walk.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from dataclasses import dataclass
+
+import numpy as np
+
+from compiler_core.hardware.systolic.mapping import ScheduleError
+from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OperandStreams,
+                                                              fetch_rows)
+
+
+@dataclass(frozen=True)
+class ReadSram:
+    """The fixed parameters of one read SRAM (see the module docstring)."""
+
+    words: int
+    bandwidth: int
+    per_set: int
+    sets: int
+    active_sets: int
+    step_sets: int
+    first_fill_lines: int
+    refill_lines: int
+
+    @classmethod
+    def build(cls, kilobytes: int, bandwidth: int, prefetch: np.ndarray) -> "ReadSram":
+        words = 1024 * kilobytes
+        active = math.ceil(words * 0.5)
+        per_set = math.ceil(words / 100)
+        valid = int(np.count_nonzero(prefetch != NO_REQUEST))
+        sets = valid // per_set + 1
+        active_sets = min(math.ceil(active / per_set), sets)
+        step = min(math.ceil((words - active) / per_set), sets - active_sets)
+        return cls(words, bandwidth, per_set, sets, active_sets, step,
+                   min(math.ceil(active / bandwidth), fetch_rows(prefetch, bandwidth)),
+                   math.ceil((words - active) / bandwidth))
+
+    def refill_arrival(self, refill: int) -> int:
+        """Cycle at which refill number `refill` (1, 2, ...) has arrived."""
+        return -1 + refill * (self.refill_lines + 1)
+
+
+def _missing():
+    return ScheduleError("a request is missing from its operand's prefetch order",
+                         where="memory", hint="report this layer: the streams disagree")
+
+
+class _Sets:
+    """Where each element and each address sits in the prefetch order, in sets."""
+
+    def __init__(self, stream: OperandStreams, per_set: int):
+        valid = stream.prefetch[stream.prefetch != NO_REQUEST]
+        position = np.full(stream.addresses.size, -1, dtype=np.int64)
+        position[valid] = np.arange(valid.size)
+        self.own = position // per_set          # element id -> its own set (-1: none)
+        addresses = stream.addresses[valid]
+        counts = np.bincount(addresses)
+        self.shared = counts.size > 0 and int(counts.max()) > 1
+        if self.shared:                          # an address in several sets (im2col)
+            sets = np.arange(valid.size) // per_set
+            pairs = np.unique(addresses * (valid.size + 1) + sets)
+            holder, held = np.divmod(pairs, valid.size + 1)
+            self.start = np.searchsorted(holder, np.arange(counts.size + 1)).tolist()
+            self.held = held.tolist()
+            self.address = stream.addresses.tolist()
+
+    def candidates(self, element: int) -> list[int]:
+        """Every set holding the element's address (when addresses are shared)."""
+        address = self.address[element]
+        return self.held[self.start[address]:self.start[address + 1]]
+
+
+class _Runs:
+    """The requests of every distinct tile as the walk needs them: own sets, runs of rising
+    sets, and each tile's lowest and highest set."""
+
+    def __init__(self, stream: OperandStreams, own: np.ndarray, rise: int):
+        sets = own[stream.elements]
+        if sets.size and int(sets.min()) < 0:
+            raise _missing()
+        steps = np.diff(sets)
+        cut = (steps < 0) | (steps > rise)
+        starts = np.asarray(stream.tile_start)
+        inner = starts[1:-1]
+        cut[inner[(inner > 0) & (inner < sets.size)] - 1] = True    # a tile starts a run
+        self.bounds = [0, *(np.flatnonzero(cut) + 1).tolist(), int(sets.size)]
+        self.sets = sets.tolist()
+        asking = np.flatnonzero(starts[1:] > starts[:-1])
+        self.low = dict.fromkeys(range(starts.size - 1), 0)
+        self.high = dict.fromkeys(range(starts.size - 1), 0)
+        if asking.size:
+            self.low.update(zip(asking.tolist(),
+                                np.minimum.reduceat(sets, starts[asking]).tolist()))
+            self.high.update(zip(asking.tolist(),
+                                 np.maximum.reduceat(sets, starts[asking]).tolist()))
+
+
+def row_refills(stream: OperandStreams, sram: ReadSram, fold_rows: int
+                ) -> tuple[list[int], list[int]]:
+    """(cycle row, refills) of every row that misses, in row order; their refills sum to
+    the operand's refill count."""
+    n, A, P = sram.sets, sram.active_sets, sram.step_sets
+    if P == 0:            # the window is the whole ring: every request hits
+        return [], []
+    located = _Sets(stream, sram.per_set)
+    runs = _Runs(stream, located.own, n - A)
+    sets, bounds, local_rows = runs.sets, runs.bounds, stream.rows
+    elements, tile_start = stream.elements, stream.tile_start
+    rows: list[int] = []
+    refills: list[int] = []
+    u = floor = 0
+    for fold, t in enumerate(stream.fold_tile):
+        low = runs.low[t]
+        if low - ((low - floor) // n) * n + runs.high[t] - low < floor + A:
+            continue      # the whole tile is in the window: every request hits
+        base = fold * fold_rows
+        begin, stop_tile = tile_start[t], tile_start[t + 1]
+        cut = bisect_left(bounds, begin)
+        while begin < stop_tile:
+            stop = bounds[cut + 1]
+            j = begin
+            while j < stop:
+                # the window after request j: from the first position at or after u * P
+                # that holds its address, h(x) = ceil((x - A + 1) / P)
+                own = sets[j]
+                if located.shared:
+                    reach = min(s - ((s - floor) // n) * n
+                                for s in located.candidates(int(elements[j])))
+                else:
+                    reach = own - ((own - floor) // n) * n
+                moved = -((A - 1 - reach) // P)
+                if moved > u:
+                    row = base + int(local_rows[j])
+                    if rows and rows[-1] == row:
+                        refills[-1] += moved - u
+                    else:
+                        rows.append(row)
+                        refills.append(moved - u)
+                    u, floor = moved, moved * P
+                position = own - ((own - floor) // n) * n
+                if position >= floor + A:
+                    j += 1        # held by another of its sets: restart the run after it
+                    continue
+                # along the run the window moves when a request passes its end
+                j = bisect_left(sets, own + floor + A - position, j + 1, stop)
+            begin, cut = stop, cut + 1
+    return rows, refills
