@@ -44,23 +44,17 @@ EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use
 @dataclass
 class _ReadState:
     sram: ReadSram
-    rows: list                  # cycle rows that miss, ascending
-    refills: list               # refills each of them waits for
-    cursor: int = 0
+    refills: dict               # cycle row -> refills it waits for (rows that miss)
     done: int = 0               # refills so far
     kept: int = 0               # refill arrivals kept for the step-through
-
-    def next_row(self) -> float:
-        return self.rows[self.cursor] if self.cursor < len(self.rows) else math.inf
 
     def serve(self, row: int, cycle: int) -> int:
         """The row's service cycle. Refill r arrives at L_r, D = refill_lines + 1 apart;
         each moves the service to L + max(0, L - a), so after the first the excess over
         L alternates between e and D - e: a closed form in the row's refill count."""
-        if self.cursor >= len(self.rows) or self.rows[self.cursor] != row:
+        count = self.refills.get(row)
+        if count is None:
             return cycle + 1
-        count = self.refills[self.cursor]
-        self.cursor += 1
         if self.kept < EVENT_LIMIT:
             self.kept += count
         first = self.sram.refill_arrival(self.done + 1)
@@ -204,45 +198,43 @@ class MemoryRun:
 
 def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     """Run SCALE-Sim's memory model on a layer's streams (see the module docstring)."""
-    readers = {}
+    readers, events = {}, set()
     for operand, stream in (("ifmap", streams.ifmap), ("filter", streams.filter)):
         sram = ReadSram.build(memory.sram(operand), memory.words(operand), stream.prefetch)
-        readers[operand] = _ReadState(sram, *row_refills(stream, sram, streams.fold_rows))
+        rows, refills = row_refills(stream, sram, streams.fold_rows)
+        readers[operand] = _ReadState(sram, dict(zip(rows, refills)))
+        events.update(rows)
+    ifmap, weights = readers["ifmap"], readers["filter"]
     per_row = streams.ofmap_per_row
     first_element = np.concatenate(([0], np.cumsum(per_row)))
     writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"), per_row,
                          first_element, free=1024 * memory.sram("ofmap"))
-    last_row = streams.total_rows - 1
     watched = _first_last_rows(streams)
-    forced = sorted({last_row, *(r for pair in watched.values() for r in pair)})
+    forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
+    events = sorted(events | forced)    # rows that miss or are reported; the writer adds
 
     stalls, served_at, stall_rows = 0, {}, []
-    forced_index, last_served = 0, 0
+    index, last_served = 0, 0
     while True:
-        candidates = [readers["ifmap"].next_row(), readers["filter"].next_row(),
-                      writer.next_row(stalls)]
-        if forced_index < len(forced):
-            candidates.append(forced[forced_index])
-        row = min(candidates)
+        read_row = events[index] if index < len(events) else math.inf
+        row = min(read_row, writer.next_row(stalls))
         if row == math.inf:
             break
-        row = int(row)
-        while forced_index < len(forced) and forced[forced_index] <= row:
-            forced_index += 1
+        if row == read_row:
+            index += 1
         cycle = row + stalls
-        waits = {}
-        for operand, reader in readers.items():
-            served = reader.serve(row, cycle)
-            waits[operand] = served - cycle - 1
-            served_at[(operand, row)] = served
+        waits = (ifmap.serve(row, cycle) - cycle - 1, weights.serve(row, cycle) - cycle - 1)
         written = writer.serve(row, cycle)
-        waits["ofmap"] = written - cycle
-        served_at[("ofmap", row)] = written
         last_served = written
-        stall = int(max(waits.values()))
-        if stall > 0 and len(stall_rows) < EVENT_LIMIT:
-            stall_rows.append([row, cycle, stall, max(waits, key=waits.get)])
-        stalls += stall
+        if row in forced:
+            served_at[row] = (waits[0] + cycle + 1, waits[1] + cycle + 1, written)
+        stall = max(waits[0], waits[1], written - cycle)
+        if stall > 0:
+            if len(stall_rows) < EVENT_LIMIT:
+                cause = ("ifmap" if stall == waits[0] else "filter" if stall == waits[1]
+                         else "ofmap")
+                stall_rows.append([row, cycle, stall, cause])
+            stalls += stall
     if writer.line_fill or writer.drained_lines < writer.closed_lines:
         cycle = last_served
         while writer.line_fill or writer.drained_lines < writer.closed_lines:
@@ -257,8 +249,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
             * sram.bandwidth
         dram_cycles[operand] = [-sram.first_fill_lines, sram.refill_arrival(reader.done)]
     dram_cycles["ofmap"] = [int(writer.first_drain), int(writer.last_drain)]
-    sram_cycles = {operand: [served_at[(operand, first)], served_at[(operand, last)]]
-                   for operand, (first, last) in watched.items()}
+    sram_cycles = {operand: [served_at[first][slot], served_at[last][slot]]
+                   for slot, (operand, (first, last)) in enumerate(watched.items())}
     return MemoryRun(
         cycles=int(last_served),
         cycles_with_prefetch=int(writer.last_drain - min(dram_cycles["ifmap"][0],

@@ -121,17 +121,28 @@ def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
 
 
-def _padded(block: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    out = np.full((rows, cols), NO_REQUEST, dtype=np.int64)
-    out[:block.shape[0], :block.shape[1]] = block
-    return out
+def _blocks(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """The matrix cut into rows x cols blocks, padded with NO_REQUEST at its far edges:
+    (row blocks, column blocks, rows, cols)."""
+    height, width = matrix.shape
+    padded = np.full((-(-height // rows) * rows, -(-width // cols) * cols), NO_REQUEST,
+                     dtype=np.int64)
+    padded[:height, :width] = matrix
+    return padded.reshape(padded.shape[0] // rows, rows, -1, cols).transpose(0, 2, 1, 3)
 
 
 def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
     """Elements by anti-diagonal (row + col ascending), bottom row first within one."""
+    height, width = matrix.shape
+    diagonal = np.arange(height + width - 1)
+    length = np.minimum(np.minimum(diagonal + 1, height + width - 1 - diagonal),
+                        min(height, width))
+    before = np.concatenate(([0], np.cumsum(length)[:-1]))
     rows, cols = np.indices(matrix.shape)
-    order = np.lexsort((-rows.ravel(), (rows + cols).ravel()))
-    return matrix.ravel()[order]
+    d = rows + cols
+    order = np.empty(matrix.size, dtype=matrix.dtype)
+    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = matrix.ravel()
+    return order
 
 
 def _tiled(addresses: np.ndarray, prefetch: np.ndarray, tiles: np.ndarray, fold_tile,
@@ -152,12 +163,19 @@ def _tiled(addresses: np.ndarray, prefetch: np.ndarray, tiles: np.ndarray, fold_
                           local // width, flat[positions])
 
 
-def _row_counts(tiles: np.ndarray, fold_rows: int, base: int) -> np.ndarray:
-    """Valid requests per cycle row of skewed (folds, T, W) tiles."""
-    folds, height, width = tiles.shape
-    f, t, c = np.nonzero(tiles != NO_REQUEST)
-    rows = f * fold_rows + base + t + c
-    return np.bincount(rows, minlength=folds * fold_rows)
+def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
+    """Writes per cycle row when fold f writes the rows [first, first + height) and the
+    columns [0, width) of its skewed tile, `spans[f]` = (first, height, width): element
+    (t, c) is written at local row base + t + c, so a row gets one write per element of its
+    anti-diagonal."""
+    offset = np.arange(fold_rows) - base
+    patterns: dict = {}
+    for first, height, width in spans:
+        if (first, height, width) not in patterns:
+            e = offset - first
+            count = np.minimum(np.minimum(e, height + width - 2 - e), min(height, width) - 1)
+            patterns[first, height, width] = np.maximum(count + 1, 0)
+    return np.concatenate([patterns[span] for span in spans])
 
 
 def build_streams(mapping: Mapping, conv: ConvShape) -> LayerStreams:
@@ -166,12 +184,8 @@ def build_streams(mapping: Mapping, conv: ConvShape) -> LayerStreams:
     ifmap, weights = ifmap_addresses(conv), filter_addresses(conv)
     M, K = ifmap.shape
     N = weights.shape[1]
-    ones = np.ones((M, N), dtype=np.int64)       # ofmap addresses do not matter, only counts
-    if dataflow == "os":
-        return _os(ifmap, weights, ones, R, C, M, N, K)
-    if dataflow == "ws":
-        return _ws(ifmap, weights, ones, R, C, M, N, K)
-    return _is(ifmap, weights, ones, R, C, M, N, K)
+    build = {"os": _os, "ws": _ws, "is": _is}[dataflow]
+    return build(ifmap, weights, R, C, M, N, K)
 
 
 def _fold_index(row_folds: int, col_folds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -186,73 +200,70 @@ def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int)
     return sum(u * stream / (R * C * fold_cycles) for u in used) / len(used)
 
 
-def _os(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     m_slices, n_slices = _slices(M, R), _slices(N, C)
     fold_rows = R + C + K - 2
     row_of, col_of = _fold_index(len(m_slices), len(n_slices))
-    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
-    a_tiles = np.stack([_padded(a_ids[a:b].T, K, R) for a, b in m_slices])
-    b_tiles = np.stack([_padded(b_ids[:, a:b], K, C) for a, b in n_slices])
-    c_tiles = np.stack([np.flip(_padded(ofmap[ma:mb, na:nb], R, C), 0)
-                        for na, nb in n_slices for ma, mb in m_slices])
+    a_tiles = _blocks(_element_ids(ifmap).T, K, R)[0]
+    b_tiles = _blocks(_element_ids(weights), K, C)[0]
     used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
+    # the ofmap tile is written bottom row first: its used rows are the padded tile's last
+    spans = [(R - (mb - ma), mb - ma, nb - na) for na, nb in n_slices for ma, mb in m_slices]
     # SCALE-Sim's ofmap write count adds the padded tile's height + width once per fold
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, _anti_diagonal_order(np.concatenate(list(a_tiles))), a_tiles,
+        ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
                      row_of, fold_rows, 0, True),
-        filter=_tiled(weights, _anti_diagonal_order(np.concatenate(list(b_tiles))), b_tiles,
+        filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, C)), b_tiles,
                       col_of, fold_rows, 0, True),
-        ofmap_per_row=_row_counts(c_tiles, fold_rows, K - 1),
+        ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
         sram_writes={"ofmap": writes},
         compute_utilization=_utilization(used, K, fold_rows, R, C))
 
 
-def _ws(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, n_slices = _slices(K, R), _slices(N, C)
     fold_rows = 2 * R + C + M - 2
-    row_of, col_of = _fold_index(len(k_slices), len(n_slices))
-    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
-    a_tiles = np.stack([_padded(a_ids[:, a:b], M, R) for a, b in k_slices])
-    b_tiles = np.stack([np.flip(_padded(b_ids[ka:kb, na:nb], R, C), 0)
-                        for na, nb in n_slices for ka, kb in k_slices])
-    c_tiles = np.stack([_padded(ofmap[:, a:b], M, C) for a, b in n_slices])
+    row_of, _ = _fold_index(len(k_slices), len(n_slices))
+    b_ids = _element_ids(weights)
+    a_tiles = _blocks(_element_ids(ifmap), M, R)[0]
+    # fold (k, n) preloads its weight block, column fold outer, bottom row first
+    b_tiles = _blocks(b_ids, R, C).transpose(1, 0, 2, 3).reshape(-1, R, C)[:, ::-1]
     used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
+    spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, _anti_diagonal_order(np.concatenate(list(a_tiles))), a_tiles,
+        ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
                      row_of, fold_rows, R, True),
-        filter=_tiled(weights, np.concatenate([_padded(b_ids[:, a:b], K, C)
-                                               for a, b in n_slices]).ravel(),
-                      b_tiles, range(len(used)), fold_rows, 0, False),
-        ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
+        filter=_tiled(weights, _blocks(b_ids, K, C)[0].ravel(), b_tiles, range(len(used)),
+                      fold_rows, 0, False),
+        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
         sram_writes={"ofmap": M * N * len(k_slices)},
         compute_utilization=_utilization(used, M, fold_rows + C - 1, R, C))
 
 
-def _is(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, m_slices = _slices(K, R), _slices(M, C)
     fold_rows = 2 * R + C + N - 2
-    row_of, col_of = _fold_index(len(k_slices), len(m_slices))
-    a_ids, b_ids = _element_ids(ifmap), _element_ids(weights)
-    a_tiles = np.stack([np.flip(_padded(a_ids[ma:mb, ka:kb].T, R, C), 0)
-                        for ma, mb in m_slices for ka, kb in k_slices])
-    b_tiles = np.stack([_padded(b_ids[a:b].T, N, R) for a, b in k_slices])
-    c_tiles = np.stack([_padded(ofmap[a:b].T, N, C) for a, b in m_slices])
+    row_of, _ = _fold_index(len(k_slices), len(m_slices))
+    a_ids = _element_ids(ifmap).T
+    # fold (k, m) preloads its input block, column fold outer, bottom row first
+    a_tiles = _blocks(a_ids, R, C).transpose(1, 0, 2, 3).reshape(-1, R, C)[:, ::-1]
+    b_tiles = _blocks(_element_ids(weights).T, N, R)[0]
     used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
+    spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, np.concatenate([_padded(a_ids[a:b].T, K, C)
-                                            for a, b in m_slices]).ravel(),
-                     a_tiles, range(len(used)), fold_rows, 0, False),
-        filter=_tiled(weights, _anti_diagonal_order(np.concatenate(list(b_tiles))), b_tiles,
+        ifmap=_tiled(ifmap, _blocks(a_ids, K, C)[0].ravel(), a_tiles, range(len(used)),
+                     fold_rows, 0, False),
+        filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, R)), b_tiles,
                       row_of, fold_rows, R, True),
-        ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
+        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
         sram_writes={"ofmap": M * N * len(k_slices)},
