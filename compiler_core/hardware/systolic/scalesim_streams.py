@@ -131,36 +131,43 @@ def _blocks(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return padded.reshape(padded.shape[0] // rows, rows, -1, cols).transpose(0, 2, 1, 3)
 
 
-def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
-    """Elements by anti-diagonal (row + col ascending), bottom row first within one."""
-    height, width = matrix.shape
+def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The order that reads a height x width matrix by anti-diagonal (row + col ascending),
+    bottom row first within one (so column ascending): the flat index of each element read,
+    and the anti-diagonal it is on."""
     diagonal = np.arange(height + width - 1)
     length = np.minimum(np.minimum(diagonal + 1, height + width - 1 - diagonal),
                         min(height, width))
     before = np.concatenate(([0], np.cumsum(length)[:-1]))
-    rows, cols = np.indices(matrix.shape)
+    rows, cols = np.indices((height, width))
     d = rows + cols
-    order = np.empty(matrix.size, dtype=matrix.dtype)
-    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = matrix.ravel()
-    return order
+    order = np.empty(height * width, dtype=np.int64)
+    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = np.arange(height * width)
+    return order, d.ravel()[order]
+
+
+def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
+    """Elements by anti-diagonal (row + col ascending), bottom row first within one."""
+    return matrix.ravel()[_anti_diagonals(*matrix.shape)[0]]
 
 
 def _tiled(addresses: np.ndarray, prefetch: np.ndarray, tiles: np.ndarray, fold_tile,
-           fold_rows: int, base: int, skewed: bool) -> OperandStreams:
-    """Lay each distinct (T, W) tile of element ids onto a fold's cycle rows and read it in
-    request order (row, then column), dropping the padding."""
+           base: int, skewed: bool) -> OperandStreams:
+    """Each distinct (T, W) tile of element ids read in request order, padding dropped:
+    skewed, element (t, c) is asked for at local row base + t + c, so a row reads an
+    anti-diagonal, column ascending; not skewed, at base + t, row by row."""
     count, height, width = tiles.shape
-    grid = np.full((count, fold_rows, width), NO_REQUEST, dtype=np.int64)
-    t = np.arange(height)[:, None]
-    c = np.arange(width)[None, :]
-    row = base + t + (c if skewed else 0 * c)
-    grid[:, row, np.broadcast_to(c, row.shape)] = tiles
-    flat = grid.reshape(-1)
+    if skewed:
+        order, row = _anti_diagonals(height, width)
+        flat = tiles.reshape(count, -1)[:, order].ravel()
+    else:
+        row = np.repeat(np.arange(height), width)
+        flat = tiles.reshape(-1)
     positions = np.flatnonzero(flat != NO_REQUEST)
-    tile, local = np.divmod(positions, fold_rows * width)
+    tile, index = np.divmod(positions, height * width)
     return OperandStreams(addresses.ravel(), prefetch, [int(f) for f in fold_tile],
                           np.searchsorted(tile, np.arange(count + 1)).tolist(),
-                          local // width, flat[positions])
+                          base + row[index], flat[positions])
 
 
 def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
@@ -214,9 +221,9 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
         ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
-                     row_of, fold_rows, 0, True),
+                     row_of, 0, True),
         filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, C)), b_tiles,
-                      col_of, fold_rows, 0, True),
+                      col_of, 0, True),
         ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
@@ -237,9 +244,9 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
         ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
-                     row_of, fold_rows, R, True),
+                     row_of, R, True),
         filter=_tiled(weights, _blocks(b_ids, K, C)[0].ravel(), b_tiles, range(len(used)),
-                      fold_rows, 0, False),
+                      0, False),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
@@ -260,9 +267,9 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
         ifmap=_tiled(ifmap, _blocks(a_ids, K, C)[0].ravel(), a_tiles, range(len(used)),
-                     fold_rows, 0, False),
+                     0, False),
         filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, R)), b_tiles,
-                      row_of, fold_rows, R, True),
+                      row_of, R, True),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
