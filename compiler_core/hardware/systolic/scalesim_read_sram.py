@@ -83,8 +83,8 @@ class _Sets:
         counts = np.bincount(addresses)
         self.shared = counts.size > 0 and int(counts.max()) > 1
         if self.shared:                          # an address in several sets (im2col)
-            sets = np.arange(valid.size) // per_set
-            pairs = np.unique(addresses * (valid.size + 1) + sets)
+            pairs = np.sort(addresses * (valid.size + 1) + np.arange(valid.size) // per_set)
+            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
             holder, held = np.divmod(pairs, valid.size + 1)
             self.start = np.searchsorted(holder, np.arange(counts.size + 1)).tolist()
             self.held = held.tolist()
