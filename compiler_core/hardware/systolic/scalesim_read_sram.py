@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler_core.hardware.systolic.mapping import ScheduleError
 from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OperandStreams,
                                                               fetch_rows)
 
@@ -66,51 +65,19 @@ class ReadSram:
         return -1 + refill * (self.refill_lines + 1)
 
 
-def _missing():
-    return ScheduleError("a request is missing from its operand's prefetch order",
-                         where="memory", hint="report this layer: the streams disagree")
-
-
 class _Sets:
-    """Where each element and each address sits in the prefetch order, in sets."""
+    """Every request's own set (where its element sits in the fill order), and for an
+    address filled more than once (an im2col input) every set holding it."""
 
-    def __init__(self, stream: OperandStreams, per_set: int):
-        valid = stream.prefetch[stream.prefetch != NO_REQUEST]
-        position = np.full(stream.addresses.size, -1, dtype=np.int64)
-        position[valid] = np.arange(valid.size)
-        self.own = position // per_set          # element id -> its own set (-1: none)
-        addresses = stream.addresses[valid]
-        counts = np.bincount(addresses)
-        self.shared = counts.size > 0 and int(counts.max()) > 1
-        if self.shared:                          # an address in several sets (im2col)
-            pairs = np.sort(addresses * (valid.size + 1) + np.arange(valid.size) // per_set)
-            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
-            holder, held = np.divmod(pairs, valid.size + 1)
-            self.start = np.searchsorted(holder, np.arange(counts.size + 1)).tolist()
-            self.held = held.tolist()
-            self.address = stream.addresses.tolist()
-
-    def candidates(self, element: int) -> list[int]:
-        """Every set holding the element's address (when addresses are shared)."""
-        address = self.address[element]
-        return self.held[self.start[address]:self.start[address + 1]]
-
-
-class _Runs:
-    """The requests of every distinct tile as the walk needs them: own sets, runs of rising
-    sets, and each tile's lowest and highest set."""
-
-    def __init__(self, stream: OperandStreams, own: np.ndarray, rise: int):
-        sets = own[stream.elements]
-        if sets.size and int(sets.min()) < 0:
-            raise _missing()
+    def __init__(self, stream: OperandStreams, per_set: int, rise: int):
+        sets = stream.positions // per_set
         steps = np.diff(sets)
         cut = (steps < 0) | (steps > rise)
         starts = np.asarray(stream.tile_start)
         inner = starts[1:-1]
         cut[inner[(inner > 0) & (inner < sets.size)] - 1] = True    # a tile starts a run
         self.bounds = [0, *(np.flatnonzero(cut) + 1).tolist(), int(sets.size)]
-        self.sets = sets.tolist()
+        self.own = sets.tolist()
         asking = np.flatnonzero(starts[1:] > starts[:-1])
         self.low = dict.fromkeys(range(starts.size - 1), 0)
         self.high = dict.fromkeys(range(starts.size - 1), 0)
@@ -119,6 +86,22 @@ class _Runs:
                                 np.minimum.reduceat(sets, starts[asking]).tolist()))
             self.high.update(zip(asking.tolist(),
                                  np.maximum.reduceat(sets, starts[asking]).tolist()))
+        addresses = stream.addresses
+        counts = np.bincount(addresses)
+        self.shared = counts.size > 0 and int(counts.max()) > 1
+        if self.shared:
+            size = addresses.size
+            pairs = np.sort(addresses * (size + 1) + np.arange(size) // per_set)
+            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
+            holder, held = np.divmod(pairs, size + 1)
+            self.start = np.searchsorted(holder, np.arange(counts.size + 1)).tolist()
+            self.held = held.tolist()
+            self.address = addresses[stream.positions].tolist()
+
+    def candidates(self, request: int) -> list[int]:
+        """Every set holding the request's address (when addresses are shared)."""
+        address = self.address[request]
+        return self.held[self.start[address]:self.start[address + 1]]
 
 
 def row_refills(stream: OperandStreams, sram: ReadSram, fold_rows: int
@@ -128,16 +111,15 @@ def row_refills(stream: OperandStreams, sram: ReadSram, fold_rows: int
     n, A, P = sram.sets, sram.active_sets, sram.step_sets
     if P == 0:            # the window is the whole ring: every request hits
         return [], []
-    located = _Sets(stream, sram.per_set)
-    runs = _Runs(stream, located.own, n - A)
-    sets, bounds, local_rows = runs.sets, runs.bounds, stream.rows
-    elements, tile_start = stream.elements, stream.tile_start
+    located = _Sets(stream, sram.per_set, n - A)
+    sets, bounds, local_rows = located.own, located.bounds, stream.rows
+    tile_start = stream.tile_start
     rows: list[int] = []
     refills: list[int] = []
     u = floor = 0
     for fold, t in enumerate(stream.fold_tile):
-        low = runs.low[t]
-        if low - ((low - floor) // n) * n + runs.high[t] - low < floor + A:
+        low = located.low[t]
+        if low - ((low - floor) // n) * n + located.high[t] - low < floor + A:
             continue      # the whole tile is in the window: every request hits
         base = fold * fold_rows
         begin, stop_tile = tile_start[t], tile_start[t + 1]
@@ -151,7 +133,7 @@ def row_refills(stream: OperandStreams, sram: ReadSram, fold_rows: int
                 own = sets[j]
                 if located.shared:
                     reach = min(s - ((s - floor) // n) * n
-                                for s in located.candidates(int(elements[j])))
+                                for s in located.candidates(j))
                 else:
                     reach = own - ((own - floor) // n) * n
                 moved = -((A - 1 - reach) // P)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -32,36 +33,39 @@ NO_REQUEST = -1
 
 @dataclass(frozen=True)
 class OperandStreams:
-    """One read operand's demand stream and prefetch order, over its distinct tiles.
+    """One read operand's prefetch order and demand stream, over its distinct tiles.
 
-    The operand's elements are numbered (ids into `addresses`). Fold f reads tile
-    `fold_tile[f]`; tile t's requests are `rows[a:b]` and `elements[a:b]` with
-    a, b = `tile_start[t]`, `tile_start[t + 1]`: in request order (by cycle row, then array
-    column), the fold's local cycle row of each and the element it asks for. Folds that
-    read the same tile (SCALE-Sim re-reads an operand's row or column tiles) share it, so
-    the work is per distinct tile, not per fold. `prefetch` is the fill order of the
-    elements, NO_REQUEST kept."""
+    `prefetch` holds the operand's addresses in SRAM fill order, NO_REQUEST kept (SCALE-Sim
+    cuts it into lines padding included). A request is named by its element's position in
+    that order once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's
+    requests are `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with
+    a, b = `tile_start[t]`, `tile_start[t + 1]`, in request order (by cycle row, then array
+    column). Folds that read the same tile (SCALE-Sim re-reads an operand's row or column
+    tiles) share it, so the work is per distinct tile, not per fold."""
 
-    addresses: np.ndarray
     prefetch: np.ndarray
     fold_tile: list
     tile_start: list
     rows: np.ndarray
-    elements: np.ndarray
+    positions: np.ndarray
 
-    def tile(self, t: int) -> tuple[np.ndarray, np.ndarray]:
-        """(local rows, elements) of tile t's requests."""
-        a, b = self.tile_start[t], self.tile_start[t + 1]
-        return self.rows[a:b], self.elements[a:b]
+    @cached_property
+    def addresses(self) -> np.ndarray:
+        """The address at each position of the fill order."""
+        return self.prefetch[self.prefetch != NO_REQUEST]
+
+    def _tile(self, t: int) -> slice:
+        return slice(self.tile_start[t], self.tile_start[t + 1])
 
     def global_rows(self, fold_rows: int) -> np.ndarray:
         """The cycle row of every request of the whole layer, in request order."""
-        return np.concatenate([self.tile(t)[0] + f * fold_rows
+        return np.concatenate([self.rows[self._tile(t)] + f * fold_rows
                                for f, t in enumerate(self.fold_tile)])
 
     def request_addresses(self) -> np.ndarray:
         """The address of every request of the whole layer, in request order."""
-        return self.addresses[np.concatenate([self.tile(t)[1] for t in self.fold_tile])]
+        return self.addresses[np.concatenate([self.positions[self._tile(t)]
+                                              for t in self.fold_tile])]
 
     def first_last_rows(self, fold_rows: int) -> tuple[int, int]:
         """The cycle rows of the operand's first and last request (a fold's tile can be
@@ -111,12 +115,6 @@ def filter_addresses(conv: ConvShape) -> np.ndarray:
     return np.arange(conv.N)[None, :] * window + np.arange(window)[:, None]
 
 
-def _element_ids(addresses: np.ndarray) -> np.ndarray:
-    """The matrix's element numbers (row-major), NO_REQUEST where it holds no address."""
-    ids = np.arange(addresses.size, dtype=np.int64).reshape(addresses.shape)
-    return np.where(addresses != NO_REQUEST, ids, NO_REQUEST)
-
-
 def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
 
@@ -146,28 +144,41 @@ def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return order, d.ravel()[order]
 
 
-def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
-    """Elements by anti-diagonal (row + col ascending), bottom row first within one."""
-    return matrix.ravel()[_anti_diagonals(*matrix.shape)[0]]
+def _streamed(stacked: np.ndarray, height: int, fold_tile, base: int) -> OperandStreams:
+    """A streamed operand: its tiles of `height` rows stacked into one matrix, filled in
+    anti-diagonal order. Within a fold the array asks for tile element (t, c) at local row
+    base + t + c, column ascending: the fill order restricted to the tile."""
+    order, diagonal = _anti_diagonals(*stacked.shape)
+    prefetch = stacked.ravel()[order]
+    valid = prefetch != NO_REQUEST
+    tile = order[valid] // (stacked.shape[1] * height)
+    positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
+    tile = tile[positions]
+    rows = base + diagonal[valid][positions] - tile * height
+    count = stacked.shape[0] // height
+    return OperandStreams(prefetch, [int(f) for f in fold_tile],
+                          np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
+                          positions)
 
 
-def _tiled(addresses: np.ndarray, prefetch: np.ndarray, tiles: np.ndarray, fold_tile,
-           base: int, skewed: bool) -> OperandStreams:
-    """Each distinct (T, W) tile of element ids read in request order, padding dropped:
-    skewed, element (t, c) is asked for at local row base + t + c, so a row reads an
-    anti-diagonal, column ascending; not skewed, at base + t, row by row."""
-    count, height, width = tiles.shape
-    if skewed:
-        order, row = _anti_diagonals(height, width)
-        flat = tiles.reshape(count, -1)[:, order].ravel()
-    else:
-        row = np.repeat(np.arange(height), width)
-        flat = tiles.reshape(-1)
-    positions = np.flatnonzero(flat != NO_REQUEST)
-    tile, index = np.divmod(positions, height * width)
-    return OperandStreams(addresses.ravel(), prefetch, [int(f) for f in fold_tile],
-                          np.searchsorted(tile, np.arange(count + 1)).tolist(),
-                          base + row[index], flat[positions])
+def _preloaded(source: np.ndarray, R: int, C: int) -> OperandStreams:
+    """A preloaded operand (ws filter, is ifmap): the K x cols `source` filled column slice
+    after column slice (C wide), row by row; fold (slice s, row block b), slice outer, reads
+    rows b*R .. b*R + R - 1 of its slice bottom first, one row a cycle, column ascending."""
+    K = source.shape[0]
+    blocks, slices = -(-K // R), -(-source.shape[1] // C)
+    prefetch = _blocks(source, K, C)[0].ravel()
+    fold = np.arange(blocks * slices)
+    k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]          # (folds, R)
+    flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
+    inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
+    flat = np.where(inside, flat, 0).ravel()
+    asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
+    position = np.cumsum(prefetch != NO_REQUEST) - 1
+    tile, index = np.divmod(asked, R * C)
+    return OperandStreams(prefetch, fold.tolist(),
+                          np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
+                          index // C, position[flat[asked]])
 
 
 def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
@@ -211,8 +222,6 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     m_slices, n_slices = _slices(M, R), _slices(N, C)
     fold_rows = R + C + K - 2
     row_of, col_of = _fold_index(len(m_slices), len(n_slices))
-    a_tiles = _blocks(_element_ids(ifmap).T, K, R)[0]
-    b_tiles = _blocks(_element_ids(weights), K, C)[0]
     used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
     # the ofmap tile is written bottom row first: its used rows are the padded tile's last
     spans = [(R - (mb - ma), mb - ma, nb - na) for na, nb in n_slices for ma, mb in m_slices]
@@ -220,10 +229,8 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
-                     row_of, 0, True),
-        filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, C)), b_tiles,
-                      col_of, 0, True),
+        ifmap=_streamed(_blocks(ifmap.T, K, R)[0].reshape(-1, R), K, row_of, 0),
+        filter=_streamed(_blocks(weights, K, C)[0].reshape(-1, C), K, col_of, 0),
         ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
@@ -235,18 +242,12 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, n_slices = _slices(K, R), _slices(N, C)
     fold_rows = 2 * R + C + M - 2
     row_of, _ = _fold_index(len(k_slices), len(n_slices))
-    b_ids = _element_ids(weights)
-    a_tiles = _blocks(_element_ids(ifmap), M, R)[0]
-    # fold (k, n) preloads its weight block, column fold outer, bottom row first
-    b_tiles = _blocks(b_ids, R, C).transpose(1, 0, 2, 3).reshape(-1, R, C)[:, ::-1]
     used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
     spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, _anti_diagonal_order(a_tiles.reshape(-1, R)), a_tiles,
-                     row_of, R, True),
-        filter=_tiled(weights, _blocks(b_ids, K, C)[0].ravel(), b_tiles, range(len(used)),
-                      0, False),
+        ifmap=_streamed(_blocks(ifmap, M, R)[0].reshape(-1, R), M, row_of, R),
+        filter=_preloaded(weights, R, C),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
@@ -258,18 +259,12 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, m_slices = _slices(K, R), _slices(M, C)
     fold_rows = 2 * R + C + N - 2
     row_of, _ = _fold_index(len(k_slices), len(m_slices))
-    a_ids = _element_ids(ifmap).T
-    # fold (k, m) preloads its input block, column fold outer, bottom row first
-    a_tiles = _blocks(a_ids, R, C).transpose(1, 0, 2, 3).reshape(-1, R, C)[:, ::-1]
-    b_tiles = _blocks(_element_ids(weights).T, N, R)[0]
     used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
     spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_tiled(ifmap, _blocks(a_ids, K, C)[0].ravel(), a_tiles, range(len(used)),
-                     0, False),
-        filter=_tiled(weights, _anti_diagonal_order(b_tiles.reshape(-1, R)), b_tiles,
-                      row_of, R, True),
+        ifmap=_preloaded(ifmap.T, R, C),
+        filter=_streamed(_blocks(weights.T, N, R)[0].reshape(-1, R), N, row_of, R),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
