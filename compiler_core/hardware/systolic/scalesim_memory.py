@@ -199,9 +199,9 @@ class MemoryRun:
 def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     """Run SCALE-Sim's memory model on a layer's streams (see the module docstring)."""
     readers, events = {}, set()
-    for operand, stream in (("ifmap", streams.ifmap), ("filter", streams.filter)):
-        sram = ReadSram.build(memory.sram(operand), memory.words(operand), stream.prefetch)
-        rows, refills = row_refills(stream, sram, streams.fold_rows)
+    for operand, read in (("ifmap", streams.ifmap), ("filter", streams.filter)):
+        sram = ReadSram.build(memory.sram(operand), memory.words(operand), read)
+        rows, refills = row_refills(read, sram, streams.fold_rows)
         readers[operand] = _ReadState(sram, dict(zip(rows, refills)))
         events.update(rows)
     ifmap, weights = readers["ifmap"], readers["filter"]
@@ -270,6 +270,5 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
 def _first_last_rows(streams: LayerStreams) -> dict:
     """Each operand's first and last cycle row with a request (SRAM start and stop)."""
     writes = np.flatnonzero(streams.ofmap_per_row)
-    return {"ifmap": streams.ifmap.first_last_rows(streams.fold_rows),
-            "filter": streams.filter.first_last_rows(streams.fold_rows),
+    return {"ifmap": streams.ifmap.first_last, "filter": streams.filter.first_last,
             "ofmap": (int(writes[0]), int(writes[-1]))}

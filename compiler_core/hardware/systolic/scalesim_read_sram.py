@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OperandStreams,
+from compiler_core.hardware.systolic.scalesim_streams import (OperandStreams, ReadOperand,
                                                               fetch_rows)
 
 
@@ -48,16 +48,16 @@ class ReadSram:
     refill_lines: int
 
     @classmethod
-    def build(cls, kilobytes: int, bandwidth: int, prefetch: np.ndarray) -> "ReadSram":
+    def build(cls, kilobytes: int, bandwidth: int, operand: ReadOperand) -> "ReadSram":
         words = 1024 * kilobytes
         active = math.ceil(words * 0.5)
         per_set = math.ceil(words / 100)
-        valid = int(np.count_nonzero(prefetch != NO_REQUEST))
-        sets = valid // per_set + 1
+        sets = operand.valid // per_set + 1
         active_sets = min(math.ceil(active / per_set), sets)
         step = min(math.ceil((words - active) / per_set), sets - active_sets)
         return cls(words, bandwidth, per_set, sets, active_sets, step,
-                   min(math.ceil(active / bandwidth), fetch_rows(prefetch, bandwidth)),
+                   min(math.ceil(active / bandwidth),
+                       fetch_rows(operand.fill_length, bandwidth)),
                    math.ceil((words - active) / bandwidth))
 
     def refill_arrival(self, refill: int) -> int:
@@ -104,13 +104,14 @@ class _Sets:
         return self.held[self.start[address]:self.start[address + 1]]
 
 
-def row_refills(stream: OperandStreams, sram: ReadSram, fold_rows: int
+def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 ) -> tuple[list[int], list[int]]:
     """(cycle row, refills) of every row that misses, in row order; their refills sum to
     the operand's refill count."""
     n, A, P = sram.sets, sram.active_sets, sram.step_sets
     if P == 0:            # the window is the whole ring: every request hits
         return [], []
+    stream = operand.streams
     located = _Sets(stream, sram.per_set, n - A)
     sets, bounds, local_rows = located.own, located.bounds, stream.rows
     tile_start = stream.tile_start

@@ -67,14 +67,21 @@ class OperandStreams:
         return self.addresses[np.concatenate([self.positions[self._tile(t)]
                                               for t in self.fold_tile])]
 
-    def first_last_rows(self, fold_rows: int) -> tuple[int, int]:
-        """The cycle rows of the operand's first and last request (a fold's tile can be
-        all padding, where a strided window runs past the input)."""
-        starts = self.tile_start
-        asking = [f for f, t in enumerate(self.fold_tile) if starts[t + 1] > starts[t]]
-        first, last = asking[0], asking[-1]
-        return (first * fold_rows + int(self.rows[starts[self.fold_tile[first]]]),
-                last * fold_rows + int(self.rows[starts[self.fold_tile[last] + 1] - 1]))
+
+class ReadOperand:
+    """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
+    holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
+    first and last request (`first_last`), and its demand stream (`streams`), built only
+    when asked: an SRAM whose window spans the whole fill order never misses, so most small
+    layers need no stream at all."""
+
+    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build):
+        self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
+        self._build = build
+
+    @cached_property
+    def streams(self) -> OperandStreams:
+        return self._build()
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,8 @@ class LayerStreams:
 
     fold_rows: int
     folds: int
-    ifmap: OperandStreams
-    filter: OperandStreams
+    ifmap: ReadOperand
+    filter: ReadOperand
     ofmap_per_row: np.ndarray       # ofmap writes the array makes at each cycle row
     sram_reads: dict
     sram_writes: dict
@@ -144,41 +151,73 @@ def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     return order, d.ravel()[order]
 
 
-def _streamed(stacked: np.ndarray, height: int, fold_tile, base: int) -> OperandStreams:
+def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
+    """The cycle rows of an operand's first and last request; `local_rows(f)` is the first
+    and last local row of fold f's requests, or None when its tile is all padding (a
+    strided window past the input)."""
+    first = next(f * fold_rows + rows[0] for f in range(folds)
+                 if (rows := local_rows(f)) is not None)
+    last = next(f * fold_rows + rows[1] for f in reversed(range(folds))
+                if (rows := local_rows(f)) is not None)
+    return first, last
+
+
+def _streamed(stacked: np.ndarray, height: int, fold_tile, base: int,
+              fold_rows: int) -> ReadOperand:
     """A streamed operand: its tiles of `height` rows stacked into one matrix, filled in
     anti-diagonal order. Within a fold the array asks for tile element (t, c) at local row
     base + t + c, column ascending: the fill order restricted to the tile."""
-    order, diagonal = _anti_diagonals(*stacked.shape)
-    prefetch = stacked.ravel()[order]
-    valid = prefetch != NO_REQUEST
-    tile = order[valid] // (stacked.shape[1] * height)
-    positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
-    tile = tile[positions]
-    rows = base + diagonal[valid][positions] - tile * height
-    count = stacked.shape[0] // height
-    return OperandStreams(prefetch, [int(f) for f in fold_tile],
-                          np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
-                          positions)
+    def local_rows(fold):
+        t = fold_tile[fold]
+        tile, column = np.nonzero(stacked[t * height:(t + 1) * height] != NO_REQUEST)
+        diagonal = tile + column
+        return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
+
+    def build() -> OperandStreams:
+        order, diagonal = _anti_diagonals(*stacked.shape)
+        prefetch = stacked.ravel()[order]
+        valid = prefetch != NO_REQUEST
+        tile = order[valid] // (stacked.shape[1] * height)
+        positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
+        tile = tile[positions]
+        rows = base + diagonal[valid][positions] - tile * height
+        count = stacked.shape[0] // height
+        return OperandStreams(prefetch, [int(f) for f in fold_tile],
+                              np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
+                              positions)
+
+    return ReadOperand(int(np.count_nonzero(stacked != NO_REQUEST)), stacked.size,
+                       _ends(len(fold_tile), fold_rows, local_rows), build)
 
 
-def _preloaded(source: np.ndarray, R: int, C: int) -> OperandStreams:
+def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperand:
     """A preloaded operand (ws filter, is ifmap): the K x cols `source` filled column slice
     after column slice (C wide), row by row; fold (slice s, row block b), slice outer, reads
     rows b*R .. b*R + R - 1 of its slice bottom first, one row a cycle, column ascending."""
     K = source.shape[0]
     blocks, slices = -(-K // R), -(-source.shape[1] // C)
-    prefetch = _blocks(source, K, C)[0].ravel()
-    fold = np.arange(blocks * slices)
-    k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]          # (folds, R)
-    flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
-    inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
-    flat = np.where(inside, flat, 0).ravel()
-    asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
-    position = np.cumsum(prefetch != NO_REQUEST) - 1
-    tile, index = np.divmod(asked, R * C)
-    return OperandStreams(prefetch, fold.tolist(),
-                          np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
-                          index // C, position[flat[asked]])
+
+    def local_rows(fold):
+        b, s = fold % blocks * R, fold // blocks * C
+        asked = np.flatnonzero((source[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
+        return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
+
+    def build() -> OperandStreams:
+        prefetch = _blocks(source, K, C)[0].ravel()
+        fold = np.arange(blocks * slices)
+        k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]      # (folds, R)
+        flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
+        inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
+        flat = np.where(inside, flat, 0).ravel()
+        asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
+        position = np.cumsum(prefetch != NO_REQUEST) - 1
+        tile, index = np.divmod(asked, R * C)
+        return OperandStreams(prefetch, fold.tolist(),
+                              np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
+                              index // C, position[flat[asked]])
+
+    return ReadOperand(int(np.count_nonzero(source != NO_REQUEST)), K * slices * C,
+                       _ends(blocks * slices, fold_rows, local_rows), build)
 
 
 def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
@@ -229,8 +268,10 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(_blocks(ifmap.T, K, R)[0].reshape(-1, R), K, row_of, 0),
-        filter=_streamed(_blocks(weights, K, C)[0].reshape(-1, C), K, col_of, 0),
+        ifmap=_streamed(_blocks(ifmap.T, K, R)[0].reshape(-1, R), K, row_of, 0,
+                       fold_rows),
+        filter=_streamed(_blocks(weights, K, C)[0].reshape(-1, C), K, col_of, 0,
+                        fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
@@ -246,8 +287,9 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(_blocks(ifmap, M, R)[0].reshape(-1, R), M, row_of, R),
-        filter=_preloaded(weights, R, C),
+        ifmap=_streamed(_blocks(ifmap, M, R)[0].reshape(-1, R), M, row_of, R,
+                       fold_rows),
+        filter=_preloaded(weights, R, C, fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
@@ -263,8 +305,9 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_preloaded(ifmap.T, R, C),
-        filter=_streamed(_blocks(weights.T, N, R)[0].reshape(-1, R), N, row_of, R),
+        ifmap=_preloaded(ifmap.T, R, C, fold_rows),
+        filter=_streamed(_blocks(weights.T, N, R)[0].reshape(-1, R), N, row_of, R,
+                        fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
@@ -272,6 +315,6 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
         compute_utilization=_utilization(used, N, fold_rows + C - 1, R, C))
 
 
-def fetch_rows(prefetch: np.ndarray, words_per_cycle: int) -> int:
-    """Rows of SCALE-Sim's fetch matrix: the prefetch order cut into lines of one cycle."""
-    return math.ceil(prefetch.size / words_per_cycle)
+def fetch_rows(fill_length: int, words_per_cycle: int) -> int:
+    """Rows of SCALE-Sim's fetch matrix: the fill order cut into lines of one cycle."""
+    return math.ceil(fill_length / words_per_cycle)
