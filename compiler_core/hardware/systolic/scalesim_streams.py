@@ -104,15 +104,17 @@ class LayerStreams:
 
 def ifmap_addresses(conv: ConvShape) -> np.ndarray:
     """The im2col address matrix (OH*OW x FH*FW*C) of an H x W x C input, NO_REQUEST where a
-    window runs past the input (a stride that does not divide H - FH)."""
-    i = np.arange(conv.OH * conv.OW)[:, None]
-    j = np.arange(conv.FH * conv.FW * conv.C)[None, :]
-    out_row, out_col = np.divmod(i, conv.OW)
-    in_row, in_col = out_row * conv.S, out_col * conv.S
-    f_row, rest = np.divmod(j, conv.FW * conv.C)
-    f_col, channel = np.divmod(rest, conv.C)
-    valid = (f_row + in_row < conv.H) & (f_col + in_col < conv.W)
-    address = ((f_row + in_row) * conv.W + f_col + in_col) * conv.C + channel
+    window runs past the input (a stride that does not divide H - FH). An address is the
+    window's corner plus the element's offset in the window, so it is an outer sum."""
+    out_row, out_col = np.divmod(np.arange(conv.OH * conv.OW), conv.OW)
+    f_row, rest = np.divmod(np.arange(conv.FH * conv.FW * conv.C), conv.FW * conv.C)
+    f_col = rest // conv.C
+    corner = (out_row * conv.W + out_col) * conv.S * conv.C
+    address = corner[:, None] + (f_row * conv.W * conv.C + rest)[None, :]
+    if (conv.OH - 1) * conv.S + conv.FH <= conv.H and (conv.OW - 1) * conv.S + conv.FW <= conv.W:
+        return address                      # every window lies inside the input
+    valid = ((out_row * conv.S)[:, None] + f_row[None, :] < conv.H) \
+        & ((out_col * conv.S)[:, None] + f_col[None, :] < conv.W)
     return np.where(valid, address, NO_REQUEST)
 
 
