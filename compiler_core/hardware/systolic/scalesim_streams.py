@@ -237,8 +237,12 @@ def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
     return np.concatenate([patterns[span] for span in spans])
 
 
-def build_streams(mapping: Mapping, conv: ConvShape) -> LayerStreams:
-    """The demand streams, prefetch orders and counts of `conv` under `mapping`."""
+def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
+    """The demand streams, prefetch orders and counts of `conv` under `mapping`; without a
+    conv, of the mapping's GEMM given to SCALE-Sim as an M x K input and N filters of 1 x K."""
+    if conv is None:
+        gemm = mapping.gemm
+        conv = ConvShape(gemm.M, gemm.K, 1, gemm.K, 1, gemm.N, 1)
     R, C, dataflow = mapping.rows, mapping.cols, mapping.dataflow
     ifmap, weights = ifmap_addresses(conv), filter_addresses(conv)
     M, K = ifmap.shape
