@@ -4,13 +4,9 @@ SCALE-Sim walks every request of every cycle through three buffers
 (`scalesim/memory/read_buffer.py`, `write_buffer.py`, `double_buffered_scratchpad_mem.py`).
 Its behaviour, which this module reproduces with its quirks:
 
-Read SRAM (ifmap, filter). Its `T = 1024 * kB` words are half active, half prefetch. The
-operand's prefetch order (`scalesim_streams`) is cut into sets of E = ceil(T / 100) valid
-addresses, n sets on a ring. The active window is A = min(ceil(T/2 / E), n) consecutive sets
-from `w` (initially 0). A request hits when its address is in a set of the window; on a miss
-the window moves on by P = min(ceil(T/2 / E), n - A) sets, as often as needed, one refill
-each. Which requests miss, and how many refills each takes, depends only on the two orders:
-it is found here with vectorised scans between misses.
+Read SRAM (ifmap, filter): a window of sets on a ring over the operand's fill order, moved
+one refill at a time when a request misses (`scalesim_read_sram` finds which cycle rows miss
+and how many refills each waits for, without visiting the requests that hit).
 Time: the first fill happens before cycle 0; refill number r arrives at cycle
 L_r = -1 + r * (ceil(T/2 / bw) + 1), whenever it is asked for (refills are issued back to
 back, not when needed). A request row served at cycle c starts at a = c + 1 and, for each
@@ -24,6 +20,12 @@ The array. Row i runs at cycle c_i = i + (stalls so far); each row adds the larg
 three stalls. "Total Cycles" is the last row's ofmap cycle; after it the write SRAM drains
 what is left, line group after line group.
 DRAM reads count whole lines (bw words each), padding included; writes count words.
+
+Only rows where something happens are visited: the rows that miss, the rows whose writes
+start a drain or wait for one (found by counting writes), and the rows the report needs.
+A row's refills take a closed form (after the first, the service's excess over the arrival
+alternates between e and D - e), and so does the write in a row that drains or waits.
+`tests/test_systolic_read_sram.py` checks all of it against a row-by-row walk.
 """
 
 from __future__ import annotations

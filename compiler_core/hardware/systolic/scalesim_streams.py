@@ -16,6 +16,10 @@ M x N; a GEMM is a conv with an M x K input and N filters of 1 x K) and derives 
   R + C to the ofmap writes.
 
 Everything is built with whole-array numpy operations; nothing is walked cycle by cycle.
+The streams are kept per distinct tile (folds re-reading a tile share it), a streamed tile's
+requests are its part of the fill order (so one anti-diagonal pass gives both), the ofmap
+writes per row are a closed form per tile shape, and a read operand's stream is built only
+when its SRAM can miss (`ReadOperand`).
 """
 
 from __future__ import annotations
