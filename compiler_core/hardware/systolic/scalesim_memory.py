@@ -215,18 +215,22 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
     events = sorted(events | forced)    # rows that miss or are reported; the writer adds
 
+    # the writer's next drain or wait holds until the stalls change or the writer acts;
+    # the rows before it only take their writes, which the writer counts when it next acts
     stalls, served_at, stall_rows = 0, {}, []
     index, last_served = 0, 0
+    write_row = writer.next_row(stalls)
     while True:
         read_row = events[index] if index < len(events) else math.inf
-        row = min(read_row, writer.next_row(stalls))
+        row = min(read_row, write_row)
         if row == math.inf:
             break
         if row == read_row:
             index += 1
         cycle = row + stalls
         waits = (ifmap.serve(row, cycle) - cycle - 1, weights.serve(row, cycle) - cycle - 1)
-        written = writer.serve(row, cycle)
+        acted = row == write_row
+        written = writer.serve(row, cycle) if acted else cycle
         last_served = written
         if row in forced:
             served_at[row] = (waits[0] + cycle + 1, waits[1] + cycle + 1, written)
@@ -237,6 +241,11 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
                          else "ofmap")
                 stall_rows.append([row, cycle, stall, cause])
             stalls += stall
+            if not acted:
+                writer.take_until(row + 1)
+        if acted or stall > 0:
+            write_row = writer.next_row(stalls)
+    writer.take_until(streams.total_rows)
     if writer.line_fill or writer.drained_lines < writer.closed_lines:
         cycle = last_served
         while writer.line_fill or writer.drained_lines < writer.closed_lines:
