@@ -50,6 +50,11 @@ class _ReadState:
     done: int = 0               # refills so far
     kept: int = 0               # refill arrivals kept for the step-through
 
+    def arrivals(self) -> list[int]:
+        """The arrival cycles of the refills kept for the step-through, L_1, L_2, ..."""
+        period = self.sram.refill_lines + 1
+        return list(range(period - 1, self.kept * period, period))
+
     def serve(self, row: int, cycle: int) -> int:
         """The row's service cycle. Refill r arrives at L_r, D = refill_lines + 1 apart;
         each moves the service to L + max(0, L - a), so after the first the excess over
@@ -228,7 +233,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         if row == read_row:
             index += 1
         cycle = row + stalls
-        waits = (ifmap.serve(row, cycle) - cycle - 1, weights.serve(row, cycle) - cycle - 1)
+        waits = (ifmap.serve(row, cycle) - cycle - 1 if row in ifmap.refills else 0,
+                 weights.serve(row, cycle) - cycle - 1 if row in weights.refills else 0)
         acted = row == write_row
         written = writer.serve(row, cycle) if acted else cycle
         last_served = written
@@ -272,9 +278,7 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         sram_cycles=sram_cycles, dram_cycles=dram_cycles,
         refills={operand: reader.done for operand, reader in readers.items()},
         stall_rows=stall_rows, drains=writer.drains,
-        refill_arrivals={operand: [reader.sram.refill_arrival(r)
-                                   for r in range(1, reader.kept + 1)]
-                         for operand, reader in readers.items()},
+        refill_arrivals={operand: reader.arrivals() for operand, reader in readers.items()},
         compute_utilization=streams.compute_utilization)
 
 
