@@ -168,13 +168,20 @@ def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
     return first, last
 
 
-def _streamed(stacked: np.ndarray, height: int, fold_tile, base: int,
+def _streamed(source: np.ndarray, width: int, fold_tile, base: int,
               fold_rows: int) -> ReadOperand:
-    """A streamed operand: its tiles of `height` rows stacked into one matrix, filled in
-    anti-diagonal order. Within a fold the array asks for tile element (t, c) at local row
-    base + t + c, column ascending: the fill order restricted to the tile."""
+    """A streamed operand: `source` cut into tiles of `width` columns (all its rows), stacked
+    into one matrix and filled in anti-diagonal order. Within a fold the array asks for tile
+    element (t, c) at local row base + t + c, column ascending: the fill order restricted
+    to the tile."""
+    height, columns = source.shape
+    stacked = _blocks(source, height, width)[0].reshape(-1, width)
+    complete = not bool((source == NO_REQUEST).any())
+
     def local_rows(fold):
         t = fold_tile[fold]
+        if complete:      # every element asked for: rows base .. base + height + used - 2
+            return base, base + height + min(width, columns - t * width) - 2
         tile, column = np.nonzero(stacked[t * height:(t + 1) * height] != NO_REQUEST)
         diagonal = tile + column
         return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
@@ -192,8 +199,9 @@ def _streamed(stacked: np.ndarray, height: int, fold_tile, base: int,
                               np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
                               positions)
 
-    return ReadOperand(int(np.count_nonzero(stacked != NO_REQUEST)), stacked.size,
-                       _ends(len(fold_tile), fold_rows, local_rows), build)
+    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
+    return ReadOperand(valid, stacked.size, _ends(len(fold_tile), fold_rows, local_rows),
+                       build)
 
 
 def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperand:
@@ -202,9 +210,12 @@ def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperan
     rows b*R .. b*R + R - 1 of its slice bottom first, one row a cycle, column ascending."""
     K = source.shape[0]
     blocks, slices = -(-K // R), -(-source.shape[1] // C)
+    complete = not bool((source == NO_REQUEST).any())
 
     def local_rows(fold):
         b, s = fold % blocks * R, fold // blocks * C
+        if complete:      # every row of the block asked for, the padded ones first
+            return R - min(R, K - b), R - 1
         asked = np.flatnonzero((source[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
@@ -222,8 +233,9 @@ def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperan
                               np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
                               index // C, position[flat[asked]])
 
-    return ReadOperand(int(np.count_nonzero(source != NO_REQUEST)), K * slices * C,
-                       _ends(blocks * slices, fold_rows, local_rows), build)
+    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
+    return ReadOperand(valid, K * slices * C, _ends(blocks * slices, fold_rows, local_rows),
+                       build)
 
 
 def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
@@ -278,10 +290,8 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(_blocks(ifmap.T, K, R)[0].reshape(-1, R), K, row_of, 0,
-                       fold_rows),
-        filter=_streamed(_blocks(weights, K, C)[0].reshape(-1, C), K, col_of, 0,
-                        fold_rows),
+        ifmap=_streamed(ifmap.T, R, row_of, 0, fold_rows),
+        filter=_streamed(weights, C, col_of, 0, fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
@@ -297,8 +307,7 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(_blocks(ifmap, M, R)[0].reshape(-1, R), M, row_of, R,
-                       fold_rows),
+        ifmap=_streamed(ifmap, R, row_of, R, fold_rows),
         filter=_preloaded(weights, R, C, fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
@@ -316,8 +325,7 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
         ifmap=_preloaded(ifmap.T, R, C, fold_rows),
-        filter=_streamed(_blocks(weights.T, N, R)[0].reshape(-1, R), N, row_of, R,
-                        fold_rows),
+        filter=_streamed(weights.T, R, row_of, R, fold_rows),
         ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
