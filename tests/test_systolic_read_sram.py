@@ -10,9 +10,11 @@ and every event record.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from collections import Counter
+from dataclasses import asdict
 
 import pytest
 
@@ -162,6 +164,7 @@ def test_replay_equals_the_row_by_row_model(seed):
         run = replay(streams, schedule.memory)
         plain = replay_row_by_row(streams, schedule.memory)
         assert {key: getattr(run, key) for key in plain} == plain, schedule
+        assert json.loads(json.dumps(asdict(run))) == asdict(run)     # plain numbers only
         stalled += run.stall_cycles > 0
     assert stalled >= 5
 

@@ -177,6 +177,7 @@ def _streamed(source: np.ndarray, width: int, fold_tile, base: int,
     height, columns = source.shape
     stacked = _blocks(source, height, width)[0].reshape(-1, width)
     complete = not bool((source == NO_REQUEST).any())
+    fold_tile = [int(t) for t in fold_tile]
 
     def local_rows(fold):
         t = fold_tile[fold]
@@ -195,7 +196,7 @@ def _streamed(source: np.ndarray, width: int, fold_tile, base: int,
         tile = tile[positions]
         rows = base + diagonal[valid][positions] - tile * height
         count = stacked.shape[0] // height
-        return OperandStreams(prefetch, [int(f) for f in fold_tile],
+        return OperandStreams(prefetch, fold_tile,
                               np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
                               positions)
 
