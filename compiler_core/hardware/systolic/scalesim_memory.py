@@ -220,8 +220,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
     events = sorted(events | forced)    # rows that miss or are reported; the writer adds
 
-    # the writer's next drain or wait holds until the stalls change or the writer acts;
-    # the rows before it only take their writes, which the writer counts when it next acts
+    # the writer's next drain or wait holds until it acts or the stalls change during a
+    # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
     index, last_served = 0, 0
     write_row = writer.next_row(stalls)
@@ -235,8 +235,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         cycle = row + stalls
         waits = (ifmap.serve(row, cycle) - cycle - 1 if row in ifmap.refills else 0,
                  weights.serve(row, cycle) - cycle - 1 if row in weights.refills else 0)
-        acted = row == write_row
-        written = writer.serve(row, cycle) if acted else cycle
+        refresh = row == write_row        # the writer drains or waits in this row
+        written = writer.serve(row, cycle) if refresh else cycle
         last_served = written
         if row in forced:
             served_at[row] = (waits[0] + cycle + 1, waits[1] + cycle + 1, written)
@@ -247,9 +247,11 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
                          else "ofmap")
                 stall_rows.append([row, cycle, stall, cause])
             stalls += stall
-            if not acted:
+            # later rows run later: that matters to the writer only while a drain runs
+            if not refresh and writer.drain_end > cycle:
                 writer.take_until(row + 1)
-        if acted or stall > 0:
+                refresh = True
+        if refresh:
             write_row = writer.next_row(stalls)
     writer.take_until(streams.total_rows)
     if writer.line_fill or writer.drained_lines < writer.closed_lines:
