@@ -99,7 +99,7 @@ class _Sets:
             self.address = addresses[stream.positions].tolist()
 
     def candidates(self, request: int) -> list[int]:
-        """Every set holding the request's address (when addresses are shared)."""
+        """Every set holding the request's address, ascending (when addresses are shared)."""
         address = self.address[request]
         return self.held[self.start[address]:self.start[address + 1]]
 
@@ -132,9 +132,11 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 # the window after request j: from the first position at or after u * P
                 # that holds its address, h(x) = ceil((x - A + 1) / P)
                 own = sets[j]
-                if located.shared:
-                    reach = min(s - ((s - floor) // n) * n
-                                for s in located.candidates(j))
+                if located.shared:      # the first of its sets at or after the window start
+                    held, start = located.candidates(j), floor % n
+                    first = bisect_left(held, start)
+                    reach = floor + (held[first] - start if first < len(held)
+                                     else held[0] + n - start)
                 else:
                     reach = own - ((own - floor) // n) * n
                 moved = -((A - 1 - reach) // P)
