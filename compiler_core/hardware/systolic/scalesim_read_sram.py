@@ -17,9 +17,11 @@ skewed tile is read along anti-diagonals, in fill order), the window reaches eac
 own position first, so the next move is the first request of the run past the window's end,
 a binary search. A run starts afresh (an exact step over all of the address's sets) where
 its sets fall back or jump, and a fold whose whole tile lies in the window is skipped in one
-test. The work is per distinct tile (folds re-reading a tile share its arrays), per run and
-per move, never per request; `tests/test_systolic_read_sram.py` checks it against the
-request-by-request walk.
+test. P <= A, so every position is in some window and a miss always ends; P = 0 only when
+the window spans the whole ring, where nothing misses. The Python work is per distinct tile
+(folds re-reading a tile share its arrays), per run and per move, and per request only
+while an address filled more than once is held by another of its sets than its own;
+`tests/test_systolic_read_sram.py` checks it against the request-by-request walk.
 """
 
 from __future__ import annotations
