@@ -175,7 +175,13 @@ class Target:
 
 def list_targets() -> list[str]:
     """Names of the built-in targets, sorted."""
-    return sorted(p.stem for p in TARGETS_DIR.glob("*.json"))
+    return list(_builtin_names())
+
+
+@lru_cache(maxsize=None)
+def _builtin_names() -> tuple[str, ...]:
+    """The files shipped in the package do not change while it runs: list them once."""
+    return tuple(sorted(p.stem for p in TARGETS_DIR.glob("*.json")))
 
 
 def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target:
@@ -188,7 +194,7 @@ def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target
     if isinstance(name_or_path, Target):
         return name_or_path
     text = os.fspath(name_or_path)
-    if text in list_targets():
+    if text in _builtin_names():
         return _load_builtin(text)
     if text.endswith(".json") or os.sep in text or "/" in text or os.path.isfile(text):
         return load_target_file(text)

@@ -158,15 +158,15 @@ class Mapping:
         object.__setattr__(self, "cols", positive_int("cols", self.cols))
         object.__setattr__(self, "dataflow", check_dataflow(self.dataflow))
 
-    @property
+    @cached_property
     def row_dim(self) -> str:
         return _LAYOUT[self.dataflow][0]
 
-    @property
+    @cached_property
     def col_dim(self) -> str:
         return _LAYOUT[self.dataflow][1]
 
-    @property
+    @cached_property
     def stream_dim(self) -> str:
         return _LAYOUT[self.dataflow][2]
 
@@ -178,24 +178,24 @@ class Mapping:
     def extent(self, dim: str) -> int:
         return getattr(self.gemm, dim)
 
-    @property
+    @cached_property
     def stream_length(self) -> int:
         """T: how many elements of the streamed dimension pass every PE in one fold."""
         return self.extent(self.stream_dim)
 
-    @property
+    @cached_property
     def row_folds(self) -> int:
         return -(-self.extent(self.row_dim) // self.rows)
 
-    @property
+    @cached_property
     def col_folds(self) -> int:
         return -(-self.extent(self.col_dim) // self.cols)
 
-    @property
+    @cached_property
     def folds(self) -> int:
         return self.row_folds * self.col_folds
 
-    @property
+    @cached_property
     def mapping_efficiency(self) -> float:
         """Useful PE-slots / all PE-slots over the folds (1.0 when both dims divide)."""
         used = self.extent(self.row_dim) * self.extent(self.col_dim)
@@ -233,8 +233,12 @@ class Mapping:
         """Elements of operand 'A', 'B' or 'C' that one fold touches."""
         count = 1
         for dim in OPERAND_DIMS[operand]:
-            start, stop = self.dim_range(dim, row_fold, col_fold)
-            count *= stop - start
+            if dim == self.row_dim:
+                count *= self.rows_used(row_fold)
+            elif dim == self.col_dim:
+                count *= self.cols_used(col_fold)
+            else:
+                count *= getattr(self.gemm, dim)
         return count
 
     def operand_tiles(self, fold: int) -> dict[str, dict[str, list[int]]]:

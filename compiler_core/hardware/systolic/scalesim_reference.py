@@ -84,6 +84,7 @@ class ScaleSimRun:
     stall_cycles: int
     mapping_efficiency: float
     seconds: float
+    cpu_seconds: float = 0.0            # this process's CPU time (steadier on a busy machine)
     overall_utilization: float = 0.0
     compute_utilization: float = 0.0
     bandwidth: dict | None = None       # BANDWIDTH_REPORT: average words per cycle
@@ -139,12 +140,13 @@ def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool,
             with open(paths[name], "w", encoding="utf-8") as handle:
                 handle.write(text)
         with _numpy_scalar_compat(), contextlib.redirect_stdout(io.StringIO()):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             simulator = scalesim(save_disk_space=True, verbose=False,
                                  config=paths["config.cfg"], topology=paths["topology.csv"],
                                  layout=paths["layout.csv"], input_type_gemm=gemm_input)
             simulator.run_scale(top_path=folder)
             seconds = time.perf_counter() - started
+            cpu_seconds = time.process_time() - started_cpu
     layer = simulator.runner.single_layer_sim_object_list[0]
     with_prefetch, total, stalls, overall, mapping_percent, compute = \
         layer.get_compute_report_items()
@@ -159,7 +161,8 @@ def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool,
         detail[f"{level}_{operand}"] = {"start": start, "stop": stop, "count": count}
     return ScaleSimRun(total_cycles=int(total), total_cycles_with_prefetch=int(with_prefetch),
                        stall_cycles=int(stalls), mapping_efficiency=mapping_percent / 100,
-                       seconds=seconds, overall_utilization=float(overall) / 100,
+                       seconds=seconds, cpu_seconds=cpu_seconds,
+                       overall_utilization=float(overall) / 100,
                        compute_utilization=float(compute) / 100, bandwidth=bandwidth,
                        detail=detail)
 

@@ -60,9 +60,7 @@ class Schedule:
         from compiler_core.hardware.systolic.scalesim_memory import replay
         from compiler_core.hardware.systolic.scalesim_streams import build_streams
 
-        conv = self.conv or ConvShape(self.mapping.gemm.M, self.mapping.gemm.K, 1,
-                                      self.mapping.gemm.K, 1, self.mapping.gemm.N, 1)
-        return replay(build_streams(self.mapping, conv), self.memory)
+        return replay(build_streams(self.mapping, self.conv), self.memory)
 
     @property
     def cycles(self) -> int:
