@@ -14,6 +14,7 @@ from compiler_core.hardware.systolic.memory_config import memory_of_target
 from compiler_core.hardware.targets import get_target
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
+from compiler_core.records import to_json
 
 from ..user_input import parse_array, parse_integers, parse_operand_values
 from .common import add_json_flag, print_json
@@ -69,7 +70,7 @@ def schedule_record(args) -> dict:
         if args.model is None:
             raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
         analysed = analysed_graphs(args)
-        record = {"sizes": analysed.sizes.to_dict(), "memory": memory.to_dict(),
+        record = {"sizes": to_json(analysed.sizes), "memory": to_json(memory),
                   **schedule_model(analysed.final, bindings=analysed.bindings, **options)}
         if analysed.pipeline:
             before = schedule_model(analysed.initial, bindings=analysed.bindings, **options)
@@ -80,7 +81,7 @@ def schedule_record(args) -> dict:
             raise GraphLabError("--node needs a MODEL", hint="graphlab schedule MODEL --node "
                                                              "NAME")
         analysed = analysed_graphs(args)
-        return {"sizes": analysed.sizes.to_dict(),
+        return {"sizes": to_json(analysed.sizes),
                 **schedule_node(analysed.final, args.node, bindings=analysed.bindings,
                                 **options)}
     if args.model is not None:

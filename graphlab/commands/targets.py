@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from compiler_core.hardware.targets import Target, get_target, list_targets
+from compiler_core.records import to_json
 
 from .common import add_json_flag, print_json
 from ..units import format_bytes, format_si
@@ -18,7 +19,7 @@ def add_parser(subparsers) -> None:
 def target_record(target: Target) -> dict:
     """The target's file fields plus what follows from them: ridge per dtype, array shape."""
     return {
-        **target.to_dict(),
+        **to_json(target),
         "ridge_point": {dtype: target.ridge_point(dtype) for dtype in target.peak_ops_per_s},
         "array": f"{target.array_rows}x{target.array_cols}",
     }
