@@ -75,7 +75,6 @@ class OpCost:
         return 1 - self.bytes / self.unfused_bytes
 
 
-
 def _roofline_of(target: Target) -> dict:
     """The target as a roofline reads it: its headline peak, bandwidth and ridge point."""
     return {"name": target.name, "peak_ops_per_s": target.peak(),

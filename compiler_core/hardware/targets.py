@@ -166,7 +166,6 @@ class Target:
         return self.peak(dtype) / self.bandwidth_bytes_per_s
 
 
-
 def list_targets() -> list[str]:
     """Names of the built-in targets, sorted."""
     return sorted(p.stem for p in TARGETS_DIR.glob("*.json"))

@@ -160,7 +160,8 @@ class Mapping:
     def __post_init__(self):
         object.__setattr__(self, "rows", positive_int("rows", self.rows))
         object.__setattr__(self, "cols", positive_int("cols", self.cols))
-        object.__setattr__(self, "dataflow", checked_choice("dataflow", self.dataflow, DATAFLOW_MEANINGS))
+        object.__setattr__(self, "dataflow",
+                           checked_choice("dataflow", self.dataflow, DATAFLOW_MEANINGS))
 
     @property
     def row_dim(self) -> str:
