@@ -7,7 +7,8 @@ instead of a ``to_dict`` written by hand per class.  What it does with a value:
   (``record_field``: another key, left out, rounded, converted first, left out when None or
   empty), then the values its class declares in ``json_derived``: a name (a property, or a
   method called with no arguments), or ``(key, "dotted.path")`` read through other records
-  (None as soon as a step is None);
+  (None as soon as a step is None); ``json_order``, when a class has one, lists keys in the
+  order they are written (the others follow);
 - tuples and lists become lists (a NamedTuple a dict of its names), sets sorted lists,
   mappings dicts, enums their value, numpy scalars and arrays plain numbers and lists;
 - a float that is not finite becomes None (JSON has no inf or nan);
@@ -70,7 +71,7 @@ def record_to_dict(record) -> dict:
 
 def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
     """``value`` as JSON-ready data (see the module docstring); ``only``: of a dataclass
-    record, just these keys."""
+    record, just these keys, in this order."""
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
@@ -117,7 +118,8 @@ def _record(record, only: tuple[str, ...] | None) -> dict:
         key, path = (entry, entry) if isinstance(entry, str) else entry
         if only is None or key in only:
             data[key] = to_json(_read(record, path))
-    return data
+    order = only or getattr(type(record), "json_order", ())
+    return {**{key: data[key] for key in order if key in data}, **data}
 
 
 def _read(record, path: str):

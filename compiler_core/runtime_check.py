@@ -54,6 +54,7 @@ class RuntimeOutcome:
     optimized: bytes | None = record_field(omit=True, default=None)
 
     json_derived = (("level", "level_name"), "ok")
+    json_order = ("level", "ok")
 
     @property
     def ok(self) -> bool:

@@ -33,6 +33,7 @@ class LevelCheck:
     json_derived = (("level", "outcome.level_name"), ("stage", "outcome.stage"),
                     ("error", "outcome.error"), "ok", ("max_abs_err", "report.max_abs_err"),
                     ("rtol", "report.rtol"))
+    json_order = ("level", "ok")
 
     @property
     def ok(self) -> bool:
@@ -113,6 +114,8 @@ class RuntimeVerdict:
     json_derived = ("ok", ("stage", "shown_check.outcome.stage"), ("error", "failure_text"),
                     "input_fails", ("first_failing_pass", "culprit_name"),
                     ("summary", "headline"))
+    json_order = ("level", "checked", "ok", "stage", "error", "input_fails",
+                  "first_failing_pass", "first_failing_index")
 
     @property
     def ok(self) -> bool:

@@ -57,6 +57,7 @@ class VerifyReport:
     basis: str = ""
 
     json_derived = ("max_abs_err", "max_rel_err", "ok")
+    json_order = json_derived
 
     @property
     def max_abs_err(self) -> float:
@@ -302,6 +303,7 @@ class GeneratedInputs:
 
     json_derived = (("sizes", "plan.sizes"), ("found", "plan.reasons"),
                     ("bound", "plan.bindings"), ("origin", "plan.origin"))
+    json_order = ("sizes", "found", "bound", "origin")
 
     def describe(self) -> str:
         """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2`."""

@@ -91,6 +91,20 @@ def test_only_keeps_the_keys_asked_for_of_fields_and_declared_values_alike():
     assert to_json(record, only=("name", "count")) == {"name": "o", "count": 1}
 
 
+def test_keys_come_in_field_order_then_derived_unless_the_class_orders_them():
+    record = Outer("o", "s", 2.0)
+    assert list(to_json(record))[:2] == ["name", "seconds"]
+    assert list(to_json(record))[-3:] == ["count", "inner_value", "describe"]
+
+    @dataclass
+    class Ordered(Outer):
+        json_order = ("describe", "seconds")
+
+    data = to_json(Ordered("o", "s", 2.0))
+    assert list(data)[:3] == ["describe", "seconds", "name"] and data == to_json(record)
+    assert list(to_json(record, only=("count", "name"))) == ["count", "name"]
+
+
 def test_an_object_that_writes_its_own_to_dict_is_asked_for_it():
     class Legacy:
         def to_dict(self):

@@ -66,6 +66,7 @@ class Divergence:
 
     json_derived = ("a", "b", ("error", "value.error"), ("max_abs", "value.max_abs"),
                     ("scale", "value.scale"), ("note", "value.note"))
+    json_order = ("a", "b", "error", "max_abs", "scale", "note", "made_by", "inputs")
 
     @property
     def a(self) -> dict:
@@ -93,6 +94,7 @@ class BisectReport:
     seconds: float = record_field(digits=3, default=0.0)
 
     json_derived = ("unmatched",)
+    json_order = ("a", "b", "rtol", "first_divergence", "values", "unmatched")
 
     @property
     def unmatched(self) -> dict[str, list[str]]:

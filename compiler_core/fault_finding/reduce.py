@@ -62,6 +62,8 @@ class Reduction:
 
     json_derived = (("kind", "failure.kind"), ("level", "failure.level"),
                     ("failure", "failure.describe"), ("nodes_after", "nodes"), "ops", "inputs")
+    json_order = ("kind", "level", "failure", "last_seen", "nodes_before", "nodes_after", "ops",
+                  "inputs")
 
     @property
     def nodes(self) -> int:

@@ -56,6 +56,7 @@ class ChosenSizes:
     chosen: tuple[ChosenSize, ...] = record_field(key="dims", default=())
 
     json_derived = ("bindings", "all_given")
+    json_order = ("bindings",)
 
     @property
     def bindings(self) -> dict[str, int]:

@@ -60,6 +60,7 @@ class Lowering:
 
     runtime = "onnxruntime"
     json_derived = ("runtime", ("lowered", "counts"), "tolerance")
+    json_order = ("runtime", "lowered", "tolerance")
 
     def counts(self) -> dict[str, int]:
         """How many fused nodes became each op (``inline`` for those written out)."""

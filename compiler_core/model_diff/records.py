@@ -67,6 +67,7 @@ class NodePair:
     changes: tuple[Change, ...] = ()
 
     json_derived = (("op", "a.op"),)
+    json_order = ("op",)
 
     @property
     def changed(self) -> bool:
@@ -103,6 +104,7 @@ class ModelDiff:
     graph_b: Graph | None = record_field(omit=True, default=None, repr=False, compare=False)
 
     json_derived = ("summary", "by_op")
+    json_order = ("a", "b", "summary", "by_op", "interface")
 
     @property
     def changed_pairs(self) -> list[NodePair]:

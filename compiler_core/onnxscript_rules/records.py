@@ -62,6 +62,7 @@ class RuleVerdict:
     error: str | None = None                   # the rule raised: what, and where
 
     json_derived = ("verdict", "closest")
+    json_order = ("name", "source", "verdict", "matches", "closest")
 
     @property
     def closest(self) -> tuple[RuleSite, ...]:
@@ -93,6 +94,7 @@ class RulesReport:
     node: str | None = None                                  # the node asked about, if any
 
     json_derived = ("summary",)
+    json_order = ("spec", "onnxscript_version", "graph", "node_count", "node")
 
     @property
     def summary(self) -> dict[str, int]:

@@ -65,6 +65,8 @@ class MemoryPlan:
                 f"tensors over {len(self.steps)} steps>")
 
     json_derived = ("outside_arena",)
+    json_order = ("peak_bytes", "naive_bytes", "lower_bound_bytes", "alignment", "buffers",
+                  "steps", "live_bytes", "outside_arena")
 
     @property
     def outside_arena(self) -> dict:

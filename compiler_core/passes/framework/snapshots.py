@@ -49,6 +49,8 @@ class Snapshot:
                     ("changes", "modified_nodes"), "provenance")
     SUMMARY = ("name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds",
                "verify")
+    json_order = (*SUMMARY, "index", "description", "removed", "added", "modified", "changes",
+                  "provenance")
 
     @property
     def nodes_after(self) -> int:
