@@ -60,6 +60,7 @@ def names(refs) -> list[str] | None:
 
 
 def name_of(ref) -> str | None:
+    """One reference by name (None stays None)."""
     return None if ref is None else ref.name
 
 
