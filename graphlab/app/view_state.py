@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
+from compiler_core.records import record_field
 
 from ..user_input import parse_bindings
 from .highlight import Highlight
@@ -58,7 +59,8 @@ class ViewState:
     step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
-    highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
+    # the item clicked in a list (see highlight.py); in the page's store, in its text form
+    highlight: Highlight | None = record_field(omit=True, default=None)
     search: str = ""
     hide_unchanged: bool = False
     overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
@@ -87,11 +89,11 @@ class ViewState:
     def with_changes(self, **changes) -> "ViewState":
         return replace(self, **changes)
 
-    def to_dict(self) -> dict:
-        """The view as the page's store keeps it (JSON: the highlight in its text form)."""
-        record = {f.name: getattr(self, f.name) for f in fields(self)}
-        record["highlight"] = _format(self.highlight)
-        return record
+    json_derived = (("highlight", "highlight_text"),)
+
+    @property
+    def highlight_text(self) -> str:
+        return _format(self.highlight)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ViewState":

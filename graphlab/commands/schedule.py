@@ -18,6 +18,7 @@ from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
 from compiler_core.hardware.systolic_choices import compare_dataflows, memory_bound, \
     memory_of_record, pass_schedules
+from compiler_core.records import to_json
 
 from ..user_input import parse_array, parse_integers, parse_operand_values
 from .common import add_json_flag, print_json
@@ -75,7 +76,7 @@ def schedule_record(args) -> dict:
         if args.model is None:
             raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
         analysed = analysed_graphs(args)
-        record = {"sizes": analysed.sizes.to_dict(), "memory": memory.to_dict(),
+        record = {"sizes": to_json(analysed.sizes), "memory": to_json(memory),
                   **schedule_model(analysed.final, bindings=analysed.bindings, **options)}
         if analysed.pipeline:
             before = schedule_model(analysed.initial, bindings=analysed.bindings, **options)
@@ -99,7 +100,7 @@ def schedule_record(args) -> dict:
         def record_of(dataflow: str) -> dict:
             return schedule_node(analysed.final, args.node, bindings=analysed.bindings,
                                  **{**options, "dataflow": dataflow})
-        return {"sizes": analysed.sizes.to_dict(), **record_of(args.dataflow),
+        return {"sizes": to_json(analysed.sizes), **record_of(args.dataflow),
                 "dataflows": compare_dataflows(record_of)}
     if args.model is not None:
         raise GraphLabError("MODEL is only read with --node",

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler_core.hardware.systolic.mapping import ConvShape, check_dataflow, positive_int
+from compiler_core.hardware.systolic.mapping import DATAFLOW_MEANINGS, ConvShape, checked_choice, \
+    positive_int
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 
 _PATCHED_MODULES = ("scalesim.memory.double_buffered_scratchpad_mem",
@@ -117,7 +118,7 @@ def run_scalesim_conv(H: int, W: int, FH: int, FW: int, C: int, N: int, S: int, 
 
 def _config(rows: int, cols: int, dataflow: str, memory: MemoryConfig | None) -> str:
     common = dict(rows=positive_int("rows", rows), cols=positive_int("cols", cols),
-                  dataflow=check_dataflow(dataflow))
+                  dataflow=checked_choice("dataflow", dataflow, DATAFLOW_MEANINGS))
     if memory is None:
         return _CONFIG.format(**common, ifmap_kb=1024, filter_kb=1024, ofmap_kb=1024,
                               ofmap_bw=10, ifmap_bw=10, filter_bw=10, banks=10, mode="CALC")
