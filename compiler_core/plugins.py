@@ -2,7 +2,7 @@
 
 Two ways in:
 - a Python file (`graphlab compile --plugins my_passes.py`), imported once per process; its
-  ``@register`` decorators / ``register(...)`` calls do the work;
+  ``@register_pass`` decorators / ``register_pass(...)`` calls do the work;
 - an installed package's entry point in the ``graphlab.plugins`` group, naming a module (imported)
   or a function (called with no arguments).
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 from onnx import TensorProto
 
-from compiler_core.passes.base import Pass, PassResult
-from compiler_core.passes.registry import register
+from compiler_core.passes.framework.base import Pass, PassResult
+from compiler_core.passes.framework.pass_registry import register_pass
 
 # The nodes they break, by name in bert_tiny_op13 (the tests import these).
 CHANGED_ADD = "/bert/encoder/layer.1/attention/self/value/Add"
 DROPPED_TRANSPOSE = "/bert/encoder/layer.1/attention/self/Transpose_3"
 
 
-@register
+@register_pass
 class ChangeOneConstant(Pass):
     """Test pass: scales the constant one Add reads, as a bad constant fold would."""
 
@@ -32,7 +32,7 @@ class ChangeOneConstant(Pass):
         return PassResult(rewrites=1)
 
 
-@register
+@register_pass
 class DropTranspose(Pass):
     """Test pass: removes a Transpose, its readers reading its input instead."""
 
@@ -48,7 +48,7 @@ class DropTranspose(Pass):
         return PassResult(rewrites=1)
 
 
-@register
+@register_pass
 class RaiseOnErfAfterDiv(Pass):
     """Test pass: raises at an Erf that reads a Div, as a rewrite with a bad assumption would."""
 

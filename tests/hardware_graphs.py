@@ -7,8 +7,8 @@ from onnx import TensorProto
 
 from compiler_core.ir import Graph, Node, Value, load_model
 from compiler_core.passes import PassManager
-from compiler_core.passes.base import PassContext
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.base import PassContext
+from compiler_core.passes.framework.rewrite import fuse_nodes
 from graphlab.samples import list_samples
 
 F = TensorProto.FLOAT

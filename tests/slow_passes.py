@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import time
 
-from compiler_core.passes.base import Pass, PassResult
-from compiler_core.passes.registry import register
+from compiler_core.passes.framework.base import Pass, PassResult
+from compiler_core.passes.framework.pass_registry import register_pass
 
 SECONDS = 8.0
 
 
-@register
+@register_pass
 class TakeSomeTime(Pass):
     """Test pass: changes nothing, after waiting SECONDS."""
 

@@ -9,9 +9,9 @@ import pytest
 
 from compiler_core.ir import Graph, Value, load_model
 from compiler_core.passes import PassContext, PassManager
-from compiler_core.passes.diff import diff_graphs
-from compiler_core.passes.manager import PipelineResult, Snapshot
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.diff import diff_graphs
+from compiler_core.passes.framework.manager import PipelineResult, Snapshot
+from compiler_core.passes.framework.rewrite import fuse_nodes
 from graphlab.app.drawn_graph import drawn_edges, drawn_keys
 from graphlab.app.graph_layout import LayoutOptions, layered_layout, layered_order, \
     place_layers, separated_positions

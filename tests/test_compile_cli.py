@@ -13,7 +13,8 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
-from compiler_core.passes import Pass, PassResult, registry
+from compiler_core.passes import Pass, PassResult
+from compiler_core.passes.framework import pass_registry as registry
 from graphlab.cli import main
 from graphlab.samples import get_sample
 import sized_models

@@ -10,8 +10,8 @@ from onnx import helper
 
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
-from compiler_core.passes.rules import RewritePass, Rule
-from compiler_core.passes.judged import UNRECORDED, judge_pass, judge_pipeline
+from compiler_core.passes.framework.rules import RewritePass, Rule
+from compiler_core.passes.framework.judged import UNRECORDED, judge_pass, judge_pipeline
 from compiler_core.patterns import (STRONG_SCORE, NearMissRecord, NodeRef, Pattern,
                                     PatternRecord, any_value, op)
 from decline_models import BLOCKING, DECLINED_ROOT, FUSED_ROOT, write_declined_attention

@@ -19,7 +19,7 @@ from compiler_core.fault_finding import by_provenance, failure_of, reduce_model
 from compiler_core.fault_finding.failures import signature
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
-from compiler_core.passes.registry import resolve_pipeline
+from compiler_core.passes.framework.pass_registry import resolve_pipeline
 from compiler_core.plugins import load_plugins
 from compiler_core.runtime_check import run_isolated
 from compiler_core.verify import make_inputs

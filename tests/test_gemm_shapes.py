@@ -8,8 +8,8 @@ import pytest
 from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import ScheduleError
 from compiler_core.ir import Value
-from compiler_core.passes.base import PassContext
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.base import PassContext
+from compiler_core.passes.framework.rewrite import fuse_nodes
 from hardware_graphs import Builder
 
 

@@ -10,8 +10,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler_core.errors import InvalidGraphError
 from compiler_core.ir import (Graph, Value, format_graph, load_model, to_bytes, to_model_proto)
-from compiler_core.passes.base import PassContext
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.base import PassContext
+from compiler_core.passes.framework.rewrite import fuse_nodes
 
 
 def _mlp_bytes() -> bytes:

@@ -353,8 +353,8 @@ def test_a_self_contained_pickle_carries_the_weights_to_a_machine_without_the_fi
 
 
 def test_a_tied_embedding_past_the_folding_limit_is_not_stored_twice(decoder):
-    from compiler_core.passes.base import PassContext
-    from compiler_core.passes.registry import get_pass
+    from compiler_core.passes.framework.base import PassContext
+    from compiler_core.passes.framework.pass_registry import get_pass
 
     graph = load_model(decoder)
     embedding = graph.initializers["model.embed_tokens.weight"]

@@ -15,9 +15,9 @@ from compiler_core import plugins
 from compiler_core.errors import PassFailedError, PluginError, PropertyViolationError
 from compiler_core.ir import format_graph
 from compiler_core.passes import (Instrument, Pass, PassContext, PassManager, PassResult,
-                                  get_pass, register)
-from compiler_core.passes.properties import violations
-from compiler_core.passes.rewrite import replace_by_op
+                                  get_pass, register_pass)
+from compiler_core.passes.framework.properties import violations
+from compiler_core.passes.framework.rewrite import replace_by_op
 from graphlab.app.builds import BuildJob, Builds
 from graphlab.app.shared_storage import SharedStorage
 from graphlab.cli import main
@@ -231,11 +231,11 @@ def test_registering_a_pass_with_an_unknown_property_is_refused():
             return PassResult()
 
     with pytest.raises(ValueError, match=r"unknown properties \['fast'\]"):
-        register(Vague)
+        register_pass(Vague)
 
 
 def test_instances_and_pass_sources_register_under_their_name():
-    register(AsPassSource())
+    register_pass(AsPassSource())
     assert isinstance(get_pass("test_neg_to_abs"), DropNeg)
     assert ops(PassManager("test_neg_to_abs").run(relu_chain()).final)["Abs"] == 1
 
@@ -280,10 +280,10 @@ def test_print_ir_after_a_pass_not_in_the_pipeline_is_a_usage_error(capsys):
 # ---- plugins ----------------------------------------------------------------------------------
 
 PLUGIN = textwrap.dedent('''
-    from compiler_core.passes import Pass, PassResult, register
+    from compiler_core.passes import Pass, PassResult, register_pass
 
 
-    @register
+    @register_pass
     class {cls}(Pass):
         """Replace every Relu by a Sigmoid (a visible change for the test)."""
 

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper
 
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, resolve_pipeline
-from compiler_core.passes.rewrite import creates_cycle
+from compiler_core.passes.framework.rewrite import creates_cycle
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, ops, run_checked, tensor
 
 TRANSFORMERS = ["bert_tiny_op13", "bert_tiny_op20", "bert_tiny_dynamo", "gpt2_tiny"]

@@ -9,7 +9,7 @@ from onnx import helper
 
 from compiler_core.passes import PassContext, PassManager, resolve_pipeline
 from compiler_core.passes.layout.rules import KERNELS
-from compiler_core.passes.rewrite import fuse_nodes
+from compiler_core.passes.framework.rewrite import fuse_nodes
 from graphlab.samples import get_sample
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, ops, run_checked, tensor
 

@@ -76,8 +76,8 @@ def silu(x):
 SILU_PLUGIN = textwrap.dedent('''
     from pathlib import Path
 
-    from compiler_core.passes import register
-    from compiler_core.passes.rules import RewritePass, Rule
+    from compiler_core.passes import register_pass
+    from compiler_core.passes.framework.rules import RewritePass, Rule
     from compiler_core.patterns.text import load_patterns
 
     PATTERNS = load_patterns(Path(__file__).with_name("silu.pat"))
@@ -95,7 +95,7 @@ SILU_PLUGIN = textwrap.dedent('''
             return self.fuse(graph, ctx, match.nodes, "SiLU", operands=[match["x"]])
 
 
-    @register
+    @register_pass
     class FuseSiluText(RewritePass):
         """Fuse SiLU written out, found by a text pattern."""
 

@@ -70,7 +70,7 @@ def specialized(graph: Graph, bindings: dict[str, int]) -> Graph:
     analyses mark every op whose size they still had to assume.
     """
     # The passes import the hardware models (partitioning prices ops), so import them here.
-    from ..passes.base import PassContext
+    from ..passes.framework.base import PassContext
     from ..passes.cleanup.specialize import SpecializeDims
     from ..passes.folding.constants import FoldConstants
     copy = graph.copy()

@@ -18,9 +18,9 @@ import numpy as np
 from onnx import TensorProto
 
 from ..ir import Graph, Node, Value
-from ..passes.constants import constant_ints, ints_input_or_attr
+from ..passes.analyses.constants import constant_ints, ints_input_or_attr
 from ..passes.recognition.rotary import HEADS_FIRST, rotary_layout
-from ..passes.shape_facts import known_dim
+from ..passes.analyses.shape_facts import known_dim
 from .ort_ops import add_before, replace_fused
 from .rotary_cache import gathered_caches
 

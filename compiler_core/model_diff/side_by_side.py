@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..ir import Graph
-from ..passes.diff import GraphDiff
+from ..passes.framework.diff import GraphDiff
 from .records import ModelDiff
 
 

@@ -1,12 +1,14 @@
-"""Compiler passes, the registry of pipelines, and the PassManager that snapshots each pass."""
+"""Compiler passes: ``framework/`` (what a pass is, the PassManager, the pass registry, rules),
+``analyses/`` (what the families share: constants, shape facts, evaluation), one subpackage
+per family (cleanup, folding, fusion, ...) and ``presets`` (the pipelines users pick)."""
 
-from .base import Decline, Pass, PassContext, PassResult
-from .instruments import Instrument, PassStep
-from .manager import PassManager, PipelineResult, Snapshot
-from .registry import (PRESETS, PassSource, all_passes, get_pass, register, resolve_passes,
-                       resolve_pipeline)
-from . import catalog  # noqa: E402,F401 - registers every pass and defines the presets
+from .framework.base import Decline, Pass, PassContext, PassResult
+from .framework.instruments import Instrument, PassStep
+from .framework.manager import PassManager, PipelineResult, Snapshot
+from .framework.pass_registry import (PRESETS, PassSource, all_passes, get_pass, register_pass,
+                                      resolve_passes, resolve_pipeline)
+from . import presets  # noqa: E402,F401 - registers every pass and defines the presets
 
 __all__ = ["Decline", "Instrument", "PRESETS", "Pass", "PassContext", "PassManager",
            "PassResult", "PassSource", "PassStep", "PipelineResult", "Snapshot", "all_passes",
-           "get_pass", "register", "resolve_passes", "resolve_pipeline"]
+           "get_pass", "register_pass", "resolve_passes", "resolve_pipeline"]

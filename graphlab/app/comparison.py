@@ -27,8 +27,8 @@ from compiler_core.model_diff import ModelDiff, b_in_a_ids, diff_models
 from compiler_core.model_diff.sides import (after_pipeline, onnxruntime_label,
                                             onnxruntime_version)
 from compiler_core.passes import PipelineResult, Snapshot
-from compiler_core.passes.diff import GraphDiff
-from compiler_core.passes.registry import resolve_pipeline
+from compiler_core.passes.framework.diff import GraphDiff
+from compiler_core.passes.framework.pass_registry import resolve_pipeline
 
 from .builds import BuildJob
 from .workbench import UPLOAD_MODEL, ModelSource, Progress, Workbench, workspace_of

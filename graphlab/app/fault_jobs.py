@@ -19,6 +19,7 @@ from compiler_core.fault_finding.bisect import bisect_sides
 from compiler_core.fault_finding.reduce import generated_feed
 from compiler_core.fault_finding.sides import Sides
 from compiler_core.ir import Graph, to_bytes
+from compiler_core.records import to_json
 from compiler_core.verify import make_inputs, with_inference_semantics
 
 from .builds import BuildJob, Builds
@@ -175,7 +176,7 @@ def _reduced(data: bytes, feed: dict, failure, label: str, key: str) -> ReducedM
 
     reduction = reduce_model(onnx.load_from_string(data), feed, failure, seconds=REDUCE_SECONDS)
     model = reduction.built.model
-    record = reduction.to_dict()
+    record = to_json(reduction)
     return ReducedModel(REDUCED_MODEL + key, f"{label} → {record['nodes_after']} nodes",
                         model.SerializeToString(),
                         reproduction_script(model, reduction.built.feed, failure), record)

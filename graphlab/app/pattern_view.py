@@ -3,7 +3,7 @@
 A pass's tab shows the rules that pass runs, judged on the graph it receives (the left pane),
 with what it did with each match — rewritten, or declined and why — and every rewrite it
 declined, each naming the node that refused it when one did
-(``compiler_core.passes.judged``: the records `graphlab explain` prints).  A pass that runs no
+(``compiler_core.passes.framework.judged``: the records `graphlab explain` prints).  A pass that runs no
 pattern says so; the pattern editor finds any pattern in the graph it receives.  Records carry
 node ids, which is what the panes speak.
 """
@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from compiler_core.passes.base import Decline
-from compiler_core.passes.judged import PassVerdict, judge_pass
+from compiler_core.passes.framework.base import Decline
+from compiler_core.passes.framework.judged import PassVerdict, judge_pass
 from compiler_core.patterns import MatchRecord, NearMissRecord, NodeRef, PatternRecord
 
 from .highlight import DECLINE, MATCH, PATTERNS, Highlight

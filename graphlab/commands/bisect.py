@@ -65,7 +65,7 @@ def run(args) -> int:
     sides = _sides(args, graph, inputs)
     report = bisect_sides(sides, inputs, record, graph=graph, bindings=bindings, rtol=args.rtol)
     if args.json:
-        print_json(report.to_dict())
+        print_json(report)
     else:
         print("\n".join(report_lines(report, everything=args.all)))
     return 1 if report.first is not None else 0

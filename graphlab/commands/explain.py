@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from compiler_core.errors import GraphLabError
 from compiler_core.passes import PassManager
-from compiler_core.passes.base import Decline
-from compiler_core.passes.judged import (JudgedPattern, PassVerdict, judge_pipeline,
+from compiler_core.passes.framework.base import Decline
+from compiler_core.passes.framework.judged import (JudgedPattern, PassVerdict, judge_pipeline,
                                          pass_index)
 from compiler_core.patterns import STRONG_SCORE, Pattern, PatternRecord, list_patterns
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from compiler_core.passes import PRESETS, all_passes
-from compiler_core.passes.registry import DEFAULT_PRESET, PRESET_DESCRIPTIONS
+from compiler_core.passes.framework.pass_registry import DEFAULT_PRESET, PRESET_DESCRIPTIONS
 
 from .common import add_json_flag, add_plugins_option, print_json
 

@@ -13,9 +13,9 @@ from ...ir.computed_tensors import ComputedTensor
 from ...ir.dtypes import raw_bytes
 from ...ir.lazy_tensors import values_of
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..constants import remove_dead
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import remove_dead
+from ..framework.pass_registry import register_pass
 
 FINGERPRINT_ELEMENTS = 64
 # Two draws from a random op differ even with identical inputs.
@@ -86,7 +86,7 @@ def _merge_values(graph: Graph, duplicate: list[Value], kept: list[Value]) -> bo
     return True
 
 
-@register
+@register_pass
 class EliminateCommonSubexpressions(Pass):
     """Merge nodes that compute the same thing: same op, same attributes, same inputs.
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from ...ir import Graph
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
 
 
-@register
+@register_pass
 class EliminateDeadCode(Pass):
     """Remove nodes whose results nobody reads, and weights no node uses.
 

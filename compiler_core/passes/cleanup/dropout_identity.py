@@ -6,12 +6,12 @@ import numpy as np
 
 from ...ir import Graph, Node
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..rewrite import bypass_or_decline
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.rewrite import bypass_or_decline
+from ..framework.pass_registry import register_pass
 
 
-@register
+@register_pass
 class EliminateDropout(Pass):
     """Remove Dropout nodes: at inference a Dropout passes its input through unchanged.
 
@@ -68,7 +68,7 @@ def _replace_mask(graph: Graph, ctx: PassContext, node: Node) -> None:
     graph.replace_all_uses(node.outputs[1], fill.outputs[0])
 
 
-@register
+@register_pass
 class EliminateIdentity(Pass):
     """Remove Identity nodes: readers of an Identity's output read its input directly.
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import to_numpy
-from ..base import Pass, PassContext, PassResult
-from ..constants import INT64_MAX, constant_ints, ints_input_or_attr
-from ..rewrite import bypass_or_decline, replace_node, standard_nodes
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import INT64_MAX, constant_ints, ints_input_or_attr
+from ..framework.rewrite import bypass_or_decline, replace_node, standard_nodes
+from ..framework.pass_registry import register_pass
 from .reshapes import reshape_is_noop
 
 
@@ -158,7 +158,7 @@ def _clip_lower_bound(clip: Node, bounds_as_inputs: bool, x: Value) -> np.ndarra
     return None if value is None else np.asarray(value).reshape(())
 
 
-@register
+@register_pass
 class EliminateNoop(Pass):
     """Remove operations that provably return their input unchanged.
 

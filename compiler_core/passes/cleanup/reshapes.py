@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
-from ..base import Pass, PassContext, PassResult
-from ..constants import constant_ints
-from ..rewrite import replace_node
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import constant_ints
+from ..framework.rewrite import replace_node
+from ..framework.pass_registry import register_pass
 
 # Ops that only change how the same elements are shaped (row-major order is kept).
 SHAPE_ONLY_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze"}
@@ -34,7 +34,7 @@ def reshape_is_noop(shape: tuple | None, target: tuple[int, ...], allowzero: boo
     return inferred <= 1
 
 
-@register
+@register_pass
 class MergeReshapes(Pass):
     """Collapse a chain of reshapes into one Reshape of the original tensor.
 

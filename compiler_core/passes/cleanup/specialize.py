@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ...ir import Graph, infer_shapes
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
-from ..shape_facts import fold_shape_queries
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
+from ..analyses.shape_facts import fold_shape_queries
 
 
-@register
+@register_pass
 class SpecializeDims(Pass):
     """Bind symbolic input dims (batch, seq, ...) to sizes, so shape arithmetic becomes constant.
 

@@ -6,10 +6,10 @@ import onnx
 
 from ...ir import Graph, Node, Value
 from ...ir.computed_tensors import TransposedTensor
-from ..base import Pass, PassContext, PassResult
-from ..constants import remove_dead
-from ..rewrite import bypass_or_decline, replace_node, standard_nodes
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import remove_dead
+from ..framework.rewrite import bypass_or_decline, replace_node, standard_nodes
+from ..framework.pass_registry import register_pass
 
 SWAP_2D = (1, 0)
 GEMM_TYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE}  # what every runtime's Gemm takes
@@ -41,7 +41,7 @@ def _transpose_producer(value: Value) -> Node | None:
     return producer
 
 
-@register
+@register_pass
 class CancelTransposes(Pass):
     """Remove transposes that cancel, and fold the rest into the matrix multiply reading them.
 

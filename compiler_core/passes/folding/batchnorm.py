@@ -7,10 +7,10 @@ import numpy as np
 from ...ir import Graph, Node
 from ...patterns import Match
 from ...wording import plural
-from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
-from ..base import PassContext
-from ..registry import register
-from ..rules import RewritePass, Rule
+from ..analyses.affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
+from ..framework.base import PassContext
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass, Rule
 
 
 class _BatchNormFold(Rule):
@@ -82,7 +82,7 @@ class LinearBatchNormRule(_BatchNormFold):
                             name=linear.name)
 
 
-@register
+@register_pass
 class FoldBatchNorm(RewritePass):
     """Fold each inference-mode BatchNormalization into the Conv, Gemm or MatMul right before
     it, so the normalization costs nothing at run time.

@@ -5,12 +5,12 @@ from __future__ import annotations
 from ...ir import Graph, Node, infer_shapes
 from ...ir.lazy_tensors import values_of
 from ...ir.subgraphs import subgraph_attributes
-from ..base import Pass, PassContext, PassResult
-from ..constants import make_initializer, produces_graph_output, replace_with_constants
-from ..evaluate import EvaluationError, evaluate, predicted_bytes
-from ..rewrite import standard_nodes
-from ..registry import register
-from ..shape_facts import fold_shape_query
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import make_initializer, produces_graph_output, replace_with_constants
+from ..analyses.evaluate import EvaluationError, evaluate, predicted_bytes
+from ..framework.rewrite import standard_nodes
+from ..framework.pass_registry import register_pass
+from ..analyses.shape_facts import fold_shape_query
 
 # Never folded: random ops (folding would freeze one draw), and DequantizeLinear, whose
 # quantized weight is how a QDQ model tells a backend to run the layer in int8.
@@ -19,7 +19,7 @@ NOT_FOLDED = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUnifor
 NUMERIC_KINDS = "biuf"  # numpy kinds the evaluator handles: bool, int, unsigned, float
 
 
-@register
+@register_pass
 class FoldConstants(Pass):
     """Compute at compile time every node whose inputs are all constants.
 

@@ -9,11 +9,11 @@ import numpy as np
 
 from ...ir import Graph, Node, Value
 from ...wording import plural
-from ..affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
-from ..base import Pass, PassContext, PassResult
-from ..pattern_pass import find_matches
-from ..registry import register
-from ..rewrite import bypass_node, replace_by_op
+from ..analyses.affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pattern_pass import find_matches
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import bypass_node, replace_by_op
 
 RULE = "fold_norm_affine"
 
@@ -49,7 +49,7 @@ class _Linear:
     bias_add: Node | None     # a MatMul's constant-bias Add
 
 
-@register
+@register_pass
 class FoldNormAffine(Pass):
     """Move a normalization's trailing scale and shift (γ, β) into the MatMul or Gemm that
     reads it: W' = diag(γ)·W and b' = β·W + b.

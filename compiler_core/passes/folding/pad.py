@@ -9,10 +9,10 @@ import numpy as np
 
 from ...ir import Graph, Node, Value
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..constants import constant_ints, ints_input_or_attr
-from ..rewrite import replace_node
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.constants import constant_ints, ints_input_or_attr
+from ..framework.rewrite import replace_node
+from ..framework.pass_registry import register_pass
 
 RULE = "fold_pad"
 # Ops whose outputs are never negative: a zero pad in front of MaxPool changes nothing after them.
@@ -22,7 +22,7 @@ Pads = tuple[int, ...]   # ONNX layout over the spatial axes: all begins, then a
 Attrs = dict
 
 
-@register
+@register_pass
 class FoldPad(Pass):
     """Fold a Pad that adds zeros around the spatial axes into the `pads` of the Conv,
     ConvTranspose or pooling op reading it, so the padded copy of the activation is never made.

@@ -5,11 +5,11 @@ from __future__ import annotations
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match, Pattern, get_pattern
 from ...wording import plural
-from ..base import PassContext
-from ..projections import projection_ending_at
-from ..registry import register
-from ..rewrite import with_private_shape_arithmetic
-from ..rules import RewritePass, Rule
+from ..framework.base import PassContext
+from ..analyses.projections import projection_ending_at
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import with_private_shape_arithmetic
+from ..framework.rules import RewritePass, Rule
 from .attention_layout import describe
 
 FUSED_OP = "Attention"
@@ -41,7 +41,7 @@ class AttentionRule(Rule):
                              results=results))
 
 
-@register
+@register_pass
 class FuseAttention(RewritePass):
     """Fuse each scaled-dot-product attention block — head split, rotary, KV cache,
     repeat-kv, Q·Kᵀ, scale, mask, Softmax, ·V and head merge, with the Q/K/V projections only

@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ir import Node, Value
 from ...patterns import Match
-from ..projections import projection_ending_at
+from ..analyses.projections import projection_ending_at
 from .attention_mask import mask_facts
 
 _LAYOUT_OPS = frozenset({"Reshape", "Unsqueeze", "Transpose", "Squeeze", "Gather", "Slice",

@@ -6,10 +6,10 @@ import onnx
 
 from ...ir import Graph, Node
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..op_kinds import is_elementwise
-from ..registry import register
-from ..rewrite import fuse_nodes
+from ..framework.base import Pass, PassContext, PassResult
+from ..analyses.op_kinds import is_elementwise
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import fuse_nodes
 
 RULE = "fuse_elementwise"
 FUSED_OP = "FusedElementwise"
@@ -17,7 +17,7 @@ _FLOAT_TYPES = frozenset({onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16,
                           onnx.TensorProto.BFLOAT16, onnx.TensorProto.DOUBLE})
 
 
-@register
+@register_pass
 class FuseElementwise(Pass):
     """Fuse chains of element-wise ops (Add, Mul, Erf, Relu, Where, ...) whose intermediate
     results nobody else reads into one node, so the chain runs as a single loop.

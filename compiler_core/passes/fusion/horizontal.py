@@ -9,8 +9,8 @@ import numpy as np
 from ...ir import Graph, Node, Provenance, Value
 from ...ir.computed_tensors import ConcatenatedTensor
 from ...ir.lazy_tensors import LazyTensor, values_of
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
 
 RULE = "fuse_sibling_matmuls"
 
@@ -34,7 +34,7 @@ class _Member:
         return (self.bias_add or self.node).outputs[0]
 
 
-@register
+@register_pass
 class FuseSiblingMatMuls(Pass):
     """Merge MatMuls (or Gemms) that multiply the same activation by different constant weights
     into one wider MatMul whose result a Split hands back to each consumer.

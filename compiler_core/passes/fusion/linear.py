@@ -9,9 +9,9 @@ from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float
 from ...patterns import Match, Pattern, any_value, const, get_pattern, op
 from ...patterns.library.convolution import activation_after
-from ..base import PassContext
-from ..registry import register
-from ..rules import RewritePass, Rule
+from ..framework.base import PassContext
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass, Rule
 
 FUSED_GEMM = "FusedGemm"
 FUSED_CONV = "FusedConv"
@@ -107,7 +107,7 @@ class RuntimeBiasMatMulRule(Rule):
                             _linear_operands(match), name=match["matmul"].name)
 
 
-@register
+@register_pass
 class FuseLinearBiasAct(RewritePass):
     """Fuse a Conv, Gemm or MatMul with its constant bias and the activation after it into one
     node (FusedConv, FusedGemm, FusedMatMulBias) whose body is the original ops.

@@ -7,8 +7,8 @@ import numpy as np
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import to_numpy
 from ...patterns import Match
-from ..registry import register
-from ..rules import RewritePass
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass
 from .skip_norm import SkipNormRule, skip_norm_note
 
 FUSED_OP = "SkipLayerNormalization"
@@ -36,7 +36,7 @@ class SkipLayerNormRule(SkipNormRule):
         return [scale, shift]
 
 
-@register
+@register_pass
 class FuseSkipLayerNorm(RewritePass):
     """Fuse a residual Add and the layer normalization that reads it into one
     SkipLayerNormalization node whose body is the Add and the normalization.

@@ -9,8 +9,8 @@ from typing import ClassVar, Sequence
 from ...ir import Graph, Node, Value
 from ...patterns import Failure, Match
 from ...wording import plural
-from ..base import PassContext
-from ..rules import Rule
+from ..framework.base import PassContext
+from ..framework.rules import Rule
 
 
 class SkipNormRule(Rule):

@@ -10,8 +10,8 @@ from ...patterns.library.normalization import over_last_axis, residual_sum
 from ...patterns.library.registry import register as register_pattern
 from ..recognition.normalization_gelu import unit_scale
 from ..recognition.rmsnorm import FUSED_OP as RMSNORM, written_out_rmsnorm
-from ..registry import register
-from ..rules import RewritePass
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass
 from .skip_norm import SkipNormRule, skip_norm_note
 
 FUSED_OP = "SkipSimplifiedLayerNormalization"  # onnxruntime's name; the lowering imports it
@@ -63,7 +63,7 @@ class SkipRmsNormRule(SkipNormRule):
         return scale if isinstance(scale, str) else [scale]
 
 
-@register
+@register_pass
 class FuseSkipRmsNorm(RewritePass):
     """Fuse a residual Add and the RMS normalization that reads it into one
     SkipSimplifiedLayerNormalization node (the Add and the norm as its body).

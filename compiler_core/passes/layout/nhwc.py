@@ -6,16 +6,16 @@ import numpy as np
 
 from ...ir import Graph, Node, Value
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
+from ..framework.base import Pass, PassContext, PassResult
 from .rules import (TO_NCHW, TO_NHWC, adapt, is_kernel, layout_inputs, permute,
                            read_shape_in_nchw_order, reads_shape_only, why_not)
-from ..registry import register
-from ..rewrite import bypass_node, fuse_nodes, insert_after
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import bypass_node, fuse_nodes, insert_after
 
 RULE = "convert_layout_nhwc"
 
 
-@register
+@register_pass
 class ConvertLayoutNHWC(Pass):
     """Run each convolutional region of the model channels-last (NHWC instead of NCHW), with
     Transposes only where the region meets the rest of the model.

@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Provenance, Value
-from ..base import PassContext
-from ..op_kinds import ELEMENTWISE
-from ..rewrite import insert_after
+from ..framework.base import PassContext
+from ..analyses.op_kinds import ELEMENTWISE
+from ..framework.rewrite import insert_after
 
 TO_NHWC = (0, 2, 3, 1)   # perm of Transpose(NCHW) -> NHWC
 TO_NCHW = (0, 3, 1, 2)   # perm of Transpose(NHWC) -> NCHW

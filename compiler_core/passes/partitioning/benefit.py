@@ -24,7 +24,7 @@ from ...hardware.roofline import estimate_seconds
 from ...hardware.targets import Host, Target
 from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Node
-from ..rewrite import boundary
+from ..framework.rewrite import boundary
 
 
 @dataclass(frozen=True)

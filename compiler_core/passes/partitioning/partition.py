@@ -9,9 +9,9 @@ from ...hardware.targets import Target, get_target
 from ...hardware.tensor_sizes import SizeResolver
 from ...ir import Graph, Node
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
-from ..rewrite import fuse_nodes, open_fused_node
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import fuse_nodes, open_fused_node
 from .benefit import OffloadEstimate, estimate_offload, transfer_bytes
 from .regions import grow_regions
 from .support import unsupported_reason
@@ -21,7 +21,7 @@ PARTITION_OP = "AcceleratorPartition"
 RULE = "partition"
 
 
-@register
+@register_pass
 class Partition(Pass):
     """Split the model between the accelerator and the host CPU: each maximal connected region
     of ops the target runs becomes one AcceleratorPartition node (its body is the region), and

@@ -11,7 +11,7 @@ two neighbouring regions could be one.
 from __future__ import annotations
 
 from ...ir import Graph, Node
-from ..rewrite import creates_cycle
+from ..framework.rewrite import creates_cycle
 
 
 def grow_regions(graph: Graph, supported: set[int]) -> list[list[Node]]:

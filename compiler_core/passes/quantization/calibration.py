@@ -16,7 +16,7 @@ import numpy as np
 
 from ...ir import Graph
 from ...verify import fit_inputs, make_inputs, run_batches, with_inference_semantics
-from ..base import PassContext
+from ..framework.base import PassContext
 
 GENERATED_BATCHES = 4  # seeds of generated inputs when the user gives none
 

@@ -8,8 +8,8 @@ from onnx import TensorProto
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import dtype_name
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
 from .layers import Layer, find_layers, is_linear
 from .qdq_groups import (dequantize_of, fuse_group, group_root, move_codes, per_tensor,
                          remove_if_unread)
@@ -18,7 +18,7 @@ RULE = "fold_qdq"
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 
 
-@register
+@register_pass
 class FoldQdq(Pass):
     """Fold the Quantize/Dequantize pairs around each int8 layer into one integer op
     (QLinearConv, QLinearMatMul) that reads int8, multiplies int8, and writes int8 — so no

@@ -21,7 +21,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ...ir import Graph, Node, Value
-from ..base import PassContext
+from ..framework.base import PassContext
 from .int8 import TensorQuantization, quantize_per_channel
 from .layers import Layer
 

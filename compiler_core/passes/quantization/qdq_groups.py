@@ -24,8 +24,8 @@ import numpy as np
 from onnx import TensorProto
 
 from ...ir import Graph, Node, Value
-from ..base import PassContext
-from ..rewrite import fuse_nodes
+from ..framework.base import PassContext
+from ..framework.rewrite import fuse_nodes
 from .qdq import QUANTIZATION_TRANSPARENT
 
 RULE_CODES = "qdq_on_codes"

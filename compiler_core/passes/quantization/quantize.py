@@ -7,8 +7,8 @@ from collections import Counter
 from ...hardware.op_flops import DATA_MOVEMENT, METADATA_ONLY
 from ...ir import Graph, Node, Value
 from ...wording import plural
-from ..base import Pass, PassContext, PassResult
-from ..registry import register
+from ..framework.base import Pass, PassContext, PassResult
+from ..framework.pass_registry import register_pass
 from .calibration import calibrate
 from .int8 import activation_params
 from .layers import Layer, Refusal, find_layers
@@ -18,7 +18,7 @@ MIN_OPSET = 13  # DequantizeLinear's per-channel ``axis`` arrived in opset 13
 _NO_ARITHMETIC = DATA_MOVEMENT | METADATA_ONLY | {"QuantizeLinear", "DequantizeLinear"}
 
 
-@register
+@register_pass
 class QuantizeInt8(Pass):
     """Quantize the Conv, Gemm and MatMul layers to int8: weights become int8 codes with one
     scale per output channel, and QuantizeLinear/DequantizeLinear pairs are inserted on the

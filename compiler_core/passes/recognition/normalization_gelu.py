@@ -8,9 +8,9 @@ from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float, to_numpy
 from ...patterns import Match
 from ...wording import plural
-from ..base import PassContext
-from ..registry import register
-from ..rules import RewritePass, Rule
+from ..framework.base import PassContext
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass, Rule
 
 LAYERNORM_OPSET = 17  # LayerNormalization is a standard op from this default-domain opset on
 GELU_OPSET = 20       # Gelu likewise
@@ -63,7 +63,7 @@ class UnscaledLayerNormRule(LayerNormRule):
     declines = False
 
 
-@register
+@register_pass
 class RecognizeLayerNorm(RewritePass):
     """Replace a LayerNorm written out in primitive ops (ReduceMean, Sub, Pow, ReduceMean,
     Add ε, Sqrt, Div, then a scale Mul and a shift Add) by one LayerNormalization node.
@@ -99,7 +99,7 @@ class GeluRule(Rule):
         return self.fuse(graph, ctx, match.nodes, "Gelu", attrs, operands=[match["input"]])
 
 
-@register
+@register_pass
 class RecognizeGelu(RewritePass):
     """Replace a GELU written out in primitive ops — x·½·(1 + erf(x/√2)), or the tanh
     approximation ½x·(1 + tanh(√(2/π)(x + 0.044715x³))) — by one Gelu node.

@@ -17,9 +17,9 @@ from ...patterns import Match, Pattern, any_value, const, one_of, op
 from ...patterns.library.common import as_float, scalar_const
 from ...patterns.library.normalization import last_axis_mean
 from ...patterns.library.registry import register as register_pattern
-from ..base import PassContext
-from ..registry import register
-from ..rules import RewritePass, Rule
+from ..framework.base import PassContext
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass, Rule
 from .normalization_gelu import default_opset, unit_scale
 
 FUSED_OP = "SimplifiedLayerNormalization"  # onnxruntime's name for it; lowering imports this
@@ -134,7 +134,7 @@ def _standard_op_computes_it(match: Match, scale: Value) -> bool:
             and match["weight_order"] == WEIGHT_AFTER_CAST)
 
 
-@register
+@register_pass
 class RecognizeRmsNorm(RewritePass):
     """Replace an RMSNorm written out in primitive ops — x / sqrt(mean(x²) + ε) · w, with the
     square as Pow or Mul and the division as Div, Reciprocal + Mul, Div of 1 or Pow −0.5, in

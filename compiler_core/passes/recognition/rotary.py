@@ -19,12 +19,12 @@ from ...patterns import Failure, Match, Pattern, any_value, const, op, optional,
 from ...patterns.language import OpPattern
 from ...patterns.library.registry import register as register_pattern
 from ...wording import plural
-from ..base import PassContext
-from ..constants import constant_ints, ints_input_or_attr
-from ..registry import register
-from ..rewrite import boundary, with_private_shape_arithmetic
-from ..rules import RewritePass, Rule
-from ..shape_facts import known_dim, shape_tensor_dims
+from ..framework.base import PassContext
+from ..analyses.constants import constant_ints, ints_input_or_attr
+from ..framework.pass_registry import register_pass
+from ..framework.rewrite import boundary, with_private_shape_arithmetic
+from ..framework.rules import RewritePass, Rule
+from ..analyses.shape_facts import known_dim, shape_tensor_dims
 
 FUSED_OP = "RotaryEmbedding"  # the lowering and the attention pattern import this spelling
 HEADS_FIRST, SEQUENCE_FIRST = "heads_first", "sequence_first"  # [B, N, S, H] / [B, S, N, H]
@@ -320,7 +320,7 @@ class RotaryRule(Rule):
         return with_private_shape_arithmetic(match.nodes)
 
 
-@register
+@register_pass
 class RecognizeRotary(RewritePass):
     """Replace a rotary position embedding written out in primitive ops (x·cos +
     rotate_half(x)·sin, the interleaved pair rotation, or either on the first rotary_dim

@@ -6,9 +6,9 @@ from ...ir import Graph, Node
 from ...ir.dtypes import is_float
 from ...patterns import Match
 from ...wording import plural
-from ..base import PassContext
-from ..registry import register
-from ..rules import RewritePass, Rule
+from ..framework.base import PassContext
+from ..framework.pass_registry import register_pass
+from ..framework.rules import RewritePass, Rule
 SWISH = "Swish"    # ONNX's name for it; the lowering imports these spellings
 SWIGLU = "SwiGLU"
 
@@ -46,7 +46,7 @@ class SiluRule(Rule):
         return self.fuse(graph, ctx, match.nodes, SWISH, {"alpha": _alpha(match)}, operands=[x])
 
 
-@register
+@register_pass
 class RecognizeSilu(RewritePass):
     """Replace the SwiGLU gate SiLU(gate)·up — the element-wise part of an LLM's gated MLP,
     down(silu(gate(x)) · up(x)) — by one SwiGLU node, and any other x·Sigmoid(x) (SiLU, or

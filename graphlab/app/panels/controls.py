@@ -16,7 +16,7 @@ from dash import Input, Output, State, dcc, html, no_update
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import list_targets
-from compiler_core.passes.registry import all_passes
+from compiler_core.passes.framework.pass_registry import all_passes
 
 from .. import ids
 from ..messages import user_message

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dash import Output, State, dcc, html
 
-from compiler_core.passes.base import Decline
-from compiler_core.passes.judged import JudgedPattern, PassVerdict
+from compiler_core.passes.framework.base import Decline
+from compiler_core.passes.framework.judged import JudgedPattern, PassVerdict
 from compiler_core.patterns import STRONG_SCORE, NodeRef, PatternRecord
 
 from .. import ids

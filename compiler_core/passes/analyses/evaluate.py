@@ -13,11 +13,11 @@ import onnx
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import element_bits, from_numpy
-from ..ir.exporter import node_to_proto
-from ..ir.lazy_tensors import values_of
-from ..ir.proto_types import value_from_type
+from ...ir import Graph, Node, Value
+from ...ir.dtypes import element_bits, from_numpy
+from ...ir.exporter import node_to_proto
+from ...ir.lazy_tensors import values_of
+from ...ir.proto_types import value_from_type
 
 # Inputs up to this size travel as data to shape inference (targets, shapes, indices); larger
 # ones only as types, so a big weight is never serialised just to learn a shape.

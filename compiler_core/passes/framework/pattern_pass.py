@@ -8,8 +8,8 @@ them, calls ``find_matches``.
 
 from __future__ import annotations
 
-from ..ir import Graph
-from ..patterns import Match, Pattern, PatternReport, explain, get_pattern, match_all
+from ...ir import Graph
+from ...patterns import Match, Pattern, PatternReport, explain, get_pattern, match_all
 from .base import PassContext, PassResult
 
 

@@ -15,9 +15,9 @@ from typing import Any, Iterable, Iterator, Sequence
 
 import onnx
 
-from ..ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
+from ...ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
 from .base import PassContext, PassResult
-from .constants import remove_dead
+from ..analyses.constants import remove_dead
 
 
 def bypass_node(graph: Graph, node: Node, replacement: Value) -> bool:

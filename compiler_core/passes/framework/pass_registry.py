@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, Sequence, Union, runtime_checkable
 
-from ..errors import GraphLabError
+from ...errors import GraphLabError
 from .base import Pass
 from .properties import unknown_properties
 
@@ -27,7 +27,7 @@ _Registered = Union[type[Pass], Pass]   # a class is instantiated per use, an in
 _PASSES: dict[str, _Registered] = {}
 
 
-def register(item):
+def register_pass(item):
     """Make a pass available by its name: a class decorator, or a call with a Pass instance or
     a pass source (registered as the pass it turns into).  Returns ``item``."""
     entry = item.as_pass() if isinstance(item, PassSource) else item
@@ -47,8 +47,8 @@ def register(item):
 
 
 def all_passes() -> dict[str, _Registered]:
-    """Every registered pass (the package's __init__ imports the catalog, which registers):
-    classes or instances, both with ``name``, ``family`` and ``description()``."""
+    """Every registered pass, a class or an instance with ``name``, ``family`` and
+    ``description()`` (importing the package imports every family, through the presets)."""
     return dict(_PASSES)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
+from ...ir import Graph, Node, Value
 
 DEFAULT_BN_EPSILON = 1e-5
 

@@ -15,9 +15,9 @@ from functools import lru_cache
 import numpy as np
 import onnx
 
-from ..ir import Graph, Node, Value
-from ..ir.dtypes import dtype_text, is_dtype_attribute
-from ..ir.printer import format_attr
+from ...ir import Graph, Node, Value
+from ...ir.dtypes import dtype_text, is_dtype_attribute
+from ...ir.printer import format_attr
 
 
 @dataclass(frozen=True)
@@ -33,10 +33,6 @@ class NodeChange:
 
     def text(self) -> str:
         return f"{self.where}: {self.before} → {self.after}"
-
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "where": self.where, "before": self.before,
-                "after": self.after}
 
 
 @dataclass

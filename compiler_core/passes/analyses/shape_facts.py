@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
-from .base import PassResult
+from ...ir import Graph, Node, Value
+from ..framework.base import PassResult
 from .constants import constant_ints, produces_graph_output, replace_with_constants
 
 

@@ -9,7 +9,7 @@ do not care how a tensor is laid out in memory, as long as every operand uses th
 
 from __future__ import annotations
 
-from ..ir import Node
+from ...ir import Node
 
 UNARY_ELEMENTWISE = frozenset({
     "Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Cast", "Ceil", "Celu", "Cos",

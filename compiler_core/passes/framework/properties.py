@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..ir import Graph
+from ...ir import Graph
 from .base import PassContext
 
 

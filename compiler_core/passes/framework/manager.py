@@ -15,14 +15,14 @@ from __future__ import annotations
 import time
 from typing import Callable, Sequence
 
-from ..errors import GraphLabError, PassFailedError
-from ..ir import Graph
-from ..ir.collection import collection_paused
-from ..ir.write_guard import WriteGuard
+from ...errors import GraphLabError, PassFailedError
+from ...ir import Graph
+from ...ir.collection import collection_paused
+from ...ir.write_guard import WriteGuard
 from .base import Pass, PassContext, PassResult
 from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
                           PropertyChecker, SnapshotRecorder, Timer)
-from .registry import PipelineEntry, resolve_passes
+from .pass_registry import PipelineEntry, resolve_passes
 from .snapshots import PipelineResult, Snapshot
 
 __all__ = ["MAX_FIXED_POINT_ITERATIONS", "PassManager", "PipelineResult", "Snapshot"]

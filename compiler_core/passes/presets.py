@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from .registry import define_preset
+from .framework.pass_registry import define_preset
 
 _PACKAGE = importlib.import_module(__package__)
 for _module in pkgutil.walk_packages(_PACKAGE.__path__, prefix=f"{__package__}."):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import Node, Value
+from ...ir import Node, Value
 
 MS_DOMAIN = "com.microsoft"
 # onnxruntime's matmuls with constant weights at input 1 that read float activations at input 0

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Callable, TextIO
 
-from ..errors import GraphLabError, PropertyViolationError
-from ..ir import Graph, format_graph
-from ..verify import Verifier
+from ...errors import GraphLabError, PropertyViolationError
+from ...ir import Graph, format_graph
+from ...verify import Verifier
 from .base import Pass, PassContext, PassResult
 from .diff import GraphDiff, diff_graphs
 from .properties import violations

@@ -11,9 +11,9 @@ from typing import Iterable
 
 import numpy as np
 
-from ..ir import Graph, Node, Value
-from ..ir.lazy_tensors import data_elem_type
-from ..ir.spill import keep
+from ...ir import Graph, Node, Value
+from ...ir.lazy_tensors import data_elem_type
+from ...ir.spill import keep
 
 INT64_MAX = int(np.iinfo(np.int64).max)
 

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from ..errors import GraphLabError
-from ..ir import Node
-from ..patterns import Pattern, PatternRecord, explain, get_pattern, list_patterns
-from ..patterns.records import MatchRecord, NearMissRecord
+from ...errors import GraphLabError
+from ...ir import Node
+from ...patterns import Pattern, PatternRecord, explain, get_pattern, list_patterns
+from ...patterns.records import MatchRecord, NearMissRecord
 from .base import Decline
 from .snapshots import PipelineResult
 
@@ -330,7 +330,7 @@ def _pattern_of(result: PipelineResult, index: int | None, asked: Pattern | str)
 
 
 def _rules_of(pass_name: str) -> tuple:
-    from .registry import all_passes, get_pass
+    from .pass_registry import all_passes, get_pass
     if pass_name not in all_passes():
         return ()
     return tuple(getattr(get_pass(pass_name), "rules", ()) or ())
