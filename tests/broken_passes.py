@@ -64,7 +64,7 @@ class RaiseOnErfAfterDiv(Pass):
         return PassResult()
 
 
-@register
+@register_pass
 class Float64ReluClip(Pass):
     """Test pass: a Relu under a float64 Clip in front of the first Erf — values the pass
     changes, in a model onnxruntime refuses at ORT_ENABLE_ALL (its Relu+Clip fusion builds an

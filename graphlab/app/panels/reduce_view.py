@@ -14,7 +14,7 @@ import re
 
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
-from compiler_core.passes.registry import resolve_pipeline
+from compiler_core.passes import resolve_pipeline
 from compiler_core.runtime_check import DEFAULT_LEVEL
 
 from .. import ids

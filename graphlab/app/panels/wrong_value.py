@@ -14,6 +14,8 @@ import math
 
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
+from compiler_core.records import to_json
+
 from .. import ids
 from ..builds import BuildStatus
 from ..error_heat import legend_entries
@@ -96,7 +98,7 @@ def register(app, services: Services) -> None:
                 f"Finding the first wrong value failed: {user_message(err)}",
                 className="message error")
         if isinstance(found, BuildStatus):
-            return (no_update, {"view": state.to_dict(), "step": step}, False,
+            return (no_update, {"view": to_json(state), "step": step}, False,
                     html.Span(f"Finding the first wrong value: running both sides with every "
                               f"matched value exposed… ({found.state})", className="muted"))
         keep_wrong_values(workspace, step, found)
