@@ -3,7 +3,9 @@
 Each graph is exported with its node ids in the node names (`node_map.tagged_name`) and run
 by onnxruntime's own profiler (``SessionOptions.enable_profiling``) at each asked level —
 ORT_ENABLE_ALL, what users get, and ORT_DISABLE_ALL, the graph as we wrote it — warm-up runs
-first, then repeated runs whose medians and spread are kept.  The child also saves the graph
+first, then repeated runs whose medians and spread are kept.  The graphs run in turns, one
+run of each per round (up to `GROUP_BYTES` of models loaded at once), so a machine that gets
+busier halfway slows them all alike.  The child also saves the graph
 onnxruntime optimized, which the profile's node names refer to; `node_map` traces them back.
 Kernels that work for several of our nodes at once (onnxruntime fused them) make one group;
 a kernel traced only through its neighbours shares its time evenly among the groups it
@@ -37,6 +39,7 @@ DEFAULT_WARMUP = 2
 DEFAULT_REPEATS = 10
 DEFAULT_TIMEOUT_SECONDS = 900
 POLL_SECONDS = 0.01
+GROUP_BYTES = 1 << 30   # models loaded at once in the child, and run in turns
 
 
 @dataclass
@@ -137,6 +140,8 @@ def profile_graphs(graphs: list[Graph], inputs: dict[str, np.ndarray],
                     "repeats": settings.repeats}
             with open(folder / f"{number}.job.pkl", "wb") as handle:
                 pickle.dump(spec, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        with open(folder / "groups.pkl", "wb") as handle:
+            pickle.dump(_groups([files[index] for index, _ in jobs]), handle)
         answers = _run_child(folder, len(jobs), settings.timeout)
         profiles: list[dict[str, LevelProfile]] = [{} for _ in graphs]
         for number, ((index, level), answer) in enumerate(zip(jobs, answers)):
@@ -169,8 +174,22 @@ def _model_file(graph: Graph, folder: Path, number: int, open_: ExitStack) -> st
     return str(path)
 
 
+def _groups(models: list[str]) -> list[list[int]]:
+    """Consecutive jobs whose model files add up to at most GROUP_BYTES (one job at least)."""
+    groups: list[list[int]] = []
+    size = 0
+    for number, model in enumerate(models):
+        grows = Path(model).stat().st_size
+        if not groups or size + grows > GROUP_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(number)
+        size += grows
+    return groups
+
+
 def _run_child(folder: Path, count: int, timeout: float) -> list[tuple]:
-    command = [sys.executable, "-m", "compiler_core.profiling.child", str(folder), str(count)]
+    command = [sys.executable, "-m", "compiler_core.profiling.child", str(folder)]
     log = folder / "child.stderr"
     with open(log, "w") as stderr:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,

@@ -1,8 +1,13 @@
-"""`graphlab targets`: the built-in hardware targets, their figures and where they come from."""
+"""`graphlab targets`: the hardware targets, their figures and where they come from.
+
+The built-in targets, then those measured on this machine (`--measure` measures it now:
+peak FLOP/s per dtype, bandwidth and per-op overhead in onnxruntime, written to the user's
+data folder; see `compiler_core.profiling.machine`)."""
 
 from __future__ import annotations
 
-from compiler_core.hardware.targets import Target, get_target, list_targets
+from compiler_core.hardware.targets import Target, get_target, list_targets, measured_targets
+from compiler_core.profiling.machine import DEFAULT_THREADS, measure_machine
 
 from .common import add_json_flag, print_json
 from ..units import format_bytes, format_si
@@ -11,6 +16,13 @@ from ..units import format_bytes, format_si
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("targets", help="list the hardware targets (peak rates, "
                                                    "bandwidth, ridge point, array, sources)")
+    parser.add_argument("--measure", action="store_true",
+                        help="measure this machine now (peak FLOP/s per dtype, memory "
+                             "bandwidth, per-op overhead in onnxruntime) and save it as the "
+                             "target this_machine")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                        help=f"with --measure: onnxruntime's threads (default "
+                             f"{DEFAULT_THREADS}, one per core)")
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -33,7 +45,9 @@ def _by_value(texts: dict[str, str]) -> str:
 
 
 def run(args) -> int:
-    targets = [get_target(name) for name in list_targets()]
+    if args.measure:
+        measure_machine(args.threads)
+    targets = [get_target(name) for name in list_targets() + measured_targets()]
     if args.json:
         print_json({"targets": [target_record(t) for t in targets]})
         return 0
@@ -50,4 +64,9 @@ def run(args) -> int:
               f"{format_si(target.clock_hz, 'Hz')}, on-chip SRAM "
               f"{format_bytes(target.sram_bytes)}")
         print("  sources    " + "; ".join(source.title for source in target.sources))
+        if target.measured is not None:
+            print(f"  measured   {target.measured['when']} with {target.measured['runtime']}, "
+                  f"{target.measured['threads']} threads; per-op overhead "
+                  f"{target.measured['overhead_seconds_per_op'] * 1e6:.1f} us; file "
+                  f"{target.path}")
     return 0

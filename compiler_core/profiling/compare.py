@@ -1,0 +1,164 @@
+"""Prediction beside measurement: the roofline's time per op joined to onnxruntime's profile.
+
+The prediction of a group of nodes (one of ours, or several onnxruntime fused) is the sum of
+three terms over its nodes, on the target (normally this machine, measured):
+
+    compute  = FLOPs / peak(dtype)       traffic = bytes / bandwidth
+    overhead = the target's measured cost of an op beyond its work, once per node
+    predicted = max(compute, traffic) + overhead   (the roofline time plus the overhead)
+
+Where measured and predicted differ by more than 2x, the term that dominates the prediction is
+named as the one the machine does not deliver as modelled, with the rate it did reach (a
+compute-bound op that ran at 12 GFLOP/s of a 77 GFLOP/s peak).  Spearman's rank correlation
+of predicted and measured per-op times says whether the model orders the ops as the machine
+does, whatever the scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..hardware.cost import graph_cost
+from ..hardware.shape_transfer import sized
+from ..hardware.targets import Target, get_target
+from ..ir import Graph
+from .runner import LevelProfile, ProfiledOp
+
+MISS_FACTOR = 2.0   # a prediction off by more than this says which term dominates
+
+
+@dataclass
+class ComparedOp:
+    """One profiled group with its prediction and the terms the prediction is made of."""
+
+    profiled: ProfiledOp
+    compute_ms: float
+    traffic_ms: float
+    overhead_ms: float
+    roofline_ms: float
+    flops: int
+    bytes: int
+
+    @property
+    def predicted_ms(self) -> float:
+        return self.roofline_ms + self.overhead_ms
+
+    @property
+    def measured_ms(self) -> float:
+        return self.profiled.measured_ms
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / predicted (None when nothing was predicted)."""
+        return self.measured_ms / self.predicted_ms if self.predicted_ms > 0 else None
+
+    @property
+    def dominant(self) -> str:
+        """The largest term of the prediction: compute, traffic or overhead."""
+        terms = {"compute": self.compute_ms, "traffic": self.traffic_ms,
+                 "overhead": self.overhead_ms}
+        return max(terms, key=terms.get)
+
+    def miss(self) -> str | None:
+        """Why the prediction is off by more than MISS_FACTOR, or None when it is not."""
+        ratio = self.ratio
+        if ratio is None or 1 / MISS_FACTOR <= ratio <= MISS_FACTOR:
+            return None
+        seconds = self.measured_ms / 1000
+        slower = "slower" if ratio > 1 else "faster"
+        if self.dominant == "compute":
+            reached = f"it reached {self.flops / seconds / 1e9:.3g} GFLOP/s"
+        elif self.dominant == "traffic":
+            reached = f"it moved {self.bytes / seconds / 1e9:.3g} GB/s"
+        else:
+            reached = f"{len(self.profiled.ids)} node(s), {len(self.profiled.kernels)} kernel(s)"
+        return f"{ratio:.2g}x {slower} than predicted; {self.dominant} dominates ({reached})"
+
+    def to_dict(self) -> dict:
+        return {**self.profiled.to_dict(), "predicted_ms": self.predicted_ms,
+                "ratio": self.ratio, "compute_ms": self.compute_ms,
+                "traffic_ms": self.traffic_ms, "overhead_ms": self.overhead_ms,
+                "roofline_ms": self.roofline_ms, "flops": self.flops, "bytes": self.bytes,
+                "dominant": self.dominant, "miss": self.miss()}
+
+
+@dataclass
+class Comparison:
+    """A graph's profile at one level beside its prediction on one target."""
+
+    target: Target
+    profile: LevelProfile
+    ops: list[ComparedOp] = field(default_factory=list)
+    predicted_total_ms: float = 0.0
+    not_run: list[str] = field(default_factory=list)   # our nodes no kernel works for
+
+    @property
+    def spearman(self) -> float | None:
+        """Rank correlation of predicted and measured per-op times (None: fewer than 3 ops)."""
+        return spearman([op.predicted_ms for op in self.ops],
+                        [op.measured_ms for op in self.ops])
+
+    @property
+    def total_ratio(self) -> float | None:
+        return (self.profile.total_ms / self.predicted_total_ms
+                if self.predicted_total_ms > 0 else None)
+
+    def to_dict(self) -> dict:
+        return {"target": self.target.name, "level": self.profile.to_dict()["level"],
+                "total_ms": self.profile.total_ms, "predicted_total_ms": self.predicted_total_ms,
+                "total_ratio": self.total_ratio, "spearman": self.spearman,
+                "misses": sum(1 for op in self.ops if op.miss()),
+                "ops": [op.to_dict() for op in self.ops], "not_run_by_onnxruntime": self.not_run}
+
+
+def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = None,
+            bindings: dict[str, int] | None = None) -> Comparison:
+    """Each profiled group of ``graph``'s nodes beside its prediction on ``target``."""
+    chosen = get_target(target)
+    priced = sized(graph, bindings)
+    costs = {node.id: cost for node, cost in
+             zip(priced.nodes, graph_cost(priced, chosen, bindings).ops)}
+    overhead_ms = chosen.overhead_seconds_per_op * 1000
+    ops = []
+    for profiled in profile.ops:
+        parts = [costs[i] for i in profiled.ids if i in costs]
+        ops.append(ComparedOp(
+            profiled,
+            compute_ms=sum(c.flops / chosen.peak(c.dtype) for c in parts) * 1000,
+            traffic_ms=sum(c.bytes / chosen.bandwidth_bytes_per_s for c in parts) * 1000,
+            overhead_ms=overhead_ms * len(profiled.ids),
+            roofline_ms=sum(c.est_seconds for c in parts) * 1000,
+            flops=sum(c.flops for c in parts), bytes=sum(c.bytes for c in parts)))
+    profiled_ids = {i for op in profile.ops for i in op.ids}
+    total = sum(c.est_seconds for c in costs.values()) * 1000 + overhead_ms * len(costs)
+    not_run = [f"{n.name or '#' + str(n.id)} ({n.op_type})" for n in graph.nodes
+               if n.id not in profiled_ids]
+    return Comparison(chosen, profile, ops, total, not_run)
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    result = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            result[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return result
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rank correlation: Pearson's correlation of the ranks (None below 3 pairs or
+    when one side is constant)."""
+    if len(a) < 3:
+        return None
+    ra, rb = ranks(a), ranks(b)
+    mean_a, mean_b = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(ra, rb))
+    var_a = sum((x - mean_a) ** 2 for x in ra)
+    var_b = sum((y - mean_b) ** 2 for y in rb)
+    return cov / (var_a * var_b) ** 0.5 if var_a and var_b else None
