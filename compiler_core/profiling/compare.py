@@ -4,7 +4,8 @@ The prediction of a group of nodes (one of ours, or several onnxruntime fused) i
 three terms over its nodes, on the target (normally this machine, measured):
 
     compute  = FLOPs / peak(dtype)       traffic = bytes / bandwidth
-    overhead = the target's measured cost of an op beyond its work, once per node
+    overhead = the target's measured cost of an op beyond its work, once per node that runs
+               (Constant nodes never do: onnxruntime holds them as initializers)
     predicted = max(compute, traffic) + overhead   (the roofline time plus the overhead)
 
 Where measured and predicted differ by more than 2x, the term that dominates the prediction is
@@ -25,6 +26,7 @@ from ..ir import Graph
 from .runner import LevelProfile, ProfiledOp
 
 MISS_FACTOR = 2.0   # a prediction off by more than this says which term dominates
+NEVER_RUN = frozenset({"Constant"})   # ops onnxruntime holds as data, not kernels
 
 
 @dataclass
@@ -119,6 +121,7 @@ def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = N
     costs = {node.id: cost for node, cost in
              zip(priced.nodes, graph_cost(priced, chosen, bindings).ops)}
     overhead_ms = chosen.overhead_seconds_per_op * 1000
+    running = {node.id for node in graph.nodes if node.op_type not in NEVER_RUN}
     ops = []
     for profiled in profile.ops:
         parts = [costs[i] for i in profiled.ids if i in costs]
@@ -126,11 +129,11 @@ def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = N
             profiled,
             compute_ms=sum(c.flops / chosen.peak(c.dtype) for c in parts) * 1000,
             traffic_ms=sum(c.bytes / chosen.bandwidth_bytes_per_s for c in parts) * 1000,
-            overhead_ms=overhead_ms * len(profiled.ids),
+            overhead_ms=overhead_ms * sum(1 for i in profiled.ids if i in running),
             roofline_ms=sum(c.est_seconds for c in parts) * 1000,
             flops=sum(c.flops for c in parts), bytes=sum(c.bytes for c in parts)))
     profiled_ids = {i for op in profile.ops for i in op.ids}
-    total = sum(c.est_seconds for c in costs.values()) * 1000 + overhead_ms * len(costs)
+    total = sum(c.est_seconds for c in costs.values()) * 1000 + overhead_ms * len(running)
     not_run = [f"{n.name or '#' + str(n.id)} ({n.op_type})" for n in graph.nodes
                if n.id not in profiled_ids]
     return Comparison(chosen, profile, ops, total, not_run)

@@ -14,7 +14,10 @@ traced to ours in three ways, the first that answers wins:
    nodes its outputs lead to, followed forward until nodes that answer 1 or 2 (or backward to
    its inputs' producers, for a node whose outputs lead nowhere).
 
-Ids joined by 2 form one group: onnxruntime fused them, and the group says so.
+Ids joined by 2 form one group: onnxruntime fused them, and the group says so.  A value
+onnxruntime computes in float32 where the model has float16 (its CPU kernels' own precision)
+keeps its name behind a prefix (``InsertedPrecisionFreeCast_<name>``); it is read as the value
+it stands for.
 """
 
 from __future__ import annotations
@@ -27,6 +30,15 @@ import onnx
 from ..ir import Graph
 
 _TAG = re.compile(r"@gl(\d+)@")
+RECAST_PREFIXES = ("InsertedPrecisionFreeCast_",)   # onnxruntime's names for recast values
+
+
+def value_name(name: str) -> str:
+    """The model's name of a value onnxruntime may have renamed while recasting it."""
+    for prefix in RECAST_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
 
 
 def tagged_name(node_id: int, name: str) -> str:
@@ -48,8 +60,8 @@ def map_nodes(graph: Graph, optimized: onnx.GraphProto) -> dict[str, KernelOwner
     ids = {node.id for node in graph.nodes}
     producer = {value.name: node for node in graph.nodes for value in node.outputs
                 if value is not None}
-    present = {v for n in optimized.node for v in n.output} | \
-        {t.name for t in optimized.initializer} | {i.name for i in optimized.input}
+    present = {value_name(v) for n in optimized.node for v in n.output} | \
+        {value_name(t.name) for t in optimized.initializer} | {i.name for i in optimized.input}
     cones: dict[str, frozenset[int]] = {}
 
     def cone(value: str) -> frozenset[int]:
@@ -73,7 +85,8 @@ def map_nodes(graph: Graph, optimized: onnx.GraphProto) -> dict[str, KernelOwner
         if tag and int(tag.group(1)) in ids:
             direct[node.name] = KernelOwner(frozenset({int(tag.group(1))}), "name")
             continue
-        owned = frozenset().union(*(cone(v) for v in node.output if v in producer))
+        owned = frozenset().union(*(cone(value_name(v)) for v in node.output
+                                    if value_name(v) in producer))
         if owned:
             direct[node.name] = KernelOwner(owned, "values")
     return {**direct, **_by_neighbours(optimized, direct)}

@@ -58,7 +58,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    target = get_target(args.target) if args.target else _machine(args)
+    target = get_target(args.target) if args.target else machine_or_measure(args.threads)
     analysed = analysed_graphs(args, pipeline="O2" if args.per_pass else None)
     graph = analysed.final
     if args.runtime == "onnxruntime":
@@ -80,12 +80,12 @@ def run(args) -> int:
     return 0
 
 
-def _machine(args):
+def machine_or_measure(threads: int):
     """This machine's measured target, measured now (and said so) on first use."""
     if MACHINE_TARGET not in measured_targets():
         print("graphlab: measuring this machine first (graphlab targets --measure); "
               "this takes a minute", file=sys.stderr)
-    return machine_target(args.threads or DEFAULT_THREADS)
+    return machine_target(threads or DEFAULT_THREADS)
 
 
 def profile_record(comparisons: dict[str, Comparison], passes: list[PassLatency],
@@ -105,6 +105,17 @@ def profile_record(comparisons: dict[str, Comparison], passes: list[PassLatency]
 def print_text(comparisons: dict[str, Comparison], passes: list[PassLatency], top: int) -> None:
     main = comparisons.get("all") or next(iter(comparisons.values()))
     print(f"target {main.target.name}: {main.target.display_name}")
+    print_totals(comparisons)
+    print_ops(main, top)
+    if main.not_run:
+        print(f"{len(main.not_run)} nodes ran as no kernel of their own (onnxruntime folded "
+              f"or removed them)")
+    if passes:
+        print_passes(passes)
+
+
+def print_totals(comparisons: dict[str, Comparison]) -> None:
+    """One line per level: run time measured (median, spread) and predicted, rank correlation."""
     for level, comparison in comparisons.items():
         p = comparison.profile
         rho = comparison.spearman
@@ -114,28 +125,28 @@ def print_text(comparisons: dict[str, Comparison], passes: list[PassLatency], to
               f"predicted {comparison.predicted_total_ms:.3f} ms"
               + (f" (measured/predicted {ratio:.2f})" if ratio else "")
               + (f"; rank correlation per op {rho:.2f}" if rho is not None else ""))
-    ops = sorted(main.ops, key=lambda op: -op.measured_ms)
+
+
+def print_ops(comparison: Comparison, top: int) -> None:
+    """The ops slowest first: measured beside predicted, the ratio, and why it misses."""
+    ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)
     shown = ops if top <= 0 else ops[:top]
     width = min(44, max((len(op.to_dict()["node"]) for op in shown), default=4))
-    print(f"at {LEVELS['all'] if 'all' in comparisons else ''}, slowest first:")
+    print(f"at {LEVELS[comparison.profile.level]} on {comparison.target.name}, slowest first "
+          f"(ms per run, medians):")
     print(f"{'node':<{width}}  {'op':<22} {'measured':>9} {'predicted':>9} {'ratio':>6}  "
           f"why it misses")
     for op in shown:
-        record = op.to_dict()
-        name = record["node"]
-        op_type = ("*" if op.profiled.fused_by_onnxruntime else "") + record["op_type"]
+        name = op.to_dict()["node"]
+        op_type = ("*" if op.profiled.fused_by_onnxruntime else "") + "+".join(
+            op.profiled.op_types)
         ratio = "-" if op.ratio is None else f"{op.ratio:.2f}"
-        print(f"{name[-width:]:<{width}}  {op_type[:22]:<22} {op.measured_ms:>8.3f}m "
-              f"{op.predicted_ms:>8.3f}m {ratio:>6}  {op.miss() or ''}")
+        print(f"{name[-width:]:<{width}}  {op_type[:22]:<22} {op.measured_ms:>9.3f} "
+              f"{op.predicted_ms:>9.3f} {ratio:>6}  {op.miss() or ''}")
     if len(shown) < len(ops):
         print(f"... {len(ops) - len(shown)} faster ops not shown (--top 0 shows all)")
     if any(op.profiled.fused_by_onnxruntime for op in ops):
         print("* nodes onnxruntime fused itself: measured and predicted for the group")
-    if main.not_run:
-        print(f"{len(main.not_run)} nodes ran as no kernel of their own (onnxruntime folded "
-              f"or removed them)")
-    if passes:
-        print_passes(passes)
 
 
 def print_passes(passes: list[PassLatency]) -> None:
