@@ -8,7 +8,7 @@ measured per-op overhead on the same target (`compare`), so the two columns read
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from ..hardware.targets import Target
 from ..runtime_check import LEVELS
 from .compare import compare
-from .runner import ProfileSettings, profile_graphs
+from .runner import LevelProfile, ProfileSettings, profile_graphs
 
 if TYPE_CHECKING:
     from ..passes import PipelineResult
@@ -35,6 +35,7 @@ class PassLatency:
     spread_ms: dict[str, tuple[float, float]]
     predicted_ms: float
     kernels: dict[str, int]           # kernels onnxruntime ran at each level
+    profiles: dict[str, LevelProfile] = field(default_factory=dict, compare=False, repr=False)
 
     def to_dict(self) -> dict:
         return {"index": self.index, "pass": self.pass_name, "nodes": self.nodes,
@@ -60,5 +61,5 @@ def pass_latencies(result: "PipelineResult", inputs: dict[str, np.ndarray], targ
             {level: p.total_ms for level, p in levels.items()},
             {level: (min(p.wall_ms), max(p.wall_ms)) for level, p in levels.items()},
             predicted, {level: len({k for op in p.ops for k in op.kernels})
-                        for level, p in levels.items()}))
+                        for level, p in levels.items()}, levels))
     return rows
