@@ -194,3 +194,17 @@ def test_compare_counts_nodes_onnxruntime_did_not_run(bert_o2, machine):
     profiled = {i for op in levels["all"].ops for i in op.ids}
     assert len(comparison.not_run) == len(graph.nodes) - len(profiled)
     assert comparison.predicted_total_ms >= sum(op.predicted_ms for op in comparison.ops) - 1e-9
+
+
+def test_report_measured_shows_each_pass_measured_beside_predicted(machine, tmp_path, capsys):
+    out = tmp_path / "report.html"
+    assert main(["report", "teach_gelu", "--measured", "--repeats", "2", "-o", str(out)]) == 0
+    page = out.read_text()
+    section = page[page.index('id="measured"'):]
+    section = section[:section.index("</section>")]
+    result = PassManager("O2").run(load_model(resolve_model("teach_gelu")))
+    for snapshot in result.snapshots:
+        if snapshot.changed:
+            assert f"<td>{snapshot.pass_name}</td>" in section
+    assert "measured, ORT_ENABLE_ALL" in section and "→" in section
+    assert machine.display_name in section

@@ -41,6 +41,7 @@ class PassLatency:
         return {"index": self.index, "pass": self.pass_name, "nodes": self.nodes,
                 "measured_ms": {LEVELS[k]: v for k, v in self.measured_ms.items()},
                 "measured_spread_ms": {LEVELS[k]: list(v) for k, v in self.spread_ms.items()},
+                "kernel_ms": {LEVELS[k]: p.kernel_ms for k, p in self.profiles.items()},
                 "predicted_ms": self.predicted_ms,
                 "kernels": {LEVELS[k]: v for k, v in self.kernels.items()}}
 
