@@ -44,7 +44,7 @@ from compiler_core.ir import load_model  # noqa: E402
 from compiler_core.ir.model_file import model_for_runtime  # noqa: E402
 from compiler_core.passes import PassManager  # noqa: E402
 from compiler_core.profiling.compare import compare  # noqa: E402
-from compiler_core.profiling.machine import machine_target  # noqa: E402
+from compiler_core.profiling.machine import busy_note, machine_target  # noqa: E402
 from compiler_core.profiling.pass_latency import pass_latencies  # noqa: E402
 from compiler_core.profiling.runner import ProfileSettings, profile_graphs  # noqa: E402
 from compiler_core.runtime_check import LEVELS  # noqa: E402
@@ -207,6 +207,9 @@ def main(argv: list[str] | None = None) -> int:
                         cell["measured"].append(profile.total_ms)
                         cell["predicted"].append(comparison.predicted_total_ms)
                         cell["ops"] = len(comparison.ops)
+            busy = busy_note()
+            if busy:
+                print(f"note ({name}): {busy}", flush=True)
             overheads = {label: profile_overhead(graph, inputs, args.repeats * 2)
                          for label, graph in graphs.items()}
             for (label, level), cell in figures.items():

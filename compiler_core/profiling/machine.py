@@ -29,6 +29,20 @@ DEFAULT_THREADS = os.cpu_count() or 1
 _SIMD_LANES = {"avx512f": 16, "avx2": 8, "avx": 8, "sse2": 4}   # float32 lanes per vector
 
 
+def busy_note() -> str | None:
+    """Why measured times may be long: the machine runs more than it has cores for (the
+    one-minute load average), or None when it does not."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return None
+    cores = os.cpu_count() or 1
+    if load <= cores:
+        return None
+    return (f"the machine was busy (load {load:.1f} on {cores} cores): run times include "
+            f"waiting for a CPU, so compare graphs measured together, not with other runs")
+
+
 def machine_target(threads: int = DEFAULT_THREADS, measure_if_missing: bool = True) -> Target:
     """The measured target of this machine, measured now when there is none yet."""
     if MACHINE_TARGET in measured_targets():

@@ -16,7 +16,8 @@ import sys
 from compiler_core.hardware.targets import get_target, measured_targets
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.profiling.compare import Comparison, compare
-from compiler_core.profiling.machine import DEFAULT_THREADS, MACHINE_TARGET, machine_target
+from compiler_core.profiling.machine import (DEFAULT_THREADS, MACHINE_TARGET, busy_note,
+                                             machine_target)
 from compiler_core.profiling.pass_latency import PassLatency, pass_latencies
 from compiler_core.profiling.runner import (DEFAULT_REPEATS, DEFAULT_WARMUP, ProfileSettings,
                                             profile_graphs)
@@ -72,11 +73,14 @@ def run(args) -> int:
     if args.per_pass:
         passes = pass_latencies(analysed.result, inputs, target, analysed.bindings, settings)
     record = profile_record(comparisons, passes, settings, analysed, args.runtime)
+    record["busy"] = busy_note()
     if args.json:
         print_json(record)
         return 0
     print(sizes_line(analysed.sizes))
     print_text(comparisons, passes, args.top)
+    if record["busy"]:
+        print(f"note: {record['busy']}")
     return 0
 
 
