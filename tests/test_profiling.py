@@ -206,5 +206,6 @@ def test_report_measured_shows_each_pass_measured_beside_predicted(machine, tmp_
     for snapshot in result.snapshots:
         if snapshot.changed:
             assert f"<td>{snapshot.pass_name}</td>" in section
-    assert "measured, ORT_ENABLE_ALL" in section and "→" in section
+    assert "measured (best), ORT_ENABLE_ALL" in section and "→" in section
+    assert "The seed claims, on this machine" in section
     assert machine.display_name in section

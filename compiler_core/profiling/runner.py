@@ -52,6 +52,7 @@ class ProfiledOp:
     kernels: tuple[str, ...]          # "name (op)" of each onnxruntime node in the group
     micros: tuple[float, ...]         # per timed run
     how: str                          # how its kernels were traced (node_map)
+    bytes: float = 0.0                # read and written by its kernels per run (onnxruntime)
 
     @property
     def fused_by_onnxruntime(self) -> bool:
@@ -68,6 +69,7 @@ class ProfiledOp:
                   "measured_ms": self.measured_ms,
                   "measured_min_ms": min(self.micros) / 1000,
                   "measured_max_ms": max(self.micros) / 1000,
+                  "measured_bytes": self.bytes,
                   "kernels": list(self.kernels), "traced_by": self.how,
                   "fused_by_onnxruntime": self.fused_by_onnxruntime}
         if self.fused_by_onnxruntime:
@@ -95,11 +97,16 @@ class LevelProfile:
         """The kernels' own time (medians summed): the run without onnxruntime's gaps."""
         return sum(op.measured_ms for op in self.ops)
 
+    @property
+    def bytes(self) -> float:
+        """Bytes the kernels read and wrote per run, as onnxruntime reports them."""
+        return sum(op.bytes for op in self.ops)
+
     def to_dict(self) -> dict:
         return {"level": LEVELS[self.level], "total_ms": self.total_ms,
                 "total_min_ms": min(self.wall_ms), "total_max_ms": max(self.wall_ms),
                 "runs_ms": self.wall_ms, "profiled_run_ms": statistics.median(self.run_ms),
-                "kernel_ms": self.kernel_ms, "ops": [op.to_dict() for op in self.ops],
+                "kernel_ms": self.kernel_ms, "measured_bytes": self.bytes, "ops": [op.to_dict() for op in self.ops],
                 "untraced_kernels": self.untraced}
 
 
@@ -248,9 +255,10 @@ def _join(graph: Graph, kernels: list[Kernel], owners: dict[str, KernelOwner],
         roots = sorted({find(i) for i in owner.ids})
         for root in roots:
             group = groups.setdefault(root, {"micros": [0.0] * runs, "kernels": [],
-                                             "how": set()})
+                                             "how": set(), "bytes": 0.0})
             for run, micros in enumerate(kernel.micros):
                 group["micros"][run] += micros / len(roots)
+            group["bytes"] += kernel.bytes / len(roots)
             group["kernels"].append(f"{kernel.name} ({kernel.op_type})")
             group["how"].add(owner.how)
     members: dict[int, list[int]] = {}
@@ -263,7 +271,8 @@ def _join(graph: Graph, kernels: list[Kernel], owners: dict[str, KernelOwner],
         nodes = [by_id[i] for i in ids]
         ops.append(ProfiledOp(ids, tuple(n.name or f"#{n.id}" for n in nodes),
                               tuple(n.op_type for n in nodes), tuple(group["kernels"]),
-                              tuple(group["micros"]), "+".join(sorted(group["how"]))))
+                              tuple(group["micros"]), "+".join(sorted(group["how"])),
+                              group["bytes"]))
     order = {node.id: index for index, node in enumerate(graph.nodes)}
     ops.sort(key=lambda op: order[op.ids[0]])
     return LevelProfile(level, [], [], ops, untraced)

@@ -24,6 +24,7 @@ from compiler_core.profiling.runner import (DEFAULT_REPEATS, DEFAULT_WARMUP, Pro
 from compiler_core.runtime_check import LEVELS
 from compiler_core.verify import make_inputs
 
+from ..units import format_bytes
 from .common import add_json_flag, add_model_argument, print_json
 from .model_options import add_pipeline_options, analysed_graphs, sizes_line
 
@@ -71,7 +72,8 @@ def run(args) -> int:
                    for level, profile in levels.items()}
     passes = []
     if args.per_pass:
-        passes = pass_latencies(analysed.result, inputs, target, analysed.bindings, settings)
+        passes = pass_latencies(analysed.result, inputs, target, analysed.bindings, settings,
+                                for_onnxruntime=args.runtime == "onnxruntime")
     record = profile_record(comparisons, passes, settings, analysed, args.runtime)
     record["busy"] = busy_note()
     if args.json:
@@ -155,19 +157,24 @@ def print_ops(comparison: Comparison, top: int) -> None:
 
 def print_passes(passes: list[PassLatency]) -> None:
     levels = list(passes[0].measured_ms)
-    print("each pass that changed the graph, measured (median ms per run) and predicted:")
+    print("each pass that changed the graph, measured (best of the timed runs, ms) and "
+          "predicted:")
     width = max(len(p.pass_name) for p in passes)
     print(f"{'#':>3}  {'pass':<{width}} {'nodes':>6} "
-          + " ".join(f"{LEVELS[level]:>16}" for level in levels) + f" {'predicted':>10}")
+          + " ".join(f"{LEVELS[level]:>16}" for level in levels) + f" {'predicted':>15}"
+          + f" {'bytes moved':>10}")
     previous = None
     for p in passes:
         number = "" if p.index < 0 else p.index + 1
         cells = []
         for level in levels:
-            before = "" if previous is None else f"{previous.measured_ms[level]:.3f} → "
-            cells.append(f"{before}{p.measured_ms[level]:.3f}".rjust(16))
+            before = "" if previous is None else f"{previous.best_ms[level]:.3f} → "
+            cells.append(f"{before}{p.best_ms[level]:.3f}".rjust(16))
         predicted = ("" if previous is None else f"{previous.predicted_ms:.3f} → ") + \
             f"{p.predicted_ms:.3f}"
+        moved = p.profiles[levels[-1]].bytes
         print(f"{number:>3}  {p.pass_name:<{width}} {p.nodes:>6} " + " ".join(cells)
-              + f" {predicted:>10}")
+              + f" {predicted:>15} {format_bytes(moved):>10}")
         previous = p
+    print(f"bytes moved: what onnxruntime's kernels read and wrote per run at "
+          f"{LEVELS[levels[-1]]} (its profiler's activation, parameter and output sizes)")

@@ -6,8 +6,8 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 
 from __future__ import annotations
 
-from . import build_progress, compare, compare_bar, controls, exports, inspector, memory, \
-    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, report_download, \
+from . import build_progress, compare, compare_bar, controls, exports, inspector, latency, \
+    memory, numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, report_download, \
     roofline, service_banner, stepper, systolic
 from .panel import TAB, Panel
 
@@ -28,6 +28,7 @@ PANELS: tuple[Panel, ...] = (
     memory.PANEL,
     compare.PANEL,
     numerics.PANEL,
+    latency.PANEL,
     overlay.PANEL,
     exports.PANEL,
 )
