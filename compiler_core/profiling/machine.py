@@ -72,7 +72,7 @@ def measure_machine(threads: int = DEFAULT_THREADS) -> Target:
                                 hint="check that onnxruntime runs on this machine")
         measured = json.loads(out.read_text())
     data = target_record(measured, threads)
-    target = target_from_dict(data, MACHINE_TARGET)
+    target_from_dict(data, MACHINE_TARGET)   # refuses a record a target file cannot hold
     folder = user_targets_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{MACHINE_TARGET}.json"

@@ -158,14 +158,22 @@ def profile_graphs(graphs: list[Graph], inputs: dict[str, np.ndarray],
                 raise GraphLabError(f"onnxruntime could not {stage} the model at "
                                     f"{LEVELS[level]}: {error}", where=graph.name,
                                     hint="the model must load and run in onnxruntime")
-            optimized = onnx.load(str(folder / f"{number}.optimized.onnx"),
-                                  load_external_data=False).graph
             kernels, run_micros = kernels_per_run(events, settings.warmup)
+            optimized = _optimized_graph(folder / f"{number}.optimized.onnx", kernels)
             profile = _join(graph, kernels, map_nodes(graph, optimized), level)
             profile.wall_ms = [w * 1000 for w in wall]
             profile.run_ms = [m / 1000 for m in run_micros]
             profiles[index][level] = profile
     return profiles
+
+
+def _optimized_graph(path: Path, kernels: list[Kernel]) -> onnx.GraphProto:
+    """The graph onnxruntime optimized, as it saved it; when it could not save it, its kernels
+    by name alone (then only the names that carry an id are traced)."""
+    if path.exists():
+        return onnx.load(str(path), load_external_data=False).graph
+    return onnx.GraphProto(node=[onnx.NodeProto(name=k.name, op_type=k.op_type)
+                                 for k in kernels])
 
 
 def _model_file(graph: Graph, folder: Path, number: int, open_: ExitStack) -> str:
