@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler_core.profiling.compare import compare
+from compiler_core.profiling.compare import Comparison, compare
 from compiler_core.profiling.machine import busy_note, machine_target
 from compiler_core.profiling.runner import ProfileSettings, profile_graphs
 from compiler_core.verify import make_inputs
@@ -31,6 +31,7 @@ class StepLatency:
     target: str
     runs: int
     busy: str | None
+    after: Comparison            # the graph after the pass, op by op (the roofline tab's table)
 
     def headline(self) -> str:
         (before, after), (p_before, p_after) = self.measured_ms, self.predicted_ms
@@ -56,12 +57,13 @@ def measure_step(workspace: Workspace, step: int) -> StepLatency:
         graphs = workspace.graphs_of_step(step)
         inputs = make_inputs(workspace.result.initial, bindings)
         profiles = [levels["all"] for levels in profile_graphs(list(graphs), inputs, SETTINGS)]
-        predicted = tuple(compare(graph, profile, target, bindings).predicted_total_ms
-                          for graph, profile in zip(graphs, profiles))
+        compared = [compare(graph, profile, target, bindings)
+                    for graph, profile in zip(graphs, profiles)]
         workspace.derived[key] = StepLatency(
             step, workspace.result.snapshots[step].pass_name,
-            tuple(min(p.wall_ms) for p in profiles), predicted, target.name, SETTINGS.repeats,
-            busy_note())
+            tuple(min(p.wall_ms) for p in profiles),
+            tuple(c.predicted_total_ms for c in compared), target.name, SETTINGS.repeats,
+            busy_note(), compared[1])
     return workspace.derived[key]
 
 

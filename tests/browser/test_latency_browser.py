@@ -1,6 +1,6 @@
-"""A person measures a pass: step to it, press "Measure this pass", read its latency before
-and after beside the prediction, at a projector's 1280×800 (screenshot under the test's tmp
-folder, or GRAPHLAB_SCREENSHOTS=DIR)."""
+"""A person measures a pass: press "Measure this pass", read its latency before and after
+beside the prediction, open the Roofline tab and read the ops measured beside predicted, at a
+projector's 1280×800 (screenshots under the test's tmp folder, or GRAPHLAB_SCREENSHOTS=DIR)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,12 @@ def test_measuring_a_pass_shows_its_latency_before_and_after_beside_the_predicti
     folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
     folder.mkdir(parents=True, exist_ok=True)
     dash_duo.driver.save_screenshot(str(folder / "measure_pass_1280x800.png"))
+    dash_duo.driver.find_element(
+        "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Roofline']").click()
+    dash_duo.wait_for_contains_text("#roofline-measured", "Measured on", timeout=60)
+    rows = dash_duo.find_elements("#roofline-measured-ops tbody tr")
+    assert rows and all(len(row.find_elements("css selector", "td")) == 6 for row in rows)
+    dash_duo.driver.save_screenshot(str(folder / "roofline_measured_1280x800.png"))
     dash_duo.find_element("#step-next").click()          # a pass nobody has measured yet
     dash_duo.wait_for_contains_text("#latency-result", "not measured yet", timeout=20)
     assert not [entry for entry in dash_duo.get_logs() or [] if entry["level"] == "SEVERE"]
