@@ -127,9 +127,9 @@ def print_totals(comparisons: dict[str, Comparison]) -> None:
         rho = comparison.spearman
         ratio = comparison.total_ratio
         print(f"{LEVELS[level]}: {p.total_ms:.3f} ms per run (median of {len(p.wall_ms)}, "
-              f"{min(p.wall_ms):.3f}-{max(p.wall_ms):.3f}), kernels {p.kernel_ms:.3f} ms; "
-              f"predicted {comparison.predicted_total_ms:.3f} ms"
-              + (f" (measured/predicted {ratio:.2f})" if ratio else "")
+              f"best {comparison.best_ms:.3f}, worst {max(p.wall_ms):.3f}), kernels "
+              f"{p.kernel_ms:.3f} ms; predicted {comparison.predicted_total_ms:.3f} ms"
+              + (f" (best/predicted {ratio:.2f})" if ratio else "")
               + (f"; rank correlation per op {rho:.2f}" if rho is not None else ""))
 
 
