@@ -21,7 +21,7 @@ from onnx import TensorProto, helper
 MATMUL_SIZE = 1024               # N of the N x N x N matmul: 2.1 GFLOP, large enough for MLAS
 COPY_ELEMENTS = 32 * 1024 * 1024  # 128 MiB of float32 read and 128 MiB written per run
 CHAIN_LENGTH = 64                 # tiny ops in a row, to see what one op costs beyond its work
-RUNS = 7                          # timed runs after one warm-up; the best counts as the peak
+RUNS = 15                         # timed runs after one warm-up; the best counts as the peak
 MATMULS = {   # dtype -> (A's element type, B's, the op, its output's element type)
     "float32": (TensorProto.FLOAT, TensorProto.FLOAT, "MatMul", TensorProto.FLOAT),
     "float16": (TensorProto.FLOAT16, TensorProto.FLOAT16, "MatMul", TensorProto.FLOAT16),
