@@ -209,3 +209,15 @@ def test_report_measured_shows_each_pass_measured_beside_predicted(machine, tmp_
     assert "measured (best), ORT_ENABLE_ALL" in section and "→" in section
     assert "The seed claims, on this machine" in section
     assert machine.display_name in section
+
+
+def test_roofline_measured_adds_the_profile_beside_the_prediction(capsys):
+    record = run_json(capsys, "roofline", "teach_gelu", "--measured", "--target", "asic32",
+                      "--repeats", "2")
+    measured = record["measured"]
+    assert measured["target"] == "asic32" and measured["level"] == "ORT_ENABLE_ALL"
+    roofline_nodes = {op["node"] for op in record["ops"]}
+    for op in measured["ops"]:
+        assert set(op["node"].split(" + ")) <= roofline_nodes
+        assert op["predicted_ms"] >= op["roofline_ms"] >= 0
+    assert measured["best_ms"] <= measured["total_ms"]

@@ -7,14 +7,19 @@ Add into Gemm, Add + LayerNormalization into SkipLayerNormalization) and adds no
 (`tagged_name`), and onnxruntime's optimized model is read back, so each of its nodes is
 traced to ours in three ways, the first that answers wins:
 
-1. its name carries a tag: a node kept, or renamed from ours ("<name>/MatMulAddFusion");
+1. its name carries one of our nodes: our tag (a node kept, or renamed from ours:
+   "<name>@gl12@/MatMulAddFusion"), or the value its blocked-layout rewrite is named after
+   ("<value>_nchwc").  Such a kernel also ran the nodes it absorbed (`_absorbed`): the nodes
+   behind it whose values onnxruntime dropped and only it read, then those after it that
+   read its dropped values (MatMul -> Gemm took the Add after it);
 2. it writes values our graph has: it stands for the nodes that produced them and every node
-   of ours whose outputs onnxruntime no longer has on the way back (the nodes it fused);
+   of ours whose outputs onnxruntime no longer has on the way back (the nodes it fused:
+   SkipLayerNormalization = Add + LayerNormalization);
 3. neither (a node inside a written-out function, or one onnxruntime added): it works for the
    nodes its outputs lead to, followed forward until nodes that answer 1 or 2 (or backward to
    its inputs' producers, for a node whose outputs lead nowhere).
 
-Ids joined by 2 form one group: onnxruntime fused them, and the group says so.  A value
+Ids joined by 1 or 2 form one group: onnxruntime fused them, and the group says so.  A value
 onnxruntime computes in float32 where the model has float16 (its CPU kernels' own precision)
 keeps its name behind a prefix (``InsertedPrecisionFreeCast_<name>``); it is read as the value
 it stands for.
@@ -31,6 +36,7 @@ from ..ir import Graph
 
 _TAG = re.compile(r"@gl(\d+)@")
 RECAST_PREFIXES = ("InsertedPrecisionFreeCast_",)   # onnxruntime's names for recast values
+RENAMING_SUFFIXES = ("_nchwc",)   # its blocked-layout nodes: named after the value they write
 
 
 def value_name(name: str) -> str:
@@ -62,16 +68,19 @@ def map_nodes(graph: Graph, optimized: onnx.GraphProto) -> dict[str, KernelOwner
                 if value is not None}
     present = {value_name(v) for n in optimized.node for v in n.output} | \
         {value_name(t.name) for t in optimized.initializer} | {i.name for i in optimized.input}
+    named = {node.name: _named(node.name, ids, producer) for node in optimized.node}
+    absorbed = _absorbed(graph, {i for i in named.values() if i is not None}, present)
     cones: dict[str, frozenset[int]] = {}
 
     def cone(value: str) -> frozenset[int]:
         """The producer of ``value`` and, back through values onnxruntime dropped, the nodes
-        whose work went into it."""
+        whose work went into it (not those a named kernel absorbed)."""
         if value not in cones:
-            found, stack = set(), [producer[value]]
+            start = producer[value]
+            found, stack = set(), [start]
             while stack:
                 node = stack.pop()
-                if node.id in found:
+                if node.id in found or (node.id in absorbed and node is not start):
                     continue
                 found.add(node.id)
                 stack += [producer[v.name] for v in list(node.inputs) + node.implicit_inputs
@@ -79,11 +88,14 @@ def map_nodes(graph: Graph, optimized: onnx.GraphProto) -> dict[str, KernelOwner
             cones[value] = frozenset(found)
         return cones[value]
 
+    kept_by: dict[int, set[int]] = {}
+    for node_id, owner in absorbed.items():
+        kept_by.setdefault(owner, set()).add(node_id)
     direct: dict[str, KernelOwner] = {}
     for node in optimized.node:
-        tag = _TAG.search(node.name)
-        if tag and int(tag.group(1)) in ids:
-            direct[node.name] = KernelOwner(frozenset({int(tag.group(1))}), "name")
+        kept = named[node.name]
+        if kept is not None:
+            direct[node.name] = KernelOwner(frozenset(kept_by[kept]), "name")
             continue
         owned = frozenset().union(*(cone(value_name(v)) for v in node.output
                                     if value_name(v) in producer))
@@ -92,9 +104,73 @@ def map_nodes(graph: Graph, optimized: onnx.GraphProto) -> dict[str, KernelOwner
     return {**direct, **_by_neighbours(optimized, direct)}
 
 
+def _absorbed(graph: Graph, carried: set[int], present: set[str]) -> dict[int, int]:
+    """Each node of ours a kernel named after another node ran too -> that named node.
+
+    onnxruntime names a fusion after one of its nodes, not always the last: its blocked-layout
+    convolution ``<Relu's value>_nchwc`` ran the Conv and BatchNormalization before the Relu,
+    and ``<BatchNormalization's value>_nchwc`` the residual Add and Relu after it.  So a named
+    node takes, nearest first, the nodes behind it through values onnxruntime dropped that
+    only it read (a value read twice, a residual, had to be written out by its own kernel),
+    then the nodes after it that read its dropped values."""
+    producer = {v.name: n for n in graph.nodes for v in n.outputs if v is not None}
+    behind = {node.id: [producer[v.name].id for v in node.inputs
+                        if v is not None and v.name not in present and v.name in producer
+                        and len(v.uses) == 1]
+              for node in graph.nodes}
+    after = {node.id: [use[0].id for v in node.outputs
+                       if v is not None and v.name not in present for use in v.uses]
+             for node in graph.nodes}
+    owner = {node_id: node_id for node_id in carried}
+    for step in (behind, after):
+        frontier = sorted(owner)
+        while frontier:
+            following = []
+            for node_id in frontier:
+                for other in step.get(node_id, ()):
+                    if other not in owner:
+                        owner[other] = owner[node_id]
+                        following.append(other)
+            frontier = following
+    return owner
+
+
+def _named(name: str, ids: set[int], producer: dict) -> int | None:
+    """The id a node of onnxruntime's carries in its name: our tag, or that of the node
+    whose value its blocked-layout rewrite was named after (`_alias`)."""
+    tag = _TAG.search(name)
+    if tag and int(tag.group(1)) in ids:
+        return int(tag.group(1))
+    alias = _alias(name, producer)
+    return producer[alias].id if alias else None
+
+
+def _alias(name: str, producer: dict) -> str | None:
+    """The value of ours an onnxruntime node is named after (``<value>_nchwc``), if any."""
+    for suffix in RENAMING_SUFFIXES:
+        if name.endswith(suffix) and name[:-len(suffix)] in producer:
+            return name[:-len(suffix)]
+    return None
+
+
 def _by_neighbours(optimized: onnx.GraphProto,
                    direct: dict[str, KernelOwner]) -> dict[str, KernelOwner]:
     """Owners of the nodes neither their name nor their outputs trace (rule 3)."""
+    owners = {}
+    for node in optimized.node:
+        if node.name in direct:
+            continue
+        ids = _follow(optimized, node, direct, forward=True) or \
+            _follow(optimized, node, direct, forward=False)
+        if ids:
+            owners[node.name] = KernelOwner(ids, "neighbours")
+    return owners
+
+
+def _follow(optimized: onnx.GraphProto, start: onnx.NodeProto,
+            direct: dict[str, KernelOwner], forward: bool) -> frozenset[int]:
+    """The ids of the traced nodes first reached from ``start`` along its outputs' readers
+    (``forward``) or its inputs' writers."""
     consumers: dict[str, list[onnx.NodeProto]] = {}
     producers: dict[str, onnx.NodeProto] = {}
     for node in optimized.node:
@@ -103,27 +179,20 @@ def _by_neighbours(optimized: onnx.GraphProto,
         for value in node.output:
             producers[value] = node
 
-    def follow(start: onnx.NodeProto, step) -> frozenset[int]:
-        found: set[int] = set()
-        seen, stack = {start.name}, list(step(start))
-        while stack:
-            node = stack.pop()
-            if node.name in seen:
-                continue
-            seen.add(node.name)
-            if node.name in direct:
-                found |= direct[node.name].ids
-            else:
-                stack += step(node)
-        return frozenset(found)
+    def step(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        if forward:
+            return [c for v in node.output for c in consumers.get(v, [])]
+        return [producers[v] for v in node.input if v in producers]
 
-    forward = lambda node: [c for v in node.output for c in consumers.get(v, [])]  # noqa: E731
-    backward = lambda node: [producers[v] for v in node.input if v in producers]  # noqa: E731
-    owners = {}
-    for node in optimized.node:
-        if node.name in direct:
+    found: set[int] = set()
+    seen, stack = {start.name}, step(start)
+    while stack:
+        node = stack.pop()
+        if node.name in seen:
             continue
-        ids = follow(node, forward) or follow(node, backward)
-        if ids:
-            owners[node.name] = KernelOwner(ids, "neighbours")
-    return owners
+        seen.add(node.name)
+        if node.name in direct:
+            found |= direct[node.name].ids
+        else:
+            stack += step(node)
+    return frozenset(found)
