@@ -111,21 +111,25 @@ def measured_table(workspace, step: int):
                         "onnxruntime beside its prediction on this machine.", className="muted")
     comparison = latency.after
     ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)[:MEASURED_SHOWN]
-    rows = [html.Tr([html.Td(op.to_dict()["node"]),
-                     html.Td(("* " if op.profiled.fused_by_onnxruntime else "")
-                             + "+".join(op.profiled.op_types)),
+    rows = [html.Tr([html.Td(("* " if op.profiled.fused_by_onnxruntime else "")
+                             + "+".join(op.profiled.op_types),
+                             title=op.to_dict()["node"] + "\nkernels: "
+                             + "; ".join(op.profiled.kernels)),
                      html.Td(f"{op.measured_ms:.3f}", className="num"),
                      html.Td(f"{op.predicted_ms:.3f}", className="num"),
-                     html.Td("-" if op.ratio is None else f"{op.ratio:.2f}", className="num"),
-                     html.Td(op.miss() or "")]) for op in ops]
+                     html.Td("-" if op.ratio is None else f"{op.ratio:.2f}"
+                             + (" ⚠" if op.miss() else ""), className="num",
+                             title=op.miss() or "within 2x of the prediction")])
+            for op in ops]
     rho = comparison.spearman
     return html.Div(id="roofline-measured-ops", children=[
-        html.Div(f"Measured on {comparison.target.name} (ms, medians; * nodes onnxruntime fused "
-                 f"itself)" + (f"; rank correlation of all ops {rho:.2f}" if rho is not None
-                               else "")),
-        html.Table(className="ops", children=[
-            html.Thead(html.Tr([html.Th(h) for h in ("node", "op", "measured", "predicted",
-                                                      "ratio", "why it misses")])),
+        html.Div(f"Measured on {comparison.target.name}, the slowest ops after the pass (ms, "
+                 f"medians; * nodes onnxruntime fused itself; ⚠ off by more than 2x: hover "
+                 f"for the term that dominates; hover an op for its nodes)"
+                 + (f"; rank correlation of all ops {rho:.2f}" if rho is not None else "")),
+        html.Table(className="measured-ops", children=[
+            html.Thead(html.Tr([html.Th(h) for h in ("op", "measured", "predicted",
+                                                      "ratio")])),
             html.Tbody(rows)])])
 
 
