@@ -67,13 +67,15 @@ def run(args) -> int:
         graph = lower_for_onnxruntime(graph).graph
     settings = ProfileSettings(warmup=args.warmup, repeats=args.repeats, threads=args.threads)
     inputs = make_inputs(analysed.initial, analysed.bindings)
-    levels = profile_graphs([graph], inputs, settings)[0]
-    comparisons = {level: compare(graph, profile, target, analysed.bindings)
-                   for level, profile in levels.items()}
     passes = []
-    if args.per_pass:
+    if args.per_pass:   # the last graph that changed is the final one: measured once
         passes = pass_latencies(analysed.result, inputs, target, analysed.bindings, settings,
                                 for_onnxruntime=args.runtime == "onnxruntime")
+        graph, levels = passes[-1].graph, passes[-1].profiles
+    else:
+        levels = profile_graphs([graph], inputs, settings)[0]
+    comparisons = {level: compare(graph, profile, target, analysed.bindings)
+                   for level, profile in levels.items()}
     record = profile_record(comparisons, passes, settings, analysed, args.runtime)
     record["busy"] = busy_note()
     if args.json:
