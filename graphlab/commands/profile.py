@@ -62,9 +62,6 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     target = get_target(args.target) if args.target else machine_or_measure(args.threads)
     analysed = analysed_graphs(args, pipeline="O2" if args.per_pass else None)
-    graph = analysed.final
-    if args.runtime == "onnxruntime":
-        graph = lower_for_onnxruntime(graph).graph
     settings = ProfileSettings(warmup=args.warmup, repeats=args.repeats, threads=args.threads)
     inputs = make_inputs(analysed.initial, analysed.bindings)
     passes = []
@@ -73,6 +70,9 @@ def run(args) -> int:
                                 for_onnxruntime=args.runtime == "onnxruntime")
         graph, levels = passes[-1].graph, passes[-1].profiles
     else:
+        graph = analysed.final
+        if args.runtime == "onnxruntime":
+            graph = lower_for_onnxruntime(graph).graph
         levels = profile_graphs([graph], inputs, settings)[0]
     comparisons = {level: compare(graph, profile, target, analysed.bindings)
                    for level, profile in levels.items()}
