@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n" + "\n".join(rows))
     if args.per_pass and first_result:
         name, result, bindings = first_result
-        print(f"\nper pass, {name} (median ms per run; predicted on {target.name}):")
+        print(f"\nper pass, {name} (best run in ms; predicted on {target.name}):")
         inputs = make_inputs(result.initial, bindings)
         previous = None
         for row in pass_latencies(result, inputs, target, bindings, settings):
