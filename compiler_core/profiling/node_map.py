@@ -155,35 +155,34 @@ def _alias(name: str, producer: dict) -> str | None:
 
 def _by_neighbours(optimized: onnx.GraphProto,
                    direct: dict[str, KernelOwner]) -> dict[str, KernelOwner]:
-    """Owners of the nodes neither their name nor their outputs trace (rule 3)."""
+    """Owners of the nodes neither their name nor their outputs trace (rule 3): the traced
+    nodes first reached along their outputs' readers, else along their inputs' writers."""
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    writers: dict[str, onnx.NodeProto] = {}
+    for node in optimized.node:
+        for value in node.input:
+            readers.setdefault(value, []).append(node)
+        for value in node.output:
+            writers[value] = node
+
+    def forward(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        return [r for v in node.output for r in readers.get(v, [])]
+
+    def backward(node: onnx.NodeProto) -> list[onnx.NodeProto]:
+        return [writers[v] for v in node.input if v in writers]
+
     owners = {}
     for node in optimized.node:
         if node.name in direct:
             continue
-        ids = _follow(optimized, node, direct, forward=True) or \
-            _follow(optimized, node, direct, forward=False)
+        ids = _follow(node, direct, forward) or _follow(node, direct, backward)
         if ids:
             owners[node.name] = KernelOwner(ids, "neighbours")
     return owners
 
 
-def _follow(optimized: onnx.GraphProto, start: onnx.NodeProto,
-            direct: dict[str, KernelOwner], forward: bool) -> frozenset[int]:
-    """The ids of the traced nodes first reached from ``start`` along its outputs' readers
-    (``forward``) or its inputs' writers."""
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    producers: dict[str, onnx.NodeProto] = {}
-    for node in optimized.node:
-        for value in node.input:
-            consumers.setdefault(value, []).append(node)
-        for value in node.output:
-            producers[value] = node
-
-    def step(node: onnx.NodeProto) -> list[onnx.NodeProto]:
-        if forward:
-            return [c for v in node.output for c in consumers.get(v, [])]
-        return [producers[v] for v in node.input if v in producers]
-
+def _follow(start: onnx.NodeProto, direct: dict[str, KernelOwner], step) -> frozenset[int]:
+    """The ids of the traced nodes first reached from ``start`` taking ``step``s."""
     found: set[int] = set()
     seen, stack = {start.name}, step(start)
     while stack:
