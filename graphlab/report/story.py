@@ -12,6 +12,7 @@ from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes.framework.rulebook import registered_patterns
 from compiler_core.patterns import PatternReport, explain
 
 
@@ -69,7 +70,7 @@ def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
         memory_before=plan_memory(result.initial, bindings),
         memory_after=plan_memory(result.final, bindings),
         traffic=pipeline_traffic(result, target, bindings),
-        model_patterns=explain(result.initial),
+        model_patterns=explain(result.initial, registered_patterns().values()),
         nodes=_node_labels(result))
 
 

@@ -6,6 +6,8 @@ import onnx
 
 from ...ir import Graph, Node, Value
 from ...ir.computed_tensors import TransposedTensor
+from ...patterns import Pattern, any_value, op
+from ...patterns.texts import format_attr
 from ..framework.base import Pass, PassContext, PassResult
 from ..analyses.constants import remove_dead
 from ..framework.rewrite import bypass_or_decline, replace_node, standard_nodes
@@ -21,6 +23,37 @@ def permutation(node: Node) -> tuple[int, ...] | None:
         return tuple(int(p) for p in node.attrs["perm"])
     rank = node.inputs[0].rank
     return None if rank is None else tuple(reversed(range(rank)))
+
+
+def _perms(value: Value) -> tuple[tuple | None, tuple | None]:
+    """The perms of the Transpose producing ``value`` and of the Transpose before it."""
+    second = value.producer
+    return permutation(second.inputs[0].producer), permutation(second)
+
+
+def _perms_cancel(value: Value, _: dict) -> bool:
+    first, second = _perms(value)
+    return (first is not None and second is not None and len(first) == len(second)
+            and all(first[second[i]] == i for i in range(len(second))))
+
+
+def _perms_found(value: Value, _: dict) -> str:
+    first, second = _perms(value)
+    return f"perm {format_attr(second)} after perm {format_attr(first)}"
+
+
+def transpose_pair() -> Pattern:
+    """Two Transposes in a row whose permutations cancel (the second undoes the first).
+
+    Why: both are pure data movement; removing the pair saves two full copies of the tensor.
+    Layout passes leave such pairs behind all the time.
+
+    Bindings: ``first``, ``second`` (the Transpose nodes, in data-flow order), ``input``.
+    """
+    first = op("Transpose", any_value().bind("input")).bind("first")
+    return op("Transpose", first).bind("second").where(
+        _perms_cancel, "perms that cancel", _perms_found, needs_bindings=False).described_as(
+        "Two Transposes in a row whose permutations cancel each other.").named("transpose_pair")
 
 
 def _kept_too(weight: Value, transpose: Node, ctx: PassContext) -> str | None:
@@ -56,6 +89,9 @@ class CancelTransposes(Pass):
     name = "cancel_transposes"
     family = "cleanup"
     fixed_point = True
+
+    def patterns(self) -> list[Pattern]:
+        return [transpose_pair()]
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()

@@ -16,10 +16,9 @@ from ...ir.dtypes import is_float
 from ...patterns import Match, Pattern, any_value, const, one_of, op
 from ...patterns.library.common import as_float, scalar_const
 from ...patterns.library.normalization import last_axis_mean
-from ...patterns.library.registry import register as register_pattern
 from ..framework.base import PassContext
 from ..framework.pass_registry import register_pass
-from ..framework.rules import RewritePass, Rule
+from ..framework.rules import Rule, RuleSet
 from .normalization_gelu import default_opset, unit_scale
 
 FUSED_OP = "SimplifiedLayerNormalization"  # onnxruntime's name for it; lowering imports this
@@ -74,35 +73,34 @@ def written_out_rmsnorm(source: Pattern) -> Pattern:
             | normalized.tag("weight_order", NO_CAST))
 
 
-@register_pattern("rmsnorm")
-def rmsnorm() -> Pattern:
-    """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean →
-    Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or x · (…)^−0.5
-    (Pow) → optionally · weight.  Half-precision forms: x cast to float32 first, the result
-    cast back, the weight multiplied after the cast back or before it.
-
-    Why: one kernel reads the activation once instead of five to nine times (onnxruntime's
-    SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
-
-    Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when unscaled: a
-    vector over the last axis), ``epsilon`` (float), ``upcast`` and ``downcast`` (the Cast
-    nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST or
-    NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node whose output is the result.
-    """
-    return written_out_rmsnorm(any_value().bind("input")).described_as(
-        "RMS normalization over the last axis written out as a square, ReduceMean, Add "
-        "epsilon, Sqrt, and a division (or a reciprocal, or a power of -0.5), then an "
-        "optional weight; in half precision with casts to float32 and back around it.")
-
-
 class RmsNormRule(Rule):
-    """Library pattern ``rmsnorm`` -> one RMS normalization: the standard RMSNormalization op
+    """Pattern ``rmsnorm`` -> one RMS normalization: the standard RMSNormalization op
     from opset 23 when it computes exactly the same (float32, or float16/bfloat16 upcast to
     float32, cast back, then weighted: its stash_type 1), else a fused
     SimplifiedLayerNormalization node (GraphLab's domain) whose body is the original ops,
     casts included.  A missing weight becomes a unit scale of the result's type."""
 
     name = "rmsnorm"
+
+    def pattern(self) -> Pattern:
+        """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean
+        → Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or
+        x · (…)^−0.5 (Pow) → optionally · weight.  Half-precision forms: x cast to float32
+        first, the result cast back, the weight multiplied after the cast back or before it.
+
+        Why: one kernel reads the activation once instead of five to nine times
+        (onnxruntime's SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
+
+        Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when
+        unscaled: a vector over the last axis), ``epsilon`` (float), ``upcast`` and
+        ``downcast`` (the Cast nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST,
+        WEIGHT_BEFORE_CAST or NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node
+        whose output is the result.
+        """
+        return written_out_rmsnorm(any_value().bind("input")).described_as(
+            "RMS normalization over the last axis written out as a square, ReduceMean, Add "
+            "epsilon, Sqrt, and a division (or a reciprocal, or a power of -0.5), then an "
+            "optional weight; in half precision with casts to float32 and back around it.")
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
         x, scale = match["input"], match["scale"]
@@ -134,17 +132,13 @@ def _standard_op_computes_it(match: Match, scale: Value) -> bool:
             and match["weight_order"] == WEIGHT_AFTER_CAST)
 
 
-@register_pass
-class RecognizeRmsNorm(RewritePass):
-    """Replace an RMSNorm written out in primitive ops — x / sqrt(mean(x²) + ε) · w, with the
-    square as Pow or Mul and the division as Div, Reciprocal + Mul, Div of 1 or Pow −0.5, in
-    half precision wrapped in casts to float32 and back — by one node.
+RECOGNIZE_RMSNORM = register_pass(RuleSet(
+    "recognize_rmsnorm", "recognition", (RmsNormRule(),),
+    doc="""Replace an RMSNorm written out in primitive ops — x / sqrt(mean(x²) + ε) · w, with
+    the square as Pow or Mul and the division as Div, Reciprocal + Mul, Div of 1 or Pow −0.5,
+    in half precision wrapped in casts to float32 and back — by one node.
 
     LLM decoders normalize every block's input this way; one kernel reads the activation once.
     Runs after LayerNorm recognition: the core of a written-out LayerNorm is an RMSNorm of
     x − mean(x), and the LayerNorm should win.
-    """
-
-    name = "recognize_rmsnorm"
-    family = "recognition"
-    rules = (RmsNormRule(),)
+    """))
