@@ -40,7 +40,7 @@ def report(graph: Graph, name: str):
 
 # ------------------------------------------------------------------------------ by name
 def test_the_passes_patterns_are_known_by_name():
-    assert sorted(registered_patterns()) == sorted(PATTERNS)
+    assert set(PATTERNS) <= set(registered_patterns())  # with those of plugins a test loaded
     with pytest.raises(KeyError, match="no pattern named 'conv_relu'"):
         pattern_named("conv_relu")
 
