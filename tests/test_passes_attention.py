@@ -361,7 +361,7 @@ def test_the_patterns_panel_names_the_part_that_failed():
     from graphlab.app.panels.patterns import focus_view, report_view
     from graphlab.app.pattern_view import PatternFocus
 
-    (report,) = explain(decoder_attention(rotary=True), ["attention"])
+    (report,) = explain(decoder_attention(rotary=True), [pattern_named("attention")])
     record = report.record()
     (miss,) = record.near_misses
     text = str(focus_view(PatternFocus("miss", "attention", miss)))

@@ -1,9 +1,9 @@
 """Running a pattern inside a pass, and recording what it saw.
 
 The pattern's report (matches and near misses) goes into the PassResult as a record, so the
-app shows per pass what matched and what almost did.  Rewrite passes are built from rules
-(``rules.RewritePass``); a pass that uses a pattern only to find candidates, not to rewrite
-them, calls ``find_matches``.
+app shows per pass what matched and what almost did.  Rewrite passes are rule sets
+(``rules.RuleSet``); a pass that uses a pattern only to find candidates, not to rewrite them,
+calls ``find_matches``.
 """
 
 from __future__ import annotations
