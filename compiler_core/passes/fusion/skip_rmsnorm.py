@@ -6,9 +6,9 @@ from __future__ import annotations
 from ...ir import FUSED_DOMAIN, Graph, Node, Value
 from ...patterns import Match, Pattern, any_value, op
 from ...patterns.library.common import attr_or_default
-from ...patterns.library.normalization import over_last_axis, residual_sum
+from ...patterns.library.normalization import over_last_axis, residual_sum, written_out_rmsnorm
 from ..recognition.normalization_gelu import unit_scale
-from ..recognition.rmsnorm import FUSED_OP as RMSNORM, written_out_rmsnorm
+from ..recognition.rmsnorm import FUSED_OP as RMSNORM
 from ..framework.pass_registry import register_pass
 from ..framework.rules import RuleSet
 from .skip_norm import SkipNormRule, skip_norm_note

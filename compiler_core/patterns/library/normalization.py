@@ -1,10 +1,14 @@
 """Sub-patterns several normalization rules share: a mean over the last axis (LayerNorm and
-RMSNorm), the decomposed LayerNorm (recognized alone, or after a residual Add), the residual
-sum a skip normalization reads and a normalization op over the last axis (both skip norms)."""
+RMSNorm), the decomposed LayerNorm and the written-out RMSNorm (each recognized alone, or after
+a residual Add), the residual sum a skip normalization reads and a normalization op over the
+last axis (both skip norms)."""
 
 from __future__ import annotations
 
+from onnx import TensorProto
+
 from ...ir import Node, Value
+from ..checks import one_of
 from ..language import Pattern, any_value, const, op, optional
 from ..texts import format_attr
 from .common import as_float, scalar_const
@@ -124,3 +128,54 @@ def _normalizes_last_axis(value: Value, _: dict) -> bool:
 def _axis_found(value: Value, _: dict) -> str:
     node = value.producer
     return f"axis {node.attrs.get('axis', -1)} (rank {node.inputs[0].rank})"
+
+
+# ------------------------------------------------------------------ RMSNorm written out
+_HALF_FLOATS = ("float16", "bfloat16")
+_HALF_TYPES = one_of(TensorProto.FLOAT16, TensorProto.BFLOAT16)
+# Where the weight multiply sits: RMSNormalization casts back before it multiplies.
+WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST, NO_CAST = "after_cast", "before_cast", "no_cast"
+
+
+def _upcast_only_for_the_norm(value: Value, _: dict) -> bool:
+    """The Cast to float32 feeds the square and the product only (else it stays outside)."""
+    return len(value.users()) <= 2
+
+
+def _is_weight_vector(value: Value, _: dict) -> bool:
+    """A per-feature weight: a vector, or a tensor whose dims before the last are all 1 (a
+    gate computed per token, such as Mamba's norm(x)·silu(z), is not part of the norm)."""
+    shape = value.shape
+    return shape is not None and all(d == 1 for d in shape[:-1])
+
+
+def _weight_found(value: Value, _: dict) -> str:
+    return value.describe_type()
+
+
+def written_out_rmsnorm(source: Pattern) -> Pattern:
+    """The RMS normalization of ``source`` written out, in every spelling of ``rmsnorm``;
+    ``source`` is bound by the caller (a plain input, or the residual Add of a skip norm)."""
+    upcast = op("Cast", source.has_dtype(*_HALF_FLOATS), to=TensorProto.FLOAT).bind(
+        "upcast").where(_upcast_only_for_the_norm, "a float32 upcast read by the norm only",
+                        lambda v, _: f"{len(v.users())} readers", needs_bindings=False)
+    x = upcast | source
+    square = op("Pow", x, const(2.0)) | op("Mul", x, x)
+    add_eps = op("Add", last_axis_mean(square, "mean"),
+                 scalar_const().bind("epsilon", as_float)).bind("add_eps")
+    root = op("Sqrt", add_eps)
+    normalized = (op("Div", x, root) | op("Mul", x, op("Reciprocal", root))
+                  | op("Mul", x, op("Div", const(1.0), root))
+                  | op("Mul", x, op("Pow", add_eps, const(-0.5))))
+    weight = any_value().bind("scale").same_size_as("input", axis=-1).where(
+        _is_weight_vector, "a weight vector over the last axis", _weight_found,
+        needs_bindings=False)
+
+    def downcast(p: Pattern) -> Pattern:
+        return op("Cast", p, to=_HALF_TYPES).bind("downcast")
+
+    return (op("Mul", downcast(normalized), weight).tag("weight_order", WEIGHT_AFTER_CAST)
+            | downcast(op("Mul", normalized, weight)).tag("weight_order", WEIGHT_BEFORE_CAST)
+            | op("Mul", normalized, weight).tag("weight_order", NO_CAST)
+            | downcast(normalized).tag("weight_order", WEIGHT_AFTER_CAST)
+            | normalized.tag("weight_order", NO_CAST))
