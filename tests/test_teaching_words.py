@@ -14,6 +14,7 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
 from compiler_core.passes.framework.base import Pass, PassContext, PassResult
 from compiler_core.patterns.testing import build_graph
+from compiler_core.records import to_json
 from graphlab import samples
 from graphlab.app.config import AppConfig
 from graphlab.app.inspector_data import describe_node
@@ -52,7 +53,7 @@ def test_every_teaching_sample_names_its_pass(manifest, services):
     known = set(all_passes())
     for name in teaching:
         assert manifest[name].get("teaches_pass") in known, name
-    assert samples.get_sample("teach_gelu").to_dict()["teaches_pass"] == "recognize_gelu"
+    assert to_json(samples.get_sample("teach_gelu"))["teaches_pass"] == "recognize_gelu"
 
 
 @pytest.mark.parametrize("name", ["teach_layernorm", "teach_gelu", "teach_conv_bn",
@@ -114,7 +115,7 @@ def test_a_changed_attribute_is_listed_old_to_new_by_name():
     texts = [c.text() for c in snapshot.diff.changes_of(cast.id)]
     assert "attribute to: float32 → float16" in texts
     assert "output 0 type: float32[2,3] → float16[2,3]" in texts
-    record = snapshot.to_dict()["changes"]
+    record = to_json(snapshot)["changes"]
     assert {"kind": "attribute", "where": "attribute to", "before": "float32",
             "after": "float16"} in next(r for r in record if r["name"] == "cast")["changes"]
     ws = workspace_of("k", "casts", result, 250, _no_sizes())
@@ -184,7 +185,7 @@ def test_a_diff_counts_every_body_of_a_fused_op_as_one_op_type():
     rows = {row.op: row for row in diff.by_op()}
     assert rows["graphlab.Attention"].b == 2 and "graphlab.Attention_2" not in rows
     assert not any(op.rsplit("_", 1)[-1].isdigit() for op in rows)
-    record = json.dumps(diff.to_dict())
+    record = json.dumps(to_json(diff))
     assert "Attention_2" not in record
 
 

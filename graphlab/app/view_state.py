@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
+from compiler_core.records import record_field
 
 from ..user_input import parse_bindings
 from .highlight import Highlight
@@ -58,7 +59,8 @@ class ViewState:
     step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
-    highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
+    # the item clicked in a list (see highlight.py); in the page's store, in its text form
+    highlight: Highlight | None = record_field(omit=True, default=None)
     search: str = ""
     hide_unchanged: bool = False
     overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
@@ -67,6 +69,8 @@ class ViewState:
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    sram: str = ""                # systolic SRAM kB per operand as typed ('' = the target's)
+    bandwidth: str = ""           # systolic DRAM words per cycle per operand as typed
     versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
     versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
@@ -85,11 +89,11 @@ class ViewState:
     def with_changes(self, **changes) -> "ViewState":
         return replace(self, **changes)
 
-    def to_dict(self) -> dict:
-        """The view as the page's store keeps it (JSON: the highlight in its text form)."""
-        record = {f.name: getattr(self, f.name) for f in fields(self)}
-        record["highlight"] = _format(self.highlight)
-        return record
+    json_derived = (("highlight", "highlight_text"),)
+
+    @property
+    def highlight_text(self) -> str:
+        return _format(self.highlight)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ViewState":
@@ -100,6 +104,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "sram": "sram", "bandwidth": "bw",
              "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
@@ -114,6 +119,8 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "sram": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "bandwidth": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
     "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
@@ -123,7 +130,8 @@ _CHECKS = {
 # A panel's name as the URL may give it; which panels exist is the registry's to say (the
 # navigation passes their names: this module does not import the panels).
 _PANEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "sram",
+                   "bandwidth", "versus",
                    "versus_after", "rules")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 
 from compiler_core.errors import GraphLabError, RunFailedError
+from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
 from compiler_core.verify import (DEFAULT_RTOL, fit_inputs, load_inputs, make_inputs,
                                   with_inference_semantics)
@@ -76,9 +77,9 @@ def run(args) -> int:
         if args.inputs:
             raise
         generated = fit_inputs(with_inference_semantics(graph), bindings)
-        report = bisected(generated.inputs, {"generated": True, **generated.to_dict()})
+        report = bisected(generated.inputs, {"generated": True, **to_json(generated)})
     if args.json:
-        print_json(report.to_dict())
+        print_json(report)
     else:
         print("\n".join(report_lines(report, everything=args.all)))
     return 1 if report.first is not None else 0

@@ -21,6 +21,7 @@ from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.passes.framework.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
+from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
@@ -112,7 +113,7 @@ def sizes_record(sizes: ChosenSizes, bound: dict[str, int]) -> dict:
     told to fix), the symbolic dims it left, and the sizes the app, `roofline` and `memory`
     choose for this model (with them bound, the graph is the app's)."""
     left = [c.dim for c in sizes.chosen if c.dim not in bound]
-    return {"bound": dict(bound), "left_symbolic": left, "representative": sizes.to_dict()}
+    return {"bound": dict(bound), "left_symbolic": left, "representative": to_json(sizes)}
 
 
 def compile_report(result: PipelineResult, saved: SavedModel | None,
@@ -125,7 +126,7 @@ def compile_report(result: PipelineResult, saved: SavedModel | None,
     checked = [s.verify for s in result.snapshots if s.verify is not None]
     passes = [{**s.summary(), "modified": s.modified_nodes()} for s in result.snapshots]
     for entry, check in zip(passes, runtime.per_pass if runtime else []):
-        entry["runtime"] = check.to_dict()
+        entry["runtime"] = to_json(check)
     return {
         "nodes_before": len(result.initial),
         "nodes_after": len(result.final),
@@ -135,10 +136,10 @@ def compile_report(result: PipelineResult, saved: SavedModel | None,
         "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
                    "ok": all(r.ok for r in checked),
                    "inputs": result.verifier.inputs_record()} if checked else None,
-        "runtime_check": runtime.to_dict() if runtime else None,
+        "runtime_check": to_json(runtime) if runtime else None,
         "output": saved.path if saved else None,
-        "output_files": saved.to_dict() if saved else None,
-        "export": lowering.to_dict() if lowering else {"runtime": "onnx"},
+        "output_files": to_json(saved) if saved else None,
+        "export": to_json(lowering) if lowering else {"runtime": "onnx"},
     }
 
 

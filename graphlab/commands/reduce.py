@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 
 from compiler_core.errors import GraphLabError
+from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
 from compiler_core.verify import DEFAULT_RTOL, fit_inputs, load_inputs
 
@@ -70,7 +71,7 @@ def run(args) -> int:
                                  f"checks  {s.seconds:6.1f} s", file=sys.stderr))
     written = _write(args.output, reduction, reproduction_script(
         reduction.built.model, reduction.built.feed, failure))
-    record = {**reduction.to_dict(), **written}
+    record = {**to_json(reduction), **written}
     if args.json:
         print_json(record)
     else:

@@ -19,6 +19,7 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult, Snapshot
 from compiler_core.passes.framework.diff import GraphDiff
 from compiler_core.passes.framework.judged import JudgedPattern, judge_pipeline
+from compiler_core.records import to_json
 from compiler_core.wording import plural
 
 from ..samples import size_hints
@@ -124,12 +125,12 @@ class CompileResult:
         from ..commands.roofline import roofline_record
 
         analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline, self.result)
-        return {"model": self.model, "pipeline": self.pipeline, "sizes": self.sizes.to_dict(),
+        return {"model": self.model, "pipeline": self.pipeline, "sizes": to_json(self.sizes),
                 "target": self.target,
                 "compile": compile_report(self.result, None, sizes=sizes_record(
                     self.sizes, self.sizes.bindings)),   # it binds them all
                 "roofline": roofline_record(analysed, get_target(self.target)),
-                "memory": {"sizes": self.sizes.to_dict(), **self.memory.to_dict()},
+                "memory": {"sizes": to_json(self.sizes), **to_json(self.memory)},
                 "patterns": [record.to_dict() for record in self.patterns]}
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:

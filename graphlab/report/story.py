@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from compiler_core.errors import VerificationError
 from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
+from compiler_core.hardware.systolic_choices import SystolicStory, systolic_story
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
 from compiler_core.ir import Graph
@@ -37,6 +38,7 @@ class Story:
     memory_before: MemoryPlan
     memory_after: MemoryPlan
     traffic: PipelineTraffic    # FLOPs, bytes, time and arena peak after every pass
+    systolic: SystolicStory     # the GEMMs on the array after every pass, the busiest one
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
 
@@ -70,6 +72,7 @@ def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
         memory_before=plan_memory(result.initial, bindings),
         memory_after=plan_memory(result.final, bindings),
         traffic=pipeline_traffic(result, target, bindings),
+        systolic=systolic_story(result, target, bindings),
         model_patterns=explain(result.initial, registered_patterns().values()),
         nodes=_node_labels(result))
 
