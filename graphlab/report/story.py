@@ -13,6 +13,7 @@ from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes.framework.rulebook import registered_patterns
 from compiler_core.patterns import PatternReport, explain
 from compiler_core.profiling.compare import Comparison, compare
 from compiler_core.profiling.pass_latency import PassLatency, pass_latencies
@@ -85,7 +86,7 @@ def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
         memory_after=plan_memory(result.final, bindings),
         traffic=pipeline_traffic(result, target, bindings),
         systolic=systolic_story(result, target, bindings),
-        model_patterns=explain(result.initial),
+        model_patterns=explain(result.initial, registered_patterns().values()),
         nodes=_node_labels(result), measured=measured)
 
 
