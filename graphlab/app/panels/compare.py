@@ -103,8 +103,9 @@ def _by_op(diff: ModelDiff) -> list:
     rows = [r for r in diff.by_op() if r.changed or r.only_a or r.only_b]
     if not rows:
         return []
-    head = html.Tr([html.Th(h) for h in ("op", "A", "B", "matched", "changed", "only A",
-                                         "only B")])
+    # soft hyphens: in a narrow side panel the headers wrap, not the op names
+    head = html.Tr([html.Th(h) for h in ("op", "A", "B", "match\u00aded", "chang\u00aded",
+                                         "only A", "only B")])
     return [html.H4("By op type"), html.Table([head] + [
         html.Tr([html.Td(r.op, className="key")] + [
             html.Td(str(v), className="count") for v in (r.a, r.b, r.matched, r.changed,
