@@ -25,7 +25,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     analysed = analysed_graphs(args)
-    plan = plan_memory(analysed.final, analysed.bindings, alignment=args.align).to_dict()
+    plan = plan_memory(analysed.priced_final, analysed.bindings,
+                       alignment=args.align).to_dict()
     if args.json:
         print_json({"sizes": analysed.sizes.to_dict(), **plan})
         return 0

@@ -9,8 +9,8 @@ fused node keeps on chip.
 
 from __future__ import annotations
 
+from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import compare_costs, graph_cost
-from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.targets import get_target
 
 from .common import add_json_flag, add_model_argument, print_json
@@ -45,8 +45,9 @@ def roofline_record(analysed, target) -> dict:
     pipeline, the comparison too."""
     sizes = {"sizes": analysed.sizes.to_dict()}
     if analysed.pipeline is None:
-        return {**sizes, **graph_cost(analysed.final, target, analysed.bindings).to_dict()}
-    comparison = compare_costs(analysed.initial, analysed.final, target, analysed.bindings)
+        return {**sizes, **graph_cost(analysed.priced_final, target, analysed.bindings).to_dict()}
+    comparison = compare_costs(analysed.priced_initial, analysed.priced_final, target,
+                               analysed.bindings)
     return {**sizes, **comparison.after.to_dict(), "pipeline": analysed.pipeline,
             "initial": comparison.before.totals(),
             "initial_total_est_seconds": comparison.before.total_est_seconds,

@@ -70,9 +70,9 @@ def schedule_record(args) -> dict:
             raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
         analysed = analysed_graphs(args)
         record = {"sizes": analysed.sizes.to_dict(), "memory": memory.to_dict(),
-                  **schedule_model(analysed.final, bindings=analysed.bindings, **options)}
+                  **schedule_model(analysed.priced_final, bindings=analysed.bindings, **options)}
         if analysed.pipeline:
-            before = schedule_model(analysed.initial, bindings=analysed.bindings, **options)
+            before = schedule_model(analysed.priced_initial, bindings=analysed.bindings, **options)
             record["before_pipeline"] = {k: v for k, v in before.items() if k != "nodes"}
         return record
     if args.node is not None:
@@ -81,7 +81,7 @@ def schedule_record(args) -> dict:
                                                              "NAME")
         analysed = analysed_graphs(args)
         return {"sizes": analysed.sizes.to_dict(),
-                **schedule_node(analysed.final, args.node, bindings=analysed.bindings,
+                **schedule_node(analysed.priced_final, args.node, bindings=analysed.bindings,
                                 **options)}
     if args.model is not None:
         raise GraphLabError("MODEL is only read with --node",

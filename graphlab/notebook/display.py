@@ -58,7 +58,8 @@ def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str 
     result = model if isinstance(model, CompileResult) else None
     if result is not None:
         model, pipeline, bindings, target = (result.source or result.initial, result.pipeline,
-                                             result.bindings, result.target)
+                                             result.compilation.decisions.bound,
+                                             result.target)
     sizes = _sizes(bindings)
     target = target or DEFAULT_TARGET
     get_target(target)
@@ -75,7 +76,7 @@ def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str 
     elif versus:   # the app's first view is the comparison; the report tells the pipeline
         document = report_document(compile(model, pipeline, sizes, target))
     else:          # the pipeline the app has just run, told without running it again
-        document = _workspace_report(app["workspace"], pipeline, target)
+        document = _workspace_report(app["workspace"], target)
     scope = " (the report has no comparison: that needs the live app)" if versus else ""
     if _in_colab():   # Dash drew the live app through Colab's proxy; the report goes below
         display(report_output(document, height, "the live app is in the frame above while "
@@ -93,15 +94,15 @@ def report_document(result) -> str:
     """The self-contained report of a CompileResult (one HTML document)."""
     from ..report import render, tell
 
-    return render(tell(result.result, result.model, result.pipeline, get_target(result.target),
-                       result.sizes, NOT_VERIFIED))
+    return render(tell(result.compilation, result.model, get_target(result.target),
+                       NOT_VERIFIED))
 
 
-def _workspace_report(workspace, pipeline: str, target: str) -> str:
+def _workspace_report(workspace, target: str) -> str:
     from ..report import render, tell
 
-    return render(tell(workspace.result, workspace.label, pipeline, get_target(target),
-                       workspace.sizes, NOT_VERIFIED))
+    return render(tell(workspace.compilation, workspace.label, get_target(target),
+                       NOT_VERIFIED))
 
 
 def report_frame(document: str, height: int) -> str:
