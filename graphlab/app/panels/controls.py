@@ -92,10 +92,12 @@ def sizes_source(decisions: Decisions) -> tuple[str, str]:
     else:
         bound = ("The pipeline bound none of them, so the graph keeps accepting any size; "
                  "type name=size,... to bind them and fold their shape arithmetic away")
+    planned = (f" --target {decisions.target}` ({', '.join(decisions.target_readers)} "
+               f"planned for it)" if decisions.target else "`")
     return word, (f"the sizes of the model's symbolic dims: {sizes.describe()}. Every cost "
                   f"is computed at them. {bound}. On the command line, `graphlab compile "
-                  f"MODEL{' --bind ' + decisions.given_text() if decisions.given else ''}` "
-                  f"makes the same graph")
+                  f"MODEL{' --bind ' + decisions.given_text() if decisions.given else ''}"
+                  f"{planned} makes the same graph")
 
 
 def register(app, services: Services) -> None:
