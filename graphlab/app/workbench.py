@@ -29,6 +29,7 @@ from compiler_core.model_diff.sides import file_bytes
 from compiler_core.passes import PipelineResult
 
 from ..samples import get_sample, list_samples
+from .build_launchers import launcher_for
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
 from .graph_analyses import traffic_of
@@ -158,7 +159,7 @@ class Workbench:
         self.config = config
         self.sessions = sessions
         self.builds = Builds(sessions.storage, config.upload_ttl_seconds, config.build_seconds,
-                             config.build_memory_mb)
+                             config.build_memory_mb, launcher=launcher_for(sessions.storage))
 
     def model_options(self) -> list[dict]:
         options = [{"label": s.name, "value": s.name} for s in list_samples()]

@@ -24,7 +24,10 @@ from compiler_core.wording import plural
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
-from .models import ModelLike, read_model
+from .display import (MODES, first_view, in_colab, notebook_display, typed_sizes, start_app,
+                      workspace_report, live_output, report_document, report_output,
+                      server_possible)
+from .models import Model, ModelLike, read_model
 
 
 def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the API's name
@@ -145,9 +148,11 @@ class CompileResult:
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:
         """The pass debugger on this run, inline in Jupyter (see `graphlab.show`)."""
-        from .display import show
-
         show(self, mode=mode, height=height)
+
+    def as_model(self) -> Model:
+        """Its final graph, as a model to read (GraphLab's output)."""
+        return Model(self.final, f"{self.model} after {self.pipeline}")
 
     def __repr__(self) -> str:
         changed = [s for s in self.snapshots if s.changed]
@@ -159,3 +164,44 @@ class CompileResult:
                   f"{s.nodes_after:<5} ({plural(s.rewrites, 'rewrite')})" for s in changed]
         return "\n".join(lines) + ">"
 
+
+def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str | None = None,
+         target: str | None = None, *, versus: str | None = None, both_after: bool = False,
+         mode: str = "auto", height: int = 800) -> None:
+    """Show the pass debugger on ``model`` inline (a CompileResult brings its own pipeline,
+    bindings and target), with the static report in the same output for when its server is
+    gone.  ``versus``: compare with a sample, or with onnxruntime's optimized model
+    ("onnxruntime:extended"); ``both_after``: compare the pipeline's outputs.  ``mode``:
+    "app" (the live app, the report as its fallback), "report" (the static report only),
+    "auto" (as "app" where a server can run, else "report")."""
+    if mode not in MODES:
+        raise GraphLabError(f"unknown mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
+    display = notebook_display()
+    result = model if isinstance(model, CompileResult) else None
+    if result is not None:
+        model, pipeline, bindings, target = (result.source or result.initial, result.pipeline,
+                                             result.compilation.decisions.bound,
+                                             result.target)
+    sizes = typed_sizes(bindings)
+    target = target or DEFAULT_TARGET
+    get_target(target)
+    if mode == "report" or (mode == "auto" and not server_possible()):
+        why = ("mode='report'" if mode == "report"
+               else "no server can run in this Python")
+        display(report_output(report_document(result or compile(model, pipeline, sizes,
+                                                                 target)), height, why),
+                raw=True)
+        return
+    app = start_app(model, first_view(pipeline, sizes, target, versus, both_after), height)
+    if result is not None:
+        document = report_document(result)
+    elif versus:   # the app's first view is the comparison; the report tells the pipeline
+        document = report_document(compile(model, pipeline, sizes, target))
+    else:          # the pipeline the app has just run, told without running it again
+        document = workspace_report(app["workspace"], target)
+    scope = " (the report has no comparison: that needs the live app)" if versus else ""
+    if in_colab():   # Dash drew the live app through Colab's proxy; the report goes below
+        display(report_output(document, height, "the live app is in the frame above while "
+                                                "this notebook's kernel runs"), raw=True)
+        return
+    display(live_output(app["url"], app["token"], document, height, scope), raw=True)

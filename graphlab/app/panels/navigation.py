@@ -23,7 +23,7 @@ from compiler_core.passes.framework.pass_registry import resolve_pipeline
 from .. import ids
 from ..builds import BuildStatus
 from ..services import Services, preset_names
-from ..shared_storage import SharedCacheUnreachable
+from ..cache_trouble import SharedCacheUnreachable
 from ..view_state import ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL, RETRY, failure_message
