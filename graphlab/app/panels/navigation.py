@@ -110,8 +110,7 @@ def register(app, services: Services) -> None:
         state, workspace = checked
         shown = {"model": state.model, "preset": _preset_of(state.pipeline),
                  "passes": _passes_text(state, workspace), "target": state.target,
-                 "bindings": workspace.compilation.decisions.given_text(),
-                 "panel": state.panel,
+                 "bindings": workspace.sizes.text(), "panel": state.panel,
                  "hide": ["hide"] if state.hide_unchanged else [], "query": state.search}
         # A control that already shows its value is left alone (and so is the build poll
         # when nothing waits): every prop an answer sets sets off the callbacks that read it.
