@@ -102,3 +102,12 @@ def test_the_build_key_is_the_decisions_key():
     assert result_key("O2-partition", {}, None)[2] == DEFAULT_TARGET
     with pytest.raises(GraphLabError, match="nope"):
         result_key("O2", {}, "nope")   # refused before any build starts
+
+
+def test_compile_says_what_it_decided_for_a_partitioning_pipeline(capsys):
+    assert main(["compile", "bert_tiny_op13", "-p", "O2-partition", "--target", "teach16"]) == 0
+    text = capsys.readouterr().out
+    assert "target    teach16: partition planned for it" in text
+    assert ("sizes     batch=1,seq=128 (representative — batch, seq: the sample's usual size): "
+            "all bound, partition plans for fixed sizes") in text
+    assert "left symbolic" not in text

@@ -158,7 +158,13 @@ def _print_text(compiled: Compilation, report: dict, lowering: Lowering | None,
             if record.reason:
                 print(f"inline    {record.fused_op} {record.node}: {record.reason}")
     decisions = compiled.decisions
-    if decisions.left_symbolic:
+    if decisions.target:
+        print(f"target    {decisions.target}: {', '.join(decisions.target_readers)} planned "
+              f"for it")
+    if decisions.fixed_size_readers:
+        print(f"sizes     {decisions.sizes.describe()}: all bound, "
+              f"{', '.join(decisions.fixed_size_readers)} plans for fixed sizes")
+    elif decisions.left_symbolic:
         chosen = decisions.sizes.text()
         print(f"sizes     {', '.join(decisions.left_symbolic)} left symbolic (the model keeps "
               f"accepting any size); the analyses price it at {chosen}: --bind {chosen} "
