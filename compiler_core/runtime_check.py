@@ -17,12 +17,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from .errors import GraphLabError
+from .records import record_field
 
 # onnxruntime's levels, by the names users pass on the command line.
 LEVELS = {
@@ -45,28 +46,33 @@ class RuntimeOutcome:
     with onnxruntime's own last words in ``error``) or "timeout".
     """
 
-    level: str
+    level: str = record_field(omit=True)   # written as onnxruntime names it (level_name)
     stage: str
     error: str = ""
-    outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
-    optimized: bytes | None = None   # the model onnxruntime made of it (when asked to save it)
+    outputs: list[dict[str, np.ndarray]] = record_field(omit=True, default_factory=list)
+    # the model onnxruntime made of it (when asked to save it)
+    optimized: bytes | None = record_field(omit=True, default=None)
+
+    json_derived = (("level", "level_name"), "ok")
+    json_order = ("level", "ok")
 
     @property
     def ok(self) -> bool:
         return self.stage == "ran"
 
+    @property
+    def level_name(self) -> str:
+        """The level as onnxruntime names it (ORT_ENABLE_ALL, ...)."""
+        return LEVELS[self.level]
+
     def describe(self) -> str:
         """One line for a report: `loads and runs at ORT_ENABLE_ALL` or what went wrong."""
-        level = LEVELS[self.level]
+        level = self.level_name
         if self.ok:
             return f"loads and runs in onnxruntime at {level}"
         verb = {"load": "fails to load", "run": "fails to run", "crash": "crashes onnxruntime",
                 "timeout": "does not finish loading and running"}[self.stage]
         return f"{verb} at {level}: {self.error}" if self.error else f"{verb} at {level}"
-
-    def to_dict(self) -> dict:
-        return {"level": LEVELS[self.level], "ok": self.ok, "stage": self.stage,
-                "error": self.error}
 
 
 def check_level(level: str) -> str:

@@ -11,10 +11,11 @@ checking the input model, which may fail already (then no pass is to blame).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from .ir import Graph, model_for_runtime
 from .passes.framework.manager import PipelineResult
+from .records import record_field
 from .runtime_check import DEFAULT_LEVEL, LEVELS, RuntimeOutcome, run_isolated
 from .verify import Verifier, VerifyReport, compare_outputs, with_inference_semantics
 from .wording import plural
@@ -26,8 +27,13 @@ CHECK_WHEN = ("final", "each", "off")  # which models `compile --runtime-check` 
 class LevelCheck:
     """One model loaded and run at one onnxruntime level, and its outputs compared."""
 
-    outcome: RuntimeOutcome
-    report: VerifyReport | None = None  # None when the model did not run
+    outcome: RuntimeOutcome = record_field(omit=True)
+    report: VerifyReport | None = record_field(omit=True, default=None)  # None: it did not run
+
+    json_derived = (("level", "outcome.level_name"), ("stage", "outcome.stage"),
+                    ("error", "outcome.error"), "ok", ("max_abs_err", "report.max_abs_err"),
+                    ("rtol", "report.rtol"))
+    json_order = ("level", "ok")
 
     @property
     def ok(self) -> bool:
@@ -47,11 +53,6 @@ class LevelCheck:
                 f"from the input model's: " + "; ".join(
                     f"{o.name}: {o.note or f'max abs error {o.max_abs_err:.3g}'}"
                     for o in failing))
-
-    def to_dict(self) -> dict:
-        return {**self.outcome.to_dict(), "ok": self.ok,
-                "max_abs_err": None if self.report is None else self.report.max_abs_err,
-                "rtol": None if self.report is None else self.report.rtol}
 
 
 def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
@@ -97,16 +98,24 @@ class RuntimeVerdict:
     passes, and ``culprit_check`` that output's check.
     """
 
-    level: str
-    when: str
+    level: str = record_field(convert=LEVELS.__getitem__)   # as onnxruntime names it
+    when: str = record_field(key="checked")
     final: LevelCheck
-    pass_names: list[str]
-    per_pass: list[LevelCheck] = field(default_factory=list)
-    export: LevelCheck | None = None  # the file written for a runtime (compile --runtime ...)
+    pass_names: list[str] = record_field(omit=True)
+    per_pass: list[LevelCheck] = record_field(omit=True, default_factory=list)
+    # the file written for a runtime (compile --runtime ...)
+    export: LevelCheck | None = None
     export_note: str | None = None  # why the export was checked at a looser tolerance
-    input_check: LevelCheck | None = None
-    culprit: int | None = None
-    culprit_check: LevelCheck | None = None
+    input_check: LevelCheck | None = record_field(omit=True, default=None)
+    culprit: int | None = record_field(key="first_failing_index", default=None)
+    culprit_check: LevelCheck | None = record_field(omit=True, default=None)
+
+    # the `runtime_check` record of `graphlab compile --json`
+    json_derived = ("ok", ("stage", "shown_check.outcome.stage"), ("error", "failure_text"),
+                    "input_fails", ("first_failing_pass", "culprit_name"),
+                    ("summary", "headline"))
+    json_order = ("level", "checked", "ok", "stage", "error", "input_fails",
+                  "first_failing_pass", "first_failing_index")
 
     @property
     def ok(self) -> bool:
@@ -152,23 +161,15 @@ class RuntimeVerdict:
         return (f"pass {self.culprit + 1} ({self.culprit_name}) is the first whose output "
                 f"{self.culprit_check.describe()}")
 
-    def to_dict(self) -> dict:
-        """The `runtime_check` record of `graphlab compile --json`."""
-        shown = self.failing_check() or self.final
-        return {
-            "level": LEVELS[self.level],
-            "checked": self.when,
-            "ok": self.ok,
-            "stage": shown.outcome.stage,
-            "error": "" if self.ok else shown.describe(),
-            "input_fails": self.input_fails,
-            "first_failing_pass": self.culprit_name,
-            "first_failing_index": self.culprit,
-            "final": self.final.to_dict(),
-            "export": None if self.export is None else self.export.to_dict(),
-            "export_note": self.export_note,
-            "summary": self.headline(),
-        }
+    @property
+    def shown_check(self) -> LevelCheck:
+        """The check a one-line report shows: the failing one, or the final model's."""
+        return self.failing_check() or self.final
+
+    @property
+    def failure_text(self) -> str:
+        """What went wrong, in the shown check's words ('' when nothing did)."""
+        return "" if self.ok else self.shown_check.describe()
 
 
 def check_pipeline(result: PipelineResult, verifier: Verifier, *, level: str = DEFAULT_LEVEL,

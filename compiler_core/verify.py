@@ -9,7 +9,7 @@ is what "the model computes the same thing" means for float outputs.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from .ir.dtypes import dtype_name, to_numpy
 from .ort_child import ort_message
 from .quantized_outputs import OutputAllowance, rounding_allowance
 from .quantized_outputs import describe as describe_allowance
+from .records import record_field, to_json
 
 DEFAULT_RTOL = 1e-4        # error allowed, relative to the output's scale (fp32 passes)
 DEFAULT_ATOL = 1e-6        # floor for outputs whose scale is ~0
@@ -55,6 +56,9 @@ class VerifyReport:
     # input model at the same onnxruntime level); '' otherwise
     basis: str = ""
 
+    json_derived = ("max_abs_err", "max_rel_err", "ok")
+    json_order = json_derived
+
     @property
     def max_abs_err(self) -> float:
         return max((o.max_abs_err for o in self.outputs), default=0.0)
@@ -66,11 +70,6 @@ class VerifyReport:
     @property
     def ok(self) -> bool:
         return all(o.ok for o in self.outputs)
-
-    def to_dict(self) -> dict:
-        return {"max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err, "ok": self.ok,
-                "rtol": self.rtol, "basis": self.basis,
-                "outputs": [asdict(o) for o in self.outputs]}
 
 
 # ---------------------------------------------------------------------------------- running
@@ -224,7 +223,7 @@ class Verifier:
         shapes = {name: list(np.shape(array)) for name, array in self.inputs.items()}
         if self.generated is None:
             return {"generated": False, "shapes": shapes}
-        return {"generated": True, "shapes": shapes, **self.generated.to_dict()}
+        return {"generated": True, "shapes": shapes, **to_json(self.generated)}
 
     def describe_inputs(self) -> str:
         """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2` or `given ...`."""
@@ -296,10 +295,15 @@ def make_inputs(graph: Graph, bindings: dict[str, int] | None = None, seed: int 
 class GeneratedInputs:
     """Inputs made for a check, the sizes they were made at, why, and what was tried first."""
 
-    inputs: dict[str, np.ndarray]
-    plan: SizePlan
-    outputs: dict[str, np.ndarray]                            # the model's, on these inputs
-    attempts: list[Attempt] = field(default_factory=list)     # sizes that did not run
+    inputs: dict[str, np.ndarray] = record_field(omit=True)
+    plan: SizePlan = record_field(omit=True)
+    outputs: dict[str, np.ndarray] = record_field(omit=True)  # the model's, on these inputs
+    # sizes that did not run
+    attempts: list[Attempt] = record_field(key="tried", default_factory=list)
+
+    json_derived = (("sizes", "plan.sizes"), ("found", "plan.reasons"),
+                    ("bound", "plan.bindings"), ("origin", "plan.origin"))
+    json_order = ("sizes", "found", "bound", "origin")
 
     def describe(self) -> str:
         """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2`."""
@@ -310,11 +314,6 @@ class GeneratedInputs:
             text += (f"; found by trying {self.plan.origin} after {len(self.attempts)} "
                      f"other size(s) did not run")
         return text
-
-    def to_dict(self) -> dict:
-        return {"sizes": dict(self.plan.sizes), "found": dict(self.plan.reasons),
-                "bound": dict(self.plan.bindings), "origin": self.plan.origin,
-                "tried": [a.to_dict() for a in self.attempts]}
 
 
 def fit_inputs(graph: Graph, bindings: dict[str, int] | None = None,

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from compiler_core.errors import UnknownSampleError
+from compiler_core.records import record_field
 
 from .data_dirs import samples_dir
 
@@ -24,16 +25,16 @@ class Sample:
     opset: int | None
     tags: tuple[str, ...]
     test_data: str | None
-    notes: str
-    sizes: tuple[tuple[str, int], ...] = ()   # its symbolic dims' usual sizes (manifest)
+    notes: str = record_field(omit=True)
+    # its symbolic dims' usual sizes (manifest)
+    sizes: tuple[tuple[str, int], ...] = record_field(convert=dict, default=())
     teaches_pass: str | None = None   # the pass a teaching sample is about: the app opens on it
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "path": self.path, "description": self.description,
-                "exporter": self.exporter, "opset": self.opset, "tags": list(self.tags),
-                "test_data": self.test_data, "sizes": dict(self.sizes),
-                "teaches_pass": self.teaches_pass,
-                "size_bytes": os.path.getsize(self.path)}
+    json_derived = ("size_bytes",)
+
+    @property
+    def size_bytes(self) -> int:
+        return os.path.getsize(self.path)
 
 
 @lru_cache(maxsize=1)

@@ -4,6 +4,7 @@ the tests of ``graphlab bisect``: each breaks one node, and bisect must find tha
 from __future__ import annotations
 
 import numpy as np
+from onnx import TensorProto
 
 from compiler_core.passes.framework.base import Pass, PassResult
 from compiler_core.passes.framework.pass_registry import register_pass
@@ -61,3 +62,27 @@ class RaiseOnErfAfterDiv(Pass):
                 with ctx.working_on(node):
                     raise ValueError("an Erf after a Div is not handled")
         return PassResult()
+
+
+@register_pass
+class Float64ReluClip(Pass):
+    """Test pass: a Relu under a float64 Clip in front of the first Erf — values the pass
+    changes, in a model onnxruntime refuses at ORT_ENABLE_ALL (its Relu+Clip fusion builds an
+    ill-typed node)."""
+
+    name = "test_float64_relu_clip"
+    family = "test"
+
+    def run(self, graph, ctx):
+        erfs = graph.nodes_of_type("Erf")
+        if not erfs:
+            return PassResult()
+        erf = erfs[0]
+        wide = graph.add_node("Cast", [erf.inputs[0]], attrs={"to": TensorProto.DOUBLE})
+        relu = graph.add_node("Relu", [wide.outputs[0]])
+        low = graph.add_initializer("planted_low", np.array(-1.0))
+        high = graph.add_initializer("planted_high", np.array(4.0))
+        clip = graph.add_node("Clip", [relu.outputs[0], low, high])
+        narrow = graph.add_node("Cast", [clip.outputs[0]], attrs={"to": TensorProto.FLOAT})
+        erf.replace_input(0, narrow.outputs[0])
+        return PassResult(rewrites=1)

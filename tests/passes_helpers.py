@@ -9,6 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from compiler_core.ir import Graph, load_model
 from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
+from compiler_core.records import to_json
 from graphlab.samples import resolve_model
 
 F = TensorProto.FLOAT
@@ -44,7 +45,7 @@ def run_checked(graph: Graph, pipeline, bindings=None) -> PipelineResult:
     """Run a pipeline with invariant checks and onnxruntime verification after every pass."""
     result = PassManager(pipeline, bindings=bindings, verify=True, check=True).run(graph)
     for snapshot in result.snapshots:
-        assert snapshot.verify.ok, (snapshot.pass_name, snapshot.verify.to_dict())
+        assert snapshot.verify.ok, (snapshot.pass_name, to_json(snapshot.verify))
     return result
 
 

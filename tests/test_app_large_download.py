@@ -9,6 +9,7 @@ import re
 import pytest
 
 from compiler_core.ir import load_model, model_file, model_limits
+from compiler_core.records import to_json
 from graphlab.app import AppConfig, create_app
 from graphlab.app.panels import exports
 from graphlab.app.services import Services
@@ -50,7 +51,7 @@ def links(answer) -> list[tuple[str, str]]:
 def test_a_model_past_the_limit_downloads_as_model_and_data(tmp_path, small_limit):
     config = AppConfig(cache_dir=str(tmp_path / "cache"))
     app = create_app(config)
-    view = ViewState(model="cnn_bn").to_dict()
+    view = to_json(ViewState(model="cnn_bn"))
     answer = press(app, exports.MODEL_BUTTON, view)
     message = answer[exports.MESSAGE]["children"]
     assert "more than one ONNX file can hold" in str(message)

@@ -388,6 +388,10 @@ def test_patches_change_only_what_panels_may_change():
     assert with_patch(state, {"panel": "nowhere", "overlay": "x"}, tab_names()) == state
     assert with_patch(state, {"panel": "memory"}, tab_names()).panel == "memory"
     assert with_patch(state, None) == state
+    reduced = with_patch(state.with_changes(step=4, overlay="error"),
+                         {"model": "reduced-abc", "panel": "inspector"}, tab_names())
+    assert reduced == state.with_changes(model="reduced-abc", node=None, step=None,
+                                         panel="inspector")
 
 
 def test_tapping_a_node_keeps_a_chart_panel_open_but_leaves_patterns():

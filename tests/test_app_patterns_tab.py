@@ -15,6 +15,7 @@ from graphlab.app.pattern_view import pass_verdict
 from graphlab.app.services import Services
 from graphlab.app.view_state import ViewState, from_query, to_query
 from passes_helpers import o2_position
+from compiler_core.records import to_json
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +105,7 @@ def test_one_typed_value_for_every_clicked_item():
     assert state.highlight == Highlight(PATTERNS, DECLINE, 0, 3)
     assert "hl=decline%3A0%3A3" in to_query(state, default)
     assert from_query(to_query(state, default), default) == state
-    assert ViewState.from_dict(state.to_dict()) == state
+    assert ViewState.from_dict(to_json(state)) == state
 
 
 def test_the_inspector_says_why_a_declined_site_is_unchanged(services):

@@ -8,6 +8,7 @@ import pytest
 from dash import Output, dcc, html
 
 from compiler_core.errors import GraphLabError
+from compiler_core.records import to_json
 from graphlab.app import AppConfig, create_app, ids
 from graphlab.app.panels import registry
 from graphlab.app.panels.on_view import on_view
@@ -104,7 +105,7 @@ def test_the_panels_are_laid_out_where_they_declare():
 
 
 def test_a_panels_error_reaches_the_page_as_a_message(app):
-    answer = call(app, f"..{FAKE_BODY}.children..", ViewState(model="cnn_bn").to_dict())
+    answer = call(app, f"..{FAKE_BODY}.children..", to_json(ViewState(model="cnn_bn")))
     message = answer[FAKE_BODY]["children"]
     assert message["props"]["className"] == "message error"
     assert message["props"]["children"] == FAKE_FAILURE
@@ -120,7 +121,7 @@ def test_without_a_view_a_panel_shows_its_idle_content(app):
     ("..inspector.children..", "inspector"),
     ("..pass-list.children...pass-list-drawn.data...numeric-result.children..", "inspector")])
 def test_a_real_panel_says_why_its_workspace_cannot_be_had(app, output, panel):
-    view = ViewState(model="no_such_model", node=1, panel=panel).to_dict()
+    view = to_json(ViewState(model="no_such_model", node=1, panel=panel))
     shown = " ".join(texts(call(app, output, view)))
     assert "there is no model named 'no_such_model' here" in shown
 

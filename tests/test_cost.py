@@ -11,6 +11,7 @@ from compiler_core.hardware.cost import compare_costs, graph_cost, node_cost
 from compiler_core.hardware.op_flops import op_flops
 from compiler_core.hardware.roofline import ridge_point
 from compiler_core.ir import Value
+from compiler_core.records import to_json
 from hardware_graphs import (BINDINGS, F, I64, SAMPLES, Builder, elementwise_chain, fuse_all,
                              load_sample, optimized_sample)
 
@@ -119,7 +120,7 @@ def test_unknown_ops_are_flagged_not_guessed():
     cost = cost_of(graph)
     assert not cost.modelled and cost.flops == 0
     assert "cannot price my.ops.Frobnicate (unknown op)" in cost.note
-    assert graph_cost(graph, "asic32").to_dict()["unmodelled_ops"] == ["my.ops.Frobnicate"]
+    assert to_json(graph_cost(graph, "asic32"))["unmodelled_ops"] == ["my.ops.Frobnicate"]
 
 
 def test_a_known_op_without_shapes_says_so():
@@ -165,7 +166,7 @@ def test_compare_costs_reports_the_pipeline_speedup():
     comparison = compare_costs(unfused, fuse_all(unfused), "asic32")
     # every op is memory-bound on asic32, so time is proportional to bytes
     assert comparison.speedup == pytest.approx(1544 / 520)
-    data = comparison.to_dict()
+    data = to_json(comparison)
     assert data["before"]["total_flops"] == data["after"]["total_flops"] == 192
     assert (data["before"]["total_bytes"], data["after"]["total_bytes"]) == (1544, 520)
 
@@ -183,7 +184,7 @@ def test_unbound_dims_count_as_one_and_say_so():
 
 
 def test_to_dict_has_the_roofline_record_keys():
-    data = graph_cost(elementwise_chain(), "asic32").to_dict()
+    data = to_json(graph_cost(elementwise_chain(), "asic32"))
     assert data["target"] == {"name": "asic32", "peak_ops_per_s": 32e12,
                               "bandwidth_bytes_per_s": 2.4e12,
                               "ridge_point": pytest.approx(40 / 3)}

@@ -17,6 +17,7 @@ from compiler_core.compilation import compile_model, sized
 from compiler_core.hardware.cost import graph_cost
 from compiler_core.hardware.memory import plan_memory
 from compiler_core.hardware.targets import list_targets
+from compiler_core.records import to_json
 from graphlab.cli import main
 from hardware_graphs import load_sample
 
@@ -307,8 +308,8 @@ def test_memory_json_is_the_library_record(capsys):
     data = run_json(capsys, "memory", "gpt2_tiny", "--bind", "batch=1,seq=16")
     assert data.pop("sizes")["bindings"] == {"batch": 1, "seq": 16}
     assert data == json.loads(json.dumps(
-        plan_memory(sized(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}),
-                    {"batch": 1, "seq": 16}).to_dict()))
+        to_json(plan_memory(sized(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}),
+                            {"batch": 1, "seq": 16}))))
 
 
 def test_memory_text_output_reads(capsys):

@@ -21,6 +21,7 @@ from compiler_core.input_sizes.algebra import Poly, parse_dim
 from compiler_core.input_sizes.trials import needs_isolation
 from compiler_core.ir import load_model, to_bytes
 from compiler_core.passes import PassManager
+from compiler_core.records import to_json
 from compiler_core.verify import Verifier, fit_inputs, make_inputs, run
 from graphlab.cli import main
 from graphlab.samples import resolve_model
@@ -215,7 +216,7 @@ def test_sizes_the_structure_hides_are_found_by_trying_and_the_tries_are_reporte
     assert generated.attempts[0].sizes == {"batch": 2, "k": 8}
     assert "Expand" in generated.attempts[0].error
     assert "found by trying" in generated.describe()
-    assert generated.to_dict()["tried"][0]["sizes"] == {"batch": 2, "k": 8}
+    assert to_json(generated)["tried"][0]["sizes"] == {"batch": 2, "k": 8}
 
 
 def test_sizes_the_file_states_are_tried_before_guesses():

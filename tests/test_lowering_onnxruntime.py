@@ -18,6 +18,7 @@ from attention_graphs import (conv1d_attention, cross_attention, decoder_attenti
 from compiler_core.ir import FUSED_DOMAIN, from_proto, load_model, to_bytes, to_model_proto
 from compiler_core.lowering import INLINE, lower_for_onnxruntime
 from compiler_core.passes import PassManager
+from compiler_core.records import to_json
 from compiler_core.runtime_check import run_isolated, run_isolated_many
 from compiler_core.verify import DEFAULT_RTOL, FLOAT16_RTOL, compare_outputs, make_inputs, run
 from graphlab.cli import main
@@ -325,7 +326,7 @@ def _lowered(graph, pipeline, bindings=None):
     ran = run_isolated(to_bytes(lowering.graph), [inputs], level="all")
     assert ran.ok, ran.describe()
     report = compare_outputs(reference, ran.outputs[0], rtol)
-    assert report.ok, report.to_dict()
+    assert report.ok, to_json(report)
     return lowering
 
 

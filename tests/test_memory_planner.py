@@ -14,6 +14,7 @@ from compiler_core.hardware.memory.arena import Interval, assign_offsets, lower_
 from compiler_core.ir import Graph
 from compiler_core.passes.framework.base import PassContext
 from compiler_core.passes.framework.rewrite import fuse_nodes
+from compiler_core.records import to_json
 from hardware_graphs import (BINDINGS, SAMPLES, Builder, fuse_all, load_sample,
                              optimized_sample)
 
@@ -102,7 +103,7 @@ def test_inputs_outputs_and_constants_stay_out_of_the_arena():
     hidden = b.op("Add", [b.input("x", (4, 16)), b.const("w", [[1.0] * 16] * 4)], (4, 16),
                   name="add")
     graph = b.outputs(b.op("Softmax", [hidden], (4, 16), name="soft"))
-    data = plan_memory(graph).to_dict()
+    data = to_json(plan_memory(graph))
     assert [r["tensor"] for r in data["buffers"]] == ["add_out"]
     assert data["outside_arena"]["inputs"] == [{"tensor": "x", "size": 256}]
     assert data["outside_arena"]["outputs"] == [{"tensor": "soft_out", "size": 256}]
@@ -111,7 +112,7 @@ def test_inputs_outputs_and_constants_stay_out_of_the_arena():
 
 
 def test_records_have_the_keys_the_app_draws():
-    data = plan_memory(softmax_chain(3)).to_dict()
+    data = to_json(plan_memory(softmax_chain(3)))
     assert set(data) >= {"peak_bytes", "naive_bytes", "lower_bound_bytes", "buffers"}
     for record in data["buffers"]:
         assert set(record) >= {"tensor", "offset", "size", "first", "last"}

@@ -60,9 +60,9 @@ def test_bert_opens_at_the_same_graph_in_the_cli_and_the_app(services, capsys):
     cli = cli_record(capsys, "bert_tiny_op13", "O2", "", "asic32")
     app = services.workspace(ViewState(model="bert_tiny_op13"), None)
     assert cli["nodes_after"] == len(app.result.final)
-    assert cli["decided"]["sizes"]["bound"] == app.compilation.decisions.bound == {}
+    assert cli["decided"]["bound"] == app.compilation.decisions.bound == {}
     # both price at the same representative sizes, which the pipeline left symbolic
-    assert cli["decided"]["sizes"]["representative"]["bindings"] == app.sizes.bindings == {
+    assert cli["decided"]["sizes"]["bindings"] == app.sizes.bindings == {
         "batch": 1, "seq": 128}
     assert app.result.final.inputs[0].shape == ("batch", "seq")
 

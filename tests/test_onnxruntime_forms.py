@@ -15,6 +15,7 @@ import pytest
 from compiler_core.ir import FUSED_DOMAIN, load_model, to_bytes
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.passes import PassManager
+from compiler_core.records import to_json
 from compiler_core.runtime_check import onnxruntime_optimized, run_isolated_many
 from compiler_core.verify import compare_outputs, make_inputs
 from graphlab.cli import main
@@ -87,4 +88,4 @@ def test_onnxruntime_optimized_models_fuse_through_its_fused_matmul_and_gelu(sam
         [(to_bytes(source), [inputs]), (to_bytes(lowering.graph), [inputs])], level="all")
     assert original.ok and rewritten.ok, (original.describe(), rewritten.describe())
     report = compare_outputs(original.outputs[0], rewritten.outputs[0])
-    assert report.ok, report.to_dict()
+    assert report.ok, to_json(report)

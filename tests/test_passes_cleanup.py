@@ -11,6 +11,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from compiler_core.passes import resolve_pipeline
+from compiler_core.records import to_json
 from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -80,7 +81,7 @@ def test_dropout_mask_reader_gets_an_all_true_mask_with_provenance():
                          "eliminate_dropout,fold_constants")
     shot = snapshot(result, "eliminate_dropout")
     assert ops(shot.graph)["Dropout"] == 0
-    record = shot.to_dict()
+    record = to_json(shot)
     assert {p["rule"] for p in record["provenance"].values()} == {"dropout_mask_all_true"}
     dropout_id = next(n.id for n in result.initial.nodes if n.op_type == "Dropout")
     assert all(p["sources"] == [dropout_id] for p in record["provenance"].values())

@@ -14,6 +14,7 @@ from compiler_core.hardware.targets import TargetError, get_target, target_from_
 from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.passes.partitioning.partition import PARTITION_OP
 from compiler_core.passes.framework.rewrite import creates_cycle
+from compiler_core.records import to_json
 from graphlab.cli import main
 from passes_helpers import SAMPLE_BINDINGS, build, load_sample, run_checked, snapshot, tensor
 
@@ -38,7 +39,7 @@ def declines_by_op(step, graph_before):
 @pytest.fixture
 def universal_target(tmp_path):
     """A chip that runs every op in float32 (no supported_ops list, no host to weigh)."""
-    data = get_target("asic32").to_dict()
+    data = to_json(get_target("asic32"))
     del data["supported_ops"], data["host"]
     data["name"] = "universal"
     path = tmp_path / "universal.json"
@@ -164,7 +165,7 @@ def test_target_files_may_list_supported_ops_and_a_host():
     u55 = get_target("ethos_u55_256")
     assert "Softmax" in u55.supported_ops and "Erf" not in u55.supported_ops
     assert get_target("tpu_v4").supported_ops is None  # no list: every op
-    data = asic.to_dict()
+    data = to_json(asic)
     assert target_from_dict(data) == asic
 
 
@@ -176,7 +177,7 @@ def test_target_files_may_list_supported_ops_and_a_host():
      "must be positive"),
 ])
 def test_bad_partitioning_fields_are_named(field, value, message):
-    data = get_target("asic32").to_dict()
+    data = to_json(get_target("asic32"))
     data[field] = value
     with pytest.raises(TargetError, match=message):
         target_from_dict(data, "mine.json")

@@ -290,11 +290,9 @@ REFUSED = [   # (text, line, column, words of the problem)
 @pytest.mark.parametrize("text, line, column, words", REFUSED)
 def test_text_outside_the_language_is_refused_with_line_column_and_what_was_expected(
         text, line, column, words):
-    start = time.perf_counter()
     with pytest.raises(PatternTextError) as caught:
         parse_patterns(text, "mine.pat")
     err = caught.value
-    assert time.perf_counter() - start < 2
     assert words in err.problem
     assert err.line == (line or err.line) and err.column == (column or err.column)
     assert err.expected and err.hint.startswith("expected ")

@@ -15,6 +15,7 @@ from compiler_core.ir import FUSED_DOMAIN, to_bytes
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.passes import PassManager
 from compiler_core.quantized_outputs import rounding_allowance
+from compiler_core.records import to_json
 from compiler_core.runtime_check import run_isolated_many
 from compiler_core.verify import compare_outputs, make_inputs
 from passes_helpers import ops
@@ -81,4 +82,4 @@ def test_attention_over_quantized_projections_lowers_to_the_operator(name, at_de
     assert source.ok and lowered.ok, (source.describe(), lowered.describe())
     report = compare_outputs(source.outputs[0], lowered.outputs[0],
                              allowance=rounding_allowance(graph))
-    assert report.ok, report.to_dict()
+    assert report.ok, to_json(report)

@@ -13,6 +13,7 @@ from compiler_core.hardware.representative_sizes import (GIVEN, HINT, IMAGE_SIDE
 from compiler_core.compilation import sized
 from compiler_core.hardware.targets import get_target
 from compiler_core.ir.shape_inference import is_unnamed_dim
+from compiler_core.records import to_json
 from hardware_graphs import Builder, load_sample
 
 I64 = TensorProto.INT64
@@ -59,7 +60,7 @@ def test_given_sizes_win_then_hints_then_names():
     assert "batch: the sample's usual size; seq, other: given" in chosen.describe()
     mine = choose_sizes(graph, given={"batch": 2, "seq": 5})
     assert mine.all_given and mine.describe() == "batch=2,seq=5 (as given)"
-    assert ChosenSizes.from_dict(chosen.to_dict()) == chosen
+    assert ChosenSizes.from_dict(to_json(chosen)) == chosen
     assert choose_sizes(graph_with_inputs((2, 3))).describe().startswith("none needed")
 
 

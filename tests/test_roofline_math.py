@@ -7,6 +7,7 @@ import pytest
 from compiler_core.hardware.roofline import (attainable_ops_per_s, classify, estimate_seconds,
                                              ridge_point)
 from compiler_core.hardware.targets import get_target
+from compiler_core.records import to_json
 
 
 def test_attainable_is_bandwidth_times_intensity_below_the_ridge_and_peak_above():
@@ -50,7 +51,7 @@ def test_dtype_selects_the_peak():
 
 
 def test_target_can_be_an_object_or_a_user_file(tmp_path):
-    data = get_target("teach16").to_dict()
+    data = to_json(get_target("teach16"))
     data["name"] = "slow_teach"
     data["bandwidth_bytes_per_s"] = 1.6e9
     path = tmp_path / "slow.json"

@@ -14,6 +14,7 @@ from compiler_core.passes import PassContext, PassManager
 from compiler_core.passes.fusion.skip_layernorm import SkipLayerNormRule
 from compiler_core.passes.framework.rules import CYCLE, RewritePass, Rule
 from compiler_core.patterns import Match, Pattern, PatternRecord, any_value, op
+from compiler_core.records import to_json
 from compiler_core.verify import Verifier
 from passes_helpers import F, build, load_sample, ops, tensor
 
@@ -98,7 +99,7 @@ def test_a_rule_node_records_the_rules_source_line():
     line = inspect.getsourcelines(MulAddRule)[1]
     assert fused.provenance.rule == "mul_add"
     assert fused.provenance.source == f"tests/test_rules.py:{line}"
-    assert fused.provenance.to_dict()["source"] == fused.provenance.source
+    assert to_json(fused.provenance)["source"] == fused.provenance.source
 
 
 def test_library_rule_source_points_at_its_class():
@@ -123,7 +124,7 @@ def test_pattern_records_and_declines_survive_pickling():
     again = copy.snapshots[shot.index]
     assert again.pattern_reports == shot.pattern_reports
     assert again.declined == shot.declined
-    assert again.to_dict()["patterns"] == shot.to_dict()["patterns"]
+    assert to_json(again)["patterns"] == to_json(shot)["patterns"]
     (report,) = [r for r in again.pattern_reports if r.name == "conv_bn"]
     (miss,) = report.near_misses
     assert copy.initial.node_by_id(miss.blocking_node.id).name == "relu_side"

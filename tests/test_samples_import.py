@@ -8,6 +8,7 @@ import onnxruntime as ort
 import pytest
 
 from compiler_core.ir import load_model, to_model_proto
+from compiler_core.records import to_json
 from compiler_core.verify import compare_outputs, make_inputs, run, with_inference_semantics
 from graphlab.samples import list_samples
 
@@ -33,7 +34,7 @@ def test_sample_round_trips(name):
     onnx.checker.check_model(to_model_proto(graph))
     inputs = make_inputs(graph)
     report = compare_outputs(_original_outputs(sample.path, inputs), run(graph, inputs), rtol=0)
-    assert report.ok and report.max_abs_err == 0.0, report.to_dict()
+    assert report.ok and report.max_abs_err == 0.0, to_json(report)
 
 
 @pytest.mark.parametrize("name", SAMPLES)

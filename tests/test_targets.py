@@ -7,6 +7,7 @@ import pytest
 
 from compiler_core.hardware.targets import (DEFAULT_TARGET, REQUIRED_FIELDS, TARGETS_DIR, Target,
                                             TargetError, get_target, list_targets)
+from compiler_core.records import to_json
 
 BUILTINS = ["asic32", "ethos_u55_256", "h100_sxm", "teach16", "tpu_v1", "tpu_v4"]
 
@@ -101,7 +102,7 @@ def _write(tmp_path, data, name="mine.json"):
 
 
 def _user_target():
-    data = get_target("teach16").to_dict()
+    data = to_json(get_target("teach16"))
     data["name"] = "my_npu"
     return data
 

@@ -15,6 +15,7 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
 from compiler_core.passes.framework.base import Pass, PassContext, PassResult
 from compiler_core.patterns.testing import build_graph
+from compiler_core.records import to_json
 from graphlab import samples
 from graphlab.app.config import AppConfig
 from graphlab.app.inspector_data import describe_node
@@ -53,7 +54,7 @@ def test_every_teaching_sample_names_its_pass(manifest, services):
     known = set(all_passes())
     for name in teaching:
         assert manifest[name].get("teaches_pass") in known, name
-    assert samples.get_sample("teach_gelu").to_dict()["teaches_pass"] == "recognize_gelu"
+    assert to_json(samples.get_sample("teach_gelu"))["teaches_pass"] == "recognize_gelu"
 
 
 @pytest.mark.parametrize("name", ["teach_layernorm", "teach_gelu", "teach_conv_bn",
@@ -115,7 +116,7 @@ def test_a_changed_attribute_is_listed_old_to_new_by_name():
     texts = [c.text() for c in snapshot.diff.changes_of(cast.id)]
     assert "attribute to: float32 → float16" in texts
     assert "output 0 type: float32[2,3] → float16[2,3]" in texts
-    record = snapshot.to_dict()["changes"]
+    record = to_json(snapshot)["changes"]
     assert {"kind": "attribute", "where": "attribute to", "before": "float32",
             "after": "float16"} in next(r for r in record if r["name"] == "cast")["changes"]
     ws = workspace_of("k", "casts", Compilation(_no_decisions(), result), 250)
@@ -185,7 +186,7 @@ def test_a_diff_counts_every_body_of_a_fused_op_as_one_op_type():
     rows = {row.op: row for row in diff.by_op()}
     assert rows["graphlab.Attention"].b == 2 and "graphlab.Attention_2" not in rows
     assert not any(op.rsplit("_", 1)[-1].isdigit() for op in rows)
-    record = json.dumps(diff.to_dict())
+    record = json.dumps(to_json(diff))
     assert "Attention_2" not in record
 
 
@@ -235,8 +236,8 @@ def test_the_app_and_the_cli_bind_the_same_dims_and_say_what_they_bound(services
     assert main(["compile", model, "--json"]) == 0
     told = json.loads(capsys.readouterr().out)
     assert told["nodes_after"] == len(ws.result.final)     # the app's graph, node for node
-    assert told["decided"]["sizes"]["bound"] == {}
-    assert told["decided"]["sizes"]["left_symbolic"] == ["batch", "seq"]
+    assert told["decided"]["bound"] == {}
+    assert told["decided"]["left_symbolic"] == ["batch", "seq"]
     assert main(["compile", model]) == 0
     assert ("sizes     batch, seq left symbolic (the model keeps accepting any size); the "
             "analyses price it at batch=1,seq=128") in capsys.readouterr().out
@@ -252,8 +253,8 @@ def test_the_app_and_the_cli_bind_the_same_dims_and_say_what_they_bound(services
     assert main(["compile", model, "--json", "--bind", bound]) == 0
     told = json.loads(capsys.readouterr().out)
     assert told["nodes_after"] == len(fixed.result.final) < len(ws.result.final)
-    assert told["decided"]["sizes"]["bound"] == {"batch": 1, "seq": 128}
-    assert told["decided"]["sizes"]["left_symbolic"] == []
+    assert told["decided"]["bound"] == {"batch": 1, "seq": 128}
+    assert told["decided"]["left_symbolic"] == []
 
 
 def _specialize(ws):

@@ -15,6 +15,7 @@ from ..ir import Graph
 from ..ir.summary import op_histogram
 from ..passes import Instrument, PassManager, PipelineResult, Snapshot, resolve_passes
 from ..passes.framework.pass_registry import PipelineEntry
+from ..records import to_json
 from .decisions import Decisions, decided_for, pipeline_text
 from .sizing import sized
 
@@ -77,7 +78,7 @@ class Compilation:
         """The record the CLI prints with --json, the notebook returns and the app's build
         keeps: the decisions, node counts, the final op histogram, each pass (with what
         changed on each node it modified) and the numerical check."""
-        return {"decided": self.decisions.to_dict(),
+        return {"decided": to_json(self.decisions),
                 "nodes_before": len(self.initial),
                 "nodes_after": len(self.final),
                 "op_histogram_after": op_histogram(self.final),

@@ -26,6 +26,7 @@ from ..hardware.targets import DEFAULT_TARGET, get_target
 from ..ir import Graph
 from ..passes import Pass, resolve_passes
 from ..passes.framework.pass_registry import DEFAULT_PRESET, PipelineEntry
+from ..records import record_field
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,13 @@ class Decisions:
     sizes: ChosenSizes             # every symbolic input dim's size, and why
     bound: dict[str, int]          # what the pipeline specializes: the user's bindings
     target: str | None             # the chip the passes planned for (None: none reads one)
-    pass_names: tuple[str, ...] = ()
-    target_readers: tuple[str, ...] = ()   # the passes whose result depends on the target
-    fixed_size_readers: tuple[str, ...] = ()   # the passes that made every dim bound
+    pass_names: tuple[str, ...] = record_field(key="passes", default=())
+    # the passes whose result depends on the target
+    target_readers: tuple[str, ...] = record_field(key="target_read_by", default=())
+    # the passes that made every dim bound
+    fixed_size_readers: tuple[str, ...] = record_field(key="all_bound_for", default=())
+
+    json_derived = ("left_symbolic",)
 
     @property
     def left_symbolic(self) -> list[str]:
@@ -57,13 +62,6 @@ class Decisions:
     def result_key(self) -> tuple:
         """Everything here that changes the pipeline's result (see ``result_key``)."""
         return (self.pass_names, tuple(sorted(self.given.items())), self.target)
-
-    def to_dict(self) -> dict:
-        return {"pipeline": self.pipeline, "passes": list(self.pass_names),
-                "target": self.target, "target_read_by": list(self.target_readers),
-                "sizes": {"bound": dict(self.bound), "left_symbolic": self.left_symbolic,
-                          "all_bound_for": list(self.fixed_size_readers),
-                          "representative": self.sizes.to_dict()}}
 
 
 def decide(graph: Graph, pipeline: str | Sequence[PipelineEntry] | None = DEFAULT_PRESET,

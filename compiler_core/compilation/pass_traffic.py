@@ -21,6 +21,7 @@ from ..hardware.roofline import TargetLike
 from ..hardware.targets import Target, get_target
 from ..ir import Graph
 from ..passes import PipelineResult
+from ..records import name_of, record_field
 from .sizing import sized
 
 INPUT = "(input model)"
@@ -31,7 +32,7 @@ class PassFigures:
     """The graph after one pass (index -1: the model as loaded), priced on the target."""
 
     index: int
-    pass_name: str
+    pass_name: str = record_field(key="pass")
     changed: bool
     nodes: int
     flops: int
@@ -39,12 +40,6 @@ class PassFigures:
     est_seconds: float
     arena_peak_bytes: int
     ops_with_assumed_dims: int
-
-    def to_dict(self) -> dict:
-        return {"index": self.index, "pass": self.pass_name, "changed": self.changed,
-                "nodes": self.nodes, "flops": self.flops, "bytes": self.bytes,
-                "est_seconds": self.est_seconds, "arena_peak_bytes": self.arena_peak_bytes,
-                "ops_with_assumed_dims": self.ops_with_assumed_dims}
 
 
 @dataclass(frozen=True)
@@ -56,20 +51,20 @@ class FusedTraffic:
     bytes: int
     unfused_bytes: int
 
+    json_derived = ("saving",)
+
     @property
     def saving(self) -> float:
         return 1 - self.bytes / self.unfused_bytes
 
-    def to_dict(self) -> dict:
-        return {"node": self.node, "op_type": self.op_type, "bytes": self.bytes,
-                "unfused_bytes": self.unfused_bytes, "saving": self.saving}
-
 
 @dataclass
 class PipelineTraffic:
-    target: Target
-    steps: list[PassFigures]                  # the input model first, then one per pass
+    target: Target = record_field(convert=name_of)
+    steps: list[PassFigures] = record_field(key="passes")   # the input model, then each pass
     fused: list[FusedTraffic] = field(default_factory=list)   # the final graph's fused nodes
+
+    json_derived = (("fused_by_op", "fused_kinds"),)
 
     def fused_by_op(self) -> dict[str, tuple[int, int, int]]:
         """op type -> (count, bytes fused, bytes unfused), for a one-line summary per kind."""
@@ -79,12 +74,11 @@ class PipelineTraffic:
             totals[f.op_type] = (count + 1, moved + f.bytes, unfused + f.unfused_bytes)
         return totals
 
-    def to_dict(self) -> dict:
-        return {"target": self.target.name, "passes": [s.to_dict() for s in self.steps],
-                "fused": [f.to_dict() for f in self.fused],
-                "fused_by_op": {op: {"count": c, "bytes": b, "unfused_bytes": u,
-                                     "saving": 1 - b / u}
-                                for op, (c, b, u) in self.fused_by_op().items()}}
+    @property
+    def fused_kinds(self) -> dict[str, dict]:
+        """`fused_by_op` with names, and the share of traffic each kind keeps on chip."""
+        return {op: {"count": c, "bytes": b, "unfused_bytes": u, "saving": 1 - b / u}
+                for op, (c, b, u) in self.fused_by_op().items()}
 
 
 def pipeline_traffic(result: PipelineResult, target: TargetLike = None,

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import RunFailedError
 from ..ir import Graph, Node, Value
-from ..verify import DEFAULT_ATOL, DEFAULT_RTOL
+from ..records import record_field, to_json
+from ..verify import DEFAULT_ATOL, DEFAULT_RTOL, fit_inputs, with_inference_semantics
 from .counterparts import NAME, Counterpart, computed_values
 from .exposed import run_exposed
 
@@ -40,11 +42,6 @@ class PairError:
     diverged: bool
     note: str = ""
 
-    def to_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "a_node": self.a_node, "b_node": self.b_node,
-                "how": self.how, "error": _finite(self.error), "max_abs": _finite(self.max_abs),
-                "scale": self.scale, "diverged": self.diverged, "note": self.note}
-
 
 @dataclass
 class InputError:
@@ -57,28 +54,29 @@ class InputError:
     diverged: bool
     note: str = ""
 
-    def to_dict(self) -> dict:
-        return {"slot": self.slot, "a": self.a, "b": self.b, "error": _finite(self.error),
-                "diverged": self.diverged, "note": self.note}
-
 
 @dataclass
 class Divergence:
     """The first wrong value, the nodes that made it on both sides, its inputs' errors."""
 
-    value: PairError
-    a_op: str
-    b_op: str
+    value: PairError = record_field(omit=True)
+    a_op: str = record_field(omit=True)
+    b_op: str = record_field(omit=True)
     inputs: list[InputError]
     made_by: str = ""    # the pass that made B's node, when it has provenance
 
-    def to_dict(self) -> dict:
-        v = self.value
-        return {"a": {"node": v.a_node, "value": v.a, "op": self.a_op},
-                "b": {"node": v.b_node, "value": v.b, "op": self.b_op},
-                "error": _finite(v.error), "max_abs": _finite(v.max_abs), "scale": v.scale,
-                "note": v.note, "made_by": self.made_by,
-                "inputs": [i.to_dict() for i in self.inputs]}
+    json_derived = ("a", "b", ("error", "value.error"), ("max_abs", "value.max_abs"),
+                    ("scale", "value.scale"), ("note", "value.note"))
+    json_order = ("a", "b", "error", "max_abs", "scale", "note", "made_by", "inputs")
+
+    @property
+    def a(self) -> dict:
+        """A's side: the node, the value it made, its op."""
+        return {"node": self.value.a_node, "value": self.value.a, "op": self.a_op}
+
+    @property
+    def b(self) -> dict:
+        return {"node": self.value.b_node, "value": self.value.b, "op": self.b_op}
 
 
 @dataclass
@@ -86,22 +84,22 @@ class BisectReport:
     """Every compared pair in A's order, the first divergence (None when all agree), and the
     values of each side left without a counterpart."""
 
-    a_label: str
-    b_label: str
+    a_label: str = record_field(key="a")
+    b_label: str = record_field(key="b")
     values: list[PairError]
-    first: Divergence | None
-    unmatched_a: list[str]
-    unmatched_b: list[str]
+    first: Divergence | None = record_field(key="first_divergence")
+    unmatched_a: list[str] = record_field(omit=True)
+    unmatched_b: list[str] = record_field(omit=True)
     rtol: float
     inputs: dict = field(default_factory=dict)
-    seconds: float = 0.0
+    seconds: float = record_field(digits=3, default=0.0)
 
-    def to_dict(self) -> dict:
-        return {"a": self.a_label, "b": self.b_label, "rtol": self.rtol,
-                "first_divergence": None if self.first is None else self.first.to_dict(),
-                "values": [v.to_dict() for v in self.values],
-                "unmatched": {"a": self.unmatched_a, "b": self.unmatched_b},
-                "inputs": self.inputs, "seconds": round(self.seconds, 3)}
+    json_derived = ("unmatched",)
+    json_order = ("a", "b", "rtol", "first_divergence", "values", "unmatched")
+
+    @property
+    def unmatched(self) -> dict[str, list[str]]:
+        return {"a": self.unmatched_a, "b": self.unmatched_b}
 
 
 def bisect_models(a: Graph, b: Graph, pairs: list[Counterpart], inputs: dict[str, np.ndarray],
@@ -131,6 +129,25 @@ def bisect_models(a: Graph, b: Graph, pairs: list[Counterpart], inputs: dict[str
                         [v.name for v in computed_values(a) if v.name not in paired_a],
                         [v.name for v in computed_values(b) if v.name not in paired_b],
                         rtol, inputs_record or {}, time.perf_counter() - start)
+
+
+def bisect_sides(sides, inputs: dict[str, np.ndarray], record: dict, *, graph: Graph,
+                 bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL
+                 ) -> BisectReport:
+    """Bisect ``sides`` (`sides.Sides`) on ``inputs``; generated inputs (``record`` says so)
+    that onnxruntime refuses are made again at other sizes ``graph``, the model they were
+    made for, suggests (as `compile` does), given inputs are the user's to fix."""
+    def bisected(feed: dict, said: dict) -> BisectReport:
+        said["shapes"] = {name: list(array.shape) for name, array in feed.items()}
+        return bisect_models(sides.a, sides.b, sides.pairs, feed, rtol=rtol,
+                             a_label=sides.a_label, b_label=sides.b_label, inputs_record=said)
+    try:
+        return bisected(inputs, record)
+    except RunFailedError:
+        if not record.get("generated"):
+            raise
+        generated = fit_inputs(with_inference_semantics(graph), bindings)
+        return bisected(generated.inputs, {"generated": True, **to_json(generated)})
 
 
 def value_error(ref, got) -> tuple[float, float, float, str]:
@@ -209,8 +226,3 @@ def _same_shape(a, b) -> bool:
 
 def _node_name(node: Node | None) -> str:
     return "" if node is None else (node.name or f"#{node.id}")
-
-
-def _finite(x: float | None) -> float | None:
-    """JSON has no infinity: an incomparable error is null (its note says why)."""
-    return None if x is None or not math.isfinite(x) else x

@@ -29,6 +29,7 @@ import numpy as np
 import onnx
 
 from ..errors import GraphLabError
+from ..records import record_field
 from ..runtime_check import run_isolated
 from .failures import Failure
 from .subgraph import Built, Cut, Source
@@ -43,40 +44,40 @@ class Step:
     phase: str
     nodes: int
     checks: int
-    seconds: float
-
-    def to_dict(self) -> dict:
-        return {"phase": self.phase, "nodes": self.nodes, "checks": self.checks,
-                "seconds": round(self.seconds, 3)}
+    seconds: float = record_field(digits=3)
 
 
 @dataclass
 class Reduction:
     """The result: the smallest failing model found, its inputs, how it was reached."""
 
-    failure: Failure
-    original_nodes: int
-    built: Built
-    seen: str
+    failure: Failure = record_field(omit=True)
+    original_nodes: int = record_field(key="nodes_before")
+    built: Built = record_field(omit=True)
+    seen: str = record_field(key="last_seen")
     steps: list[Step] = field(default_factory=list)
     checks: int = 0
-    seconds: float = 0.0
+    seconds: float = record_field(digits=3, default=0.0)
     timed_out: bool = False
+
+    json_derived = (("kind", "failure.kind"), ("level", "failure.level"),
+                    ("failure", "failure.describe"), ("nodes_after", "nodes"), "ops", "inputs")
+    json_order = ("kind", "level", "failure", "last_seen", "nodes_before", "nodes_after", "ops",
+                  "inputs")
 
     @property
     def nodes(self) -> int:
         return len(self.built.model.graph.node)
 
-    def to_dict(self) -> dict:
-        graph = self.built.model.graph
-        return {"kind": self.failure.kind, "level": self.failure.level,
-                "failure": self.failure.describe(), "last_seen": self.seen,
-                "nodes_before": self.original_nodes, "nodes_after": self.nodes,
-                "ops": [n.op_type for n in graph.node],
-                "inputs": {k: {"dtype": str(v.dtype), "shape": list(v.shape)}
-                           for k, v in self.built.feed.items()},
-                "steps": [s.to_dict() for s in self.steps], "checks": self.checks,
-                "seconds": round(self.seconds, 3), "timed_out": self.timed_out}
+    @property
+    def ops(self) -> list[str]:
+        return [n.op_type for n in self.built.model.graph.node]
+
+    @property
+    def inputs(self) -> dict[str, dict]:
+        """The reduced model's inputs: dtype and shape of each array fed."""
+        return {k: {"dtype": str(v.dtype), "shape": list(v.shape)}
+                for k, v in self.built.feed.items()}
 
 
 def reference_values(model: onnx.ModelProto, feed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -168,15 +169,22 @@ class Reducer:
                         if out and out in wanted and self.source.producer.get(out) in inside)
         return self.best.but(outputs=outputs)
 
+    def nearest_failing(self, passing: int, failing: int,
+                        candidate: Callable[[int], Cut]) -> int:
+        """Bisect between a value whose candidate passes and one whose candidate fails (in
+        either order, the failure monotone between them): the failing value nearest the
+        passing one."""
+        while abs(failing - passing) > 1 and not self.timed_out:
+            middle = (passing + failing) // 2
+            if self.fails(candidate(middle)):
+                failing = middle
+            else:
+                passing = middle
+        return failing
+
     def prefix(self) -> None:
         kept = self._kept()
-        good, bad = -1, len(kept) - 1
-        while bad - good > 1:
-            middle = (good + bad) // 2
-            if self.fails(self._prefix_cut(kept, middle)):
-                bad = middle
-            else:
-                good = middle
+        bad = self.nearest_failing(-1, len(kept) - 1, lambda upto: self._prefix_cut(kept, upto))
         if bad < len(kept) - 1:
             self.accept(self._prefix_cut(kept, bad), "prefix")
 
@@ -197,13 +205,8 @@ class Reducer:
 
     def cut_from_above(self) -> None:
         kept = self._kept()
-        good, bad = 0, len(kept)          # cutting 0 fails (it is the candidate); all: no nodes
-        while bad - good > 1:
-            middle = (good + bad) // 2
-            if self.fails(self._cut_above(kept, middle)):
-                good = middle
-            else:
-                bad = middle
+        # cutting 0 fails (it is the candidate); cutting all leaves no nodes
+        good = self.nearest_failing(len(kept), 0, lambda upto: self._cut_above(kept, upto))
         if good:
             self.accept(self._cut_above(kept, good), "cut above")
 
@@ -288,15 +291,20 @@ class Reducer:
                                                           size: new}.items())))
             if self.try_cut(cut_to(1), "shrink"):
                 continue
-            good, bad = 1, size            # 1 does not fail; the size itself does
-            while bad - good > 1 and not self.timed_out:
-                middle = (good + bad) // 2
-                if self.fails(cut_to(middle)):
-                    bad = middle
-                else:
-                    good = middle
+            bad = self.nearest_failing(1, size, cut_to)   # 1 does not fail; the size does
             if bad < size:
                 self.accept(cut_to(bad), "shrink")
+
+
+def generated_feed(graph, bindings: dict[str, int] | None = None) -> dict[str, np.ndarray]:
+    """Inputs to reduce ``graph`` (a `Graph`) on: sizes onnxruntime accepts unoptimized, or,
+    for a model it cannot run so, the sizes planned from its structure."""
+    from ..verify import fit_inputs, make_inputs, with_inference_semantics
+
+    try:
+        return fit_inputs(with_inference_semantics(graph), bindings).inputs
+    except GraphLabError:   # a model onnxruntime cannot run unoptimized: inputs as planned
+        return make_inputs(graph, bindings)
 
 
 def reduce_model(model: onnx.ModelProto, feed: dict[str, np.ndarray], failure: Failure, *,

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ..ir import Graph, Node
 from ..ir.dtypes import dtype_name
+from ..records import record_field, to_json
 from .contrib_flops import INT8_OPS as CONTRIB_INT8_OPS
 from .control_flow import body_price, is_control_flow
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
@@ -64,6 +65,8 @@ class OpCost:
     assumed_dims: tuple[str, ...] = ()   # dims of its shapes nobody sized, each counted as 1
     unfused_bytes: int | None = None     # a fused node: what its body would move op by op
 
+    json_derived = ("fusion_saving",)
+
     @property
     def fusion_saving(self) -> float | None:
         """The share of its body's traffic a fused node keeps on chip (None: not fused)."""
@@ -71,21 +74,23 @@ class OpCost:
             return None
         return 1 - self.bytes / self.unfused_bytes
 
-    def to_dict(self) -> dict:
-        return {"node": self.node, "op_type": self.op_type, "flops": self.flops,
-                "bytes": self.bytes, "intensity": _finite(self.intensity), "bound": self.bound,
-                "attainable_ops_per_s": self.attainable_ops_per_s,
-                "est_seconds": self.est_seconds, "dtype": self.dtype,
-                "modelled": self.modelled, "note": self.note,
-                "assumed_dims": list(self.assumed_dims), "unfused_bytes": self.unfused_bytes,
-                "fusion_saving": self.fusion_saving}
+
+def _roofline_of(target: Target) -> dict:
+    """The target as a roofline reads it: its headline peak, bandwidth and ridge point."""
+    return {"name": target.name, "peak_ops_per_s": target.peak(),
+            "bandwidth_bytes_per_s": target.bandwidth_bytes_per_s,
+            "ridge_point": target.ridge_point()}
 
 
 @dataclass
 class GraphCost:
-    target: Target
+    target: Target = record_field(convert=_roofline_of)
     ops: list[OpCost] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    TOTALS = ("total_est_seconds", "total_flops", "total_bytes", "nodes", "unmodelled_ops",
+              "ops_with_assumed_dims")
+    json_derived = TOTALS
 
     @property
     def total_est_seconds(self) -> float:
@@ -113,30 +118,24 @@ class GraphCost:
     def ops_with_assumed_dims(self) -> int:
         return sum(1 for op in self.ops if op.assumed_dims)
 
-    def totals(self) -> dict:
-        return {"total_est_seconds": self.total_est_seconds, "total_flops": self.total_flops,
-                "total_bytes": self.total_bytes, "nodes": len(self.ops),
-                "unmodelled_ops": self.unmodelled_ops,
-                "ops_with_assumed_dims": self.ops_with_assumed_dims}
+    @property
+    def nodes(self) -> int:
+        """How many ops were priced."""
+        return len(self.ops)
 
-    def to_dict(self) -> dict:
-        target = self.target
-        return {
-            "target": {"name": target.name, "peak_ops_per_s": target.peak(),
-                       "bandwidth_bytes_per_s": target.bandwidth_bytes_per_s,
-                       "ridge_point": target.ridge_point()},
-            "ops": [op.to_dict() for op in self.ops],
-            **self.totals(),
-            "notes": self.notes,
-        }
+    def totals(self) -> dict:
+        """The graph's totals alone (what a comparison shows of each side)."""
+        return to_json(self, only=self.TOTALS)
 
 
 @dataclass
 class CostComparison:
     """Two graphs' roofline totals on one target: what a pipeline bought."""
 
-    before: GraphCost
-    after: GraphCost
+    before: GraphCost = record_field(convert=GraphCost.totals)
+    after: GraphCost = record_field(convert=GraphCost.totals)
+
+    json_derived = ("speedup",)
 
     @property
     def speedup(self) -> float | None:
@@ -144,19 +143,11 @@ class CostComparison:
         after = self.after.total_est_seconds
         return self.before.total_est_seconds / after if after > 0 else None
 
-    def to_dict(self) -> dict:
-        return {"before": self.before.totals(), "after": self.after.totals(),
-                "speedup": self.speedup}
-
     def __repr__(self) -> str:
         speedup = "n/a" if self.speedup is None else f"{self.speedup:.3g}x"
         return (f"<CostComparison on {self.after.target.name}: estimated "
                 f"{self.before.total_est_seconds:.3g} s -> {self.after.total_est_seconds:.3g} s "
                 f"({speedup})>")
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
 
 
 def node_flops(node: Node, sizes: SizeResolver,

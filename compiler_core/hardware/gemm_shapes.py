@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..ir import Node
+from ..records import record_field
 from .attention_gemms import MAPPERS as ATTENTION_MAPPERS
 from .systolic import ConvShape, ScheduleError
 from .tensor_sizes import SizeResolver
@@ -46,12 +47,8 @@ class GemmProblem:
     N: int
     K: int
     instances: int = 1
-    conv: ConvShape | None = None
+    conv: ConvShape | None = record_field(omit=True, default=None)
     note: str = ""
-
-    def to_dict(self) -> dict:
-        return {"source": self.source, "op_type": self.op_type, "M": self.M, "N": self.N,
-                "K": self.K, "instances": self.instances, "note": self.note}
 
 
 def has_gemm(node: Node) -> bool:

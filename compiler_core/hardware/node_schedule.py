@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ..errors import GraphLabError
 from ..ir import Graph
+from ..records import to_json
 from .cost import compute_dtype
 from .gemm_shapes import GemmProblem, gemm_problems, has_gemm
 from .systolic import Schedule, ScheduleError, schedule_conv, schedule_gemm
@@ -47,7 +48,7 @@ def schedule_node(graph: Graph, name: str, *, bindings: dict[str, int] | None = 
                "target": get_target(target), "dtype": compute_dtype(node), "memory": memory}
     runs = [(problem, schedule_problem(problem, **options))
             for problem in gemm_problems(node, bindings)]
-    parts = [{**problem.to_dict(), "report": schedule.report()} for problem, schedule in runs]
+    parts = [{**to_json(problem), "report": schedule.report()} for problem, schedule in runs]
     if len(runs) == 1 and runs[0][0].instances == 1:
         summary = parts[0]["report"]
     else:

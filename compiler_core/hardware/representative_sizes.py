@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from ..input_sizes import plan_sizes
 from ..ir import Graph
+from ..records import record_field
 
 SEQUENCE_LENGTH = 128
 IMAGE_SIDE = 224
@@ -47,15 +48,15 @@ class ChosenSize:
     def given(self) -> bool:
         return self.reason == GIVEN
 
-    def to_dict(self) -> dict:
-        return {"dim": self.dim, "size": self.size, "reason": self.reason}
-
 
 @dataclass(frozen=True)
 class ChosenSizes:
     """Every symbolic input dim of one model with the size the analyses use for it."""
 
-    chosen: tuple[ChosenSize, ...] = ()
+    chosen: tuple[ChosenSize, ...] = record_field(key="dims", default=())
+
+    json_derived = ("bindings", "all_given")
+    json_order = ("bindings",)
 
     @property
     def bindings(self) -> dict[str, int]:
@@ -85,10 +86,6 @@ class ChosenSizes:
     @classmethod
     def from_dict(cls, data: dict) -> "ChosenSizes":
         return cls(tuple(ChosenSize(d["dim"], d["size"], d["reason"]) for d in data["dims"]))
-
-    def to_dict(self) -> dict:
-        return {"bindings": self.bindings, "dims": [c.to_dict() for c in self.chosen],
-                "all_given": self.all_given}
 
 
 def choose_sizes(graph: Graph, given: dict[str, int] | None = None,

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.dtypes import ELEMENT_BYTES, canonical_dtype, element_bytes
+from compiler_core.records import record_field
 
 TARGETS_DIR = Path(__file__).with_name("targets")
 DEFAULT_TARGET = "asic32"
@@ -75,8 +76,8 @@ class Source:
 
     title: str
     supports: str
-    url: str | None = None
-    publication: str | None = None
+    url: str | None = record_field(omit_none=True, default=None)
+    publication: str | None = record_field(omit_none=True, default=None)
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,12 @@ class Host:
     def seconds(self, flops: float, bytes_moved: float) -> float:
         """The roofline bound on the host: max(flops / peak, bytes / bandwidth)."""
         return max(flops / self.peak_ops_per_s, bytes_moved / self.bandwidth_bytes_per_s)
+
+
+def _memory_as_in_file(memory) -> dict:
+    """A MemoryConfig as a target file states it: its sizes and bandwidths alone."""
+    stated = memory.to_dict()
+    return {key: stated[key] for key in ("sram_kb", "bandwidth_words_per_cycle")}
 
 
 @dataclass(frozen=True)
@@ -107,11 +114,14 @@ class Target:
     notes: str
     sources: tuple[Source, ...]
     array_count: int = 1
-    supported_ops: frozenset[str] | None = None  # None: the chip runs every op
-    host: Host | None = None
-    memory: "MemoryConfig | None" = None   # None: derived (systolic.memory_config)
+    # None: the chip runs every op
+    supported_ops: frozenset[str] | None = record_field(omit_none=True, default=None)
+    host: Host | None = record_field(omit_none=True, default=None)
+    # None: derived (systolic.memory_config)
+    memory: "MemoryConfig | None" = record_field(omit_none=True, default=None,
+                                                 convert=_memory_as_in_file)
     energy_table: str = "horowitz45"
-    path: str | None = field(default=None, compare=False)
+    path: str | None = record_field(omit=True, default=None, compare=False)
 
     def __getstate__(self) -> dict:
         """Pickled with its peaks as a plain dict (a read-only mapping does not pickle), so a
@@ -155,27 +165,16 @@ class Target:
         """Arithmetic intensity (ops/byte) where the roofline's two limits meet."""
         return self.peak(dtype) / self.bandwidth_bytes_per_s
 
-    def to_dict(self) -> dict:
-        """The target as JSON-able data (the same fields as its file)."""
-        data: dict[str, Any] = {f: getattr(self, f) for f in REQUIRED_FIELDS}
-        data["peak_ops_per_s"] = dict(self.peak_ops_per_s)
-        data["sources"] = [{k: v for k, v in vars(s).items() if v is not None}
-                           for s in self.sources]
-        data["array_count"] = self.array_count
-        if self.supported_ops is not None:
-            data["supported_ops"] = sorted(self.supported_ops)
-        if self.host is not None:
-            data["host"] = dict(vars(self.host))
-        if self.memory is not None:
-            memory = self.memory.to_dict()
-            data["memory"] = {k: memory[k] for k in ("sram_kb", "bandwidth_words_per_cycle")}
-        data["energy_table"] = self.energy_table
-        return data
-
 
 def list_targets() -> list[str]:
     """Names of the built-in targets, sorted."""
-    return sorted(p.stem for p in TARGETS_DIR.glob("*.json"))
+    return list(_builtin_names())
+
+
+@lru_cache(maxsize=None)
+def _builtin_names() -> tuple[str, ...]:
+    """The files shipped in the package do not change while it runs: list them once."""
+    return tuple(sorted(p.stem for p in TARGETS_DIR.glob("*.json")))
 
 
 def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target:
@@ -188,7 +187,7 @@ def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target
     if isinstance(name_or_path, Target):
         return name_or_path
     text = os.fspath(name_or_path)
-    if text in list_targets():
+    if text in _builtin_names():
         return _load_builtin(text)
     if text.endswith(".json") or os.sep in text or "/" in text or os.path.isfile(text):
         return load_target_file(text)

@@ -34,9 +34,6 @@ class Attempt:
         sizes = ", ".join(f"{s}={v}" for s, v in self.sizes.items())
         return f"{sizes or 'no free dims'} ({self.origin}): {self.error}"
 
-    def to_dict(self) -> dict:
-        return {"sizes": dict(self.sizes), "origin": self.origin, "error": self.error}
-
 
 def needs_isolation(graph: Graph) -> bool:
     """Whether a wrong size could crash onnxruntime rather than raise."""

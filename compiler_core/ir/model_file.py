@@ -21,6 +21,7 @@ from .collection import collection_paused
 from .exporter import (ExternalData, model_pieces, piece_size, pieces_size, to_bytes,
                        write_model, write_to_file)
 from ..errors import GraphLabError
+from ..records import record_field
 from .graph import Graph
 from .model_limits import PROTOBUF_LIMIT, ModelTooLargeError, format_size
 
@@ -32,7 +33,7 @@ class SavedModel:
     """Where a model went: the .onnx file and, if any, the external data file."""
 
     path: str
-    model_bytes: int
+    model_bytes: int = record_field(key="bytes")
     data_path: str | None = None
     data_bytes: int = 0
 
@@ -42,10 +43,6 @@ class SavedModel:
         if self.data_path:
             text += f", its weights in {self.data_path} ({format_size(self.data_bytes)})"
         return text
-
-    def to_dict(self) -> dict:
-        return {"path": self.path, "bytes": self.model_bytes, "data_path": self.data_path,
-                "data_bytes": self.data_bytes}
 
 
 @collection_paused

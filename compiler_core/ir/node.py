@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
+from ..records import record_field
 from . import write_guard
 from .lazy_tensors import LazyTensor, values_of
 
@@ -30,24 +31,19 @@ class Provenance:
     from, through earlier rewrites (a MatMul merged from three counts as those three).  The
     two differ when the pass rewrote nodes an earlier pass had made."""
 
-    pass_name: str
+    pass_name: str = record_field(key="pass")
     rule: str
     sources: tuple[int, ...] = ()
-    source: str = ""
-    replaced: tuple[int, ...] = ()
+    source: str = record_field(omit_empty=True, default="")
+    replaced: tuple[int, ...] = record_field(omit=True, default=())
+
+    json_derived = (("replaced", "replaced_ids"),)
 
     @property
     def replaced_ids(self) -> tuple[int, ...]:
         """The nodes of the graph before the pass this node replaced (records made before
         they were kept: the sources)."""
         return self.replaced or self.sources
-
-    def to_dict(self) -> dict:
-        record = {"pass": self.pass_name, "rule": self.rule, "sources": list(self.sources),
-                  "replaced": list(self.replaced_ids)}
-        if self.source:
-            record["source"] = self.source
-        return record
 
 
 _CONSTANT_SCALAR_ATTRS = {"value_float": np.float32, "value_int": np.int64}

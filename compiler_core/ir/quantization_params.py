@@ -45,9 +45,6 @@ class QuantizedTensor:
     scale: str
     zero_point: str
 
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "scale": self.scale, "zero_point": self.zero_point}
-
 
 def quantization_params(node: Node) -> list[QuantizedTensor]:
     """The scales and zero points ``node`` reads, one row per quantized tensor ([] for an op

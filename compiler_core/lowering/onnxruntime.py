@@ -13,6 +13,7 @@ was written inline.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from onnx import TensorProto
 
@@ -23,6 +24,7 @@ from ..passes.cleanup.dead_code import EliminateDeadCode
 from ..passes.fusion.attention import FUSED_OP as ATTENTION
 from ..passes.recognition.rotary import FUSED_OP as ROTARY
 from ..passes.framework.rewrite import open_fused_node
+from ..records import record_field
 from ..verify import FLOAT16_RTOL
 from .ort_attention import lower_attention
 from .ort_ops import MS_DOMAIN, LOWERINGS
@@ -41,17 +43,24 @@ class LoweredNode:
     reason: str | None = None
     float16: bool = False  # an onnxruntime operator computing in float16 (rounds its own way)
 
-    def to_dict(self) -> dict:
-        return {"node": self.node, "fused_op": self.fused_op, "result": self.result,
-                "reason": self.reason, "float16": self.float16}
+
+class Tolerance(NamedTuple):
+    """The looser tolerance a check of an export needs, and why."""
+
+    rtol: float
+    why: str
 
 
 @dataclass
 class Lowering:
     """The onnxruntime-flavoured graph and one record per fused node of the input."""
 
-    graph: Graph
+    graph: Graph = record_field(omit=True)
     nodes: list[LoweredNode] = field(default_factory=list)
+
+    runtime = "onnxruntime"
+    json_derived = ("runtime", ("lowered", "counts"), "tolerance")
+    json_order = ("runtime", "lowered", "tolerance")
 
     def counts(self) -> dict[str, int]:
         """How many fused nodes became each op (``inline`` for those written out)."""
@@ -61,7 +70,7 @@ class Lowering:
         return counts
 
     @property
-    def tolerance(self) -> tuple[float, str] | None:
+    def tolerance(self) -> Tolerance | None:
         """The looser tolerance a check of this export needs, and why, when some operators
         compute in float16: their kernels round once where the model rounds after each op
         (or keep float32 where the model rounds to float16), which float16 users accept;
@@ -69,14 +78,8 @@ class Lowering:
         ops = sorted({r.result.split(":")[-1] for r in self.nodes if r.float16})
         if not ops:
             return None
-        return FLOAT16_RTOL, f"float16 operators ({', '.join(ops)}) round their own way"
-
-    def to_dict(self) -> dict:
-        tolerance = self.tolerance
-        return {"runtime": "onnxruntime", "lowered": self.counts(),
-                "tolerance": None if tolerance is None else {"rtol": tolerance[0],
-                                                             "why": tolerance[1]},
-                "nodes": [record.to_dict() for record in self.nodes]}
+        return Tolerance(FLOAT16_RTOL,
+                         f"float16 operators ({', '.join(ops)}) round their own way")
 
 
 def lower_for_onnxruntime(graph: Graph) -> Lowering:

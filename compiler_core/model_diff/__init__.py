@@ -2,11 +2,12 @@
 
     from compiler_core.model_diff import diff_models
     diff = diff_models(load_model("a.onnx"), load_model("b.onnx"), "a", "b")
-    diff.by_op(), diff.changed_pairs, diff.only_a, diff.only_b, diff.to_dict()
+    diff.by_op(), diff.changed_pairs, diff.only_a, diff.only_b, to_json(diff)
 
 ``fingerprints`` computes content keys (labels, neighbourhoods), ``align`` matches nodes,
 ``compare`` finds the differences of matched pairs, ``records`` holds the result and
-``side_by_side`` puts B into A's ids for views made for pass diffs.
+``side_by_side`` puts B into A's ids for views made for pass diffs.  ``to_json`` is
+``compiler_core.records``'.
 """
 
 from .compare import diff_models

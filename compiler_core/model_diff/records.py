@@ -7,10 +7,11 @@ carries the differences found between its two nodes, each a ``Change`` of one ki
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..ir import Graph, Node
 from ..ir.proto_types import fused_op_of
+from ..records import name_of, record_field
 
 # The kinds of difference a matched pair (or the models' interface) can have, in report order.
 KINDS = ("attributes", "weights", "inputs", "outputs", "dtypes", "shapes")
@@ -28,7 +29,7 @@ def op_name(node: Node, graph: Graph | None = None) -> str:
 class DiffNode:
     """A node as the diff names it: its id in its own model, its name, its op."""
 
-    id: int
+    id: int = record_field(omit=True)   # records name nodes; ids are each model's own
     name: str
     op: str
 
@@ -55,26 +56,22 @@ class Change:
     def text(self) -> str:
         return f"{self.where}: {self.a} → {self.b}"
 
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "where": self.where, "a": self.a, "b": self.b}
-
 
 @dataclass(frozen=True)
 class NodePair:
     """A node of A and the node of B it was matched to, how, and what differs between them."""
 
-    a: DiffNode
-    b: DiffNode
+    a: DiffNode = record_field(convert=name_of)
+    b: DiffNode = record_field(convert=name_of)
     how: str
     changes: tuple[Change, ...] = ()
+
+    json_derived = (("op", "a.op"),)
+    json_order = ("op",)
 
     @property
     def changed(self) -> bool:
         return bool(self.changes)
-
-    def to_dict(self) -> dict:
-        return {"op": self.a.op, "a": self.a.name, "b": self.b.name, "how": self.how,
-                "changes": [c.to_dict() for c in self.changes]}
 
 
 @dataclass(frozen=True)
@@ -89,9 +86,6 @@ class OpCount:
     only_a: int = 0
     only_b: int = 0
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
-
 
 @dataclass
 class ModelDiff:
@@ -99,15 +93,18 @@ class ModelDiff:
     differences of the models' inputs and outputs.  ``graph_a``/``graph_b`` are the graphs
     compared (for views that draw them; not part of the record)."""
 
-    a_label: str
-    b_label: str
-    pairs: list[NodePair]
+    a_label: str = record_field(key="a")
+    b_label: str = record_field(key="b")
+    pairs: list[NodePair] = record_field(key="matched")
     only_a: list[DiffNode]
     only_b: list[DiffNode]
     interface: list[Change]
-    seconds: float
-    graph_a: Graph | None = field(default=None, repr=False, compare=False)
-    graph_b: Graph | None = field(default=None, repr=False, compare=False)
+    seconds: float = record_field(digits=6)
+    graph_a: Graph | None = record_field(omit=True, default=None, repr=False, compare=False)
+    graph_b: Graph | None = record_field(omit=True, default=None, repr=False, compare=False)
+
+    json_derived = ("summary", "by_op")
+    json_order = ("a", "b", "summary", "by_op", "interface")
 
     @property
     def changed_pairs(self) -> list[NodePair]:
@@ -152,15 +149,6 @@ class ModelDiff:
                 "only_a": len(self.only_a), "only_b": len(self.only_b),
                 "interface_changes": len(self.interface), "change_kinds": self.kinds(),
                 "matched_by": self.how_matched()}
-
-    def to_dict(self) -> dict:
-        return {"a": self.a_label, "b": self.b_label, "summary": self.summary(),
-                "by_op": [row.to_dict() for row in self.by_op()],
-                "interface": [c.to_dict() for c in self.interface],
-                "matched": [p.to_dict() for p in self.pairs],
-                "only_a": [{"name": n.name, "op": n.op} for n in self.only_a],
-                "only_b": [{"name": n.name, "op": n.op} for n in self.only_b],
-                "seconds": round(self.seconds, 6)}
 
     def headline(self) -> str:
         """One line: the counts a reader wants first."""

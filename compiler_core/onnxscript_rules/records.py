@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..patterns import NodeRef
+from ..records import name_of, names, record_field
 
 # onnxscript's MatchStatus names, as people read them
 MATCHED = "matched"
@@ -18,34 +19,32 @@ REPLACEMENT_FAILED = "replacement failed"
 NO_MATCH = "no match"
 
 
-def _names(refs: tuple[NodeRef, ...]) -> list[str]:
-    return [ref.name for ref in refs]
-
-
 @dataclass(frozen=True)
 class RuleSite:
     """One attempt of a rule at one node: onnxscript's status, reason and failure sources,
     with its IR nodes mapped to GraphLab's."""
 
     status: str                           # MATCHED, CONDITION_FAILED, ...
-    root: NodeRef                         # the node the rule was tried at
+    # the node the rule was tried at
+    root: NodeRef = record_field(convert=name_of)
     score: int                            # onnxscript's tracer score (MatchInfo.score)
     reason: str = ""                      # onnxscript's words, as it gave them
-    nodes: tuple[NodeRef, ...] = ()       # matched (so far)
-    failed_at: tuple[NodeRef, ...] = ()   # failure sources: nodes, and producers of values
+    # matched (so far)
+    nodes: tuple[NodeRef, ...] = record_field(convert=names, default=())
+    # failure sources: nodes, and producers of values
+    failed_at: tuple[NodeRef, ...] = record_field(convert=names, default=())
     failed_values: tuple[str, ...] = ()   # failure sources that are values, by name
-    blocking: tuple[NodeRef, ...] = ()    # consumers outside the match behind "other uses"
+    # consumers outside the match behind "other uses"
+    blocking: tuple[NodeRef, ...] = record_field(convert=names, default=())
     where: str = ""                       # '' (the graph), or the function / body it lies in
 
     @property
     def matched(self) -> bool:
         return self.status == MATCHED
 
-    def to_dict(self) -> dict:
-        return {"status": self.status, "root": self.root.name, "score": self.score,
-                "reason": self.reason, "nodes": _names(self.nodes),
-                "failed_at": _names(self.failed_at), "failed_values": list(self.failed_values),
-                "blocking": _names(self.blocking), "where": self.where}
+
+def _reason_counts(reasons: tuple[tuple[str, int], ...]) -> list[dict]:
+    return [{"reason": reason, "sites": sites} for reason, sites in reasons]
 
 
 @dataclass(frozen=True)
@@ -57,9 +56,13 @@ class RuleVerdict:
     matches: tuple[RuleSite, ...] = ()         # in graph order
     near_misses: tuple[RuleSite, ...] = ()     # best first (at most KEPT_NEAR_MISSES)
     near_miss_count: int = 0                   # all of them, kept or not
-    reasons: tuple[tuple[str, int], ...] = ()  # near misses per reason, most frequent first
+    # near misses per reason, most frequent first
+    reasons: tuple[tuple[str, int], ...] = record_field(convert=_reason_counts, default=())
     at_node: RuleSite | None = None            # the attempt at the node asked about
     error: str | None = None                   # the rule raised: what, and where
+
+    json_derived = ("verdict", "closest")
+    json_order = ("name", "source", "verdict", "matches", "closest")
 
     @property
     def closest(self) -> tuple[RuleSite, ...]:
@@ -77,16 +80,6 @@ class RuleVerdict:
             return "matched"
         return "near miss" if self.near_misses else "no partial match"
 
-    def to_dict(self) -> dict:
-        return {"name": self.name, "source": self.source, "verdict": self.verdict,
-                "matches": [m.to_dict() for m in self.matches],
-                "closest": [m.to_dict() for m in self.closest],
-                "near_misses": [m.to_dict() for m in self.near_misses],
-                "near_miss_count": self.near_miss_count,
-                "reasons": [{"reason": r, "sites": n} for r, n in self.reasons],
-                "at_node": None if self.at_node is None else self.at_node.to_dict(),
-                "error": self.error}
-
 
 @dataclass(frozen=True)
 class RulesReport:
@@ -100,10 +93,11 @@ class RulesReport:
     notes: tuple[str, ...] = field(default_factory=tuple)   # e.g. submodules that failed to load
     node: str | None = None                                  # the node asked about, if any
 
-    def to_dict(self) -> dict:
-        return {"spec": self.spec, "onnxscript_version": self.onnxscript_version,
-                "graph": self.graph, "node_count": self.node_count, "node": self.node,
-                "rules": [r.to_dict() for r in self.rules], "notes": list(self.notes),
-                "summary": {verdict: sum(r.verdict == verdict for r in self.rules)
-                            for verdict in ("matched", "near miss", "no partial match",
-                                            "raised")}}
+    json_derived = ("summary",)
+    json_order = ("spec", "onnxscript_version", "graph", "node_count", "node")
+
+    @property
+    def summary(self) -> dict[str, int]:
+        """How many rules got each verdict."""
+        return {verdict: sum(r.verdict == verdict for r in self.rules)
+                for verdict in ("matched", "near miss", "no partial match", "raised")}

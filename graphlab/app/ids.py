@@ -6,6 +6,7 @@ VIEW = "view-state"          # the parsed view (written only by the navigation c
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)
 UPLOAD_TOKEN = "upload-token"
 COMPARE_UPLOAD = "compare-upload-token"   # the second upload, the model to compare with
+REDUCED_MODELS = "reduced-models"   # the models this browser's reductions made (model list)
 VIEW_PATCH = "view-patch"    # a panel's change request to the view (see view_state.with_patch)
 VIEW_SETTINGS = "view-settings"   # the view, when more than the place in it changed
 SETTINGS_KEY = "view-settings-key"   # (panels/settings_gate)

@@ -12,6 +12,7 @@ from compiler_core.ir import Graph, Node, Value
 from compiler_core.ir.dtypes import dtype_text, is_dtype_attribute
 from compiler_core.ir.printer import format_attr
 from compiler_core.ir.quantization_params import quantization_params
+from compiler_core.records import to_json
 
 from .comparison import status_of
 from .graph_analyses import op_cost_of, sized_of
@@ -36,12 +37,12 @@ def describe_node(ws: Workspace, step: int, node_id: int, target: str) -> dict |
         "status": status_of(ws.comparison, node.id, snapshot.diff) if ws.comparison
         else _status_in_pass(node.id, snapshot.diff, snapshot.pass_name,
                               snapshot.declined),
-        "changes": [] if ws.comparison else [c.to_dict()
+        "changes": [] if ws.comparison else [to_json(c)
                                              for c in snapshot.diff.changes_of(node.id)],
         "attributes": [(k, dtype_text(v) if is_dtype_attribute(node.op_type, k)
                         else format_attr(v)) for k, v in sorted(node.attrs.items())],
         "inputs": [_value_row(v, "from") for v in node.inputs],
-        "quantization": [q.to_dict() for q in quantization_params(node)],
+        "quantization": [to_json(q) for q in quantization_params(node)],
         "outputs": [_value_row(v, "to") for v in node.outputs],
         "metrics": metrics,
         "metrics_note": metrics_note,

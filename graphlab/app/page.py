@@ -23,6 +23,7 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.UI, storage_type="memory"),
         dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
         dcc.Store(id=ids.COMPARE_UPLOAD, storage_type="session"),
+        dcc.Store(id=ids.REDUCED_MODELS, storage_type="session"),
         dcc.Store(id=ids.VIEW_PATCH, storage_type="memory"),
         *[dcc.Store(id=ids.tab_view(panel.name), storage_type="memory") for panel in placed(TAB)],
         dcc.Store(id=ids.VIEW_SETTINGS, storage_type="memory"),

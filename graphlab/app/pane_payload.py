@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from compiler_core.ir import Graph
 
 from .elements import element_id, pane_elements
+from .error_heat import paint_errors
+from .fault_jobs import kept_wrong_values
 from .graph_analyses import band_classes, group_band_classes
 from .intensity_bands import paint
 from .onnxscript_view import rule_focus
@@ -30,6 +32,7 @@ from .workbench import Workspace
 MAX_AUTO_OPEN_SEARCH_HITS = 40
 ELEMENTS_KEPT = 12         # element lists kept per workspace (per process)
 BEFORE, AFTER = "before", "after"
+ERRORS = "errors of step "   # Drawn.overlay's prefix for the error overlay
 _KEPT_LOCK = threading.Lock()
 
 
@@ -66,7 +69,8 @@ class Drawn:
     step: int
     expanded: frozenset[str]
     opened: frozenset[int]
-    overlay: str = ""         # the target whose intensity bands colour the nodes, or ''
+    overlay: str = ""         # the target whose intensity bands colour the nodes, ERRORS
+                              # + the step whose errors do (`error_heat`), or ''
 
     def to_store(self, ws: Workspace) -> dict:
         index = ws.derived.setdefault("group index", {g: i for i, g in enumerate(ws.scopes.groups)})
@@ -103,13 +107,22 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
-    drawn = Drawn(ws.key, step, frozenset(expanded), ui.opened,
-                  state.target if state.overlay else "")
+    drawn = Drawn(ws.key, step, frozenset(expanded), ui.opened, drawn_overlay(ws, state, step))
     left, right = pane_elements_of(ws, drawn)
     return PanesPayload(drawn, left, right,
                         _pane_style(ws, before, expanded, selected, focus, hits),
                         _pane_style(ws, after, expanded, selected, focus, hits),
                         focus, len(hits))
+
+
+def drawn_overlay(ws: Workspace, state: ViewState, step: int) -> str:
+    """What colours the nodes: the target's intensity bands, the step's errors once its
+    bisection is kept with the workspace, or nothing."""
+    if state.overlay == "intensity":
+        return state.target
+    if state.overlay == "error" and kept_wrong_values(ws, step) is not None:
+        return f"{ERRORS}{step}"
+    return ""
 
 
 def pane_elements_of(ws: Workspace, drawn: Drawn) -> tuple[list[dict], list[dict]]:
@@ -140,7 +153,9 @@ def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
     placement = ws.layout.placement(drawn.expanded, drawn.opened)
     elements = pane_elements(graph, placement, ws.scopes, drawn.expanded, marks,
                              set(drawn.opened))
-    if drawn.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
+    if drawn.overlay.startswith(ERRORS):
+        _paint_errors(ws, graph, elements, drawn.step, side)
+    elif drawn.overlay:   # classes, so the overlay is drawn with the elements (panels/overlay)
         paint(elements, band_classes(ws, graph, drawn.overlay),
               group_band_classes(ws, graph, drawn.overlay))
     with _KEPT_LOCK:
@@ -148,6 +163,16 @@ def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
         while len(kept) > ELEMENTS_KEPT:
             kept.popitem(last=False)
     return elements
+
+
+def _paint_errors(ws: Workspace, graph: Graph, elements: list[dict], step: int,
+                  side: str) -> None:
+    found = kept_wrong_values(ws, step)
+    if found is None:   # the page's record of an overlay this process has not kept
+        return
+    scopes = ws.scopes
+    paint_errors(elements, graph.node_ids(), found.node_errors("a" if side == BEFORE else "b"),
+                 found.report.rtol, lambda i: scopes.ancestors(scopes.group_of.get(i)))
 
 
 def _last_change(ws: Workspace, step: int) -> int:

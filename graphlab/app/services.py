@@ -38,15 +38,16 @@ class Services:
         """The built workspace of a view; ``upload`` is the browser's upload store (or its
         token) — only the browser that uploaded a model can name it; ``upload_b`` the store
         of its second upload, the model to compare with."""
-        return self.workbench.built(self._job(state, upload, upload_b))
+        return self.workbench.built(self.workspace_job(state, upload, upload_b))
 
     def workspace_or_build(self, state: ViewState, upload: dict | str | None,
                            upload_b: dict | str | None = None) -> Workspace | BuildStatus:
         """For the navigation reducer: never waits for a build (see `builds`).  Unreadable
         bindings are refused here, before any build starts."""
-        return self.workbench.built_or_building(self._job(state, upload, upload_b))
+        return self.workbench.built_or_building(self.workspace_job(state, upload, upload_b))
 
-    def _job(self, state: ViewState, upload, upload_b) -> BuildJob:
+    def workspace_job(self, state: ViewState, upload, upload_b=None) -> BuildJob:
+        """The build of the view's workspace (a comparison's, or a pipeline's)."""
         source = self.workbench.source(state.model, _token(upload))
         sizes = state.bound.checked()
         if state.versus:
@@ -57,7 +58,7 @@ class Services:
     def forget_failure(self, state: ViewState, upload: dict | str | None,
                        upload_b: dict | str | None = None) -> None:
         """The user asked to try the view's failed build again."""
-        self.workbench.builds.forget_failure(self._job(state, upload, upload_b).key)
+        self.workbench.builds.forget_failure(self.workspace_job(state, upload, upload_b).key)
 
     def build_status(self, key: str) -> BuildStatus | None:
         return self.workbench.builds.status(key)

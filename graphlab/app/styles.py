@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .group_elements import BADGE_FONT, LABEL_FONT
+from .error_heat import error_stylesheet
 from .intensity_bands import band_stylesheet
 from .nested_layout import BODY_PADDING, GROUP_PADDING
 
@@ -80,6 +81,7 @@ BASE_STYLESHEET = [
 ]
 
 BASE_STYLESHEET += band_stylesheet()   # the intensity overlay: fills on top, borders kept
+BASE_STYLESHEET += error_stylesheet()  # the error overlay (first wrong value), the same way
 
 
 # The border of a clicked item's failed node and blocking consumer; no other rule draws this

@@ -10,6 +10,7 @@ so a layer with millions of cycles steps as smoothly as a toy one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.gemm_shapes import GemmProblem
@@ -17,9 +18,11 @@ from compiler_core.hardware.node_schedule import schedule_problem
 from compiler_core.hardware.systolic import ACTIVE, IDLE, LOADING, PADDING, PRELOAD, TIMINGS, \
     ConvShape, Schedule, Step
 from compiler_core.hardware.systolic.mapping import OPERAND_DIMS
+from compiler_core.hardware.systolic.memory_config import OPERANDS, MemoryConfig, \
+    memory_of_target
 from compiler_core.hardware.targets import get_target
 
-from ..user_input import parse_array, parse_integers
+from ..user_input import parse_array, parse_integers, parse_operand_values
 from ..units import format_seconds
 from .chart_dicts import plotly_white
 
@@ -56,25 +59,70 @@ class ArrayProblem:
     target: str
     dtype: str
     instances: int = 1
+    sram_kb: tuple[int, int, int] | None = None     # per operand; None: the target's
+    bandwidth: tuple[int, int, int] | None = None   # DRAM words per cycle per operand
 
-    def schedule(self, timing: str | None = None) -> Schedule:
+    @property
+    def memory(self) -> MemoryConfig:
+        stated = memory_of_target(get_target(self.target))
+        return MemoryConfig(self.sram_kb or stated.sram_kb,
+                            self.bandwidth or stated.bandwidth, stated.word_bytes,
+                            "given" if self.sram_kb or self.bandwidth else stated.source)
+
+    def schedule(self, timing: str | None = None, dataflow: str | None = None,
+                 memory: MemoryConfig | None = None) -> Schedule:
         conv = ConvShape(*self.conv) if self.conv else None
         problem = GemmProblem(self.label, "", self.M, self.N, self.K, conv=conv)
         return schedule_problem(problem, rows=self.rows, cols=self.cols,
-                                dataflow=self.dataflow, timing=timing or self.timing,
-                                target=get_target(self.target), dtype=self.dtype)
+                                dataflow=dataflow or self.dataflow,
+                                timing=timing or self.timing, target=get_target(self.target),
+                                dtype=self.dtype, memory=memory or self.memory)
 
     def to_store(self) -> dict:
-        """As the page keeps it (JSON: the conv shape a list), so what comes back compares
-        equal to what was sent."""
+        """As the page keeps it (JSON: tuples as lists), so what comes back compares equal to
+        what was sent."""
         data = asdict(self)
-        data["conv"] = list(self.conv) if self.conv else None
+        for key in _TUPLES:
+            data[key] = list(data[key]) if data[key] else None
         return data
 
     @classmethod
     def from_store(cls, data: dict) -> "ArrayProblem":
-        conv = data.get("conv")
-        return cls(**{**data, "conv": tuple(conv) if conv else None})
+        return cls(**{**data, **{key: tuple(data[key]) if data.get(key) else None
+                                 for key in _TUPLES}})
+
+
+_TUPLES = ("conv", "sram_kb", "bandwidth")
+
+
+def typed_memory(sram: str, bandwidth: str, target: str) -> MemoryConfig:
+    """The target's memory with what was typed ('ifmap=8,filter=8' ...) in its place."""
+    stated = memory_of_target(get_target(target))
+    return stated.with_values(parse_operand_values((sram or "").strip() or None, "SRAM kB"),
+                              parse_operand_values((bandwidth or "").strip() or None,
+                                                   "DRAM words per cycle"))
+
+
+def memory_values(sram: str, bandwidth: str, target: str
+                  ) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
+    """The SRAM kB and bandwidths typed (any operand left out keeps the target's), or None
+    for each box left empty."""
+    typed = typed_memory(sram, bandwidth, target)
+    return (typed.sram_kb if (sram or "").strip() else None,
+            typed.bandwidth if (bandwidth or "").strip() else None)
+
+
+def memory_text(values: tuple[int, int, int]) -> str:
+    """(64, 64, 32) -> 'ifmap=64,filter=64,ofmap=32', as the boxes and the CLI write it."""
+    return ",".join(f"{operand}={value}" for operand, value in zip(OPERANDS, values))
+
+
+@lru_cache(maxsize=64)
+def schedule_of(problem: ArrayProblem, timing: str | None = None, dataflow: str | None = None,
+                memory: MemoryConfig | None = None) -> Schedule:
+    """The problem's schedule, kept: a step, the comparison and the sweep ask again and a
+    SCALE-Sim memory replay is then made once."""
+    return problem.schedule(timing, dataflow, memory)
 
 
 def array_shape(text: str, target: str) -> tuple[int, int]:
@@ -96,13 +144,14 @@ def typed_problem(text: str) -> GemmProblem:
 
 
 def array_problem(problem: GemmProblem, rows: int, cols: int, dataflow: str, timing: str,
-                  target: str, dtype: str | None) -> ArrayProblem:
+                  target: str, dtype: str | None, sram_kb=None, bandwidth=None) -> ArrayProblem:
     conv = problem.conv
     return ArrayProblem(problem.source, problem.M, problem.N, problem.K,
                         None if conv is None else (conv.H, conv.W, conv.FH, conv.FW, conv.C,
                                                    conv.N, conv.S),
                         rows, cols, dataflow, timing, target,
-                        dtype or get_target(target).default_dtype, problem.instances)
+                        dtype or get_target(target).default_dtype, problem.instances,
+                        sram_kb, bandwidth)
 
 
 def describe(problem: ArrayProblem, schedule: Schedule) -> str:
@@ -112,7 +161,13 @@ def describe(problem: ArrayProblem, schedule: Schedule) -> str:
     times = f", run {problem.instances}× back to back" if problem.instances > 1 else ""
     return (f"{problem.label}: GEMM {gemm}{conv}{times} on a {m.rows}×{m.cols} array, "
             f"{DATAFLOW_NAMES[m.dataflow]}: rows hold {m.row_dim}, columns hold {m.col_dim}, "
-            f"{m.stream_dim} streams through; {m.row_folds} × {m.col_folds} = {m.folds} folds.")
+            f"{m.stream_dim} streams through; {m.row_folds} × {m.col_folds} = {m.folds} folds. "
+            f"SRAM {_per_operand(schedule.memory.sram_kb, ' kB')}; DRAM "
+            f"{_per_operand(schedule.memory.bandwidth, ' words/cycle')}.")
+
+
+def _per_operand(values, unit: str) -> str:
+    return ", ".join(f"{operand} {value}{unit}" for operand, value in zip(OPERANDS, values))
 
 
 # ---- the array at one step ----------------------------------------------------------------
@@ -316,7 +371,7 @@ def retreat(schedule: Schedule, fold: int, cycle: int, stride: str) -> tuple[int
 
 def totals_rows(problem: ArrayProblem) -> tuple[list[str], list[list[str]]]:
     """(column heads, rows) of both timing models' totals for the problem, side by side."""
-    reports = [problem.schedule(timing).report() for timing in TIMINGS]
+    reports = [schedule_of(problem, timing).report() for timing in TIMINGS]
     instances = problem.instances
     rows = [
         ["cycles (SCALE-Sim's count)"] + [f"{r['cycles']:,}" for r in reports],
@@ -328,6 +383,10 @@ def totals_rows(problem: ArrayProblem) -> tuple[list[str], list[list[str]]]:
         ["cycles waiting for memory"] + [f"{r['stall_cycles']:,}" for r in reports],
         ["cycles hidden by overlapping folds"]
         + [f"{r['phases']['overlapped']:,}" for r in reports],
+        ["DRAM traffic (elements read + written)"]
+        + [f"{sum(r['dram_reads'].values()) + sum(r['dram_writes'].values()):,}"
+           for r in reports],
+        ["energy"] + [f"{r['energy']['total_joules'] * 1e6:.3g} µJ" for r in reports],
     ]
     if instances > 1:
         rows.append([f"× {instances} instances: cycles"]

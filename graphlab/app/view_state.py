@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from urllib.parse import parse_qsl, urlencode
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS
 from compiler_core.hardware.targets import DEFAULT_TARGET
+from compiler_core.records import record_field
 
 from ..user_input import parse_bindings
 from .highlight import Highlight
+from .workbench import REDUCED_MODEL
 
-OVERLAYS = ("", "intensity")
+OVERLAYS = ("", "intensity", "error")
 MAX_TYPED_CHARS = 40
 MAX_NAME_CHARS = 200   # a model name (the workbench refuses names it does not offer)
 MAX_RULES_CHARS = 300         # an onnxscript rules MODULE[:NAME] or file path
@@ -58,15 +60,18 @@ class ViewState:
     step: int | None = None
     node: int | None = None       # selected node id
     panel: str = "inspector"
-    highlight: Highlight | None = None   # the item clicked in a list (see highlight.py)
+    # the item clicked in a list (see highlight.py); in the page's store, in its text form
+    highlight: Highlight | None = record_field(omit=True, default=None)
     search: str = ""
     hide_unchanged: bool = False
-    overlay: str = ""             # '' or 'intensity': the panes colour nodes by intensity
+    overlay: str = ""             # '', 'intensity' or 'error': what colours the panes' nodes
     compare: bool = False         # roofline and memory: the selected pass's before and after
     array: str = ""               # systolic array 'RxC' as typed ('' = the target's)
     dataflow: str = "os"
     timing: str = "overlap"       # the timing model the systolic step-through follows
     gemm: str = ""                # a typed GEMM 'M,N,K' (instead of the selected node)
+    sram: str = ""                # systolic SRAM kB per operand as typed ('' = the target's)
+    bandwidth: str = ""           # systolic DRAM words per cycle per operand as typed
     versus: str = ""              # compare with: a model name, 'upload' or 'onnxruntime:LEVEL'
     versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
@@ -85,11 +90,11 @@ class ViewState:
     def with_changes(self, **changes) -> "ViewState":
         return replace(self, **changes)
 
-    def to_dict(self) -> dict:
-        """The view as the page's store keeps it (JSON: the highlight in its text form)."""
-        record = {f.name: getattr(self, f.name) for f in fields(self)}
-        record["highlight"] = _format(self.highlight)
-        return record
+    json_derived = (("highlight", "highlight_text"),)
+
+    @property
+    def highlight_text(self) -> str:
+        return _format(self.highlight)
 
     @classmethod
     def from_dict(cls, data: dict) -> "ViewState":
@@ -100,6 +105,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "step": "pass", "node": "node", "panel": "panel", "highlight": "hl",
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
+             "sram": "sram", "bandwidth": "bw",
              "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
@@ -114,6 +120,8 @@ _CHECKS = {
     "dataflow": lambda text, fallback: text.lower() if text.lower() in DATAFLOWS else fallback,
     "timing": lambda text, fallback: text.lower() if text.lower() in TIMINGS else fallback,
     "gemm": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "sram": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
+    "bandwidth": lambda text, fallback: text.strip()[:MAX_TYPED_CHARS],
     "versus": lambda text, fallback: text.strip()[:MAX_NAME_CHARS],
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
@@ -123,7 +131,8 @@ _CHECKS = {
 # A panel's name as the URL may give it; which panels exist is the registry's to say (the
 # navigation passes their names: this module does not import the panels).
 _PANEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
-_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "versus",
+_PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "sram",
+                   "bandwidth", "versus",
                    "versus_after", "rules")
 
 
@@ -157,8 +166,13 @@ def from_query(search: str | None, default: ViewState, panels: Collection[str] =
 
 
 def with_patch(state: ViewState, patch: dict | None, panels: Collection[str] = ()) -> ViewState:
-    """A panel's request (a node picked in a chart, a setting changed), checked as the URL
-    is: panels write patches, and the navigation reducer applies them."""
+    """A panel's request (a node picked in a chart, a setting changed, a reduced model opened),
+    checked as the URL is: panels write patches, and the navigation reducer applies them."""
+    model = str((patch or {}).get("model") or "")[:MAX_NAME_CHARS]
+    if model.startswith(REDUCED_MODEL) and model != state.model:
+        # the one model a panel opens, a reduction it made: its own view, from its first pass
+        state = state.with_changes(model=model, step=None, node=None, highlight="", versus="",
+                                   overlay="")
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
                for name, value in (patch or {}).items() if name in _CHECKS}
     if "panel" in changes:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .comparison import Comparison
 
 UPLOAD_MODEL = "upload"   # the model name that means "this browser's latest upload"
+REDUCED_MODEL = "reduced-"   # + a reduce build's key: the model it reduced to (`fault_jobs`)
 
 Progress = Callable[[int, int, str], None]
 
@@ -174,6 +175,12 @@ class Workbench:
             upload = self.sessions.load_upload(upload_token or "")
             return ModelSource(upload.filename, "sha256:" + upload.digest,
                                stored_in=self.sessions.storage)
+        if model.startswith(REDUCED_MODEL):
+            reduced = self.builds.ready(model[len(REDUCED_MODEL):])
+            if not callable(getattr(reduced, "source", None)):   # gone, or not a reduction
+                raise GraphLabError("this reduced model is no longer kept here",
+                                    hint="reduce the failing model again")
+            return reduced.source()
         extra = self.config.extra_model_path
         if extra and model == os.path.basename(extra):
             return _file_source(model, extra)

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import os
 
-from compiler_core.errors import GraphLabError, RunFailedError
+from compiler_core.errors import GraphLabError
 from compiler_core.runtime_check import LEVELS
-from compiler_core.verify import (DEFAULT_RTOL, fit_inputs, load_inputs, make_inputs,
-                                  with_inference_semantics)
+from compiler_core.verify import DEFAULT_RTOL, load_inputs, make_inputs
 
 from ..samples import resolve_model
 from ..user_input import parse_bindings
@@ -54,7 +53,7 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    from compiler_core.fault_finding import bisect_models
+    from compiler_core.fault_finding.bisect import bisect_sides
 
     graph = load_graph(args.a)
     bindings = parse_bindings(args.bind)
@@ -64,21 +63,9 @@ def run(args) -> int:
         inputs = make_inputs(graph, bindings)
         record = {"generated": True, "sizes": "planned from the model's structure"}
     sides = _sides(args, graph, inputs)
-
-    def bisected(inputs: dict, record: dict):
-        record["shapes"] = {name: list(array.shape) for name, array in inputs.items()}
-        return bisect_models(sides.a, sides.b, sides.pairs, inputs, rtol=args.rtol,
-                             a_label=sides.a_label, b_label=sides.b_label,
-                             inputs_record=record)
-    try:
-        report = bisected(inputs, record)
-    except RunFailedError:
-        if args.inputs:
-            raise
-        generated = fit_inputs(with_inference_semantics(graph), bindings)
-        report = bisected(generated.inputs, {"generated": True, **generated.to_dict()})
+    report = bisect_sides(sides, inputs, record, graph=graph, bindings=bindings, rtol=args.rtol)
     if args.json:
-        print_json(report.to_dict())
+        print_json(report)
     else:
         print("\n".join(report_lines(report, everything=args.all)))
     return 1 if report.first is not None else 0

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-import numpy as np
 
 from compiler_core.ir import Graph, load_model
+from compiler_core.records import to_json
 
 from ..samples import resolve_model
 
@@ -38,15 +38,6 @@ def load_graph(model: str) -> Graph:
     return graph
 
 
-def _default(obj):
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, (set, tuple)):
-        return list(obj)
-    raise TypeError(f"cannot serialise {type(obj).__name__}")
-
-
 def print_json(obj) -> None:
-    print(json.dumps(obj, indent=2, default=_default))
+    """One JSON document on stdout: records (and numpy values) written by ``to_json``."""
+    print(json.dumps(to_json(obj), indent=2))

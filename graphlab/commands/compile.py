@@ -19,6 +19,7 @@ from compiler_core.compilation import Compilation, compile_model
 from compiler_core.ir import SavedModel, save_model
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes.framework.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
+from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
@@ -112,12 +113,12 @@ def compile_report(compiled: Compilation, saved: SavedModel | None,
     what each fused node became."""
     record = compiled.to_dict()
     for entry, check in zip(record["passes"], runtime.per_pass if runtime else []):
-        entry["runtime"] = check.to_dict()
+        entry["runtime"] = to_json(check)
     return {**record,
-            "runtime_check": runtime.to_dict() if runtime else None,
+            "runtime_check": to_json(runtime) if runtime else None,
             "output": saved.path if saved else None,
-            "output_files": saved.to_dict() if saved else None,
-            "export": lowering.to_dict() if lowering else {"runtime": "onnx"}}
+            "output_files": to_json(saved) if saved else None,
+            "export": to_json(lowering) if lowering else {"runtime": "onnx"}}
 
 
 def _print_text(compiled: Compilation, report: dict, lowering: Lowering | None,

@@ -51,7 +51,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     diff = compared(args)
     if args.json:
-        print_json(diff.to_dict())
+        print_json(diff)
     else:
         print("\n".join(report_lines(diff, everything=args.all)))
     return 0

@@ -4,6 +4,7 @@ the arena's peak beside the naive total and the lower bound."""
 from __future__ import annotations
 
 from compiler_core.hardware.memory import DEFAULT_ALIGNMENT, plan_memory
+from compiler_core.records import to_json
 
 from .common import add_json_flag, add_model_argument, print_json
 from .model_options import add_pipeline_options, analysed_graphs, sizes_line
@@ -25,10 +26,10 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     analysed = analysed_graphs(args)
-    plan = plan_memory(analysed.priced_final, analysed.bindings,
-                       alignment=args.align).to_dict()
+    plan = to_json(plan_memory(analysed.priced_final, analysed.bindings,
+                               alignment=args.align))
     if args.json:
-        print_json({"sizes": analysed.sizes.to_dict(), **plan})
+        print_json({"sizes": to_json(analysed.sizes), **plan})
         return 0
     print(sizes_line(analysed.sizes))
     print_text(plan)

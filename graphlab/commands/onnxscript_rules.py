@@ -33,14 +33,14 @@ def run(args, graph: Graph) -> int:
                                              "explain twice")
     report = explain_rules(graph, args.onnxscript_rules, node=args.node)
     if args.json:
-        print_json({"onnxscript_rules": report.to_dict()})
+        print_json({"onnxscript_rules": report})
     else:
         print("\n".join(report_lines(report, args.model)))
     return 0
 
 
 def report_lines(report: RulesReport, model: str) -> list[str]:
-    counts = report.to_dict()["summary"]
+    counts = report.summary
     lines = [f"onnxscript rules from {report.spec} on {model} ({report.node_count} "
              f"nodes), judged by onnxscript {report.onnxscript_version}:",
              f"  {counts['matched']} matched, {counts['near miss']} came close, "

@@ -16,8 +16,9 @@ import numpy as np
 import onnx
 
 from compiler_core.errors import GraphLabError
+from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
-from compiler_core.verify import DEFAULT_RTOL, fit_inputs, load_inputs
+from compiler_core.verify import DEFAULT_RTOL, load_inputs
 
 from ..samples import resolve_model
 from ..user_input import parse_bindings
@@ -70,7 +71,7 @@ def run(args) -> int:
                                  f"checks  {s.seconds:6.1f} s", file=sys.stderr))
     written = _write(args.output, reduction, reproduction_script(
         reduction.built.model, reduction.built.feed, failure))
-    record = {**reduction.to_dict(), **written}
+    record = {**to_json(reduction), **written}
     if args.json:
         print_json(record)
     else:
@@ -84,15 +85,12 @@ def run(args) -> int:
 
 
 def _inputs(args) -> dict[str, np.ndarray]:
+    from compiler_core.fault_finding.reduce import generated_feed
+
     graph = load_graph(args.model)
     if args.inputs:
         return load_inputs(args.inputs, graph)
-    from compiler_core.verify import make_inputs, with_inference_semantics
-
-    try:
-        return fit_inputs(with_inference_semantics(graph), parse_bindings(args.bind)).inputs
-    except GraphLabError:   # a model onnxruntime cannot run unoptimized: inputs as planned
-        return make_inputs(graph, parse_bindings(args.bind))
+    return generated_feed(graph, parse_bindings(args.bind))
 
 
 def _write(output: str, reduction, script: str) -> dict:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import compare_costs, graph_cost
 from compiler_core.hardware.targets import get_target
+from compiler_core.records import to_json
 
 from .common import add_json_flag, add_model_argument, print_json
 from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
@@ -43,12 +44,13 @@ def add_parser(subparsers) -> None:
 def roofline_record(analysed, target) -> dict:
     """graph_cost's record of the analysed graph and the sizes it was priced at; with a
     pipeline, the comparison too."""
-    sizes = {"sizes": analysed.sizes.to_dict()}
+    sizes = {"sizes": to_json(analysed.sizes)}
     if analysed.pipeline is None:
-        return {**sizes, **graph_cost(analysed.priced_final, target, analysed.bindings).to_dict()}
+        return {**sizes, **to_json(graph_cost(analysed.priced_final, target,
+                                              analysed.bindings))}
     comparison = compare_costs(analysed.priced_initial, analysed.priced_final, target,
                                analysed.bindings)
-    return {**sizes, **comparison.after.to_dict(), "pipeline": analysed.pipeline,
+    return {**sizes, **to_json(comparison.after), "pipeline": analysed.pipeline,
             "initial": comparison.before.totals(),
             "initial_total_est_seconds": comparison.before.total_est_seconds,
             "initial_notes": comparison.before.notes,
@@ -73,8 +75,8 @@ def run_per_pass(args, target) -> int:
     analysed = analysed_graphs(args, pipeline=DEFAULT_PIPELINE)
     traffic = pipeline_traffic(analysed.result, target, analysed.bindings)
     if args.json:
-        print_json({"sizes": analysed.sizes.to_dict(), "pipeline": analysed.pipeline,
-                    **traffic.to_dict()})
+        print_json({"sizes": to_json(analysed.sizes), "pipeline": analysed.pipeline,
+                    **to_json(traffic)})
         return 0
     print(sizes_line(analysed.sizes))
     print_per_pass(traffic, analysed.pipeline)

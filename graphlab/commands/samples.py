@@ -15,7 +15,7 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     samples = list_samples()
     if args.json:
-        print_json({"samples": [s.to_dict() for s in samples]})
+        print_json({"samples": samples})
         return 0
     width = max((len(s.name) for s in samples), default=4)
     for sample in samples:

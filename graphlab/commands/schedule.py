@@ -1,9 +1,11 @@
 """`graphlab schedule`: put a GEMM or convolution on a systolic array and count the cycles.
 
 The problem comes from a model node (`MODEL --node NAME`: its MatMul, Gemm or Conv, or the
-ones in a fused node's body), from every such node of a model (`MODEL --all`, summed), or is
-given directly (`--gemm M,N,K` or `--conv H,W,FH,FW,C,N,S`, an unpadded convolution as
-SCALE-Sim describes it). `--sram` and `--bandwidth` replace the target's memory per operand.
+ones in a fused node's body), from every such node of a model (`MODEL --all`, summed; with
+`--per-pass`, after every pass of the pipeline), or is given directly (`--gemm M,N,K` or
+`--conv H,W,FH,FW,C,N,S`, an unpadded convolution as SCALE-Sim describes it). `--sram` and
+`--bandwidth` replace the target's memory per operand. A single problem's record carries the
+same problem under the three dataflows (`dataflows`), as the app's Systolic tab compares them.
 """
 
 from __future__ import annotations
@@ -14,6 +16,10 @@ from compiler_core.hardware.systolic.memory_config import memory_of_target
 from compiler_core.hardware.targets import get_target
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
+from compiler_core.compilation.pass_schedules import pass_schedules
+from compiler_core.hardware.systolic_choices import compare_dataflows, memory_bound, \
+    memory_of_record
+from compiler_core.records import to_json
 
 from ..user_input import parse_array, parse_integers, parse_operand_values
 from .common import add_json_flag, print_json
@@ -40,6 +46,8 @@ def add_parser(subparsers) -> None:
     problem.add_argument("--gemm", metavar="M,N,K", help="(M x K) . (K x N)")
     problem.add_argument("--conv", metavar="H,W,FH,FW,C,N,S",
                          help="H x W x C input, N filters of FH x FW, stride S, no padding")
+    parser.add_argument("--per-pass", action="store_true",
+                        help="with --all and --pipeline: the sums after every pass")
     parser.add_argument("--array", metavar="RxC", help="array rows x columns (default: the "
                                                        "target's)")
     parser.add_argument("--dataflow", choices=DATAFLOWS, default="os",
@@ -69,26 +77,47 @@ def schedule_record(args) -> dict:
         if args.model is None:
             raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
         analysed = analysed_graphs(args)
-        record = {"sizes": analysed.sizes.to_dict(), "memory": memory.to_dict(),
-                  **schedule_model(analysed.priced_final, bindings=analysed.bindings, **options)}
+        record = {"sizes": to_json(analysed.sizes), "memory": to_json(memory),
+                  **schedule_model(analysed.priced_final, bindings=analysed.bindings,
+                                   **options)}
         if analysed.pipeline:
             before = schedule_model(analysed.priced_initial, bindings=analysed.bindings, **options)
             record["before_pipeline"] = {k: v for k, v in before.items() if k != "nodes"}
+            if args.per_pass:
+                record["passes"] = pass_schedules(analysed.result, analysed.bindings,
+                                                  **options)
+        elif args.per_pass:
+            raise GraphLabError("--per-pass needs a --pipeline",
+                                hint="graphlab schedule MODEL --all -p O2 --per-pass")
         return record
+    if args.per_pass:
+        raise GraphLabError("--per-pass goes with --all",
+                            hint="graphlab schedule MODEL --all -p O2 --per-pass")
     if args.node is not None:
         if args.model is None:
             raise GraphLabError("--node needs a MODEL", hint="graphlab schedule MODEL --node "
                                                              "NAME")
         analysed = analysed_graphs(args)
-        return {"sizes": analysed.sizes.to_dict(),
-                **schedule_node(analysed.priced_final, args.node, bindings=analysed.bindings,
-                                **options)}
+
+        def record_of(dataflow: str) -> dict:
+            return schedule_node(analysed.priced_final, args.node, bindings=analysed.bindings,
+                                 **{**options, "dataflow": dataflow})
+        return {"sizes": to_json(analysed.sizes), **record_of(args.dataflow),
+                "dataflows": compare_dataflows(record_of)}
     if args.model is not None:
         raise GraphLabError("MODEL is only read with --node",
                             hint="drop MODEL, or name a node with --node")
     if args.gemm is not None:
-        return schedule_gemm(*parse_integers(args.gemm, "M,N,K"), **options).report()
-    return schedule_conv(*parse_integers(args.conv, "H,W,FH,FW,C,N,S"), **options).report()
+        shape = parse_integers(args.gemm, "M,N,K")
+
+        def record_of(dataflow: str) -> dict:
+            return schedule_gemm(*shape, **{**options, "dataflow": dataflow}).report()
+    else:
+        shape = parse_integers(args.conv, "H,W,FH,FW,C,N,S")
+
+        def record_of(dataflow: str) -> dict:
+            return schedule_conv(*shape, **{**options, "dataflow": dataflow}).report()
+    return {**record_of(args.dataflow), "dataflows": compare_dataflows(record_of)}
 
 
 def run(args) -> int:
@@ -116,6 +145,16 @@ def _energy_line(energy: dict) -> str:
             f"{energy['table']}), energy-delay {energy['energy_delay_product']:.3g} J*s")
 
 
+def _memory_line(record: dict) -> str:
+    """Each operand's SRAM and interface, and whether the array waits most of the time."""
+    memory = memory_of_record(record)
+    sram, words = memory["sram_kb"], memory["bandwidth_words_per_cycle"]
+    per = ", ".join(f"{o} {sram[o]} kB at {words[o]} words/cycle" for o in sram)
+    bound = "memory-bound" if memory_bound(record["cycles"], record["stall_cycles"]) else \
+        "compute-bound"
+    return f"SRAM/DRAM     {per}: {bound} on the array"
+
+
 def print_model_text(record: dict) -> None:
     print(sizes_line(ChosenSizes.from_dict(record["sizes"])))
     print(f"{len(record['nodes'])} GEMMs/convolutions back to back on a {record['array']} "
@@ -126,9 +165,42 @@ def print_model_text(record: dict) -> None:
     if "before_pipeline" in record:
         before = record["before_pipeline"]
         print(f"before the pipeline: cycles {before['cycles']:,}, {_counts(before)}")
+    if "passes" in record:
+        print_passes(record["passes"])
     for node in record["nodes"]:
         print(f"  {node['node']:40} {node['op_type']:14} cycles {node['cycles']:>12,}  "
               f"stalls {node['stall_cycles']:>10,}")
+
+
+def print_passes(rows: list[dict]) -> None:
+    """The model as loaded and every pass that changed it: its GEMMs summed on the array."""
+    print(f"{'after':28} {'GEMMs':>5} {'cycles':>12} {'waiting':>12} {'DRAM elements':>14} "
+          f"{'energy':>10}")
+    for row in rows:
+        if not row["changed"]:
+            continue
+        if not row["gemms"]:
+            print(f"{row['pass']:28} {0:>5}")
+            continue
+        print(f"{row['pass']:28} {row['gemms']:>5} {row['cycles']:>12,} "
+              f"{row['stall_cycles']:>12,} {row['dram']:>14,} "
+              f"{row['energy_joules'] * 1e6:>7.4g} uJ")
+
+
+def print_dataflows(comparison: dict) -> None:
+    """The same problem and memory under each dataflow; * marks the best of a column."""
+    rows, best = comparison["dataflows"], comparison["best"]
+
+    def mark(dataflow: str, figure: str) -> str:
+        return "*" if best[figure] == dataflow else " "
+
+    print(f"dataflows     {'cycles':>13} {'waiting':>13} {'DRAM elements':>15} {'energy':>12}")
+    for dataflow, row in rows.items():
+        bound = "  memory-bound" if row["memory_bound"] else ""
+        print(f"  {dataflow:11} {row['cycles']:>12,}{mark(dataflow, 'cycles')} "
+              f"{row['stall_cycles']:>12,}{mark(dataflow, 'stall_cycles')} "
+              f"{row['dram']:>14,}{mark(dataflow, 'dram')} "
+              f"{row['energy_joules'] * 1e6:>8.4g} uJ{mark(dataflow, 'energy_joules')}{bound}")
 
 
 def _percent(fraction: float) -> str:
@@ -162,6 +234,9 @@ def print_text(record: dict) -> None:
     print(f"memory        SRAM reads ifmap {reads['ifmap']:,}, filter {reads['filter']:,}; "
           f"writes ofmap {writes['ofmap']:,}; {_counts(record)}")
     print(_energy_line(record["energy"]))
+    print(_memory_line(record))
+    if "dataflows" in record:
+        print_dataflows(record["dataflows"])
     for part in record.get("parts", []):
         if part["note"]:
             print(f"note: {part['source']}: {part['note']}")

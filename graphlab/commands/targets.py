@@ -1,8 +1,13 @@
-"""`graphlab targets`: the built-in hardware targets, their figures and where they come from."""
+"""`graphlab targets`: the built-in hardware targets, their figures and where they come from;
+`--check FILE`: one target file read and checked as GraphLab reads it (docs/architecture.md,
+*Adding a target*)."""
 
 from __future__ import annotations
 
-from compiler_core.hardware.targets import Target, get_target, list_targets
+from pathlib import Path
+
+from compiler_core.hardware.targets import Target, get_target, list_targets, load_target_file
+from compiler_core.records import to_json
 
 from .common import add_json_flag, print_json
 from ..units import format_bytes, format_si
@@ -11,6 +16,9 @@ from ..units import format_bytes, format_si
 def add_parser(subparsers) -> None:
     parser = subparsers.add_parser("targets", help="list the hardware targets (peak rates, "
                                                    "bandwidth, ridge point, array, sources)")
+    parser.add_argument("--check", metavar="FILE.json",
+                        help="read and check one target file (the fields it lacks or gets "
+                             "wrong, named), and show it as the list shows a target")
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -18,7 +26,7 @@ def add_parser(subparsers) -> None:
 def target_record(target: Target) -> dict:
     """The target's file fields plus what follows from them: ridge per dtype, array shape."""
     return {
-        **target.to_dict(),
+        **to_json(target),
         "ridge_point": {dtype: target.ridge_point(dtype) for dtype in target.peak_ops_per_s},
         "array": f"{target.array_rows}x{target.array_cols}",
     }
@@ -33,10 +41,32 @@ def _by_value(texts: dict[str, str]) -> str:
 
 
 def run(args) -> int:
+    if args.check:
+        target = load_target_file(args.check)
+        if args.json:
+            print_json(target_record(target))
+        else:
+            print_targets([target])
+            print(f"{args.check}: a valid target; pass it as --target {args.check}"
+                  + _builtin_hint(target, args.check))
+        return 0
     targets = [get_target(name) for name in list_targets()]
     if args.json:
         print_json({"targets": [target_record(t) for t in targets]})
-        return 0
+    else:
+        print_targets(targets)
+    return 0
+
+
+def _builtin_hint(target: Target, path: str) -> str:
+    """A built-in target is found by its file's name: say so when the two differ."""
+    if Path(path).stem == target.name:
+        return ""
+    return (f" (to ship it as a built-in, name the file {target.name}.json: built-ins are "
+            f"found by file name)")
+
+
+def print_targets(targets: list[Target]) -> None:
     for target in targets:
         print(f"{target.name}  {target.display_name}")
         peaks = _by_value({d: format_si(r, "OPS") for d, r in target.peak_ops_per_s.items()})
@@ -50,4 +80,3 @@ def run(args) -> int:
               f"{format_si(target.clock_hz, 'Hz')}, on-chip SRAM "
               f"{format_bytes(target.sram_bytes)}")
         print("  sources    " + "; ".join(source.title for source in target.sources))
-    return 0

@@ -20,6 +20,7 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PipelineResult, Snapshot
 from compiler_core.passes.framework.diff import GraphDiff
 from compiler_core.passes.framework.judged import JudgedPattern, judge_pipeline
+from compiler_core.records import to_json
 from compiler_core.wording import plural
 
 from ..samples import size_hints
@@ -139,11 +140,11 @@ class CompileResult:
 
         analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline,
                             self.compilation)
-        return {"model": self.model, "pipeline": self.pipeline, "sizes": self.sizes.to_dict(),
+        return {"model": self.model, "pipeline": self.pipeline, "sizes": to_json(self.sizes),
                 "target": self.target,
                 "compile": compile_report(self.compilation, None),
                 "roofline": roofline_record(analysed, get_target(self.target)),
-                "memory": {"sizes": self.sizes.to_dict(), **self.memory.to_dict()},
+                "memory": {"sizes": to_json(self.sizes), **to_json(self.memory)},
                 "patterns": [record.to_dict() for record in self.patterns]}
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:

@@ -12,6 +12,7 @@ from .passes import pass_sections, pass_table
 from .patterns import pattern_tables
 from .story import Story
 from .summary import model_section, outcome
+from .systolic import systolic_section
 from .traffic import traffic_section
 
 READING_GUIDE = (
@@ -32,6 +33,7 @@ def render(story: Story) -> str:
         ("roofline", "Roofline", roofline_section(story)),
         ("traffic", "Pass by pass", traffic_section(story)),
         ("memory", "Memory plan", memory_section(story)),
+        ("systolic", "Systolic array", systolic_section(story)),
         ("pass-details", "What each pass did", pass_sections(story)
          or [tag("p", "No pass changed anything or saw a pattern.", class_="muted")]),
         ("model-patterns", "Patterns in the model as loaded",

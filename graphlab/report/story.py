@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from compiler_core.compilation import Compilation
+from compiler_core.compilation.pass_schedules import SystolicStory, systolic_story
 from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, \
@@ -36,6 +37,7 @@ class Story:
     memory_before: MemoryPlan
     memory_after: MemoryPlan
     traffic: PipelineTraffic    # FLOPs, bytes, time and arena peak after every pass
+    systolic: SystolicStory     # the GEMMs on the array after every pass, the busiest one
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
 
@@ -65,6 +67,7 @@ def tell(compilation: Compilation, label: str, target: Target | None = None,
         memory_before=plan_memory(initial, bindings),
         memory_after=plan_memory(final, bindings),
         traffic=pipeline_traffic(result, target, bindings),
+        systolic=systolic_story(result, target, bindings),
         model_patterns=explain(result.initial),
         nodes=_node_labels(result))
 

@@ -165,6 +165,25 @@ def chart_panels(browser: Browser) -> None:
     browser.run("dash_clientside.set_props('systolic-cycle', {value: 24})")
     browser.save("systolic.png", element="aside.side")
     browser.driver.set_window_size(1600, 900)
+    systolic_memory(browser)
+
+
+def systolic_memory(browser: Browser) -> None:
+    """systolic_memory.png: cnn_bn's second convolution starved of memory (1 kB SRAMs, one
+    word per cycle), fold 2 waiting for its tiles: the array, its SRAM halves, the DRAM
+    traffic."""
+    step, snapshot = first_pass("cnn_bn", lambda s: s.pass_name == "fuse_linear_bias_act")
+    node = snapshot.graph.node_by_name("/block2/block2.2/FusedConv").id
+    small = quote_plus("ifmap=1,filter=1,ofmap=1")
+    browser.driver.set_window_size(1600, 1250)
+    browser.show(f"?model=cnn_bn&pass={step}&node={node}&panel=systolic&array=16x16"
+                 f"&sram={small}&bw={small}")
+    browser.wait_for_plot("systolic-heatmap")
+    browser.run("dash_clientside.set_props('systolic-fold', {value: 2})")
+    browser.wait_for_plot("systolic-dram")
+    browser.run("document.getElementById('systolic-heatmap').scrollIntoView()")
+    browser.save("systolic_memory.png", element="aside.side")
+    browser.driver.set_window_size(1600, 900)
 
 
 def pattern_editor(browser: Browser) -> None:

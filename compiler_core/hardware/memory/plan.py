@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from ...errors import GraphLabError
 from ...ir import Graph, Node
+from ...records import record_field
 from ..tensor_sizes import SizeResolver
 from .arena import REPAIR_ROUNDS, Interval, assign_offsets, live_bytes
 from .inplace import inplace_sources
@@ -41,11 +42,6 @@ class BufferRecord:
     bytes: int
     reuses: str | None = None   # the tensor whose buffer this one took over in place
 
-    def to_dict(self) -> dict:
-        return {"tensor": self.tensor, "offset": self.offset, "size": self.size,
-                "first": self.first, "last": self.last, "bytes": self.bytes,
-                "reuses": self.reuses}
-
 
 @dataclass
 class MemoryPlan:
@@ -56,9 +52,9 @@ class MemoryPlan:
     lower_bound_bytes: int
     live_bytes: list[int]
     alignment: int
-    inputs: list[tuple[str, int | None]]
-    outputs: list[tuple[str, int | None]]
-    constants: list[tuple[str, int | None]]
+    inputs: list[tuple[str, int | None]] = record_field(omit=True)
+    outputs: list[tuple[str, int | None]] = record_field(omit=True)
+    constants: list[tuple[str, int | None]] = record_field(omit=True)
     fused_intermediates: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -67,24 +63,17 @@ class MemoryPlan:
                 f"{self.lower_bound_bytes:,}, naive {self.naive_bytes:,}); {len(self.buffers)} "
                 f"tensors over {len(self.steps)} steps>")
 
-    def to_dict(self) -> dict:
-        return {
-            "peak_bytes": self.peak_bytes,
-            "naive_bytes": self.naive_bytes,
-            "lower_bound_bytes": self.lower_bound_bytes,
-            "alignment": self.alignment,
-            "buffers": [b.to_dict() for b in self.buffers],
-            "steps": self.steps,
-            "live_bytes": self.live_bytes,
-            "outside_arena": {
-                "inputs": _sized(self.inputs),
-                "outputs": _sized(self.outputs),
+    json_derived = ("outside_arena",)
+    json_order = ("peak_bytes", "naive_bytes", "lower_bound_bytes", "alignment", "buffers",
+                  "steps", "live_bytes", "outside_arena")
+
+    @property
+    def outside_arena(self) -> dict:
+        """What the arena does not hold: the graph's inputs and outputs, and its constants
+        (counted and summed, not listed)."""
+        return {"inputs": _sized(self.inputs), "outputs": _sized(self.outputs),
                 "constants": {"count": len(self.constants),
-                              "bytes": sum(size or 0 for _, size in self.constants)},
-            },
-            "fused_intermediates": self.fused_intermediates,
-            "notes": self.notes,
-        }
+                              "bytes": sum(size or 0 for _, size in self.constants)}}
 
 
 def _sized(pairs: list[tuple[str, int | None]]) -> list[dict]:

@@ -25,7 +25,9 @@ from functools import cached_property
 
 from compiler_core.errors import GraphLabError
 
-DATAFLOWS = ("os", "ws", "is")
+DATAFLOW_MEANINGS = {"os": "output-stationary", "ws": "weight-stationary",
+                     "is": "input-stationary"}
+DATAFLOWS = tuple(DATAFLOW_MEANINGS)
 _LAYOUT = {"os": ("M", "N", "K"), "ws": ("K", "N", "M"), "is": ("K", "M", "N")}
 _STATIONARY = {"os": "C", "ws": "B", "is": "A"}
 OPERAND_DIMS = {"A": ("M", "K"), "B": ("K", "N"), "C": ("M", "N")}
@@ -50,13 +52,15 @@ def positive_int(name: str, value) -> int:
     return number
 
 
-def check_dataflow(dataflow: str) -> str:
-    """The dataflow in lower case, or a ScheduleError listing the valid ones."""
-    key = str(dataflow).strip().lower()
-    if key not in DATAFLOWS:
-        raise ScheduleError(f"unknown dataflow {dataflow!r}", where="dataflow",
-                            hint="use 'os' (output-stationary), 'ws' (weight-stationary) "
-                                 "or 'is' (input-stationary)")
+def checked_choice(option: str, value, meanings: dict[str, str], *, what: str = "") -> str:
+    """`value` in lower case when it is one of `meanings` (choice -> what it means), or a
+    ScheduleError that names the `option` and lists the choices: the one check of every
+    option the simulator takes by name (the dataflow, the timing model)."""
+    key = str(value).strip().lower()
+    if key not in meanings:
+        choices = [f"'{choice}' ({meaning})" for choice, meaning in meanings.items()]
+        raise ScheduleError(f"unknown {what or option} {value!r}", where=option,
+                            hint=f"use {', '.join(choices[:-1])} or {choices[-1]}")
     return key
 
 
@@ -156,17 +160,18 @@ class Mapping:
     def __post_init__(self):
         object.__setattr__(self, "rows", positive_int("rows", self.rows))
         object.__setattr__(self, "cols", positive_int("cols", self.cols))
-        object.__setattr__(self, "dataflow", check_dataflow(self.dataflow))
+        object.__setattr__(self, "dataflow",
+                           checked_choice("dataflow", self.dataflow, DATAFLOW_MEANINGS))
 
-    @property
+    @cached_property
     def row_dim(self) -> str:
         return _LAYOUT[self.dataflow][0]
 
-    @property
+    @cached_property
     def col_dim(self) -> str:
         return _LAYOUT[self.dataflow][1]
 
-    @property
+    @cached_property
     def stream_dim(self) -> str:
         return _LAYOUT[self.dataflow][2]
 
@@ -178,24 +183,24 @@ class Mapping:
     def extent(self, dim: str) -> int:
         return getattr(self.gemm, dim)
 
-    @property
+    @cached_property
     def stream_length(self) -> int:
         """T: how many elements of the streamed dimension pass every PE in one fold."""
         return self.extent(self.stream_dim)
 
-    @property
+    @cached_property
     def row_folds(self) -> int:
         return -(-self.extent(self.row_dim) // self.rows)
 
-    @property
+    @cached_property
     def col_folds(self) -> int:
         return -(-self.extent(self.col_dim) // self.cols)
 
-    @property
+    @cached_property
     def folds(self) -> int:
         return self.row_folds * self.col_folds
 
-    @property
+    @cached_property
     def mapping_efficiency(self) -> float:
         """Useful PE-slots / all PE-slots over the folds (1.0 when both dims divide)."""
         used = self.extent(self.row_dim) * self.extent(self.col_dim)
@@ -233,8 +238,12 @@ class Mapping:
         """Elements of operand 'A', 'B' or 'C' that one fold touches."""
         count = 1
         for dim in OPERAND_DIMS[operand]:
-            start, stop = self.dim_range(dim, row_fold, col_fold)
-            count *= stop - start
+            if dim == self.row_dim:
+                count *= self.rows_used(row_fold)
+            elif dim == self.col_dim:
+                count *= self.cols_used(col_fold)
+            else:
+                count *= getattr(self.gemm, dim)
         return count
 
     def operand_tiles(self, fold: int) -> dict[str, dict[str, list[int]]]:

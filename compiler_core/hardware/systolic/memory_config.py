@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from compiler_core.hardware.systolic.mapping import ScheduleError, positive_int
 
 OPERANDS = ("ifmap", "filter", "ofmap")
+_INDEX = {operand: index for index, operand in enumerate(OPERANDS)}
 GEMM_OPERAND = {"ifmap": "A", "filter": "B", "ofmap": "C"}
 
 
@@ -42,10 +43,10 @@ class MemoryConfig:
                 for operand, value in zip(OPERANDS, values)))
 
     def sram(self, operand: str) -> int:
-        return self.sram_kb[OPERANDS.index(operand)]
+        return self.sram_kb[_INDEX[operand]]
 
     def words(self, operand: str) -> int:
-        return self.bandwidth[OPERANDS.index(operand)]
+        return self.bandwidth[_INDEX[operand]]
 
     def sram_bytes(self, operand: str) -> int:
         return self.sram(operand) * 1024

@@ -4,13 +4,9 @@ SCALE-Sim walks every request of every cycle through three buffers
 (`scalesim/memory/read_buffer.py`, `write_buffer.py`, `double_buffered_scratchpad_mem.py`).
 Its behaviour, which this module reproduces with its quirks:
 
-Read SRAM (ifmap, filter). Its `T = 1024 * kB` words are half active, half prefetch. The
-operand's prefetch order (`scalesim_streams`) is cut into sets of E = ceil(T / 100) valid
-addresses, n sets on a ring. The active window is A = min(ceil(T/2 / E), n) consecutive sets
-from `w` (initially 0). A request hits when its address is in a set of the window; on a miss
-the window moves on by P = min(ceil(T/2 / E), n - A) sets, as often as needed, one refill
-each. Which requests miss, and how many refills each takes, depends only on the two orders:
-it is found here with vectorised scans between misses.
+Read SRAM (ifmap, filter): a window of sets on a ring over the operand's fill order, moved
+one refill at a time when a request misses (`scalesim_read_sram` finds which cycle rows miss
+and how many refills each waits for, without visiting the requests that hit).
 Time: the first fill happens before cycle 0; refill number r arrives at cycle
 L_r = -1 + r * (ceil(T/2 / bw) + 1), whenever it is asked for (refills are issued back to
 back, not when needed). A request row served at cycle c starts at a = c + 1 and, for each
@@ -24,6 +20,12 @@ The array. Row i runs at cycle c_i = i + (stalls so far); each row adds the larg
 three stalls. "Total Cycles" is the last row's ofmap cycle; after it the write SRAM drains
 what is left, line group after line group.
 DRAM reads count whole lines (bw words each), padding included; writes count words.
+
+Only rows where something happens are visited: the rows that miss, the rows whose writes
+start a drain or wait for one (found by counting writes), and the rows the report needs.
+A row's refills take a closed form (after the first, the service's excess over the arrival
+alternates between e and D - e), and so does the write in a row that drains or waits.
+`tests/test_systolic_read_sram.py` checks all of it against a row-by-row walk.
 """
 
 from __future__ import annotations
@@ -34,137 +36,43 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from compiler_core.hardware.systolic.mapping import ScheduleError
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
-from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, LayerStreams,
-                                                              Stream, fetch_rows)
+from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
+from compiler_core.hardware.systolic.scalesim_streams import LayerStreams
 
 EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use them all
-
-
-@dataclass(frozen=True)
-class ReadSram:
-    """The fixed parameters of one read SRAM (see the module docstring)."""
-
-    words: int
-    bandwidth: int
-    sets: int
-    active_sets: int
-    step_sets: int
-    first_fill_lines: int
-    refill_lines: int
-
-    @classmethod
-    def build(cls, kilobytes: int, bandwidth: int, prefetch: np.ndarray) -> "ReadSram":
-        words = 1024 * kilobytes
-        active = math.ceil(words * 0.5)
-        per_set = math.ceil(words / 100)
-        valid = int(np.count_nonzero(prefetch != NO_REQUEST))
-        sets = valid // per_set + 1
-        active_sets = min(math.ceil(active / per_set), sets)
-        step = min(math.ceil((words - active) / per_set), sets - active_sets)
-        return cls(words, bandwidth, sets, active_sets, step,
-                   min(math.ceil(active / bandwidth), fetch_rows(prefetch, bandwidth)),
-                   math.ceil((words - active) / bandwidth))
-
-    def refill_arrival(self, refill: int) -> int:
-        """Cycle at which refill number `refill` (1, 2, ...) has arrived."""
-        return -1 + refill * (self.refill_lines + 1)
-
-
-def _set_index(prefetch: np.ndarray, per_set: int):
-    """Sorted (address, set) pairs of the prefetch order, with a CSR index by address."""
-    valid = prefetch[prefetch != NO_REQUEST]
-    set_of = np.arange(valid.size) // per_set
-    top = int(valid.max()) + 1 if valid.size else 1
-    pairs = np.sort(valid * (valid.size + 1) + set_of)
-    pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
-    addresses, sets = np.divmod(pairs, valid.size + 1)
-    start = np.searchsorted(addresses, np.arange(top + 1))
-    return start, sets
-
-
-def find_misses(stream: Stream, prefetch: np.ndarray, sram: ReadSram, kilobytes: int
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """(request index, refills) of every request that misses, in request order."""
-    per_set = math.ceil(1024 * kilobytes / 100)
-    start, sets = _set_index(prefetch, per_set)
-    addresses = stream.addresses
-    if addresses.size and int(addresses.max()) + 1 >= start.size:
-        raise ScheduleError("a request is missing from its operand's prefetch order",
-                            where="memory", hint="report this layer: the streams disagree")
-    counts = start[addresses + 1] - start[addresses]
-    if addresses.size and counts.min() == 0:
-        raise ScheduleError("a request is missing from its operand's prefetch order",
-                            where="memory", hint="report this layer: the streams disagree")
-    n, A, P = sram.sets, sram.active_sets, sram.step_sets
-    unique = bool(np.all(counts == 1))
-    first_set = sets[start[addresses]] if unique else None
-    misses, refills = [], []
-    window, position, chunk = 0, 0, 256
-    total = addresses.size
-    while position < total:
-        stop = min(total, position + chunk)
-        if unique:
-            nearest = (first_set[position:stop] - window) % n
-        else:
-            nearest = _nearest_set(addresses[position:stop], start, sets, window, n)
-        outside = nearest >= A
-        first = int(outside.argmax())
-        if not outside[first]:
-            position, chunk = stop, min(chunk * 2, 1 << 16)
-            continue
-        index = position + first
-        owned = sets[start[addresses[index]]:start[addresses[index] + 1]].tolist()
-        moves = _moves_until_hit(owned, window, n, A, P)
-        misses.append(index)
-        refills.append(moves)
-        window = (window + moves * P) % n
-        position, chunk = index + 1, max(64, first + first // 2)
-    return np.asarray(misses, dtype=np.int64), np.asarray(refills, dtype=np.int64)
-
-
-def _nearest_set(addresses, start, sets, window, n):
-    """For each request, the smallest distance from the window's start to a set holding it."""
-    counts = start[addresses + 1] - start[addresses]
-    offsets = np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    distance = (sets[np.repeat(start[addresses], counts) + offsets] - window) % n
-    return np.minimum.reduceat(distance, np.cumsum(counts) - counts)
-
-
-def _moves_until_hit(owned, window, n, A, P) -> int:
-    if P == 0:
-        raise ScheduleError("SCALE-Sim would wait forever: the SRAM's window cannot move",
-                            where="memory", hint="give this operand a larger SRAM")
-    for moves in range(1, n + 1):
-        if any((held - window - moves * P) % n < A for held in owned):
-            return moves
-    raise ScheduleError("SCALE-Sim would wait forever: no refill brings the address in",
-                        where="memory", hint="give this operand a larger SRAM")
 
 
 @dataclass
 class _ReadState:
     sram: ReadSram
-    rows: np.ndarray            # cycle row of each miss
-    refills: np.ndarray         # refills of each miss
-    cursor: int = 0
+    refills: dict               # cycle row -> refills it waits for (rows that miss)
     done: int = 0               # refills so far
+    kept: int = 0               # refill arrivals kept for the step-through
 
-    def next_row(self) -> float:
-        return self.rows[self.cursor] if self.cursor < self.rows.size else math.inf
+    def arrivals(self) -> list[int]:
+        """The arrival cycles of the refills kept for the step-through, L_1, L_2, ..."""
+        period = self.sram.refill_lines + 1
+        return list(range(period - 1, self.kept * period, period))
 
-    def serve(self, row: int, cycle: int) -> tuple[int, list[int]]:
-        """The row's service cycle, and the arrival cycles of the refills it waited for."""
-        served, arrivals = cycle + 1, []
-        while self.cursor < self.rows.size and self.rows[self.cursor] == row:
-            for _ in range(int(self.refills[self.cursor])):
-                self.done += 1
-                arrival = self.sram.refill_arrival(self.done)
-                arrivals.append(arrival)
-                served = arrival + max(0, arrival - served)
-            self.cursor += 1
-        return served, arrivals
+    def serve(self, row: int, cycle: int) -> int:
+        """The row's service cycle. Refill r arrives at L_r, D = refill_lines + 1 apart;
+        each moves the service to L + max(0, L - a), so after the first the excess over
+        L alternates between e and D - e: a closed form in the row's refill count."""
+        count = self.refills.get(row)
+        if count is None:
+            return cycle + 1
+        if self.kept < EVENT_LIMIT:
+            self.kept += count
+        first = self.sram.refill_arrival(self.done + 1)
+        self.done += count
+        excess = max(0, first - cycle - 1)
+        if count == 1:
+            return first + excess
+        period = self.sram.refill_lines + 1
+        second = max(0, period - excess)
+        return self.sram.refill_arrival(self.done) + (second if count % 2 == 0
+                                                      else period - second)
 
 
 @dataclass
@@ -240,15 +148,23 @@ class _WriteState:
         return bisect.bisect_right(self.starts, element) - 1
 
     def serve(self, row: int, cycle: int) -> int:
-        """The row's writes one by one; returns the cycle its last write is taken."""
+        """The row's writes; returns the cycle its last write is taken. Only two writes
+        matter, found by counting: during a drain, the one that leaves no word free (it
+        waits for the drain's end); otherwise the one that leaves less than half the SRAM
+        free (it starts a drain)."""
         self.take_until(row)
-        current = cycle
-        for _ in range(int(self.per_row[row])):
-            self._take(1)
-            if current < self.drain_end:
-                if self.free <= 0:
-                    current = self.drain_end
-            elif self.free < self.active:
+        current, left = cycle, int(self.per_row[row])
+        while left:
+            draining = current < self.drain_end
+            take = max(1, self.free if draining else self.free - self.active + 1)
+            if take > left:
+                self._take(left)
+                break
+            self._take(take)
+            left -= take
+            if draining:
+                current = self.drain_end
+            else:
                 self.drain_end = self.drain(current)
         return current
 
@@ -289,50 +205,55 @@ class MemoryRun:
 
 def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     """Run SCALE-Sim's memory model on a layer's streams (see the module docstring)."""
-    readers = {}
-    for operand, stream, prefetch in (("ifmap", streams.ifmap, streams.ifmap_prefetch),
-                                      ("filter", streams.filter, streams.filter_prefetch)):
-        sram = ReadSram.build(memory.sram(operand), memory.words(operand), prefetch)
-        index, refills = find_misses(stream, prefetch, sram, memory.sram(operand))
-        readers[operand] = _ReadState(sram, stream.rows[index], refills)
+    readers, events = {}, set()
+    for operand, read in (("ifmap", streams.ifmap), ("filter", streams.filter)):
+        sram = ReadSram.build(memory.sram(operand), memory.words(operand), read)
+        rows, refills = row_refills(read, sram, streams.fold_rows)
+        readers[operand] = _ReadState(sram, dict(zip(rows, refills)))
+        events.update(rows)
+    ifmap, weights = readers["ifmap"], readers["filter"]
     per_row = streams.ofmap_per_row
     first_element = np.concatenate(([0], np.cumsum(per_row)))
     writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"), per_row,
                          first_element, free=1024 * memory.sram("ofmap"))
-    last_row = streams.total_rows - 1
     watched = _first_last_rows(streams)
-    forced = sorted({last_row, *(r for pair in watched.values() for r in pair)})
+    forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
+    events = sorted(events | forced)    # rows that miss or are reported; the writer adds
 
+    # the writer's next drain or wait holds until it acts or the stalls change during a
+    # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
-    arrivals = {"ifmap": [], "filter": []}
-    forced_index, last_served = 0, 0
+    index, last_served = 0, 0
+    write_row = writer.next_row(stalls)
     while True:
-        candidates = [readers["ifmap"].next_row(), readers["filter"].next_row(),
-                      writer.next_row(stalls)]
-        if forced_index < len(forced):
-            candidates.append(forced[forced_index])
-        row = min(candidates)
+        read_row = events[index] if index < len(events) else math.inf
+        row = min(read_row, write_row)
         if row == math.inf:
             break
-        row = int(row)
-        while forced_index < len(forced) and forced[forced_index] <= row:
-            forced_index += 1
+        if row == read_row:
+            index += 1
         cycle = row + stalls
-        waits = {}
-        for operand, reader in readers.items():
-            served, came = reader.serve(row, cycle)
-            waits[operand] = served - cycle - 1
-            served_at[(operand, row)] = served
-            if len(arrivals[operand]) < EVENT_LIMIT:
-                arrivals[operand].extend(came)
-        written = writer.serve(row, cycle)
-        waits["ofmap"] = written - cycle
-        served_at[("ofmap", row)] = written
+        waits = (ifmap.serve(row, cycle) - cycle - 1 if row in ifmap.refills else 0,
+                 weights.serve(row, cycle) - cycle - 1 if row in weights.refills else 0)
+        refresh = row == write_row        # the writer drains or waits in this row
+        written = writer.serve(row, cycle) if refresh else cycle
         last_served = written
-        stall = int(max(waits.values()))
-        if stall > 0 and len(stall_rows) < EVENT_LIMIT:
-            stall_rows.append([row, cycle, stall, max(waits, key=waits.get)])
-        stalls += stall
+        if row in forced:
+            served_at[row] = (waits[0] + cycle + 1, waits[1] + cycle + 1, written)
+        stall = max(waits[0], waits[1], written - cycle)
+        if stall > 0:
+            if len(stall_rows) < EVENT_LIMIT:
+                cause = ("ifmap" if stall == waits[0] else "filter" if stall == waits[1]
+                         else "ofmap")
+                stall_rows.append([row, cycle, stall, cause])
+            stalls += stall
+            # later rows run later: that matters to the writer only while a drain runs
+            if not refresh and writer.drain_end > cycle:
+                writer.take_until(row + 1)
+                refresh = True
+        if refresh:
+            write_row = writer.next_row(stalls)
+    writer.take_until(streams.total_rows)
     if writer.line_fill or writer.drained_lines < writer.closed_lines:
         cycle = last_served
         while writer.line_fill or writer.drained_lines < writer.closed_lines:
@@ -347,8 +268,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
             * sram.bandwidth
         dram_cycles[operand] = [-sram.first_fill_lines, sram.refill_arrival(reader.done)]
     dram_cycles["ofmap"] = [int(writer.first_drain), int(writer.last_drain)]
-    sram_cycles = {operand: [served_at[(operand, first)], served_at[(operand, last)]]
-                   for operand, (first, last) in watched.items()}
+    sram_cycles = {operand: [served_at[first][slot], served_at[last][slot]]
+                   for slot, (operand, (first, last)) in enumerate(watched.items())}
     return MemoryRun(
         cycles=int(last_served),
         cycles_with_prefetch=int(writer.last_drain - min(dram_cycles["ifmap"][0],
@@ -359,12 +280,12 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         sram_cycles=sram_cycles, dram_cycles=dram_cycles,
         refills={operand: reader.done for operand, reader in readers.items()},
         stall_rows=stall_rows, drains=writer.drains,
-        refill_arrivals={k: [int(v) for v in vs] for k, vs in arrivals.items()},
+        refill_arrivals={operand: reader.arrivals() for operand, reader in readers.items()},
         compute_utilization=streams.compute_utilization)
 
 
 def _first_last_rows(streams: LayerStreams) -> dict:
     """Each operand's first and last cycle row with a request (SRAM start and stop)."""
-    rows = {"ifmap": streams.ifmap.rows, "filter": streams.filter.rows,
-            "ofmap": np.flatnonzero(streams.ofmap_per_row)}
-    return {operand: (int(r[0]), int(r[-1])) for operand, r in rows.items()}
+    writes = np.flatnonzero(streams.ofmap_per_row)
+    return {"ifmap": streams.ifmap.first_last, "filter": streams.filter.first_last,
+            "ofmap": (int(writes[0]), int(writes[-1]))}

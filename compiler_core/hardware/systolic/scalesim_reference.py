@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler_core.hardware.systolic.mapping import ConvShape, check_dataflow, positive_int
+from compiler_core.hardware.systolic.mapping import DATAFLOW_MEANINGS, ConvShape, checked_choice, \
+    positive_int
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 
 _PATCHED_MODULES = ("scalesim.memory.double_buffered_scratchpad_mem",
@@ -84,6 +85,7 @@ class ScaleSimRun:
     stall_cycles: int
     mapping_efficiency: float
     seconds: float
+    cpu_seconds: float = 0.0            # this process's CPU time (steadier on a busy machine)
     overall_utilization: float = 0.0
     compute_utilization: float = 0.0
     bandwidth: dict | None = None       # BANDWIDTH_REPORT: average words per cycle
@@ -116,7 +118,7 @@ def run_scalesim_conv(H: int, W: int, FH: int, FW: int, C: int, N: int, S: int, 
 
 def _config(rows: int, cols: int, dataflow: str, memory: MemoryConfig | None) -> str:
     common = dict(rows=positive_int("rows", rows), cols=positive_int("cols", cols),
-                  dataflow=check_dataflow(dataflow))
+                  dataflow=checked_choice("dataflow", dataflow, DATAFLOW_MEANINGS))
     if memory is None:
         return _CONFIG.format(**common, ifmap_kb=1024, filter_kb=1024, ofmap_kb=1024,
                               ofmap_bw=10, ifmap_bw=10, filter_bw=10, banks=10, mode="CALC")
@@ -139,12 +141,13 @@ def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool,
             with open(paths[name], "w", encoding="utf-8") as handle:
                 handle.write(text)
         with _numpy_scalar_compat(), contextlib.redirect_stdout(io.StringIO()):
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
             simulator = scalesim(save_disk_space=True, verbose=False,
                                  config=paths["config.cfg"], topology=paths["topology.csv"],
                                  layout=paths["layout.csv"], input_type_gemm=gemm_input)
             simulator.run_scale(top_path=folder)
             seconds = time.perf_counter() - started
+            cpu_seconds = time.process_time() - started_cpu
     layer = simulator.runner.single_layer_sim_object_list[0]
     with_prefetch, total, stalls, overall, mapping_percent, compute = \
         layer.get_compute_report_items()
@@ -159,7 +162,8 @@ def _run(topology: str, rows: int, cols: int, dataflow: str, gemm_input: bool,
         detail[f"{level}_{operand}"] = {"start": start, "stop": stop, "count": count}
     return ScaleSimRun(total_cycles=int(total), total_cycles_with_prefetch=int(with_prefetch),
                        stall_cycles=int(stalls), mapping_efficiency=mapping_percent / 100,
-                       seconds=seconds, overall_utilization=float(overall) / 100,
+                       seconds=seconds, cpu_seconds=cpu_seconds,
+                       overall_utilization=float(overall) / 100,
                        compute_utilization=float(compute) / 100, bandwidth=bandwidth,
                        detail=detail)
 

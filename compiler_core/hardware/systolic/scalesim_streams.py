@@ -16,12 +16,17 @@ M x N; a GEMM is a conv with an M x K input and N filters of 1 x K) and derives 
   R + C to the ofmap writes.
 
 Everything is built with whole-array numpy operations; nothing is walked cycle by cycle.
+The streams are kept per distinct tile (folds re-reading a tile share it), a streamed tile's
+requests are its part of the fill order (so one anti-diagonal pass gives both), the ofmap
+writes per row are a closed form per tile shape, and a read operand's stream is built only
+when its SRAM can miss (`ReadOperand`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -31,12 +36,56 @@ NO_REQUEST = -1
 
 
 @dataclass(frozen=True)
-class Stream:
-    """One operand's demand stream: `rows[j]` is the global cycle row of the j-th request,
-    `addresses[j]` its address (in request order: by row, then by array column)."""
+class OperandStreams:
+    """One read operand's prefetch order and demand stream, over its distinct tiles.
 
+    `prefetch` holds the operand's addresses in SRAM fill order, NO_REQUEST kept (SCALE-Sim
+    cuts it into lines padding included). A request is named by its element's position in
+    that order once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's
+    requests are `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with
+    a, b = `tile_start[t]`, `tile_start[t + 1]`, in request order (by cycle row, then array
+    column). Folds that read the same tile (SCALE-Sim re-reads an operand's row or column
+    tiles) share it, so the work is per distinct tile, not per fold."""
+
+    prefetch: np.ndarray
+    fold_tile: list
+    tile_start: list
     rows: np.ndarray
-    addresses: np.ndarray
+    positions: np.ndarray
+
+    @cached_property
+    def addresses(self) -> np.ndarray:
+        """The address at each position of the fill order."""
+        return self.prefetch[self.prefetch != NO_REQUEST]
+
+    def _tile(self, t: int) -> slice:
+        return slice(self.tile_start[t], self.tile_start[t + 1])
+
+    def global_rows(self, fold_rows: int) -> np.ndarray:
+        """The cycle row of every request of the whole layer, in request order."""
+        return np.concatenate([self.rows[self._tile(t)] + f * fold_rows
+                               for f, t in enumerate(self.fold_tile)])
+
+    def request_addresses(self) -> np.ndarray:
+        """The address of every request of the whole layer, in request order."""
+        return self.addresses[np.concatenate([self.positions[self._tile(t)]
+                                              for t in self.fold_tile])]
+
+
+class ReadOperand:
+    """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
+    holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
+    first and last request (`first_last`), and its demand stream (`streams`), built only
+    when asked: an SRAM whose window spans the whole fill order never misses, so most small
+    layers need no stream at all."""
+
+    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build):
+        self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
+        self._build = build
+
+    @cached_property
+    def streams(self) -> OperandStreams:
+        return self._build()
 
 
 @dataclass(frozen=True)
@@ -45,11 +94,9 @@ class LayerStreams:
 
     fold_rows: int
     folds: int
-    ifmap: Stream
-    filter: Stream
+    ifmap: ReadOperand
+    filter: ReadOperand
     ofmap_per_row: np.ndarray       # ofmap writes the array makes at each cycle row
-    ifmap_prefetch: np.ndarray      # addresses in SRAM fill order, NO_REQUEST kept
-    filter_prefetch: np.ndarray
     sram_reads: dict
     sram_writes: dict
     compute_utilization: float      # SCALE-Sim's "Compute Util %" / 100
@@ -61,15 +108,17 @@ class LayerStreams:
 
 def ifmap_addresses(conv: ConvShape) -> np.ndarray:
     """The im2col address matrix (OH*OW x FH*FW*C) of an H x W x C input, NO_REQUEST where a
-    window runs past the input (a stride that does not divide H - FH)."""
-    i = np.arange(conv.OH * conv.OW)[:, None]
-    j = np.arange(conv.FH * conv.FW * conv.C)[None, :]
-    out_row, out_col = np.divmod(i, conv.OW)
-    in_row, in_col = out_row * conv.S, out_col * conv.S
-    f_row, rest = np.divmod(j, conv.FW * conv.C)
-    f_col, channel = np.divmod(rest, conv.C)
-    valid = (f_row + in_row < conv.H) & (f_col + in_col < conv.W)
-    address = ((f_row + in_row) * conv.W + f_col + in_col) * conv.C + channel
+    window runs past the input (a stride that does not divide H - FH). An address is the
+    window's corner plus the element's offset in the window, so it is an outer sum."""
+    out_row, out_col = np.divmod(np.arange(conv.OH * conv.OW), conv.OW)
+    f_row, rest = np.divmod(np.arange(conv.FH * conv.FW * conv.C), conv.FW * conv.C)
+    f_col = rest // conv.C
+    corner = (out_row * conv.W + out_col) * conv.S * conv.C
+    address = corner[:, None] + (f_row * conv.W * conv.C + rest)[None, :]
+    if (conv.OH - 1) * conv.S + conv.FH <= conv.H and (conv.OW - 1) * conv.S + conv.FW <= conv.W:
+        return address                      # every window lies inside the input
+    valid = ((out_row * conv.S)[:, None] + f_row[None, :] < conv.H) \
+        & ((out_col * conv.S)[:, None] + f_col[None, :] < conv.W)
     return np.where(valid, address, NO_REQUEST)
 
 
@@ -83,53 +132,140 @@ def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
 
 
-def _padded(block: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    out = np.full((rows, cols), NO_REQUEST, dtype=np.int64)
-    out[:block.shape[0], :block.shape[1]] = block
-    return out
+def _blocks(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
+    """The matrix cut into rows x cols blocks, padded with NO_REQUEST at its far edges:
+    (row blocks, column blocks, rows, cols)."""
+    height, width = matrix.shape
+    padded = np.full((-(-height // rows) * rows, -(-width // cols) * cols), NO_REQUEST,
+                     dtype=np.int64)
+    padded[:height, :width] = matrix
+    return padded.reshape(padded.shape[0] // rows, rows, -1, cols).transpose(0, 2, 1, 3)
 
 
-def _anti_diagonal_order(matrix: np.ndarray) -> np.ndarray:
-    """Elements by anti-diagonal (row + col ascending), bottom row first within one."""
-    rows, cols = np.indices(matrix.shape)
-    order = np.lexsort((-rows.ravel(), (rows + cols).ravel()))
-    return matrix.ravel()[order]
+def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """The order that reads a height x width matrix by anti-diagonal (row + col ascending),
+    bottom row first within one (so column ascending): the flat index of each element read,
+    and the anti-diagonal it is on."""
+    diagonal = np.arange(height + width - 1)
+    length = np.minimum(np.minimum(diagonal + 1, height + width - 1 - diagonal),
+                        min(height, width))
+    before = np.concatenate(([0], np.cumsum(length)[:-1]))
+    rows, cols = np.indices((height, width))
+    d = rows + cols
+    order = np.empty(height * width, dtype=np.int64)
+    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = np.arange(height * width)
+    return order, d.ravel()[order]
 
 
-def _place(tiles: np.ndarray, fold_rows: int, base: int, skewed: bool) -> Stream:
-    """Lay (folds, T, W) tiles onto the cycle rows of their folds and read them in request
-    order (row, then column), dropping the padding."""
-    folds, height, width = tiles.shape
-    grid = np.full((folds, fold_rows, width), NO_REQUEST, dtype=np.int64)
-    t = np.arange(height)[:, None]
-    c = np.arange(width)[None, :]
-    row = base + t + (c if skewed else 0 * c)
-    grid[:, row, np.broadcast_to(c, row.shape)] = tiles
-    flat = grid.reshape(-1)
-    positions = np.flatnonzero(flat != NO_REQUEST)
-    return Stream(rows=positions // width, addresses=flat[positions])
+def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
+    """The cycle rows of an operand's first and last request; `local_rows(f)` is the first
+    and last local row of fold f's requests, or None when its tile is all padding (a
+    strided window past the input)."""
+    first = next(f * fold_rows + rows[0] for f in range(folds)
+                 if (rows := local_rows(f)) is not None)
+    last = next(f * fold_rows + rows[1] for f in reversed(range(folds))
+                if (rows := local_rows(f)) is not None)
+    return first, last
 
 
-def _row_counts(tiles: np.ndarray, fold_rows: int, base: int) -> np.ndarray:
-    """Valid requests per cycle row of skewed (folds, T, W) tiles."""
-    folds, height, width = tiles.shape
-    f, t, c = np.nonzero(tiles != NO_REQUEST)
-    rows = f * fold_rows + base + t + c
-    return np.bincount(rows, minlength=folds * fold_rows)
+def _streamed(source: np.ndarray, width: int, fold_tile, base: int,
+              fold_rows: int) -> ReadOperand:
+    """A streamed operand: `source` cut into tiles of `width` columns (all its rows), stacked
+    into one matrix and filled in anti-diagonal order. Within a fold the array asks for tile
+    element (t, c) at local row base + t + c, column ascending: the fill order restricted
+    to the tile."""
+    height, columns = source.shape
+    stacked = _blocks(source, height, width)[0].reshape(-1, width)
+    complete = not bool((source == NO_REQUEST).any())
+    fold_tile = [int(t) for t in fold_tile]
+
+    def local_rows(fold):
+        t = fold_tile[fold]
+        if complete:      # every element asked for: rows base .. base + height + used - 2
+            return base, base + height + min(width, columns - t * width) - 2
+        tile, column = np.nonzero(stacked[t * height:(t + 1) * height] != NO_REQUEST)
+        diagonal = tile + column
+        return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
+
+    def build() -> OperandStreams:
+        order, diagonal = _anti_diagonals(*stacked.shape)
+        prefetch = stacked.ravel()[order]
+        valid = prefetch != NO_REQUEST
+        tile = order[valid] // (stacked.shape[1] * height)
+        positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
+        tile = tile[positions]
+        rows = base + diagonal[valid][positions] - tile * height
+        count = stacked.shape[0] // height
+        return OperandStreams(prefetch, fold_tile,
+                              np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
+                              positions)
+
+    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
+    return ReadOperand(valid, stacked.size, _ends(len(fold_tile), fold_rows, local_rows),
+                       build)
 
 
-def build_streams(mapping: Mapping, conv: ConvShape) -> LayerStreams:
-    """The demand streams, prefetch orders and counts of `conv` under `mapping`."""
+def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperand:
+    """A preloaded operand (ws filter, is ifmap): the K x cols `source` filled column slice
+    after column slice (C wide), row by row; fold (slice s, row block b), slice outer, reads
+    rows b*R .. b*R + R - 1 of its slice bottom first, one row a cycle, column ascending."""
+    K = source.shape[0]
+    blocks, slices = -(-K // R), -(-source.shape[1] // C)
+    complete = not bool((source == NO_REQUEST).any())
+
+    def local_rows(fold):
+        b, s = fold % blocks * R, fold // blocks * C
+        if complete:      # every row of the block asked for, the padded ones first
+            return R - min(R, K - b), R - 1
+        asked = np.flatnonzero((source[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
+        return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
+
+    def build() -> OperandStreams:
+        prefetch = _blocks(source, K, C)[0].ravel()
+        fold = np.arange(blocks * slices)
+        k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]      # (folds, R)
+        flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
+        inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
+        flat = np.where(inside, flat, 0).ravel()
+        asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
+        position = np.cumsum(prefetch != NO_REQUEST) - 1
+        tile, index = np.divmod(asked, R * C)
+        return OperandStreams(prefetch, fold.tolist(),
+                              np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
+                              index // C, position[flat[asked]])
+
+    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
+    return ReadOperand(valid, K * slices * C, _ends(blocks * slices, fold_rows, local_rows),
+                       build)
+
+
+def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
+    """Writes per cycle row when fold f writes the rows [first, first + height) and the
+    columns [0, width) of its skewed tile, `spans[f]` = (first, height, width): element
+    (t, c) is written at local row base + t + c, so a row gets one write per element of its
+    anti-diagonal."""
+    offset = np.arange(fold_rows) - base
+    patterns: dict = {}
+    for first, height, width in spans:
+        if (first, height, width) not in patterns:
+            e = offset - first
+            count = np.minimum(np.minimum(e, height + width - 2 - e), min(height, width) - 1)
+            patterns[first, height, width] = np.maximum(count + 1, 0)
+    return np.concatenate([patterns[span] for span in spans])
+
+
+def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
+    """The demand streams, prefetch orders and counts of `conv` under `mapping`; without a
+    conv, of the mapping's GEMM given to SCALE-Sim as an M x K input and N filters of 1 x K."""
+    if conv is None:
+        gemm = mapping.gemm
+        conv = ConvShape(gemm.M, gemm.K, 1, gemm.K, 1, gemm.N, 1)
     R, C, dataflow = mapping.rows, mapping.cols, mapping.dataflow
     ifmap, weights = ifmap_addresses(conv), filter_addresses(conv)
     M, K = ifmap.shape
     N = weights.shape[1]
-    ones = np.ones((M, N), dtype=np.int64)       # ofmap addresses do not matter, only counts
-    if dataflow == "os":
-        return _os(ifmap, weights, ones, R, C, M, N, K)
-    if dataflow == "ws":
-        return _ws(ifmap, weights, ones, R, C, M, N, K)
-    return _is(ifmap, weights, ones, R, C, M, N, K)
+    build = {"os": _os, "ws": _ws, "is": _is}[dataflow]
+    return build(ifmap, weights, R, C, M, N, K)
 
 
 def _fold_index(row_folds: int, col_folds: int) -> tuple[np.ndarray, np.ndarray]:
@@ -144,76 +280,60 @@ def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int)
     return sum(u * stream / (R * C * fold_cycles) for u in used) / len(used)
 
 
-def _os(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     m_slices, n_slices = _slices(M, R), _slices(N, C)
     fold_rows = R + C + K - 2
     row_of, col_of = _fold_index(len(m_slices), len(n_slices))
-    a_tiles = np.stack([_padded(ifmap[a:b].T, K, R) for a, b in m_slices])
-    b_tiles = np.stack([_padded(weights[:, a:b], K, C) for a, b in n_slices])
-    c_tiles = np.stack([np.flip(_padded(ofmap[ma:mb, na:nb], R, C), 0)
-                        for na, nb in n_slices for ma, mb in m_slices])
     used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
+    # the ofmap tile is written bottom row first: its used rows are the padded tile's last
+    spans = [(R - (mb - ma), mb - ma, nb - na) for na, nb in n_slices for ma, mb in m_slices]
     # SCALE-Sim's ofmap write count adds the padded tile's height + width once per fold
     writes = sum(used) + len(used) * (R + C)
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles[row_of], fold_rows, 0, True),
-        filter=_place(b_tiles[col_of], fold_rows, 0, True),
-        ofmap_per_row=_row_counts(c_tiles, fold_rows, K - 1),
-        ifmap_prefetch=_anti_diagonal_order(np.concatenate(list(a_tiles))),
-        filter_prefetch=_anti_diagonal_order(np.concatenate(list(b_tiles))),
+        ifmap=_streamed(ifmap.T, R, row_of, 0, fold_rows),
+        filter=_streamed(weights, C, col_of, 0, fold_rows),
+        ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
         sram_writes={"ofmap": writes},
         compute_utilization=_utilization(used, K, fold_rows, R, C))
 
 
-def _ws(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, n_slices = _slices(K, R), _slices(N, C)
     fold_rows = 2 * R + C + M - 2
-    row_of, col_of = _fold_index(len(k_slices), len(n_slices))
-    a_tiles = np.stack([_padded(ifmap[:, a:b], M, R) for a, b in k_slices])
-    b_tiles = np.stack([np.flip(_padded(weights[ka:kb, na:nb], R, C), 0)
-                        for na, nb in n_slices for ka, kb in k_slices])
-    c_tiles = np.stack([_padded(ofmap[:, a:b], M, C) for a, b in n_slices])
+    row_of, _ = _fold_index(len(k_slices), len(n_slices))
     used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
+    spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles[row_of], fold_rows, R, True),
-        filter=_place(b_tiles, fold_rows, 0, False),
-        ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
-        ifmap_prefetch=_anti_diagonal_order(np.concatenate(list(a_tiles))),
-        filter_prefetch=np.concatenate([_padded(weights[:, a:b], K, C)
-                                        for a, b in n_slices]).ravel(),
+        ifmap=_streamed(ifmap, R, row_of, R, fold_rows),
+        filter=_preloaded(weights, R, C, fold_rows),
+        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
         sram_writes={"ofmap": M * N * len(k_slices)},
         compute_utilization=_utilization(used, M, fold_rows + C - 1, R, C))
 
 
-def _is(ifmap, weights, ofmap, R, C, M, N, K) -> LayerStreams:
+def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, m_slices = _slices(K, R), _slices(M, C)
     fold_rows = 2 * R + C + N - 2
-    row_of, col_of = _fold_index(len(k_slices), len(m_slices))
-    a_tiles = np.stack([np.flip(_padded(ifmap[ma:mb, ka:kb].T, R, C), 0)
-                        for ma, mb in m_slices for ka, kb in k_slices])
-    b_tiles = np.stack([_padded(weights[a:b].T, N, R) for a, b in k_slices])
-    c_tiles = np.stack([_padded(ofmap[a:b].T, N, C) for a, b in m_slices])
+    row_of, _ = _fold_index(len(k_slices), len(m_slices))
     used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
+    spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
     return LayerStreams(
         fold_rows=fold_rows, folds=len(used),
-        ifmap=_place(a_tiles, fold_rows, 0, False),
-        filter=_place(b_tiles[row_of], fold_rows, R, True),
-        ofmap_per_row=_row_counts(c_tiles[col_of], fold_rows, 2 * R - 1),
-        ifmap_prefetch=np.concatenate([_padded(ifmap[a:b].T, K, C)
-                                       for a, b in m_slices]).ravel(),
-        filter_prefetch=_anti_diagonal_order(np.concatenate(list(b_tiles))),
+        ifmap=_preloaded(ifmap.T, R, C, fold_rows),
+        filter=_streamed(weights.T, R, row_of, R, fold_rows),
+        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
         sram_writes={"ofmap": M * N * len(k_slices)},
         compute_utilization=_utilization(used, N, fold_rows + C - 1, R, C))
 
 
-def fetch_rows(prefetch: np.ndarray, words_per_cycle: int) -> int:
-    """Rows of SCALE-Sim's fetch matrix: the prefetch order cut into lines of one cycle."""
-    return math.ceil(prefetch.size / words_per_cycle)
+def fetch_rows(fill_length: int, words_per_cycle: int) -> int:
+    """Rows of SCALE-Sim's fetch matrix: the fill order cut into lines of one cycle."""
+    return math.ceil(fill_length / words_per_cycle)

@@ -23,9 +23,10 @@ from functools import cached_property
 
 from compiler_core.hardware.dtypes import canonical_dtype, element_bytes
 from compiler_core.hardware.systolic.events import FoldSteps, Step, step
-from compiler_core.hardware.systolic.mapping import ConvShape, Gemm, Mapping, ScheduleError
+from compiler_core.hardware.systolic.mapping import ConvShape, Gemm, Mapping, ScheduleError, \
+    checked_choice
 from compiler_core.hardware.systolic.memory_config import MemoryConfig, memory_of_target
-from compiler_core.hardware.systolic.timing import Timeline, check_timing
+from compiler_core.hardware.systolic.timing import TIMING_MEANINGS, Timeline
 from compiler_core.hardware.systolic.traffic import FoldTraffic
 from compiler_core.hardware.targets import Target, get_target
 
@@ -60,9 +61,7 @@ class Schedule:
         from compiler_core.hardware.systolic.scalesim_memory import replay
         from compiler_core.hardware.systolic.scalesim_streams import build_streams
 
-        conv = self.conv or ConvShape(self.mapping.gemm.M, self.mapping.gemm.K, 1,
-                                      self.mapping.gemm.K, 1, self.mapping.gemm.N, 1)
-        return replay(build_streams(self.mapping, conv), self.memory)
+        return replay(build_streams(self.mapping, self.conv), self.memory)
 
     @property
     def cycles(self) -> int:
@@ -132,7 +131,7 @@ def schedule_conv(H: int, W: int, FH: int, FW: int, C: int, N: int, S: int = 1,
 
 
 def _schedule(gemm, rows, cols, dataflow, timing, target, dtype, conv, memory) -> Schedule:
-    timing = check_timing(timing)
+    timing = checked_choice("timing", timing, TIMING_MEANINGS, what="timing model")
     chosen = get_target(target)
     try:
         dtype = chosen.default_dtype if dtype is None else canonical_dtype(dtype)

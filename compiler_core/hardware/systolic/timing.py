@@ -43,16 +43,9 @@ from functools import cached_property
 from compiler_core.hardware.systolic.mapping import FoldBlock, Mapping, ScheduleError
 from compiler_core.hardware.systolic.traffic import FoldTraffic
 
-TIMINGS = ("scalesim", "overlap")
-
-
-def check_timing(timing: str) -> str:
-    key = str(timing).strip().lower()
-    if key not in TIMINGS:
-        raise ScheduleError(f"unknown timing model {timing!r}", where="timing",
-                            hint="use 'overlap' (double-buffered, the default) or 'scalesim' "
-                                 "(SCALE-Sim 3.0.0's cycle count)")
-    return key
+TIMING_MEANINGS = {"scalesim": "SCALE-Sim 3.0.0's cycle count",
+                   "overlap": "double-buffered, the default"}
+TIMINGS = tuple(TIMING_MEANINGS)
 
 
 @dataclass(frozen=True)
@@ -108,6 +101,8 @@ class Timeline:
 
     @cached_property
     def stall_cycles(self) -> int:
+        if self.timing == "scalesim":
+            return 0
         return sum(self._block_stall(b) * b.size for b in self.mapping.fold_blocks)
 
     def stream_start(self, fold: int) -> int:
@@ -138,6 +133,8 @@ class Timeline:
 
     @cached_property
     def cycles(self) -> int:
+        if self.timing == "scalesim":      # folds back to back, each P + S + T cycles
+            return self.mapping.folds * self.fold_alone - 1
         last = self.mapping.folds - 1
         return self.stream_start(last) + self.skew + self.stream - 1
 
@@ -163,6 +160,8 @@ class Timeline:
     def cycles_per_fold(self, limit: int = 256) -> tuple[str, list[list[int]]]:
         """("runs", [[cycles, count], ...] in fold order) if at most `limit` runs, else
         ("histogram", [[cycles, count], ...] sorted by cycles)."""
+        if self.timing == "scalesim":      # folds back to back, each P + S + T cycles
+            return "runs", [[self.fold_alone, self.mapping.folds]]
         runs = self._runs(limit)
         if runs is not None:
             return "runs", runs

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from compiler_core.hardware.systolic.mapping import Mapping, OPERAND_DIMS
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig
@@ -94,27 +95,27 @@ class FoldTraffic:
         return sum(per_fold(block.row_lo, block.group_lo) * block.size
                    for block in self.mapping.fold_blocks)
 
-    @property
+    @cached_property
     def working_set_bytes(self) -> dict[str, int]:
         """Each operand's largest tile in bytes (the first fold's tiles are the largest)."""
         return {operand: self.tile_bytes(operand, 0, 0) for operand in OPERAND_DIMS}
 
-    @property
+    @cached_property
     def fits(self) -> bool:
         return all(b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
 
-    @property
+    @cached_property
     def double_buffered(self) -> bool:
         return all(2 * b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
 
-    @property
+    @cached_property
     def dram_read_bytes(self) -> int:
         return self._sum_over_blocks(self.fetch_bytes)
 
     def operand_read_bytes(self, operand: str) -> int:
         return self._sum_over_blocks(lambda r, c: self.operand_fetch_bytes(operand, r, c))
 
-    @property
+    @cached_property
     def dram_write_bytes(self) -> int:
         return self._sum_over_blocks(self.store_bytes)
 

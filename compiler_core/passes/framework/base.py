@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterator
 
 from ...ir import Graph, Node, Provenance
 from ...patterns.records import NodeRef, PatternRecord
+from ...records import name_of, names, record_field, record_to_dict
 
 if TYPE_CHECKING:
     from ...hardware.roofline import TargetLike
@@ -31,14 +32,11 @@ class Decline:
     node_id: int | None = None   # that node's id; None when the site is the whole graph
     # The node whose presence refused it (another reader of an interior value), when one
     # did: the app highlights it as the near misses' blocking consumer.
-    blocking: NodeRef | None = None
-    nodes: tuple[NodeRef, ...] = ()   # the nodes the rewrite would have taken, when known
+    blocking: NodeRef | None = record_field(key="blocking_node", convert=name_of, default=None)
+    # the nodes the rewrite would have taken, when known
+    nodes: tuple[NodeRef, ...] = record_field(convert=names, default=())
 
-    def to_dict(self) -> dict:
-        return {"site": self.site, "rule": self.rule, "reason": self.reason,
-                "node_id": self.node_id,
-                "blocking_node": None if self.blocking is None else self.blocking.name,
-                "nodes": [n.name for n in self.nodes]}
+    to_dict = record_to_dict   # judged.py's records still ask for it by this name
 
 
 @dataclass

@@ -34,10 +34,6 @@ class NodeChange:
     def text(self) -> str:
         return f"{self.where}: {self.before} → {self.after}"
 
-    def to_dict(self) -> dict:
-        return {"kind": self.kind, "where": self.where, "before": self.before,
-                "after": self.after}
-
 
 @dataclass
 class GraphDiff:

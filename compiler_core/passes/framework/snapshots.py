@@ -10,31 +10,47 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...ir import Graph
+from ...ir import Graph, Provenance
 from ...patterns.records import PatternRecord
+from ...records import record_field, to_json
 from ...verify import DEFAULT_RTOL, Verifier, VerifyReport
 from .base import Decline
 from .diff import GraphDiff
 
 
+def _verify_summary(report: VerifyReport) -> dict:
+    """A check as a pass's record shows it: the largest error, passed or not, the tolerance."""
+    return to_json(report, only=("max_abs_err", "ok", "rtol"))
+
+
 @dataclass
 class Snapshot:
     index: int
-    pass_name: str
+    pass_name: str = record_field(key="name")
     description: str
-    graph: Graph
+    graph: Graph = record_field(omit=True)
     nodes_before: int
-    diff: GraphDiff
+    diff: GraphDiff = record_field(omit=True)
     rewrites: int
-    seconds: float
+    seconds: float = record_field(digits=6)
     notes: list[str] = field(default_factory=list)
     declined: list[Decline] = field(default_factory=list)
-    pattern_reports: list[PatternRecord] = field(default_factory=list)
-    verify: VerifyReport | None = None
+    pattern_reports: list[PatternRecord] = record_field(key="patterns", default_factory=list)
+    verify: VerifyReport | None = record_field(default=None, convert=_verify_summary)
     # The pass's declared drift (Pass.tolerance, tolerance_reason): later checks need it
     # without the pass itself, which may not be registered (an instance, a plugin).
-    tolerance: float | None = None
-    tolerance_reason: str = ""
+    tolerance: float | None = record_field(omit=True, default=None)
+    tolerance_reason: str = record_field(omit=True, default="")
+
+    # Everything about the pass (the app's record), without the graph itself; SUMMARY: the
+    # per-pass record of `graphlab compile --json`.
+    json_derived = ("nodes_after", "changed", ("removed", "diff.removed"),
+                    ("added", "diff.added"), ("modified", "diff.modified"),
+                    ("changes", "modified_nodes"), "provenance")
+    SUMMARY = ("name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds",
+               "verify")
+    json_order = (*SUMMARY, "index", "description", "removed", "added", "modified", "changes",
+                  "provenance")
 
     @property
     def nodes_after(self) -> int:
@@ -53,15 +69,7 @@ class Snapshot:
 
     def summary(self) -> dict:
         """The per-pass record of `graphlab compile --json`."""
-        return {
-            "name": self.pass_name,
-            "nodes_before": self.nodes_before,
-            "nodes_after": self.nodes_after,
-            "changed": self.changed,
-            "rewrites": self.rewrites,
-            "seconds": round(self.seconds, 6),
-            "verify": _verify_summary(self.verify),
-        }
+        return to_json(self, only=self.SUMMARY)
 
     def modified_nodes(self) -> list[dict]:
         """Each node the pass kept but changed, with what changed on it (inputs, attributes,
@@ -69,27 +77,15 @@ class Snapshot:
         graph = self.graph
         return [{"id": i, "name": graph.node_by_id(i).name,
                  "op": graph.node_by_id(i).qualified_op,
-                 "changes": [c.to_dict() for c in self.diff.changes_of(i)]}
+                 "changes": to_json(self.diff.changes_of(i))}
                 for i in self.diff.modified if graph.node_by_id(i) is not None]
 
-    def to_dict(self) -> dict:
-        """Everything about the pass (the app's record), without the graph itself."""
+    @property
+    def provenance(self) -> dict[str, Provenance]:
+        """Why each node the pass added exists, by its id as text."""
         graph = self.graph
-        return {
-            **self.summary(),
-            "index": self.index,
-            "description": self.description,
-            "removed": self.diff.removed,
-            "added": self.diff.added,
-            "modified": self.diff.modified,
-            "changes": self.modified_nodes(),
-            "provenance": {str(i): graph.node_by_id(i).provenance.to_dict()
-                           for i in self.diff.added
-                           if graph.node_by_id(i).provenance is not None},
-            "notes": self.notes,
-            "declined": [d.to_dict() for d in self.declined],
-            "patterns": [r.to_dict() for r in self.pattern_reports],
-        }
+        return {str(i): graph.node_by_id(i).provenance for i in self.diff.added
+                if graph.node_by_id(i).provenance is not None}
 
 
 @dataclass
@@ -122,11 +118,6 @@ class PipelineResult:
         for snapshot in self.snapshots[:index + 1]:
             tolerance.update(snapshot)
         return tolerance.rtol, tolerance.note()
-
-
-def _verify_summary(report: VerifyReport | None) -> dict | None:
-    return None if report is None else {"max_abs_err": report.max_abs_err, "ok": report.ok,
-                                        "rtol": report.rtol}
 
 
 class Tolerance:

@@ -1,7 +1,8 @@
 """The build indicator: while the view waits for a workspace (an upload being imported, a
 pipeline running), a bar and "pass k of n: name"; the poll that drives it ticks only then.
 A build that failed by no doing of its own (its builder lost) is said with a "Try again"
-button, which names the view it failed for (the reducer hears it).
+button, which names the view it failed for (the reducer hears it); one a pass raised in
+offers to reduce the model to the few nodes it raises on (`reduce_view`).
 
 The navigation reducer owns the waiting view (`PENDING`) and switches the poll on and
 off; this panel only reads the build's status, which every server process can see.
@@ -17,6 +18,7 @@ from ..builds import BuildFailed
 from ..messages import user_message
 from ..services import Services
 from .panel import STATUS, Panel
+from .reduce_view import FAILED_VIEW, offers_reduce, reduce_button
 
 PENDING = "build-pending"    # the view waiting for its workspace to be built
 POLL = "build-poll"          # ticks while a build runs
@@ -37,6 +39,9 @@ def failure_message(err: Exception, view_query: str) -> html.Div:
     """Why the view could not be shown; for a build that may work when tried again, the
     button that tries."""
     text = user_message(err)
+    if isinstance(err, BuildFailed) and offers_reduce(text):   # a pass raised: shrink it
+        return html.Div([text, " ", reduce_button(FAILED_VIEW + view_query)],
+                        className="message error")
     if not (isinstance(err, BuildFailed) and err.retry):
         return html.Div(text, className="message error")
     return html.Div([text, " ", html.Button("Try again", className="button small",

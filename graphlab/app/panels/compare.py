@@ -11,6 +11,7 @@ from compiler_core.model_diff import Change, ModelDiff, NodePair
 from .. import ids
 from ..comparison import Comparison
 from ..services import Services
+from . import wrong_value
 from .on_view import on_view
 from .panel import TAB, Panel
 
@@ -53,7 +54,9 @@ def comparison_view(comparison: Comparison, node: int | None) -> list:
                          html.Tr([html.Td("B", className="key"), html.Td(diff.b_label),
                                   html.Td(f"{summary['nodes_b']} nodes", className="muted")])],
                         className="kv"),
-             html.P(_counts(diff), className="compare-counts")]
+             html.P(_counts(diff), className="compare-counts"),
+             html.P(["Do the two compute the same thing? ", wrong_value.find_button(0)],
+                    className="compare-find")]
     if node is not None:
         parts.append(_selected(comparison, node))
     parts += _by_op(diff) + _interface(diff.interface) + _changed(diff.changed_pairs)

@@ -1,4 +1,4 @@
-"""The load bar: model (sample or upload), pipeline preset or pass list, target, bindings.
+"""The load bar: model (sample, upload, or a reduced model), pipeline preset or pass list, target, bindings.
 
 The Bindings box always shows the sizes the view is computed at: the user's, and for every
 symbolic dim they left out the representative size the workspace chose (the navigation writes
@@ -14,6 +14,7 @@ from __future__ import annotations
 from dash import Input, Output, State, dcc, html, no_update
 
 from compiler_core.compilation import Decisions
+from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import list_targets
 from compiler_core.passes.framework.pass_registry import all_passes
 
@@ -21,7 +22,7 @@ from .. import ids
 from ..messages import user_message
 from ..services import Services, preset_names
 from ..uploads import read_upload
-from ..workbench import UPLOAD_MODEL
+from ..workbench import REDUCED_MODEL, UPLOAD_MODEL
 from .on_view import on_view
 from .panel import TOP, Panel
 
@@ -63,13 +64,14 @@ def layout(services: Services) -> html.Div:
     ])
 
 
-def model_options(services: Services, upload: dict | None) -> list[dict]:
-    """The samples, and the model this browser uploaded (once it has): choosing it again
-    after a sample opens the upload again."""
+def model_options(services: Services, upload: dict | None,
+                  reduced: list[dict] | None = None) -> list[dict]:
+    """The samples, the model this browser uploaded (once it has): choosing it again after a
+    sample opens the upload again; and the models its reductions made."""
     options = services.workbench.model_options()
     options.append({"label": "uploaded model", "value": UPLOAD_MODEL, "disabled": not upload,
                     "title": (upload or {}).get("filename") or "upload a model first"})
-    return options
+    return options + [{"label": m["label"], "value": m["value"]} for m in reduced or []]
 
 
 def _field(label: str, control, title: str | None = None, class_name: str = "") -> html.Label:
@@ -115,9 +117,24 @@ def register(app, services: Services) -> None:
         return {"word": word, "why": why,
                 "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
 
-    @app.callback(Output(MODEL, "options"), Input(ids.UPLOAD_TOKEN, "data"))
-    def offer_upload(upload):
-        return model_options(services, upload)
+    @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
+                  Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
+                  Input(ids.VIEW_SETTINGS, "data"), State(MODEL, "options"), State(MODEL, "value"),
+                  prevent_initial_call="initial_duplicate")
+    def offer_upload(upload, reduced, view, options, value):
+        """The list (sent when it changed), and a reduced model chosen in it again: a list
+        that changes drops a chosen value it does not hold (a reduced model named before the
+        list has it)."""
+        shown = (view or {}).get("model", "")
+        listed = list(reduced or [])
+        if shown.startswith(REDUCED_MODEL) and all(m["value"] != shown for m in listed):
+            try:   # a reduced model opened from its URL: listed under its own name
+                listed.append({"label": services.workbench.source(shown).label, "value": shown})
+            except GraphLabError:
+                pass   # no longer kept: the navigation says so
+        wanted = model_options(services, upload, listed)
+        chosen = shown if shown.startswith(REDUCED_MODEL) and shown != value else no_update
+        return (no_update if wanted == options else wanted), chosen
 
     @app.callback(Output(ids.UPLOAD_TOKEN, "data"), Output(ids.UPLOAD_MESSAGE, "children"),
                   Input(UPLOAD, "contents"), State(UPLOAD, "filename"),

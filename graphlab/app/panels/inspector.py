@@ -1,5 +1,6 @@
 """The inspector: the selected node's op, attributes, typed inputs/outputs, cost on the chosen
-target, and its history through the pipeline."""
+target, and its history through the pipeline; with the error overlay on, its values' and its
+inputs' errors against the other side (`wrong_value`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dash import Output, html
 from ..inspector_data import describe_node
 from ..node_metrics import ASSUMED
 from ..services import Services
+from . import wrong_value
 from .on_view import on_view
 from .panel import TAB, Panel
 
@@ -33,7 +35,14 @@ def register(app, services: Services) -> None:
         if info is None:
             return {"body": html.P(f"Node #{state.node} is not in this pass's graphs. " + HINT,
                                    className="hint")}
-        return {"body": node_view(info, state.target)}
+        body = node_view(info, state.target)
+        if state.overlay == wrong_value.ERROR:
+            step = workspace.clamp_step(state.step)
+            found = wrong_value.fetch(services, workspace, step)
+            if found is not None:   # the node's errors, under its title
+                body.children[3:3] = wrong_value.inspector_part(found, workspace, step,
+                                                                state.node)
+        return {"body": body}
 
 
 def node_view(info: dict, target: str) -> html.Div:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dash import ALL, Input, Output, State, ctx, html, no_update
 
 from compiler_core.passes.framework.pass_registry import resolve_pipeline
+from compiler_core.records import to_json
 
 from .. import ids
 from ..builds import BuildStatus
@@ -96,7 +97,7 @@ def register(app, services: Services) -> None:
             message = ""
         except SharedCacheUnreachable as err:   # Redis away: the view waits and the poll retries
             return {"message": html.Div(str(err), className="message error"),
-                    "pending": {"view": wanted.to_dict(), "from_url": from_url, "key": "",
+                    "pending": {"view": to_json(wanted), "from_url": from_url, "key": "",
                                 "text": str(err)},
                     "poll_off": False}
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
@@ -105,7 +106,7 @@ def register(app, services: Services) -> None:
             checked = _checked(services, wanted, token, upload_b, backwards)
         if isinstance(checked, BuildStatus):
             return {"message": message, "poll_off": False,
-                    "pending": {"view": wanted.to_dict(), "from_url": from_url,
+                    "pending": {"view": to_json(wanted), "from_url": from_url,
                                 "key": checked.key, "text": checked.text()}}
         state, workspace = checked
         shown = {"model": state.model, "preset": _preset_of(state.pipeline),
@@ -117,7 +118,7 @@ def register(app, services: Services) -> None:
         # A view that was waited for leaves the message as it is: the wait began by clearing
         # it, or by saying why the view asked for could not be shown instead.
         answer = {name: value for name, value in shown.items() if value != inputs.get(name)}
-        answer["view"] = state.to_dict()
+        answer["view"] = to_json(state)
         if not (from_url and not message):
             answer["url"] = to_query(state, default)
         if not (kind == POLL and message == ""):
@@ -135,6 +136,8 @@ def _every_output(answer: dict) -> dict:
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
     """The new view after one user action (None: nothing to do)."""
     if kind == MODEL:
+        if inputs["model"] in (None, state.model):   # the list cleared itself or re-chose it
+            return None
         return state.with_changes(model=inputs["model"], step=None, node=None, highlight="")
     if kind == ids.UPLOAD_TOKEN:
         return state.with_changes(model=UPLOAD_MODEL, step=None, node=None, highlight="")

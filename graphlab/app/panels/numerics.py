@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from dash import Input, Output, html
 
+from ..fault_jobs import KIND_OF_STAGE
 from ..numeric_check import StepCheck, cached_check, check_step
 from ..services import Services
+from . import reduce_view, wrong_value
 from .on_view import on_view
 from .panel import INSIDE, Panel
 
@@ -43,9 +45,16 @@ def shown(workspace, step: int):
 
 
 def render(check: StepCheck) -> html.Div:
+    """The check's lines; a wrong output offers to find the first wrong value, onnxruntime
+    failing on the pass's model offers to reduce it to the few nodes it fails on."""
+    wrong = [] if check.report.ok else [" ", wrong_value.find_button(check.step)]
+    outcome = check.runtime.outcome
+    failing = [] if outcome.ok or outcome.stage not in KIND_OF_STAGE else [
+        " ", reduce_view.reduce_button(f"{reduce_view.AFTER_PASS}{check.step}:{outcome.stage}")]
     return html.Div([
-        html.Div(check.headline(), className="check-ok" if check.report.ok else "check-bad"),
-        html.Div(check.runtime_line(), id=RUNTIME,
+        html.Div([check.headline(), *wrong],
+                 className="check-ok" if check.report.ok else "check-bad"),
+        html.Div([check.runtime_line(), *failing], id=RUNTIME,
                  className="check-ok" if check.runtime.ok else "check-bad"),
         html.Div(check.detail(), className="muted check-detail"),
     ])

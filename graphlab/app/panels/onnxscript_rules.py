@@ -79,7 +79,7 @@ def register(app, services: Services) -> None:
 
 def report_view(report: RulesReport, where: str, highlight: Highlight | None,
                 item_type: str) -> list:
-    summary = report.to_dict()["summary"]
+    summary = report.summary
     parts = [html.P(f"onnxscript {report.onnxscript_version} on {where}: "
                     f"{summary['matched']} matched, {summary['near miss']} came close, "
                     f"{summary['no partial match']} found no partial match, "

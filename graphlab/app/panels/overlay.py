@@ -1,4 +1,5 @@
-"""The panes' intensity overlay: a toggle in the pane tools and its legend under the panes.
+"""The panes' overlays: the intensity toggle in the pane tools, and the legend under the panes
+(intensity bands, or the error scale of "find the first wrong value", `wrong_value`).
 
 The colouring itself is done where the panes are built (`pane_payload` asks
 `intensity_bands` for each node's band); this module owns the control and the legend, which
@@ -13,6 +14,7 @@ from .. import ids
 from ..graph_analyses import cost_of
 from ..intensity_bands import legend_entries
 from ..services import Services
+from . import wrong_value
 from .panel import INSIDE, Panel
 
 TOGGLE = "overlay-toggle"
@@ -47,6 +49,9 @@ def off(state) -> dict:
 
 def shown(state, workspace, overlay_shown, overlay_was_hidden) -> dict:
     """The toggle and legend for the view, only what differs from what the page shows."""
+    if state.overlay == wrong_value.ERROR:   # the toggle is left alone: it is intensity's
+        return {"overlay_legend": wrong_value.legend(workspace, workspace.clamp_step(state.step)),
+                "overlay_hidden": False}
     if state.overlay != INTENSITY:   # off, and already shown off: nothing to send
         return {} if not overlay_shown and overlay_was_hidden else off(state)
     _, after = workspace.graphs_of_step(workspace.clamp_step(state.step))
@@ -60,7 +65,8 @@ def register(app, _services: Services) -> None:
                   Input(TOGGLE, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
     def request(value, view):
         wanted = INTENSITY if INTENSITY in (value or []) else ""
-        if not view or wanted == view.get("overlay"):
+        if not view or wanted == view.get("overlay") \
+                or not wanted and view.get("overlay") == wrong_value.ERROR:
             return no_update   # the toggle echoing the view, not a user's click
         return {"overlay": wanted}
 

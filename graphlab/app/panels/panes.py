@@ -19,7 +19,7 @@ from ..pane_updates import pane_changes
 from ..scopes import structure_note
 from ..services import Services
 from ..styles import BASE_STYLESHEET
-from . import exports, overlay
+from . import exports, overlay, wrong_value
 from .inspector import OPEN_BODY
 from .on_view import on_view
 from .panel import MAIN, Panel
@@ -125,6 +125,8 @@ def register(app, services: Services) -> None:
         state={"drawn": State(DRAWN_KEY, "data"), **overlay.STATES},
         message="message", failed=overlay.off)
     def render(state, workspace, ui, drawn, **overlay_states):
+        if state.overlay == wrong_value.ERROR:   # its errors, if found, kept for the payload
+            wrong_value.fetch(services, workspace, workspace.clamp_step(state.step))
         payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
         snapshot = workspace.result.snapshots[workspace.clamp_step(state.step)]
         hits = payload.search_hits

@@ -7,8 +7,8 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 from __future__ import annotations
 
 from . import build_progress, compare, compare_bar, controls, exports, inspector, memory, \
-    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, report_download, \
-    roofline, service_banner, stepper, systolic
+    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, reduce_view, \
+    report_download, roofline, service_banner, stepper, systolic, wrong_value
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
@@ -28,6 +28,8 @@ PANELS: tuple[Panel, ...] = (
     memory.PANEL,
     compare.PANEL,
     numerics.PANEL,
+    wrong_value.PANEL,
+    reduce_view.PANEL,
     overlay.PANEL,
     exports.PANEL,
 )

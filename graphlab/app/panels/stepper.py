@@ -14,7 +14,7 @@ from dash import Output, Patch, State, dcc, html
 from compiler_core.wording import plural
 
 from ..services import Services
-from . import compare_bar, numerics
+from . import compare_bar, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
 
@@ -40,6 +40,8 @@ def layout(services: Services) -> html.Div:
                           options=[{"label": " hide passes that changed nothing",
                                     "value": "hide"}], value=[]),
             numerics.layout(),
+            wrong_value.layout(),
+            reduce_view.layout(),
         ]),
         html.Ol(id=ROWS, className="pass-list"),
         dcc.Store(id=ROWS_DRAWN, storage_type="memory"),

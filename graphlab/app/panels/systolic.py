@@ -1,7 +1,10 @@
 """The systolic-array panel: a GEMM of the graph (the selected node's, else the graph's first;
-any of them from a dropdown), or a typed GEMM, on an R×C array; the array at any step of any
-fold, stepped by a cycle, a phase or a fold either way, or played at a chosen speed; the folds'
-phases over time; both timing models' totals side by side.
+any of them from a dropdown), or a typed GEMM, on an R×C array with its memory (SRAM per
+operand, DRAM words per cycle: the target's unless typed); the array at any step of any
+fold, stepped by a cycle, a phase or a fold either way, or played at a chosen speed, with
+each SRAM's halves and the DRAM traffic at that step; the folds' phases over time; both
+timing models' totals side by side; on request, the GEMM under the three dataflows with a
+sweep over SRAM sizes and bandwidths, and the whole model's GEMMs summed pass by pass.
 
 Array, dataflow, timing, a typed GEMM and the selected node are in the URL (through view
 patches); the step is not — playing would flood the browser history.  The chosen problem is
@@ -16,20 +19,30 @@ kept in `CHOSEN`, so its echo is told apart from a person's choice.  With no nod
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from dash import Input, Output, Patch, State, ctx, dcc, html, no_update
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
+from compiler_core.hardware.systolic.memory_config import memory_of_target
+from compiler_core.hardware.systolic.memory_steps import dram_traffic, memory_step
+from compiler_core.compilation.pass_schedules import pass_schedules
+from compiler_core.hardware.systolic_choices import compare_dataflows, sweep_memory, sweep_timing
+from compiler_core.hardware.targets import get_target
 
 from .. import ids
 from ..graph_analyses import sized_of
 from ..messages import log
 from ..services import Services
+from ..systolic_memory_view import clock_cursor, comparison_rows, dram_figure, sram_figure, \
+    sweep_figure
 from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem, advance, \
     array_problem, array_shape, cursor_shape, describe, heatmap_figure, heatmap_title, \
-    operands_figure, phase_marks, retreat, timeline_figure, totals_rows, typed_problem
+    memory_text, memory_values, operands_figure, phase_marks, retreat, schedule_of, \
+    timeline_figure, totals_rows, typed_memory, typed_problem
 from ..view_state import ViewState
 from ..workbench import Workspace
 from .on_view import error_message, on_view
@@ -40,6 +53,15 @@ GEMM = "systolic-gemm"
 ARRAY = "systolic-array"
 DATAFLOW = "systolic-dataflow"
 TIMING = "systolic-timing"
+SRAM = "systolic-sram"
+BANDWIDTH = "systolic-bandwidth"
+SRAM_FIGURE = "systolic-sram-halves"
+DRAM_FIGURE = "systolic-dram"
+CHOICES_BUTTON = "systolic-choices-button"
+CHOICES = "systolic-choices"
+SWEEP = "systolic-sweep"
+PASSES_BUTTON = "systolic-passes-button"
+PASSES = "systolic-passes"
 GEMM_SELECT = "systolic-gemm-select"
 CHOSEN = "systolic-chosen"
 DRAWN = "systolic-drawn"      # the step the figures show: {"problem", "fold", "cycle"}
@@ -94,6 +116,10 @@ def layout(_: Services) -> html.Div:
                 id=TIMING, value="overlap", inline=True, className="radio",
                 options=[{"label": f" {t}", "value": t, "title": TIMING_NAMES[t]}
                          for t in TIMINGS])),
+            _field("SRAM kB per operand", dcc.Input(id=SRAM, type="text", debounce=True,
+                                                    className="memory-input")),
+            _field("DRAM words/cycle per operand", dcc.Input(
+                id=BANDWIDTH, type="text", debounce=True, className="memory-input")),
         ]),
         _field("GEMM of the graph", dcc.Dropdown(
             id=GEMM_SELECT, options=[], value=None, clearable=False, className="gemm-select",
@@ -123,8 +149,22 @@ def layout(_: Services) -> html.Div:
                 ]),
             ]),
             dcc.Graph(id=HEATMAP, config=STATIC, style={"height": "460px"}),
+            dcc.Graph(id=SRAM_FIGURE, config=STATIC, style={"height": "330px"}),
+            dcc.Graph(id=DRAM_FIGURE, config=STATIC, style={"height": "300px"}),
             dcc.Graph(id=OPERANDS, config=STATIC, style={"height": "290px"}),
             dcc.Graph(id=TIMELINE, config=STATIC, style={"height": "300px"}),
+            html.Div(className="systolic-choices", children=[
+                html.Button("Compare dataflows · sweep SRAM and bandwidth",
+                            id=CHOICES_BUTTON, className="button"),
+                dcc.Loading(html.Div(id=CHOICES), type="dot"),
+                dcc.Graph(id=SWEEP, config=STATIC, style={"height": "430px",
+                                                          "display": "none"}),
+            ]),
+            html.Div(className="systolic-passes", children=[
+                html.Button("Whole model, pass by pass", id=PASSES_BUTTON,
+                            className="button"),
+                dcc.Loading(html.Div(id=PASSES), type="dot"),
+            ]),
         ]),
     ])
 
@@ -135,33 +175,41 @@ def _field(label: str, control) -> html.Label:
 
 def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
-                  Output(DATAFLOW, "value"), Output(TIMING, "value"),
+                  Output(DATAFLOW, "value"), Output(TIMING, "value"), Output(SRAM, "value"),
+                  Output(SRAM, "placeholder"), Output(BANDWIDTH, "value"),
+                  Output(BANDWIDTH, "placeholder"),
                   Input(ids.tab_view(NAME), "data"), State(GEMM, "value"), State(ARRAY, "value"),
                   State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"),
-                  prevent_initial_call=True)
+                  State(SRAM, "value"), State(SRAM, "placeholder"), State(BANDWIDTH, "value"),
+                  State(BANDWIDTH, "placeholder"), prevent_initial_call=True)
     def show_settings(view, *shown):
-        """The view's settings in the controls; those already shown are left alone, so no
-        request echoes them back."""
+        """The view's settings in the controls (the target's array and memory as the
+        placeholders); those already shown are left alone, so no request echoes them back."""
         if not view or view.get("panel") != NAME:
-            return (no_update,) * 5
+            return (no_update,) * 9
         state = ViewState.from_dict(view)
         try:
             rows, cols = array_shape("", state.target)
             placeholder = f"{rows}x{cols} ({state.target})"
+            memory = memory_of_target(get_target(state.target))
+            sram, bandwidth = memory_text(memory.sram_kb), memory_text(memory.bandwidth)
         except GraphLabError:
-            placeholder = "e.g. 16x16"
-        wanted = (state.gemm, state.array, placeholder, state.dataflow, state.timing)
+            placeholder, sram, bandwidth = "e.g. 16x16", "ifmap=64", "ifmap=16"
+        wanted = (state.gemm, state.array, placeholder, state.dataflow, state.timing,
+                  state.sram, sram, state.bandwidth, bandwidth)
         return tuple(no_update if (value or "") == (old or "") else value
                      for value, old in zip(wanted, shown))
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GEMM, "value"), Input(ARRAY, "value"), Input(DATAFLOW, "value"),
-                  Input(TIMING, "value"), State(ids.VIEW, "data"), prevent_initial_call=True)
-    def request_settings(gemm, array, dataflow, timing, view):
+                  Input(TIMING, "value"), Input(SRAM, "value"), Input(BANDWIDTH, "value"),
+                  State(ids.VIEW, "data"), prevent_initial_call=True)
+    def request_settings(gemm, array, dataflow, timing, sram, bandwidth, view):
         if not view:
             return no_update
         wanted = {"gemm": (gemm or "").strip(), "array": (array or "").strip(),
-                  "dataflow": dataflow, "timing": timing}
+                  "dataflow": dataflow, "timing": timing, "sram": (sram or "").strip(),
+                  "bandwidth": (bandwidth or "").strip()}
         changed = {k: v for k, v in wanted.items() if v != view.get(k)}
         return changed or no_update   # nothing changed: the panel echoing the view
 
@@ -201,7 +249,7 @@ def register(app, services: Services) -> None:
         try:
             chosen = chosen_gemm(gemms, state, picked)
             problem = chosen_problem(workspace, state, chosen)
-            schedule = problem.schedule()
+            schedule = schedule_of(problem)
             heads, rows = totals_rows(problem)
         except Exception as err:  # noqa: BLE001 - said above the GEMMs the user can pick
             return {**_NOTHING_CHOSEN, "source": error_message(err), "options": options,
@@ -255,15 +303,17 @@ def register(app, services: Services) -> None:
     @app.callback(Output(HEATMAP, "figure", allow_duplicate=True),
                   Output(OPERANDS, "figure", allow_duplicate=True),
                   Output(TIMELINE, "figure", allow_duplicate=True),
+                  Output(SRAM_FIGURE, "figure", allow_duplicate=True),
+                  Output(DRAM_FIGURE, "figure", allow_duplicate=True),
                   Output(DRAWN, "data", allow_duplicate=True),
                   Input(FOLD, "value"), Input(CYCLE, "value"),
                   State(PROBLEM, "data"), State(DRAWN, "data"), prevent_initial_call=True)
     def draw(fold_number, cycle, stored, drawn):
-        """A step: the array's z and title, the operands, the timeline's cursor (the whole
-        timeline when the fold changed)."""
+        """A step: the array's z and title, the operands, the SRAM halves, the cursors of the
+        timeline and the DRAM traffic (the whole timeline when the fold changed)."""
         schedule = _schedule_of(stored)
         if schedule is None or _shows(drawn, stored, fold_number, cycle):
-            return no_update, no_update, no_update, no_update
+            return (no_update,) * 6
         fold, cycle = _clamped(schedule, fold_number, cycle)
         step = schedule.step(fold, cycle)
         heatmap = Patch()   # one z matrix and a title: a step stays small for any layer
@@ -274,8 +324,51 @@ def register(app, services: Services) -> None:
         else:
             timeline = Patch()
             timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
-        return (heatmap, operands_figure(schedule, step), timeline,
+        memory = memory_step(schedule, fold, cycle)
+        if not drawn or drawn.get("problem") != stored:
+            dram = dram_figure(dram_traffic(schedule), memory["clock"])
+        else:
+            dram = Patch()
+            dram["layout"]["shapes"] = [clock_cursor(memory["clock"])]
+        return (heatmap, operands_figure(schedule, step), timeline, sram_figure(memory), dram,
                 {"problem": stored, "fold": fold, "cycle": cycle})
+
+    @app.callback(Output(CHOICES, "children"), Output(SWEEP, "figure"),
+                  Output(SWEEP, "style"), Input(CHOICES_BUTTON, "n_clicks"),
+                  Input(PROBLEM, "data"), State(SWEEP, "style"), prevent_initial_call=True)
+    def choices(clicks, stored, style):
+        """On request (and for every later problem): the GEMM under the three dataflows,
+        and swept over SRAM sizes and bandwidths."""
+        if not clicks or not stored:
+            return no_update, no_update, no_update
+        try:
+            problem = ArrayProblem.from_store(stored)
+            heads, rows = comparison_rows(dataflow_comparison(problem))
+            sweep = memory_sweep(problem)
+        except Exception as err:  # noqa: BLE001 - said in the panel; the page carries on
+            return error_message(err), no_update, {**(style or {}), "display": "none"}
+        note = html.P(f"Under the {TIMING_NAMES[problem.timing]} timing; the sweep under "
+                      f"{TIMING_NAMES[sweep['timing']]}. ★: the best of the row. "
+                      "Memory-bound: waiting for at least half its cycles.", className="muted")
+        return ([_table(heads, rows), note], sweep_figure(sweep),
+                {**(style or {}), "display": "block"})
+
+    @on_view(app, services, {"passes": Output(PASSES, "children")},
+             inputs={"clicks": Input(PASSES_BUTTON, "n_clicks")}, tab=NAME, message="passes")
+    def passes(state, workspace, clicks):
+        """On request: every GEMM and convolution of the graph after each pass, summed
+        under the panel's array, dataflow, timing and memory."""
+        if not clicks:
+            return {}
+        rows, cols = array_shape(state.array, state.target)
+        options = {"rows": rows, "cols": cols, "dataflow": state.dataflow,
+                   "timing": state.timing, "target": state.target,
+                   "memory": typed_memory(state.sram, state.bandwidth, state.target)}
+        key = ("systolic passes", tuple(sorted((k, str(v)) for k, v in options.items())))
+        if key not in workspace.derived:
+            workspace.derived[key] = pass_schedules(workspace.result, workspace.sizes.bindings,
+                                                    **options)
+        return {"passes": _passes_table(workspace.derived[key])}
 
 
 _AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
@@ -283,13 +376,16 @@ _AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
              "cycle_max": Output(CYCLE, "max"), "cycle_marks": Output(CYCLE, "marks"),
              "stopped": Output(TICK, "disabled"), "heatmap": Output(HEATMAP, "figure"),
              "operands": Output(OPERANDS, "figure"), "timeline": Output(TIMELINE, "figure"),
+             "sram_halves": Output(SRAM_FIGURE, "figure"), "dram": Output(DRAM_FIGURE, "figure"),
              "drawn": Output(DRAWN, "data")}
 
 
 def _first_step(schedule: Schedule, stored: dict) -> dict:
     """The outputs `_AT_START` names for a new problem: its first step, drawn whole."""
     step = schedule.step(0, 0)
-    return {"fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
+    memory = memory_step(schedule, 0, 0)
+    return {"sram_halves": sram_figure(memory),
+            "dram": dram_figure(dram_traffic(schedule), memory["clock"]), "fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
             "cycle": 0, "cycle_max": schedule.timeline.fold_length(0) - 1,
             "cycle_marks": phase_marks(schedule, 0), "stopped": True,
             "heatmap": heatmap_figure(schedule, step),
@@ -314,7 +410,7 @@ def _schedule_of(stored: dict | None) -> Schedule | None:
     if not stored:
         return None
     try:
-        return ArrayProblem.from_store(stored).schedule()
+        return schedule_of(ArrayProblem.from_store(stored))
     except Exception:  # noqa: BLE001 - a step must never take the page down
         log.exception("unreadable systolic problem in the page")
         return None
@@ -393,13 +489,14 @@ def chosen_problem(ws: Workspace, state: ViewState,
                    chosen: GraphGemm | None) -> ArrayProblem:
     """The problem to simulate: a typed GEMM, else the chosen GEMM of the graph."""
     rows, cols = array_shape(state.array, state.target)
+    memory = memory_values(state.sram, state.bandwidth, state.target)
     if state.gemm or chosen is None:
         problem = typed_problem(state.gemm)
         return array_problem(problem, rows, cols, state.dataflow, state.timing, state.target,
-                             None)
+                             None, *memory)
     problem = gemm_problems(chosen.node, ws.sizes.bindings)[chosen.part]
     return array_problem(problem, rows, cols, state.dataflow, state.timing, state.target,
-                         compute_dtype(chosen.node))
+                         compute_dtype(chosen.node), *memory)
 
 
 def _note(state: ViewState, ws: Workspace, chosen: GraphGemm | None) -> list:
@@ -426,6 +523,42 @@ def _selected_node(ws: Workspace, state: ViewState):
         return None
     before, after = (sized_of(ws, g) for g in ws.graphs_of_step(ws.clamp_step(state.step)))
     return after.node_by_id(state.node) or before.node_by_id(state.node)
+
+
+@lru_cache(maxsize=64)
+def dataflow_comparison(problem: ArrayProblem) -> dict:
+    return compare_dataflows(lambda dataflow: schedule_of(problem, dataflow=dataflow).report())
+
+
+@lru_cache(maxsize=64)
+def memory_sweep(problem: ArrayProblem) -> dict:
+    """The sweep around the problem's memory, under the timing it can afford."""
+    timing = sweep_timing(schedule_of(problem))
+    sweep = sweep_memory(lambda dataflow, memory: schedule_of(problem, timing, dataflow, memory),
+                         problem.memory)
+    return {**sweep, "timing": timing}
+
+
+def _passes_table(rows: list[dict]) -> html.Div:
+    """The model as loaded and each pass that changed the graph: its GEMMs on the array."""
+    heads = ["after", "GEMMs", "cycles", "waiting", "DRAM (elements)", "energy"]
+    shown = [r for r in rows if r["changed"]]
+    body = []
+    for row in shown:
+        if not row["gemms"]:
+            body.append(html.Tr([html.Td(row["pass"]), html.Td("0"),
+                                 *(html.Td("—") for _ in heads[2:])]))
+            continue
+        body.append(html.Tr([html.Td(row["pass"]), html.Td(f"{row['gemms']}"),
+                             html.Td(f"{row['cycles']:,}"), html.Td(f"{row['stall_cycles']:,}"),
+                             html.Td(f"{row['dram']:,}"),
+                             html.Td(f"{row['energy_joules'] * 1e6:.3g} µJ")]))
+    return html.Div([
+        html.Table(className="kv summary-table passes-table",
+                   children=[html.Tr([html.Th(h) for h in heads]), *body]),
+        html.P("Every MatMul, Gemm and Convolution of the graph after each pass that changed "
+               "it, run back to back with its memory. Fusing GEMMs that share an input reads "
+               "that input from DRAM once.", className="muted")])
 
 
 def _table(heads: list[str], rows: list[list[str]]) -> html.Table:

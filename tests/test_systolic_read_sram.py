@@ -1,0 +1,170 @@
+"""The fast SCALE-Sim memory replay against the straightforward one, on random small layers.
+
+`scalesim_read_sram.row_refills` finds the read SRAM's misses by binary searches along runs
+of rising prefetch sets, and `scalesim_memory.replay` visits only the rows where something
+happens, with closed forms for a row's refills and the ofmap writer's drains. Here the same
+model is walked the plain way: every request checked against the window, every row of the
+layer, every refill and every ofmap write one at a time. Both must agree on every figure
+and every event record.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from dataclasses import asdict
+
+import pytest
+
+from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
+from compiler_core.hardware.systolic.memory_config import MemoryConfig
+from compiler_core.hardware.systolic.scalesim_memory import EVENT_LIMIT, replay
+from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
+from compiler_core.hardware.systolic.scalesim_streams import build_streams
+
+
+def walk_read_sram(read, sram: ReadSram, fold_rows: int) -> list[tuple[int, int]]:
+    """Request by request: the window of A sets on a ring of n moves P sets per refill
+    until a set holding the address is in it. Returns (row, refills) of the rows that
+    miss."""
+    n, A, P = sram.sets, sram.active_sets, sram.step_sets
+    stream = read.streams
+    holders: dict[int, set] = {}
+    for position, address in enumerate(stream.addresses.tolist()):
+        holders.setdefault(address, set()).add(position // sram.per_set)
+    window, refills = 0, Counter()
+    for row, address in zip(stream.global_rows(fold_rows).tolist(),
+                            stream.request_addresses().tolist()):
+        moves = 0
+        while not any((held - window) % n < A for held in holders[address]):
+            window = (window + P) % n
+            moves += 1
+            assert moves <= n
+        if moves:
+            refills[row] += moves
+    return sorted(refills.items())
+
+
+class _Writer:
+    """The ofmap SRAM one write at a time (see scalesim_memory's module docstring)."""
+
+    def __init__(self, kilobytes: int, bandwidth: int):
+        self.words, self.bandwidth = 1024 * kilobytes, bandwidth
+        self.active = math.ceil(self.words / 2)
+        self.drain_lines = math.ceil((self.words - self.active) / bandwidth)
+        self.free, self.drain_end = self.words, 0
+        self.closed = self.fill = self.drained = self.written = 0
+        self.partial, self.drains = {}, []
+
+    def write(self, current: int) -> int:
+        self.free -= 1
+        self.fill += 1
+        if self.fill == self.bandwidth:
+            self.closed, self.fill = self.closed + 1, 0
+        if current < self.drain_end:
+            return self.drain_end if self.free <= 0 else current
+        if self.free < self.active:
+            self.drain_end = self.drain(current)
+        return current
+
+    def drain(self, cycle: int) -> int:
+        if self.fill:
+            self.partial[self.closed] = self.fill
+            self.closed, self.fill = self.closed + 1, 0
+        end = min(self.drained + self.drain_lines, self.closed)
+        lines = end - self.drained
+        words = lines * self.bandwidth - (self.bandwidth
+                                          - self.partial.get(end - 1, self.bandwidth))
+        self.written += words
+        self.free += words
+        self.drained = end
+        self.drains.append([cycle, cycle + lines - 1, words])
+        return cycle + lines - 1
+
+
+def replay_row_by_row(streams, memory: MemoryConfig) -> dict:
+    """Every cycle row of the layer in turn: its refills one by one (refill r arrives at
+    L_r and moves the service to L + max(0, L - a)), its ofmap writes one by one."""
+    reads = {}
+    for operand in ("ifmap", "filter"):
+        read = getattr(streams, operand)
+        sram = ReadSram.build(memory.sram(operand), memory.words(operand), read)
+        reads[operand] = (sram, dict(walk_read_sram(read, sram, streams.fold_rows)))
+    writer = _Writer(memory.sram("ofmap"), memory.words("ofmap"))
+    done = {"ifmap": 0, "filter": 0}
+    stalls, stall_rows, written = 0, [], 0
+    for row, writes in enumerate(streams.ofmap_per_row.tolist()):
+        cycle = row + stalls
+        waits = {}
+        for operand, (sram, refills) in reads.items():
+            served = cycle + 1
+            for _ in range(refills.get(row, 0)):
+                done[operand] += 1
+                arrival = sram.refill_arrival(done[operand])
+                served = arrival + max(0, arrival - served)
+            waits[operand] = served - cycle - 1
+        current = cycle
+        for _ in range(writes):
+            current = writer.write(current)
+        waits["ofmap"] = current - cycle
+        written = current
+        stall = max(waits.values())
+        if stall > 0:
+            stall_rows.append([row, cycle, stall, max(waits, key=waits.get)])
+            stalls += stall
+    cycle = written
+    while writer.fill or writer.drained < writer.closed:
+        cycle = writer.drain(cycle) + 1
+    return {"cycles": written, "stall_cycles": stalls, "refills": done,
+            "stall_rows": stall_rows[:EVENT_LIMIT], "drains": writer.drains[:EVENT_LIMIT],
+            "dram_writes": {"ofmap": writer.written},
+            "dram_reads": {o: (s.first_fill_lines + done[o] * s.refill_lines) * s.bandwidth
+                           for o, (s, _) in reads.items()}}
+
+
+def random_layers(count: int, seed: int):
+    rng = random.Random(seed)
+    for _ in range(count):
+        dataflow = rng.choice(["os", "ws", "is"])
+        rows, cols = rng.choice([2, 3, 4, 8]), rng.choice([2, 4, 5, 8])
+        memory = MemoryConfig([rng.choice([1, 1, 2]) for _ in range(3)],
+                              [rng.choice([1, 2, 3, 7, 64]) for _ in range(3)])
+        if rng.random() < 0.5:
+            dims = (rng.randint(1, 90), rng.randint(1, 60), rng.randint(1, 60))
+            yield schedule_gemm(*dims, rows, cols, dataflow, "scalesim", memory=memory)
+        else:
+            FH, FW = rng.randint(1, 3), rng.randint(1, 3)
+            yield schedule_conv(rng.randint(FH, 12), rng.randint(FW, 12), FH, FW,
+                                rng.randint(1, 6), rng.randint(1, 16), rng.randint(1, 3),
+                                rows=rows, cols=cols, dataflow=dataflow, timing="scalesim",
+                                memory=memory)
+
+
+def test_read_sram_misses_equal_the_request_by_request_walk():
+    moved = 0
+    for schedule in random_layers(120, seed=3):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for operand in ("ifmap", "filter"):
+            read = getattr(streams, operand)
+            sram = ReadSram.build(schedule.memory.sram(operand),
+                                  schedule.memory.words(operand), read)
+            fast = list(zip(*row_refills(read, sram, streams.fold_rows)))
+            assert fast == walk_read_sram(read, sram, streams.fold_rows), (schedule, operand)
+            moved += sum(refills for _, refills in fast)
+    assert moved > 1000      # the layers do miss, often and by whole turns of the ring
+
+
+@pytest.mark.parametrize("seed", [11, 12])
+def test_replay_equals_the_row_by_row_model(seed):
+    stalled = 0
+    for schedule in random_layers(40, seed=seed):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        run = replay(streams, schedule.memory)
+        plain = replay_row_by_row(streams, schedule.memory)
+        assert {key: getattr(run, key) for key in plain} == plain, schedule
+        assert json.loads(json.dumps(asdict(run))) == asdict(run)     # plain numbers only
+        stalled += run.stall_cycles > 0
+    assert stalled >= 5
+
