@@ -26,7 +26,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from compiler_core.ir import Graph, load_model
-from compiler_core.patterns import NodeIndex, explain, get_pattern, list_patterns, match_all
+from compiler_core.passes.framework.rulebook import registered_patterns
+from compiler_core.patterns import NodeIndex, Pattern, explain, match_all
 
 BATCH, SEQ, HIDDEN, HEADS, CHANNELS = 1, 4, 16, 2, 8
 SQRT2, SQRT_2_OVER_PI = math.sqrt(2.0), math.sqrt(2.0 / math.pi)
@@ -150,10 +151,11 @@ def measure(work: Callable[[], object], repeats: int = 3) -> tuple[object, float
     return result, min(walls), min(cpus)
 
 
-def graphlab_counts(graph: Graph, names: list[str]) -> dict[str, int]:
-    """Match counts for ``names`` (the node index is built inside, so it is timed too)."""
+def graphlab_counts(graph: Graph, patterns: dict[str, Pattern]) -> dict[str, int]:
+    """Match counts for ``patterns`` (the node index is built inside, so it is timed too)."""
     index = NodeIndex(graph)
-    return {name: len(match_all(graph, get_pattern(name), index=index)) for name in names}
+    return {name: len(match_all(graph, pattern, index=index))
+            for name, pattern in patterns.items()}
 
 
 # ---------------------------------------------------------------------------- onnxscript
@@ -199,22 +201,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 50_000, 100_000])
     args = parser.parse_args()
-    names = list_patterns()
+    patterns = registered_patterns()
     theirs_patterns = onnxscript_patterns()
-    print(f"GraphLab matcher: all {len(names)} library patterns on generated models "
+    print(f"GraphLab matcher: all {len(patterns)} patterns of the passes on generated models "
           f"(best of 3; wall clock / CPU seconds)\n")
     first = last = None
     for size in args.sizes:
         model = generated_model(size)
         graph = load_model(model.SerializeToString())
         n = len(graph)
-        counts, wall, cpu = measure(lambda: graphlab_counts(graph, names))
-        _, explain_wall, explain_cpu = measure(lambda: explain(graph), repeats=1)
+        counts, wall, cpu = measure(lambda: graphlab_counts(graph, patterns))
+        _, explain_wall, explain_cpu = measure(lambda: explain(graph, patterns.values()),
+                                               repeats=1)
         print(f"{n:>7,} nodes: all patterns {wall:6.3f} / {cpu:6.3f} s "
               f"({cpu / n * 1e6:4.1f} µs/node CPU); full explain {explain_wall:6.3f} / "
               f"{explain_cpu:6.3f} s")
         print("         " + ", ".join(f"{name} {c}" for name, c in counts.items()))
-        ours_counts, ours_wall, ours_cpu = measure(lambda: graphlab_counts(graph, COMPARED))
+        compared = {name: patterns[name] for name in COMPARED}
+        ours_counts, ours_wall, ours_cpu = measure(lambda: graphlab_counts(graph, compared))
         ir_model = ir.serde.deserialize_model(model)
         theirs_counts, theirs_wall, theirs_cpu = measure(
             lambda: onnxscript_counts(ir_model, theirs_patterns))

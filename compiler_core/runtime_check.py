@@ -169,7 +169,7 @@ def _serve(folder: Path, start: int, levels: list[str], level: str, threads: int
     log = folder / f"{start}.stderr"
     with open(log, "w") as stderr:
         child = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr,
-                                 env=_child_environment())
+                                 env=child_environment())
     outcomes: list[RuntimeOutcome] = []
     last_progress = time.monotonic()
     while True:
@@ -200,7 +200,7 @@ def _answer(folder: Path, job: int) -> tuple | None:
         return pickle.load(handle)
 
 
-def _child_environment() -> dict[str, str]:
+def child_environment() -> dict[str, str]:
     """The parent's environment, with this package importable from wherever it was loaded."""
     env = dict(os.environ)
     package_parent = str(Path(__file__).resolve().parent.parent)

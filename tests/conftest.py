@@ -8,12 +8,17 @@ still come from the installed package, so the suite tests what users install.
 import os
 import shutil
 import sys
+import tempfile
 
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.append(ROOT)
+
+# Targets measured by tests go to a folder of their own, never the user's, and the user's
+# measured targets do not leak into what tests see.
+os.environ["GRAPHLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="graphlab-test-data-")
 
 
 @pytest.fixture(scope="session")

@@ -10,7 +10,7 @@ from onnx import helper
 
 from compiler_core.ir import load_model
 from compiler_core.passes import PassManager
-from compiler_core.passes.framework.rules import RewritePass, Rule
+from compiler_core.passes.framework.rules import Rule, RuleSet
 from compiler_core.passes.framework.judged import UNRECORDED, judge_pass, judge_pipeline
 from compiler_core.patterns import (STRONG_SCORE, NearMissRecord, NodeRef, Pattern,
                                     PatternRecord, any_value, op)
@@ -174,10 +174,9 @@ class _GreedyReluRule(Rule):
         return self.fuse(graph, ctx, nodes, "ReluTwice")
 
 
-class _FuseGreedyRelu(RewritePass):
-    """Fuse a Relu with the one after it (a test's own pass, never registered)."""
-
-    name, family, rules = "fuse_greedy_relu", "fusion", (_GreedyReluRule(),)
+FUSE_GREEDY_RELU = RuleSet("fuse_greedy_relu", "fusion", (_GreedyReluRule(),),
+                           doc="Fuse a Relu with the one after it (a test's own, never "
+                               "registered).")
 
 
 def test_a_match_an_earlier_rewrite_took_is_declined_not_dropped():
@@ -187,7 +186,7 @@ def test_a_match_an_earlier_rewrite_took_is_declined_not_dropped():
     nodes = [helper.make_node("Relu", ["x"], ["a"], name="relu_a"),
              helper.make_node("Relu", ["a"], ["b"], name="relu_b")]
     graph = build(nodes, [tensor("x", F, [2, 3])], [tensor("b", F, [2, 3])])
-    result = PassManager([_FuseGreedyRelu()], check=True).run(graph)
+    result = PassManager([FUSE_GREEDY_RELU], check=True).run(graph)
     [verdict] = judge_pipeline(result, "fuse_greedy_relu", patterns=["greedy_relu"])
     [judged] = verdict.patterns
     assert len(judged.matches) == 2 and judged.rewrites == 1

@@ -385,17 +385,29 @@ def test_app_builders_load_the_plugins_the_server_loaded(tmp_path):
     assert found == "Replace every Relu by a Sigmoid (a visible change for the test)."
 
 
-def test_explain_shows_a_pattern_a_plugin_registered(tmp_path, capsys):
-    path = tmp_path / "relu_pattern_plugin.py"
+def test_explain_shows_the_pattern_of_a_plugin_rule(tmp_path, capsys):
+    path = tmp_path / "relu_rule_plugin.py"
     path.write_text(textwrap.dedent('''
+        from compiler_core.passes import register_pass
+        from compiler_core.passes.framework.rules import Rule, RuleSet
         from compiler_core.patterns import any_value, op
-        from compiler_core.patterns.library.registry import register
 
 
-        @register("plugin_double_relu")
-        def double_relu():
-            """Two Relus in a row (the second one does nothing)."""
-            return op("Relu", op("Relu", any_value()))
+        class DoubleReluRule(Rule):
+            """Relu of a Relu -> one Relu (the second one does nothing)."""
+
+            name = "plugin_double_relu"
+
+            def pattern(self):
+                """Two Relus in a row."""
+                return op("Relu", op("Relu", any_value().bind("x")))
+
+            def rewrite(self, graph, ctx, match):
+                return self.replace(graph, ctx, match.nodes, "Relu", [match["x"]])
+
+
+        register_pass(RuleSet("plugin_drop_double_relu", "cleanup", (DoubleReluRule(),),
+                              doc="Replace a Relu of a Relu by one Relu."))
     '''))
     assert main(["explain", "cnn_bn", "--plugins", str(path), "--pattern",
                  "plugin_double_relu", "--json"]) == 0

@@ -16,6 +16,7 @@ from onnx import helper
 from attention_graphs import F16, cross_attention, decoder_attention, sequence_first_attention
 from compiler_core.passes import PRESETS, PassContext, PassManager, get_pass
 from compiler_core.patterns import PatternRecord, explain
+from compiler_core.passes.framework.rulebook import pattern_named
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
 
@@ -299,7 +300,7 @@ def test_an_attention_shaped_block_is_explained_even_when_its_head_merge_differs
     merge = graph.node_by_name("merge")
     transpose = merge.inputs[0].producer
     graph.set_node_attr(transpose, "perm", (0, 2, 3, 1))  # not a head merge any more
-    (report,) = explain(graph, ["attention"])
+    (report,) = explain(graph, [pattern_named("attention")])
     assert report.matches == []
     (miss,) = report.near_misses
     assert miss.reason == ("head merge: Transpose: expected perm = [0, 2, 1, 3], "
@@ -316,7 +317,7 @@ def test_anchored_explanation_without_any_root_below_names_the_consumers():
     graph.replace_all_uses(merge.outputs[0], context)  # the context is the model output
     for node in (merge, transpose):
         graph.remove_node(node)
-    (report,) = explain(graph, ["attention"])
+    (report,) = explain(graph, [pattern_named("attention")])
     (miss,) = report.near_misses
     assert miss.site.op_type == "MatMul" and miss.failure.expected.startswith("Reshape at most")
     assert "Softmax" in {n.op_type for n in miss.failure.matched_nodes}
@@ -360,7 +361,7 @@ def test_the_patterns_panel_names_the_part_that_failed():
     from graphlab.app.panels.patterns import focus_view, report_view
     from graphlab.app.pattern_view import PatternFocus
 
-    (report,) = explain(decoder_attention(rotary=True), ["attention"])
+    (report,) = explain(decoder_attention(rotary=True), [pattern_named("attention")])
     record = report.record()
     (miss,) = record.near_misses
     text = str(focus_view(PatternFocus("miss", "attention", miss)))
@@ -386,7 +387,8 @@ def test_bart_fuses_encoder_decoder_and_cross_attention():
 @pytest.mark.parametrize("name", ["llama_tiny_torchscript", "llama_tiny_dynamo"])
 def test_llama_attention_fuses_once_rotary_is_one_node(name):
     graph = cleaned(name)
-    (report,) = explain(graph, ["attention"])  # before: every block says what is missing
+    # before: every block says what is missing
+    (report,) = explain(graph, [pattern_named("attention")])
     assert len(report.near_misses) == 2 and all(
         m.reason.startswith("query › rotary: Add: expected rotary embedding as one")
         for m in report.near_misses)
@@ -408,7 +410,7 @@ def test_code_that_only_starts_like_attention_is_reported_with_all_sites_only():
     graph = build(nodes, [tensor("x", F, [1, SEQ, HIDDEN])], [tensor("y", F, [1, SEQ, HIDDEN])],
                   {"split": np.array([1, SEQ, HEADS, HEAD_SIZE]),
                    "merge": np.array([1, SEQ, HIDDEN])})
-    assert explain(graph, ["attention"])[0].near_misses == []
-    misses = explain(graph, ["attention"], all_sites=True)[0].near_misses
+    assert explain(graph, [pattern_named("attention")])[0].near_misses == []
+    misses = explain(graph, [pattern_named("attention")], all_sites=True)[0].near_misses
     (miss,) = [m for m in misses if m.site.name == "merge"]
     assert miss.failure.part == ("head merge",)

@@ -11,7 +11,8 @@ import pytest
 from onnx import helper
 
 from compiler_core.ir import FUSED_DOMAIN, to_bytes
-from compiler_core.patterns import explain, list_patterns
+from compiler_core.passes.framework.rulebook import pattern_named, registered_patterns
+from compiler_core.patterns import explain
 from graphlab.cli import main
 from fusion_graphs import GELU_CONSTANTS, LN_CONSTANTS, decomposed_layernorm, gelu_nodes
 from llm_graphs import (F16, HEADS_FIRST_X, ROTARY_FORMS, decoder_norms_nodes, gathered_cos_sin,
@@ -340,10 +341,10 @@ NEAR_MISSES = _near_miss_models()
 
 @pytest.mark.parametrize("name, graph, reason", NEAR_MISSES, ids=[c[0] for c in NEAR_MISSES])
 def test_new_patterns_explain_their_near_misses(name, graph, reason):
-    (report,) = explain(graph, [name])
+    (report,) = explain(graph, [pattern_named(name)])
     assert not report.matches and report.near_misses
     assert reason in report.near_misses[0].reason
-    assert name in list_patterns() and report.description
+    assert name in registered_patterns() and report.description
 
 
 def test_graphlab_explain_lists_the_llm_patterns(tmp_path, capsys):

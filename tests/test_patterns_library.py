@@ -1,4 +1,5 @@
-"""The pattern library on the teaching samples, the tiny transformers, and small graphs."""
+"""The passes' patterns (each rule's own) on the teaching samples, the tiny transformers, and
+small graphs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import pytest
 from onnx import helper
 
 from compiler_core.ir import Graph, load_model
-from compiler_core.patterns import explain, get_pattern, list_patterns, match_all, pattern_doc
+from compiler_core.passes import all_passes, get_pass
+from compiler_core.passes.framework.rulebook import pattern_named, registered_patterns
+from compiler_core.patterns import explain, match_all
 from compiler_core.patterns.testing import (assert_fails, assert_matches, build_graph,
                                             count_matches)
 
@@ -19,8 +22,11 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_models"
 node = helper.make_node
 f32 = np.float32
 
-LIBRARY = ["conv_bn", "linear_bn", "matmul_add", "conv_act", "gemm_act", "layernorm", "gelu",
-           "skip_layernorm", "transpose_pair", "reshape_chain", "dropout", "identity"]
+PATTERNS = ["conv_bn", "linear_bn", "matmul_add", "matmul_bias_act", "conv_act", "gemm_act",
+            "layernorm", "layernorm_unscaled", "gelu", "silu", "swiglu", "rmsnorm",
+            "rotary_embedding", "attention", "skip_layernorm", "skip_rmsnorm", "transpose_pair",
+            "reshape_chain", "dropout", "identity"]
+RULES = [rule for name in all_passes() for rule in getattr(get_pass(name), "rules", ())]
 
 
 @lru_cache(maxsize=None)
@@ -29,23 +35,26 @@ def sample(name: str) -> Graph:
 
 
 def report(graph: Graph, name: str):
-    return explain(graph, [name])[0]
+    return explain(graph, [pattern_named(name)])[0]
 
 
-# --------------------------------------------------------------------------------- registry
-def test_registry_has_the_library_passes_rely_on():
-    assert set(LIBRARY) <= set(list_patterns())
-    assert len(list_patterns()) == len(set(list_patterns()))
+# ------------------------------------------------------------------------------ by name
+def test_the_passes_patterns_are_known_by_name():
+    assert set(PATTERNS) <= set(registered_patterns())  # with those of plugins a test loaded
     with pytest.raises(KeyError, match="no pattern named 'conv_relu'"):
-        get_pattern("conv_relu")
+        pattern_named("conv_relu")
 
 
-@pytest.mark.parametrize("name", LIBRARY)
-def test_every_pattern_describes_itself_and_documents_its_bindings(name):
-    pattern = get_pattern(name)
+@pytest.mark.parametrize("name", PATTERNS)
+def test_every_pattern_describes_itself(name):
+    pattern = pattern_named(name)
     assert pattern.title == name
     assert pattern.describe().endswith(".") and len(pattern.describe()) > 20
-    doc = pattern_doc(name)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.name)
+def test_every_rule_documents_its_pattern_and_bindings(rule):
+    doc = rule.pattern_doc()
     assert "Why" in doc and "Bindings" in doc
 
 
@@ -144,10 +153,10 @@ def decomposed_gelu_cores(graph: Graph) -> set[str]:
 def test_every_decomposed_layernorm_and_gelu_matches(name):
     graph = sample(name)
     sqrts = decomposed_layernorm_sqrts(graph)
-    layernorms = match_all(graph, get_pattern("layernorm"))
+    layernorms = match_all(graph, pattern_named("layernorm"))
     assert {n.name for m in layernorms for n in m.nodes if n.op_type == "Sqrt"} == sqrts
     cores = decomposed_gelu_cores(graph)
-    gelus = match_all(graph, get_pattern("gelu"))
+    gelus = match_all(graph, pattern_named("gelu"))
     assert {(m["erf"] or m["tanh"]).name for m in gelus} == cores
     expected = {"bert_tiny_op13": (5, 2), "gpt2_tiny": (5, 2)}.get(name, (0, 0))
     assert (len(layernorms), len(gelus)) == expected  # 2 layers x 2 + final/embedding LN
@@ -160,7 +169,7 @@ def test_every_decomposed_layernorm_and_gelu_matches(name):
 @pytest.mark.parametrize("name", ["bert_tiny_dynamo", "bert_tiny_op20", "bert_tiny_op13"])
 def test_skip_layernorm_on_bert(name):
     graph = sample(name)
-    matches = match_all(graph, get_pattern("skip_layernorm"))
+    matches = match_all(graph, pattern_named("skip_layernorm"))
     # BERT is post-LN: every layer norm (embeddings + 2 per layer) reads a residual Add
     assert len(matches) == 5
     forms = {m["form"] for m in matches}
@@ -171,7 +180,7 @@ def test_skip_layernorm_on_bert(name):
 
 def test_gpt2_pre_ln_residuals_match_with_the_sum_read_on():
     graph = sample("gpt2_tiny")
-    matches = match_all(graph, get_pattern("skip_layernorm"))
+    matches = match_all(graph, pattern_named("skip_layernorm"))
     assert len(matches) == 5
     read_on = [m for m in matches
                if any(u.op_type == "Add" and u not in m.nodes
@@ -180,10 +189,10 @@ def test_gpt2_pre_ln_residuals_match_with_the_sum_read_on():
 
 
 def test_cnn_and_mlp_samples():
-    assert count_matches(sample("cnn_bn"), "conv_bn") == 3
-    assert count_matches(sample("cnn_bn"), "identity") == 2
-    assert count_matches(sample("mlp_dropout"), "dropout") == 2
-    assert count_matches(sample("mlp_dropout"), "gemm_act") == 2
+    assert count_matches(sample("cnn_bn"), pattern_named("conv_bn")) == 3
+    assert count_matches(sample("cnn_bn"), pattern_named("identity")) == 2
+    assert count_matches(sample("mlp_dropout"), pattern_named("dropout")) == 2
+    assert count_matches(sample("mlp_dropout"), pattern_named("gemm_act")) == 2
 
 
 # ------------------------------------------------------------------------- small graphs
@@ -202,13 +211,13 @@ BN = node("BatchNormalization", ["h", "scale", "beta", "mean", "var"], ["y"], na
 ], ids=["matmul", "matmul+add", "gemm+bias", "gemm"])
 def test_linear_bn_forms(linear, expected):
     g = build_graph(linear + [BN], {"x": (2, 3)}, {"y": (2, 4)}, INITS)
-    assert_matches(g, "linear_bn", "bn", bn="bn", weight="w", **expected)
+    assert_matches(g, pattern_named("linear_bn"), "bn", bn="bn", weight="w", **expected)
 
 
 def test_linear_bn_needs_a_constant_weight():
     g = build_graph([node("MatMul", ["x", "wt"], ["h"], name="mm"), BN], {"x": (2, 3),
                     "wt": (3, 4)}, {"y": (2, 4)}, INITS)
-    failure = assert_fails(g, "linear_bn", "bn", failed_node="mm")
+    failure = assert_fails(g, pattern_named("linear_bn"), "bn", failed_node="mm")
     assert {f.reason for f in failure.leaves()} >= {
         "MatMul input 1: expected constant, found graph input 'wt'"}
 
@@ -223,14 +232,15 @@ CONV_INITS = {"w": np.ones((4, 3, 1, 1), f32), "lo": np.array(0, f32), "hi": np.
 def test_conv_act(act):
     g = build_graph([node("Conv", ["x", "w"], ["c"], name="conv"), act], {"x": (1, 3, 4, 4)},
                     {"y": (1, 4, 4, 4)}, CONV_INITS)
-    assert_matches(g, "conv_act", "act", conv="conv", act="act", weight="w", bias=None)
+    assert_matches(g, pattern_named("conv_act"), "act", conv="conv", act="act", weight="w",
+                   bias=None)
 
 
 def test_conv_act_clip_bounds_must_be_constant():
     g = build_graph([node("Conv", ["x", "w"], ["c"], name="conv"),
                      node("Clip", ["c", "lo", "top"], ["y"], name="act")],
                     {"x": (1, 3, 4, 4), "top": ()}, {"y": (1, 4, 4, 4)}, CONV_INITS)
-    failure = assert_fails(g, "conv_act", "act")
+    failure = assert_fails(g, pattern_named("conv_act"), "act")
     assert "Clip input 2: expected constant, found graph input 'top'" in {
         f.reason for f in failure.leaves()}
 
@@ -239,7 +249,7 @@ def test_gemm_act():
     g = build_graph([node("Gemm", ["x", "w", "b"], ["h"], transB=0, name="gemm"),
                      node("Sigmoid", ["h"], ["y"], name="sig")], {"x": (2, 3)}, {"y": (2, 4)},
                     INITS)
-    assert_matches(g, "gemm_act", "sig", gemm="gemm", act="sig", a="x", b="w", c="b")
+    assert_matches(g, pattern_named("gemm_act"), "sig", gemm="gemm", act="sig", a="x", b="w", c="b")
 
 
 def layernorm_nodes(prefix: str, x: str, axes_as_input: bool, shared_sub: bool = True):
@@ -266,15 +276,15 @@ LN_INITS = {"two": np.array(2, f32), "eps": np.array(1e-6, f32), "gamma": np.one
 def test_layernorm_axes_attribute_and_axes_input(opset, axes_as_input):
     g = build_graph(layernorm_nodes("", "x", axes_as_input), {"x": (2, 5, 8)}, {"y": (2, 5, 8)},
                     LN_INITS, opset=opset)
-    found = assert_matches(g, "layernorm", "add", input="x", scale="gamma", shift="beta",
-                           sub="sub", div="div", layernorm="add")
+    found = assert_matches(g, pattern_named("layernorm"), "add", input="x", scale="gamma",
+                           shift="beta", sub="sub", div="div", layernorm="add")
     assert found["epsilon"] == pytest.approx(1e-6)
 
 
 def test_layernorm_needs_the_same_sub_for_pow_and_div():
     g = build_graph(layernorm_nodes("", "x", False, shared_sub=False), {"x": (2, 5, 8)},
                     {"y": (2, 5, 8)}, LN_INITS, opset=13)
-    failure = assert_fails(g, "layernorm", "add", failed_node="sub")
+    failure = assert_fails(g, pattern_named("layernorm"), "add", failed_node="sub")
     assert failure.expected == "the same Sub as before ('sub2')"
 
 
@@ -282,16 +292,18 @@ def test_layernorm_scale_must_fit_the_last_axis():
     inits = dict(LN_INITS, gamma=np.ones(5, f32))
     g = build_graph(layernorm_nodes("", "x", False), {"x": (2, 5, 8)}, {"y": (2, 5, 8)}, inits,
                     opset=13)
-    assert_fails(g, "layernorm", "add", reason="expected as many elements as dimension -1 of "
-                                               "'input', found 5 elements (input: 8)")
+    assert_fails(g, pattern_named("layernorm"), "add",
+                 reason="expected as many elements as dimension -1 of 'input', found 5 elements "
+                        "(input: 8)")
 
 
 def test_skip_layernorm_op_form():
     g = build_graph([node("Add", ["x", "r"], ["h"], name="skip"),
                      node("LayerNormalization", ["h", "gamma", "beta"], ["y"], epsilon=1e-3,
                           name="ln")], {"x": (2, 8), "r": (2, 8)}, {"y": (2, 8)}, LN_INITS)
-    found = assert_matches(g, "skip_layernorm", "ln", skip_add="skip", input="x", skip="r",
-                           scale="gamma", shift="beta", layernorm="ln", form="op")
+    found = assert_matches(g, pattern_named("skip_layernorm"), "ln", skip_add="skip",
+                           input="x", skip="r", scale="gamma", shift="beta", layernorm="ln",
+                           form="op")
     assert found["epsilon"] == pytest.approx(1e-3)
 
 
@@ -305,10 +317,10 @@ def test_skip_layernorm_absorbs_a_bias_vector_over_the_last_axis(bias_size, abso
                      node("LayerNormalization", ["h", "gamma", "beta"], ["y"], name="ln")],
                     {"x": (2, 3, 8), "r": (2, 3, 8)}, {"y": (2, 3, 8)}, inits)
     if absorbed:
-        assert_matches(g, "skip_layernorm", "ln", skip_add="skip", bias_add="bias_add",
-                       input="x", bias="bias", skip="r")
+        assert_matches(g, pattern_named("skip_layernorm"), "ln", skip_add="skip",
+                       bias_add="bias_add", input="x", bias="bias", skip="r")
     else:
-        found = assert_matches(g, "skip_layernorm", "ln", skip_add="skip")
+        found = assert_matches(g, pattern_named("skip_layernorm"), "ln", skip_add="skip")
         assert {found["input"].name, found["skip"].name} == {"proj", "r"}
         assert found.bindings.get("bias") is None
 
@@ -347,7 +359,7 @@ def gelu_nodes(form: str, grouping: str, swapped: bool) -> list:
 def test_gelu_forms(form, grouping, swapped):
     g = build_graph(gelu_nodes(form, grouping, swapped), {"x": (2, 8)}, {"y": (2, 8)},
                     GELU_INITS)
-    found = assert_matches(g, "gelu", "root", input="x", form=form.split("_")[0])
+    found = assert_matches(g, pattern_named("gelu"), "root", input="x", form=form.split("_")[0])
     assert found[form.split("_")[0]].name == "core"
     assert len(found.nodes) == len(g.nodes)
 
@@ -357,8 +369,9 @@ def test_transpose_pair_only_when_perms_cancel():
         return build_graph([node("Transpose", ["x"], ["t"], perm=[0, 2, 3, 1], name="t1"),
                             node("Transpose", ["t"], ["y"], perm=second_perm, name="t2")],
                            {"x": (1, 2, 3, 4)}, {"y": None})
-    assert_matches(pair([0, 3, 1, 2]), "transpose_pair", "t2", first="t1", second="t2", input="x")
-    assert_fails(pair([0, 2, 3, 1]), "transpose_pair", "t2",
+    assert_matches(pair([0, 3, 1, 2]), pattern_named("transpose_pair"), "t2", first="t1",
+                   second="t2", input="x")
+    assert_fails(pair([0, 2, 3, 1]), pattern_named("transpose_pair"), "t2",
                  reason="Transpose: expected perms that cancel, found perm [0, 2, 3, 1] after "
                         "perm [0, 2, 3, 1]")
 
@@ -370,6 +383,7 @@ def test_reshape_chain_dropout_identity():
                      node("Identity", ["c"], ["y"], name="id")],
                     {"x": (2, 6)}, {"y": (3, 4)},
                     {"s1": np.array([12], np.int64), "s2": np.array([3, 4], np.int64)})
-    assert_matches(g, "reshape_chain", "r2", first="r1", second="r2", shape="s2", input="x")
-    assert_matches(g, "dropout", "drop", dropout="drop", input="b")
-    assert_matches(g, "identity", "id", identity="id", input="c")
+    assert_matches(g, pattern_named("reshape_chain"), "r2", first="r1", second="r2",
+                   shape="s2", input="x")
+    assert_matches(g, pattern_named("dropout"), "drop", dropout="drop", input="b")
+    assert_matches(g, pattern_named("identity"), "id", identity="id", input="c")

@@ -11,10 +11,9 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
-import compiler_core.passes  # noqa: F401 - registers the library's rmsnorm pattern
 from compiler_core.ir import load_model
-from compiler_core.patterns import (MatchBudget, MatchTimeout, explain, explain_at,
-                                    get_pattern, match_all)
+from compiler_core.passes.framework.rulebook import pattern_named
+from compiler_core.patterns import MatchBudget, MatchTimeout, explain, explain_at, match_all
 from compiler_core.patterns.testing import build_graph
 from compiler_core.patterns.text import (EXAMPLES, PatternTextError, example_text,
                                          load_patterns, parse_patterns)
@@ -23,8 +22,8 @@ from graphlab.samples import resolve_model
 node = helper.make_node
 f32 = np.float32
 
-# Each example and the library pattern it writes out.
-LIBRARY_TWIN = {"GELU": "gelu", "LayerNorm": "layernorm", "RMSNorm": "rmsnorm",
+# Each example and the passes' pattern it writes out.
+PASS_TWIN = {"GELU": "gelu", "LayerNorm": "layernorm", "RMSNorm": "rmsnorm",
                 "A near miss: Conv + BatchNorm": "conv_bn"}
 SAMPLES = ("teach_gelu", "teach_layernorm", "teach_conv_bn", "bert_tiny_op13", "gpt2_tiny",
            "llama_tiny_torchscript", "llama_tiny_dynamo")
@@ -56,7 +55,7 @@ def node_sets(report_) -> list[list[str]]:
 def test_each_example_finds_what_its_library_twin_finds(model, example):
     graph = sample(model)
     ours = explain(graph, parse_patterns(example_text(example)).patterns)[0]
-    theirs = explain(graph, [LIBRARY_TWIN[example]])[0]
+    theirs = explain(graph, [pattern_named(PASS_TWIN[example])])[0]
     assert node_sets(ours) == node_sets(theirs)
     ours_sites = {m.site.name for m in ours.near_misses}
     theirs_sites = {m.site.name for m in theirs.near_misses}
@@ -71,7 +70,8 @@ def test_examples_match_the_teaching_samples_and_say_why_not_elsewhere():
     assert [m.root.name for m in gelu.matches] == ["gelu_good_half_mul"]
     [miss] = gelu.near_misses
     assert miss.site.name == "gelu_wrongconst_half_mul"
-    assert miss.reason == explain(sample("teach_gelu"), ["gelu"])[0].near_misses[0].reason \
+    passes = explain(sample("teach_gelu"), [pattern_named("gelu")])[0]
+    assert miss.reason == passes.near_misses[0].reason \
         == "Div input 1: expected constant ≈ 1.41421 (±0.0001), found constant 1.5"
 
     layernorm = explain(sample("teach_layernorm"),
@@ -359,8 +359,9 @@ def test_a_pattern_that_takes_too_long_is_stopped_cleanly():
 
 def test_a_budget_that_is_not_exhausted_changes_no_result():
     graph = sample("bert_tiny_op13")
-    with_budget = explain(graph, ["layernorm", "gelu"], budget=MatchBudget(60))
-    without = explain(graph, ["layernorm", "gelu"])
+    patterns = [pattern_named("layernorm"), pattern_named("gelu")]
+    with_budget = explain(graph, patterns, budget=MatchBudget(60))
+    without = explain(graph, patterns)
     assert [r.to_dict() for r in with_budget] == [r.to_dict() for r in without]
     with pytest.raises(MatchTimeout):
-        match_all(graph, get_pattern("layernorm"), budget=MatchBudget(0))
+        match_all(graph, pattern_named("layernorm"), budget=MatchBudget(0))

@@ -1,5 +1,5 @@
-"""Rules as objects: a rule written the way a user would, run through the generic RewritePass;
-provenance that points at the rule's source line; pattern records that survive pickling."""
+"""Rules as objects: a rule written the way a user would, run as a rule set's pass; provenance
+that points at the rule's source line; pattern records that survive pickling."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from onnx import helper
 from compiler_core.ir import Graph, Node
 from compiler_core.passes import PassContext, PassManager
 from compiler_core.passes.fusion.skip_layernorm import SkipLayerNormRule
-from compiler_core.passes.framework.rules import CYCLE, RewritePass, Rule
+from compiler_core.passes.framework.rules import CYCLE, Rule, RuleSet
 from compiler_core.patterns import Match, Pattern, PatternRecord, any_value, op
 from compiler_core.records import to_json
 from compiler_core.verify import Verifier
@@ -38,13 +38,9 @@ class MulAddRule(Rule):
                          operands=[match["a"], match["b"], match["c"]])
 
 
-class FuseMulAdd(RewritePass):
-    """Fuse Mul + Add (a test's own pass, never registered)."""
-
-    name = "fuse_mul_add"
-    family = "fusion"
-    fixed_point = True  # reruns decline the same square again: recorded once
-    rules = (MulAddRule(),)
+# reruns decline the same square again: recorded once
+FUSE_MUL_ADD = RuleSet("fuse_mul_add", "fusion", (MulAddRule(),), fixed_point=True,
+                       doc="Fuse Mul + Add (a test's own rule set, never registered).")
 
 
 def three_sites() -> Graph:
@@ -76,7 +72,7 @@ def run_pass(the_pass, graph: Graph):
 def test_user_rule_fuses_declines_once_and_refuses_a_cycle():
     graph = three_sites()
     reference = Verifier(graph.copy())
-    result = run_pass(FuseMulAdd(), graph)
+    result = run_pass(FUSE_MUL_ADD.as_pass(), graph)
     graph.check()
     assert result.rewrites == 1 and ops(graph)["MulAdd"] == 1
     assert graph.node_by_name("add_square").op_type == "Add"
@@ -94,7 +90,7 @@ def test_user_rule_fuses_declines_once_and_refuses_a_cycle():
 
 def test_a_rule_node_records_the_rules_source_line():
     graph = three_sites()
-    run_pass(FuseMulAdd(), graph)
+    run_pass(FUSE_MUL_ADD.as_pass(), graph)
     (fused,) = [n for n in graph.nodes if n.op_type == "MulAdd"]
     line = inspect.getsourcelines(MulAddRule)[1]
     assert fused.provenance.rule == "mul_add"

@@ -77,7 +77,7 @@ SILU_PLUGIN = textwrap.dedent('''
     from pathlib import Path
 
     from compiler_core.passes import register_pass
-    from compiler_core.passes.framework.rules import RewritePass, Rule
+    from compiler_core.passes.framework.rules import Rule, RuleSet
     from compiler_core.patterns.text import load_patterns
 
     PATTERNS = load_patterns(Path(__file__).with_name("silu.pat"))
@@ -95,11 +95,8 @@ SILU_PLUGIN = textwrap.dedent('''
             return self.fuse(graph, ctx, match.nodes, "SiLU", operands=[match["x"]])
 
 
-    @register_pass
-    class FuseSiluText(RewritePass):
-        """Fuse SiLU written out, found by a text pattern."""
-
-        name, family, rules = "fuse_silu_text", "fusion", (SiluRule(),)
+    register_pass(RuleSet("fuse_silu_text", "fusion", (SiluRule(),),
+                          doc="Fuse SiLU written out, found by a text pattern."))
 ''')
 
 

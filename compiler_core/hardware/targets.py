@@ -12,6 +12,11 @@ Peak rates per dtype, and the fallback when a dtype is not listed (`Target.peak`
      int8-only TPU v1) the widest listed dtype's peak. That is optimistic: real emulation is
      slower. `Target.peak_dtype` names the dtype whose rate was used, so a view can say so.
 With no dtype given, the target's default dtype is used: the first one its file lists.
+
+A target measured on this machine (`graphlab targets --measure`, `compiler_core.profiling.machine`)
+is written to the user's data folder (`user_targets_dir`), not into the package, and carries a
+`measured` record saying when, how and with how many threads; it is found by name like a
+built-in one.
 """
 
 from __future__ import annotations
@@ -56,11 +61,15 @@ FIELD_HELP = {
               "interface at the target's bytes per cycle)",
     "energy_table": "optional: the per-access energy table the systolic energy uses, a name "
                     "from compiler_core/hardware/energy_tables (default: horowitz45)",
+    "measured": "optional: for a target measured on a machine, {\"when\": ISO time, \"how\": "
+                "text, \"threads\": count, \"runtime\": name and version, "
+                "\"overhead_seconds_per_op\": the time an op costs beyond its work}",
     "host": "optional: the CPU the chip is attached to, {\"peak_ops_per_s\": its float32 "
             "rate, \"bandwidth_bytes_per_s\": its memory bandwidth, \"link_bytes_per_s\": "
             "the link to the chip} (partitioning weighs offloading against it)",
 }
-OPTIONAL_FIELDS = ("array_count", "supported_ops", "host", "memory", "energy_table")
+OPTIONAL_FIELDS = ("array_count", "supported_ops", "host", "memory", "energy_table",
+                   "measured")
 REQUIRED_FIELDS = tuple(f for f in FIELD_HELP if f not in OPTIONAL_FIELDS)
 _HOST_KEYS = ("peak_ops_per_s", "bandwidth_bytes_per_s", "link_bytes_per_s")
 _NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -121,17 +130,26 @@ class Target:
     memory: "MemoryConfig | None" = record_field(omit_none=True, default=None,
                                                  convert=_memory_as_in_file)
     energy_table: str = "horowitz45"
+    # None: priced from papers; else how, when and with what this machine was measured
+    measured: Mapping[str, Any] | None = record_field(omit_none=True, default=None, hash=False)
     path: str | None = record_field(omit=True, default=None, compare=False)
+
+    @property
+    def overhead_seconds_per_op(self) -> float:
+        """What one op costs beyond its arithmetic and traffic (measured targets only; 0 for
+        the targets priced from papers)."""
+        return float((self.measured or {}).get("overhead_seconds_per_op", 0.0))
 
     def __getstate__(self) -> dict:
         """Pickled with its peaks as a plain dict (a read-only mapping does not pickle), so a
         record that names its target travels to and from builder processes."""
-        return {**self.__dict__, "peak_ops_per_s": dict(self.peak_ops_per_s)}
+        return {**self.__dict__, "peak_ops_per_s": dict(self.peak_ops_per_s),
+                "measured": None if self.measured is None else dict(self.measured)}
 
     def __setstate__(self, state: dict) -> None:
         for name, value in state.items():
-            object.__setattr__(self, name, MappingProxyType(value) if name == "peak_ops_per_s"
-                               else value)
+            read_only = name in ("peak_ops_per_s", "measured") and value is not None
+            object.__setattr__(self, name, MappingProxyType(value) if read_only else value)
 
     @property
     def default_dtype(self) -> str:
@@ -177,6 +195,22 @@ def _builtin_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in TARGETS_DIR.glob("*.json")))
 
 
+def user_targets_dir() -> Path:
+    """Where measured targets are written: ``$GRAPHLAB_DATA_DIR/targets``, else
+    ``$XDG_DATA_HOME/graphlab/targets`` (``~/.local/share/graphlab/targets``)."""
+    own = os.environ.get("GRAPHLAB_DATA_DIR")
+    if own:
+        return Path(own) / "targets"
+    data = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(data) / "graphlab" / "targets"
+
+
+def measured_targets() -> list[str]:
+    """Names of the targets measured on this machine (files in `user_targets_dir`), sorted."""
+    folder = user_targets_dir()
+    return sorted(p.stem for p in folder.glob("*.json")) if folder.is_dir() else []
+
+
 def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target:
     """A built-in target by name, or a user's target from the path of a JSON file.
 
@@ -189,6 +223,8 @@ def get_target(name_or_path: str | os.PathLike | Target | None = None) -> Target
     text = os.fspath(name_or_path)
     if text in _builtin_names():
         return _load_builtin(text)
+    if _NAME_PATTERN.match(text) and text in measured_targets():
+        return load_target_file(user_targets_dir() / f"{text}.json")  # re-measured: re-read
     if text.endswith(".json") or os.sep in text or "/" in text or os.path.isfile(text):
         return load_target_file(text)
     raise TargetError(f"unknown target {text!r}", where=text,
@@ -289,6 +325,7 @@ def target_from_dict(data: Any, where: str = "<target>") -> Target:
         host=_host(data.get("host"), bad, positive),
         memory=_memory(data.get("memory"), bad),
         energy_table=_energy_table(data.get("energy_table"), bad),
+        measured=_measured(data.get("measured"), bad),
         path=where,
     )
 
@@ -319,6 +356,18 @@ def _memory(value: Any, bad):
         return memory_from_dict(value)
     except GraphLabError as err:
         raise bad("memory", err.message) from None
+
+
+def _measured(value: Any, bad) -> Mapping[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(value.get(k), str) and value[k]
+                                              for k in ("when", "how")):
+        raise bad("measured", "must be an object with 'when' and 'how' texts")
+    overhead = value.get("overhead_seconds_per_op", 0.0)
+    if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
+        raise bad("measured", f"has a bad overhead_seconds_per_op: {overhead!r}")
+    return MappingProxyType(dict(value))
 
 
 def _energy_table(value: Any, bad) -> str:

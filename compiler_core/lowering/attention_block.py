@@ -1,7 +1,7 @@
 """A fused Attention node read back for lowering: the pattern's bindings on its body, and the
 values they stand for once the body is written inline.
 
-The body is matched again with the library's attention pattern, on a copy in which the inputs
+The body is matched again with the attention rule's own pattern, on a copy in which the inputs
 fed constants from outside are constants again (the pattern's constant checks need them).  A
 lowering first decides on this copy whether an onnxruntime operator fits, then writes the
 body inline and builds the operator from the inlined values (``Block.outer``): the
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..ir import Graph, Node, Value
-from ..patterns import Match, get_pattern, match_all
+from ..passes.fusion.attention import ATTENTION
+from ..patterns import Match, match_all
 
 
 @dataclass
@@ -66,7 +67,7 @@ def read_block(node: Node) -> Block | str:
             constant = probe.add_initializer(f"{inner.name}_constant", data)
             probe.replace_all_uses(inner, constant)  # the input stays, unread
             constant_of[constant.name] = outer
-    matches = match_all(probe, get_pattern("attention"))
+    matches = match_all(probe, ATTENTION.named_pattern())
     roots = [m for m in matches if any(v.name == m.root.outputs[0].name for v in probe.outputs)]
     if len(matches) != 1 or not roots:
         return "its body is not one attention block as the attention pattern describes it"

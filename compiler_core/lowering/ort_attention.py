@@ -33,7 +33,7 @@ import onnx
 
 from ..ir import Graph, Node, Value
 from ..passes.framework.base import PassContext
-from ..passes.fusion.attention_layout import source_of
+from ..passes.fusion.attention.layout import source_of
 from ..passes.framework.rewrite import open_fused_node
 from .attention_block import Block, read_block
 from .ort_ops import MS_DOMAIN, add_before, replace_fused

@@ -15,7 +15,6 @@ from ..ir import Graph, Node
 from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import Pattern
-from .library import get_pattern, list_patterns
 from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
 from .records import NearMissRecord, NodeRef, PatternRecord, rank_groups
 
@@ -86,11 +85,10 @@ class PatternReport:
         return self.record().to_dict()
 
 
-def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
-            node: Node | str | None = None, *, all_sites: bool = False,
-            budget: MatchBudget | None = None,
+def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None = None, *,
+            all_sites: bool = False, budget: MatchBudget | None = None,
             rooted: bool | None = None) -> list[PatternReport]:
-    """Report every pattern (default: the whole library) on ``graph``.
+    """Report every pattern on ``graph`` (the passes' own: ``passes.framework.rulebook``).
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
     where more than the root matched — its inputs come from the op types the pattern wants
@@ -107,7 +105,7 @@ def explain(graph: Graph, patterns: Iterable[str | Pattern] | None = None,
     index = NodeIndex.of(graph)
     target = _resolve_node(graph, node)
     reports = []
-    for pattern in _resolve_patterns(patterns):
+    for pattern in patterns:
         compiled = compile_pattern(pattern)
         if budget is not None:
             budget.pattern = compiled.name
@@ -196,11 +194,6 @@ def _no_root_below(compiled: CompiledPattern, occurrence: Match, reach: int) -> 
 def _concerns(failure: Failure, node: Node) -> bool:
     return any(node is f.failed_node or node is f.blocking_node or node in f.matched_nodes
                for f in (failure, *failure.leaves()))
-
-
-def _resolve_patterns(patterns: Iterable[str | Pattern] | None) -> list[Pattern]:
-    names = list_patterns() if patterns is None else patterns
-    return [get_pattern(p) if isinstance(p, str) else p for p in names]
 
 
 def _resolve_node(graph: Graph, node: Node | str | None) -> Node | None:

@@ -24,7 +24,7 @@ import copy
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from types import EllipsisType
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 import numpy as np
 
@@ -601,21 +601,31 @@ class GraphInputPattern(ValuePattern):
 
 
 # ----------------------------------------------------------------------------- combinators
-class OptionalPattern(ValuePattern):
-    """An input that may be absent; when present it must match ``inner``."""
+class _Modified(ValuePattern):
+    """One ``inner`` pattern with a modifier: said as ``word`` before its label, written with
+    ``sign`` before its text."""
+
+    word: ClassVar[str]
+    sign: ClassVar[str]
 
     def __init__(self, inner: Pattern):
         self.inner = inner
 
     @property
     def label(self) -> str:
-        return f"optional {self.inner.label}"
+        return f"{self.word} {self.inner.label}"
 
     def _text(self, seen: set[int]) -> str:
-        return f"optional {self.inner.text(seen)}"
+        return f"{self.sign}{self.inner.text(seen)}"
 
     def children(self) -> tuple[Pattern, ...]:
         return (self.inner,)
+
+
+class OptionalPattern(_Modified):
+    """An input that may be absent; when present it must match ``inner``."""
+
+    word, sign = "optional", "optional "
 
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         return value is None or self.inner.match_value(value, st, path)
@@ -700,21 +710,10 @@ class PartPattern(ValuePattern):
             st.parts.pop()
 
 
-class NotPattern(ValuePattern):
+class NotPattern(_Modified):
     """A value that does not match ``inner`` (binds nothing)."""
 
-    def __init__(self, inner: Pattern):
-        self.inner = inner
-
-    @property
-    def label(self) -> str:
-        return f"not {self.inner.label}"
-
-    def _text(self, seen: set[int]) -> str:
-        return f"~{self.inner.text(seen)}"
-
-    def children(self) -> tuple[Pattern, ...]:
-        return (self.inner,)
+    word, sign = "not", "~"
 
     def _match(self, value: Value | None, st: MatchState, path: Path | None) -> bool:
         mark, explain = st.mark(), st.explain

@@ -1,7 +1,8 @@
 """Helpers for tests of passes: count matches before/after, assert a site matches or fails.
 
-    assert count_matches(after, "conv_bn") == 0
-    assert_fails(graph, "conv_bn", "bn2", reason="has another consumer", blocking_node="relu")
+    conv_bn = ConvBatchNormRule().named_pattern()
+    assert count_matches(after, conv_bn) == 0
+    assert_fails(graph, conv_bn, "bn2", reason="has another consumer", blocking_node="relu")
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from onnx import TensorProto, helper, numpy_helper
 from ..ir import Graph, Node, load_model
 from .failure import Failure
 from .language import Pattern
-from .library import get_pattern
 from .matcher import Match, explain_at, match_all
 
 
@@ -28,20 +28,16 @@ def build_graph(nodes: list, inputs: dict[str, tuple], outputs: dict[str, tuple]
     return load_model(model.SerializeToString())
 
 
-def _pattern(pattern: str | Pattern) -> Pattern:
-    return get_pattern(pattern) if isinstance(pattern, str) else pattern
+def count_matches(graph: Graph, pattern: Pattern) -> int:
+    """How many non-overlapping matches ``pattern`` has."""
+    return len(match_all(graph, pattern))
 
 
-def count_matches(graph: Graph, pattern: str | Pattern) -> int:
-    """How many non-overlapping matches ``pattern`` (a library name or a Pattern) has."""
-    return len(match_all(graph, _pattern(pattern)))
-
-
-def assert_matches(graph: Graph, pattern: str | Pattern, node: Node | str,
+def assert_matches(graph: Graph, pattern: Pattern, node: Node | str,
                    **bindings: str | None) -> Match:
     """Assert the pattern matches at ``node``; keyword arguments name expected bindings
     (a node or value name, or None for an absent optional)."""
-    result = explain_at(graph, _pattern(pattern), node)
+    result = explain_at(graph, pattern, node)
     if isinstance(result, Failure):
         raise AssertionError(f"expected a match at {_name(node)}, but: {result.reason} "
                              f"(at {result.path_text})")
@@ -53,11 +49,11 @@ def assert_matches(graph: Graph, pattern: str | Pattern, node: Node | str,
     return result
 
 
-def assert_fails(graph: Graph, pattern: str | Pattern, node: Node | str, reason: str | None = None,
+def assert_fails(graph: Graph, pattern: Pattern, node: Node | str, reason: str | None = None,
                  *, failed_node: str | None = None, blocking_node: str | None = None) -> Failure:
     """Assert the pattern fails at ``node`` — with ``reason`` in the failure's reason, and at /
     blocked by the named nodes when given."""
-    result = explain_at(graph, _pattern(pattern), node)
+    result = explain_at(graph, pattern, node)
     if not isinstance(result, Failure):
         raise AssertionError(f"expected no match at {_name(node)}, but it matched "
                              f"{[n.name for n in result.nodes]}")

@@ -23,10 +23,10 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def add_plugins_option(parser: argparse.ArgumentParser) -> None:
-    """``--plugins FILE.py`` (repeatable): user passes, rule sets or patterns to register.  The
-    CLI loads them, and the installed ``graphlab.plugins`` entry points, before the command."""
+    """``--plugins FILE.py`` (repeatable): user passes or rule sets to register.  The CLI loads
+    them, and the installed ``graphlab.plugins`` entry points, before the command."""
     parser.add_argument("--plugins", action="append", default=[], metavar="FILE.py",
-                        help="a Python file that registers passes, rule sets or patterns "
+                        help="a Python file that registers passes or rule sets "
                              "(repeatable; it runs as code: give only files you trust)")
 
 

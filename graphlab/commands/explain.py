@@ -1,8 +1,9 @@
 """`graphlab explain MODEL`: where each pattern matches, why not elsewhere, and what its pass did.
 
-Each library pattern is judged on the graph its pass receives in the pipeline (default O2), as
-`compile` runs it, so a fusion that relies on earlier passes (attention on the RotaryEmbedding
-node recognize_rotary makes) is judged where it runs; the graph is named on every report.
+Each pattern of the registered passes (a rule's own, or one a pass says it looks for) is judged
+on the graph its pass receives in the pipeline (default O2), as `compile` runs it, so a fusion
+that relies on earlier passes (attention on the RotaryEmbedding node recognize_rotary makes) is
+judged where it runs; the graph is named on every report.
 Every site the pattern matched there but the pass did not rewrite is listed as declined, with
 the reason the pass gave and the node that refused it.  Near misses are grouped by reason,
 strongest first; the weak ones (that failed near the pattern's root) are folded.  ``--json``
@@ -15,8 +16,9 @@ from compiler_core.compilation import compile_model
 from compiler_core.errors import GraphLabError
 from compiler_core.passes.framework.base import Decline
 from compiler_core.passes.framework.judged import (JudgedPattern, PassVerdict, judge_pipeline,
-                                         pass_index)
-from compiler_core.patterns import STRONG_SCORE, Pattern, PatternRecord, list_patterns
+                                                   pass_index)
+from compiler_core.passes.framework.rulebook import registered_patterns
+from compiler_core.patterns import STRONG_SCORE, Pattern, PatternRecord
 
 from ..user_input import parse_bindings
 from . import onnxscript_rules
@@ -35,9 +37,10 @@ def add_parser(subparsers) -> None:
                         "what each pass did with its matches")
     add_model_argument(parser)
     parser.add_argument("--pattern", action="append", metavar="NAME",
-                        help="a pattern to explain: a library pattern or one a pass of the "
-                             "pipeline reports (repeatable; default: all of them; the "
-                             f"library's: {', '.join(list_patterns())})")
+                        help="a pattern to explain: one of the passes' (a rule's pattern, "
+                             "such as conv_bn or attention) or one a pass of the pipeline "
+                             "reports (repeatable; default: all of them; an unknown name "
+                             "lists them)")
     add_patterns_option(parser)
     parser.add_argument("--node", metavar="NODE",
                         help="explain only what concerns this node (by name; a node a pass "
@@ -67,8 +70,8 @@ def run(args) -> int:
     result = compile_model(graph, args.pipeline, parse_bindings(args.bind)).result
     if args.onnxscript_rules:
         return onnxscript_rules.run(args, result.graph_before(pass_index(result, args.before)))
-    known = list(dict.fromkeys([*list_patterns(), *(r.name for s in result.snapshots
-                                                    for r in s.pattern_reports)]))
+    known = list(dict.fromkeys([*registered_patterns(), *(r.name for s in result.snapshots
+                                                          for r in s.pattern_reports)]))
     unknown = sorted(set(args.pattern or ()) - set(known))
     if unknown:
         raise GraphLabError(f"unknown pattern {', '.join(map(repr, unknown))}",

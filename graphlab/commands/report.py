@@ -1,5 +1,8 @@
 """`graphlab report MODEL -o report.html`: the whole story of a pipeline run in one HTML file
 that opens without a server — passes, diffs, pattern matches and near misses, roofline, memory.
+With `--measured`, also each pass's latency measured in onnxruntime's profiler beside its
+predicted one, and the final graph's ops measured and predicted, on this machine's measured
+target (`graphlab profile`).
 """
 
 from __future__ import annotations
@@ -10,9 +13,13 @@ from compiler_core.compilation import VERIFY_IF_RUNNABLE, compile_model, decide
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import get_target
 
+from compiler_core.profiling.runner import DEFAULT_REPEATS, ProfileSettings
+
 from ..report import render, tell
+from ..report.story import measure
 from ..samples import size_hints
 from ..user_input import parse_bindings
+from .profile import machine_or_measure
 from .common import add_model_argument, load_graph
 from .model_options import add_bind_option, add_target_option, sizes_line
 from ..units import format_bytes
@@ -28,6 +35,11 @@ def add_parser(subparsers) -> None:
     add_bind_option(parser)
     parser.add_argument("-o", "--output", metavar="REPORT.html", default=None,
                         help="where to write the page (default: MODEL_report.html here)")
+    parser.add_argument("--measured", action="store_true",
+                        help="also measure every pass's graph in onnxruntime's profiler on "
+                             "this machine (measured first if it never was)")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",
+                        help=f"with --measured: timed runs per graph (default {DEFAULT_REPEATS})")
     parser.set_defaults(run=run)
 
 
@@ -38,7 +50,12 @@ def run(args) -> int:
     print(sizes_line(decide(*asked, size_hints=hints).sizes))   # before the long run
     output = args.output or f"{_stem(args.model)}_report.html"
     compiled = compile_model(*asked, size_hints=hints, verify=VERIFY_IF_RUNNABLE)
-    document = render(tell(compiled, os.path.basename(args.model), get_target(args.target)))
+    measured = None
+    if args.measured:
+        measured = measure(compiled.result, machine_or_measure(0), compiled.bindings,
+                           ProfileSettings(repeats=args.repeats))
+    document = render(tell(compiled, os.path.basename(args.model), get_target(args.target),
+                           measured=measured))
     try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(document)

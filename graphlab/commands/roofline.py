@@ -4,17 +4,24 @@ With `--pipeline`, the ops are those of the pipeline's last snapshot, and the re
 loaded model's total and the estimated speed-up the pipeline buys on the target.  With
 `--per-pass`, the traffic story instead: FLOPs, bytes moved, estimated time and arena peak
 after every pass of the pipeline (O2 unless `--pipeline` names one), and what each kind of
-fused node keeps on chip.
+fused node keeps on chip.  With `--measured`, onnxruntime's profile of the same graph
+(`graphlab profile`) beside each op's predicted time on the target — this machine, measured
+on first use, unless `--target` names another — with the ratio and, where they differ by more
+than 2x, the term that dominates.
 """
 
 from __future__ import annotations
 
 from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import compare_costs, graph_cost
-from compiler_core.hardware.targets import get_target
+from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
+from compiler_core.profiling.compare import compare
+from compiler_core.profiling.runner import DEFAULT_REPEATS, ProfileSettings, profile_graphs
 from compiler_core.records import to_json
+from compiler_core.verify import make_inputs
 
 from .common import add_json_flag, add_model_argument, print_json
+from .profile import machine_or_measure, print_ops, print_totals
 from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
     sizes_line
 from ..units import format_bytes, format_seconds, format_si
@@ -37,8 +44,14 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--top", type=int, default=DEFAULT_TOP, metavar="N",
                         help=f"text output: show the N slowest ops (0: all; default "
                              f"{DEFAULT_TOP})")
+    parser.add_argument("--measured", action="store_true",
+                        help="also run the graph in onnxruntime's profiler (ORT_ENABLE_ALL) "
+                             "and show each op's measured time beside the predicted one, on "
+                             "this machine's measured target unless --target is given")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, metavar="N",
+                        help=f"with --measured: timed runs (default {DEFAULT_REPEATS})")
     add_json_flag(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=run, target=None)
 
 
 def roofline_record(analysed, target) -> dict:
@@ -58,16 +71,31 @@ def roofline_record(analysed, target) -> dict:
 
 
 def run(args) -> int:
-    target = get_target(args.target)
+    if args.target:
+        target = get_target(args.target)
+    else:
+        target = machine_or_measure(0) if args.measured else get_target(DEFAULT_TARGET)
+        args.target = target.name   # passes that partition read it
     if args.per_pass:
         return run_per_pass(args, target)
     analysed = analysed_graphs(args)
     record = roofline_record(analysed, target)
+    measured = None
+    if args.measured:
+        profile = profile_graphs([analysed.final], make_inputs(analysed.initial,
+                                                                analysed.bindings),
+                                 ProfileSettings(levels=("all",), repeats=args.repeats))[0]
+        measured = compare(analysed.final, profile["all"], target, analysed.bindings)
+        record["measured"] = measured.to_dict()
     if args.json:
         print_json(record)
         return 0
     print(sizes_line(analysed.sizes))
     print_text(record, args.top)
+    if measured is not None:
+        print("measured in onnxruntime's profiler:")
+        print_totals({"all": measured})
+        print_ops(measured, args.top)
     return 0
 
 

@@ -1,12 +1,17 @@
-"""`graphlab targets`: the built-in hardware targets, their figures and where they come from;
-`--check FILE`: one target file read and checked as GraphLab reads it (docs/architecture.md,
-*Adding a target*)."""
+"""`graphlab targets`: the hardware targets, their figures and where they come from.
+
+The built-in targets, then those measured on this machine (`--measure` measures it now:
+peak FLOP/s per dtype, bandwidth and per-op overhead in onnxruntime, written to the user's
+data folder; see `compiler_core.profiling.machine`).  `--check FILE`: one target file read and
+checked as GraphLab reads it (docs/architecture.md, *Adding a target*)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from compiler_core.hardware.targets import Target, get_target, list_targets, load_target_file
+from compiler_core.hardware.targets import Target, get_target, list_targets, \
+    load_target_file, measured_targets
+from compiler_core.profiling.machine import DEFAULT_THREADS, measure_machine
 from compiler_core.records import to_json
 
 from .common import add_json_flag, print_json
@@ -19,6 +24,13 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--check", metavar="FILE.json",
                         help="read and check one target file (the fields it lacks or gets "
                              "wrong, named), and show it as the list shows a target")
+    parser.add_argument("--measure", action="store_true",
+                        help="measure this machine now (peak FLOP/s per dtype, memory "
+                             "bandwidth, per-op overhead in onnxruntime) and save it as the "
+                             "target this_machine")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS, metavar="N",
+                        help=f"with --measure: onnxruntime's threads (default "
+                             f"{DEFAULT_THREADS}, one per core)")
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
@@ -50,7 +62,9 @@ def run(args) -> int:
             print(f"{args.check}: a valid target; pass it as --target {args.check}"
                   + _builtin_hint(target, args.check))
         return 0
-    targets = [get_target(name) for name in list_targets()]
+    if args.measure:
+        measure_machine(args.threads)
+    targets = [get_target(name) for name in list_targets() + measured_targets()]
     if args.json:
         print_json({"targets": [target_record(t) for t in targets]})
     else:
@@ -80,3 +94,8 @@ def print_targets(targets: list[Target]) -> None:
               f"{format_si(target.clock_hz, 'Hz')}, on-chip SRAM "
               f"{format_bytes(target.sram_bytes)}")
         print("  sources    " + "; ".join(source.title for source in target.sources))
+        if target.measured is not None:
+            print(f"  measured   {target.measured['when']} with {target.measured['runtime']}, "
+                  f"{target.measured['threads']} threads; per-op overhead "
+                  f"{target.measured['overhead_seconds_per_op'] * 1e6:.1f} us; file "
+                  f"{target.path}")

@@ -7,6 +7,7 @@ from importlib import resources
 
 from ..version import __version__
 from .hardware import memory_section, roofline_section
+from .measured import measured_section
 from .markup import Markup, join, tag
 from .passes import pass_sections, pass_table
 from .patterns import pattern_tables
@@ -32,6 +33,8 @@ def render(story: Story) -> str:
         ("passes", "Passes", [pass_table(story)]),
         ("roofline", "Roofline", roofline_section(story)),
         ("traffic", "Pass by pass", traffic_section(story)),
+        *([("measured", "Measured on this machine", measured_section(story))]
+          if story.measured is not None else []),
         ("memory", "Memory plan", memory_section(story)),
         ("systolic", "Systolic array", systolic_section(story)),
         ("pass-details", "What each pass did", pass_sections(story)

@@ -5,10 +5,34 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node
+from ...patterns import Pattern, any_value, op
 from ...wording import plural
 from ..framework.base import Pass, PassContext, PassResult
 from ..framework.rewrite import bypass_or_decline
 from ..framework.pass_registry import register_pass
+
+
+def dropout() -> Pattern:
+    """Any Dropout node.
+
+    Why: at inference Dropout is the identity; removing it is the first thing every
+    inference compiler does (check that its mask output is unused).
+
+    Bindings: ``dropout`` (node), ``input``.
+    """
+    return op("Dropout", any_value().bind("input"), ...).bind("dropout").described_as(
+        "Any Dropout node (the identity at inference).").named("dropout")
+
+
+def identity() -> Pattern:
+    """Any Identity node.
+
+    Why: Identity copies its input; rewiring its consumers to the input removes a copy.
+
+    Bindings: ``identity`` (node), ``input``.
+    """
+    return op("Identity", any_value().bind("input")).bind("identity").described_as(
+        "Any Identity node (a copy that rewiring removes).").named("identity")
 
 
 @register_pass
@@ -23,6 +47,9 @@ class EliminateDropout(Pass):
 
     name = "eliminate_dropout"
     family = "cleanup"
+
+    def patterns(self) -> list[Pattern]:
+        return [dropout()]
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
@@ -80,6 +107,9 @@ class EliminateIdentity(Pass):
     name = "eliminate_identity"
     family = "cleanup"
     ensures = ("no_removable_identity",)
+
+    def patterns(self) -> list[Pattern]:
+        return [identity()]
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()

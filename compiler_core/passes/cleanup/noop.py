@@ -10,7 +10,7 @@ from ...ir import Graph, Node, Value
 from ...ir.dtypes import to_numpy
 from ..framework.base import Pass, PassContext, PassResult
 from ..analyses.constants import INT64_MAX, constant_ints, ints_input_or_attr
-from ..framework.rewrite import bypass_or_decline, replace_node, standard_nodes
+from ..framework.rewrite import NodeRule, bypass_or_decline, replace_node, sweep_by_op
 from ..framework.pass_registry import register_pass
 from .reshapes import reshape_is_noop
 
@@ -74,14 +74,14 @@ def _single_input_concat(node: Node) -> bool:
     return len([v for v in node.inputs if v is not None]) == 1
 
 
-NOOP_RULES: dict[str, Callable[[Node], bool]] = {
-    "Cast": _cast_is_noop,
-    "CastLike": _cast_like_is_noop,
-    "Expand": _expand_is_noop,
-    "Reshape": _reshape_is_noop,
-    "Slice": _slice_is_noop,
-    "Concat": _single_input_concat,
-}
+def _bypassed_when(is_noop: Callable[[Node], bool]) -> NodeRule:
+    """A rule that bypasses a node ``is_noop`` says returns its input unchanged."""
+    def rule(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> bool:
+        if not is_noop(node):
+            return False
+        bypass_or_decline(graph, node, node.inputs[0], f"noop_{node.op_type.lower()}", result)
+        return True
+    return rule
 
 
 def _squeeze_pair_source(node: Node) -> Value | None:
@@ -102,6 +102,12 @@ def _squeeze_pair_source(node: Node) -> Value | None:
     return source
 
 
+def _squeeze_pair(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> None:
+    source = _squeeze_pair_source(node)
+    if source is not None:
+        bypass_or_decline(graph, node, source, "squeeze_pair_cancels", result)
+
+
 def _cast_round_trip_source(node: Node) -> Value | None:
     """x when ``node`` casts back a lossless widening of it: Cast(Cast(x: T -> W), to=T) with
     every T value exactly representable in W (float32 -> float64 -> float32).
@@ -120,6 +126,12 @@ def _cast_round_trip_source(node: Node) -> Value | None:
     except (KeyError, TypeError, ValueError):
         return None  # a type numpy does not know (bfloat16, float8): say nothing
     return source if widened else None
+
+
+def _cast_round_trip(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> None:
+    source = _cast_round_trip_source(node)
+    if source is not None:
+        bypass_or_decline(graph, node, source, "cast_round_trip", result)
 
 
 def _absorb_relu_into_clip(graph: Graph, ctx: PassContext, clip: Node,
@@ -158,6 +170,19 @@ def _clip_lower_bound(clip: Node, bounds_as_inputs: bool, x: Value) -> np.ndarra
     return None if value is None else np.asarray(value).reshape(())
 
 
+_RULES: dict[str, tuple[NodeRule, ...]] = {
+    "Cast": (_bypassed_when(_cast_is_noop), _cast_round_trip),
+    "CastLike": (_bypassed_when(_cast_like_is_noop),),
+    "Expand": (_bypassed_when(_expand_is_noop),),
+    "Reshape": (_bypassed_when(_reshape_is_noop),),
+    "Slice": (_bypassed_when(_slice_is_noop),),
+    "Concat": (_bypassed_when(_single_input_concat),),
+    "Squeeze": (_squeeze_pair,),
+    "Unsqueeze": (_squeeze_pair,),
+    "Clip": (_absorb_relu_into_clip,),
+}
+
+
 @register_pass
 class EliminateNoop(Pass):
     """Remove operations that provably return their input unchanged.
@@ -175,20 +200,5 @@ class EliminateNoop(Pass):
     fixed_point = True
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        for node in standard_nodes(graph):
-            rule = NOOP_RULES.get(node.op_type)
-            if rule is not None and rule(node):
-                bypass_or_decline(graph, node, node.inputs[0], f"noop_{node.op_type.lower()}",
-                                  result)
-            elif node.op_type in ("Squeeze", "Unsqueeze"):
-                source = _squeeze_pair_source(node)
-                if source is not None:
-                    bypass_or_decline(graph, node, source, "squeeze_pair_cancels", result)
-            elif node.op_type == "Cast":
-                source = _cast_round_trip_source(node)
-                if source is not None:
-                    bypass_or_decline(graph, node, source, "cast_round_trip", result)
-            elif node.op_type == "Clip":
-                _absorb_relu_into_clip(graph, ctx, node, result)
-        return result
+        return sweep_by_op(graph, ctx, _RULES)
+

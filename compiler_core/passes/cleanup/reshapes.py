@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...patterns import Pattern, any_value, op
 from ..framework.base import Pass, PassContext, PassResult
 from ..analyses.constants import constant_ints
 from ..framework.rewrite import replace_node
@@ -34,6 +35,20 @@ def reshape_is_noop(shape: tuple | None, target: tuple[int, ...], allowzero: boo
     return inferred <= 1
 
 
+def reshape_chain() -> Pattern:
+    """A Reshape of a Reshape (the first one's output read by nothing else).
+
+    Why: only the last shape matters, so the first Reshape can go (when the second shape has
+    no 0 entries that copy a dimension of the intermediate: the pass checks ``shape``).
+
+    Bindings: ``first``, ``second`` (the Reshape nodes, in data-flow order), ``input``,
+    ``shape`` (the second Reshape's shape input).
+    """
+    first = op("Reshape", any_value().bind("input"), any_value()).bind("first")
+    return op("Reshape", first, any_value().bind("shape")).bind("second").described_as(
+        "A Reshape whose input is another Reshape used by nothing else.").named("reshape_chain")
+
+
 @register_pass
 class MergeReshapes(Pass):
     """Collapse a chain of reshapes into one Reshape of the original tensor.
@@ -46,6 +61,9 @@ class MergeReshapes(Pass):
 
     name = "merge_reshapes"
     family = "cleanup"
+
+    def patterns(self) -> list[Pattern]:
+        return [reshape_chain()]
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()

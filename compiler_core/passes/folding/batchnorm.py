@@ -5,12 +5,22 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Graph, Node
-from ...patterns import Match
+from ...patterns import Match, Pattern, any_value, const, op, optional
 from ...wording import plural
 from ..analyses.affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..framework.base import PassContext
 from ..framework.pass_registry import register_pass
-from ..framework.rules import RewritePass, Rule
+from ..framework.rules import Rule, RuleSet
+
+
+def batch_norm(producer: Pattern, weight_axis: int | None = None) -> Pattern:
+    """Inference-mode BatchNormalization with constant parameters, fed by ``producer``;
+    with ``weight_axis`` the BN has one channel per slice of the weight along that axis."""
+    scale = const().bind("scale")
+    if weight_axis is not None:
+        scale = scale.same_size_as("weight", axis=weight_axis)
+    return op("BatchNormalization", producer, scale, const().bind("b"), const().bind("mean"),
+              const().bind("var"), training_mode=0).bind("bn")
 
 
 class _BatchNormFold(Rule):
@@ -30,10 +40,27 @@ class _BatchNormFold(Rule):
 
 
 class ConvBatchNormRule(_BatchNormFold):
-    """Library pattern ``conv_bn`` -> Conv with per-output-channel (axis 0) scaled weights
-    and a new bias."""
+    """Pattern ``conv_bn`` -> Conv with per-output-channel (axis 0) scaled weights and a new
+    bias."""
 
     name = "conv_bn"
+
+    def pattern(self) -> Pattern:
+        """Conv followed by inference-mode BatchNormalization, all parameters constant.
+
+        Why: BN is an affine map per output channel, so it folds into the Conv's weight and
+        bias at compile time — one op and one full pass over the activation disappear.
+        The Conv output must be read by the BN only.
+
+        Bindings: ``conv``, ``bn`` (nodes; epsilon is ``bn.attrs['epsilon']``, default 1e-5),
+        ``x`` (Conv input), ``weight``, ``bias`` (None when the Conv has none), ``scale``,
+        ``b``, ``mean``, ``var`` (BN constants).
+        """
+        conv = op("Conv", any_value().bind("x"), const().bind("weight"),
+                  optional(const().bind("bias"))).bind("conv")
+        return batch_norm(conv, weight_axis=0).described_as(
+            "Conv (constant weight, optional constant bias) followed by inference-mode "
+            "BatchNormalization with constant parameters.")
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node:
         conv, weight, bias = match["conv"], match["weight"], match["bias"]
@@ -49,10 +76,29 @@ class ConvBatchNormRule(_BatchNormFold):
 
 
 class LinearBatchNormRule(_BatchNormFold):
-    """Library pattern ``linear_bn`` -> one Gemm whose weight's output channels are scaled;
-    declined when the BN's channel axis is not the layer's output-channel axis."""
+    """Pattern ``linear_bn`` -> one Gemm whose weight's output channels are scaled; declined
+    when the BN's channel axis is not the layer's output-channel axis."""
 
     name = "linear_bn"
+
+    def pattern(self) -> Pattern:
+        """MatMul or Gemm (with or without a constant bias) followed by inference-mode
+        BatchNormalization with constant parameters.
+
+        Why: like Conv+BN, the BN folds into the weight and bias of the linear layer.
+        The bias may be a Gemm's third input or an Add of a constant after the MatMul.
+
+        Bindings: ``linear`` (the MatMul or Gemm node), ``add`` (the bias Add node, None when
+        the bias is absent or inside the Gemm), ``bn``, ``x``, ``weight``, ``bias`` (None when
+        absent), ``scale``, ``b``, ``mean``, ``var``.
+        """
+        x, weight = any_value().bind("x"), const().bind("weight")
+        matmul = op("MatMul", x, weight).bind("linear")
+        gemm = op("Gemm", x, weight, optional(const().bind("bias")), transA=0).bind("linear")
+        linear = op("Add", matmul, const().bind("bias")).bind("add") | matmul | gemm
+        return batch_norm(linear).described_as(
+            "MatMul or Gemm with a constant weight, with or without a constant bias, followed "
+            "by inference-mode BatchNormalization with constant parameters.")
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
         linear, weight, bias, bn = match["linear"], match["weight"], match["bias"], match["bn"]
@@ -82,10 +128,15 @@ class LinearBatchNormRule(_BatchNormFold):
                             name=linear.name)
 
 
-@register_pass
-class FoldBatchNorm(RewritePass):
-    """Fold each inference-mode BatchNormalization into the Conv, Gemm or MatMul right before
-    it, so the normalization costs nothing at run time.
+def _note(graph: Graph, made: list[Node]) -> str:
+    return (f"folded {plural(len(made), 'BatchNormalization node')} into the weights of the "
+            f"layer before them")
+
+
+FOLD_BATCHNORM = register_pass(RuleSet(
+    "fold_batchnorm", "folding", (ConvBatchNormRule(), LinearBatchNormRule()), note=_note,
+    doc="""Fold each inference-mode BatchNormalization into the Conv, Gemm or MatMul right
+    before it, so the normalization costs nothing at run time.
 
     At inference a BatchNormalization is a fixed affine map per channel, y = x·s + t with
     s = γ/√(var + ε) and t = β − mean·s.  Applied to a linear layer's output it can be baked
@@ -95,12 +146,4 @@ class FoldBatchNorm(RewritePass):
     it would change results: when the layer's output is also read by another node (that node
     must still see the unnormalized values), or when the BatchNorm's channel axis (axis 1) is
     not the layer's output-channel axis, as after a MatMul producing [N, T, C].
-    """
-
-    name = "fold_batchnorm"
-    family = "folding"
-    rules = (ConvBatchNormRule(), LinearBatchNormRule())
-
-    def note(self, graph: Graph, made: list[Node]) -> str:
-        return (f"folded {plural(len(made), 'BatchNormalization node')} into the weights of "
-                f"the layer before them")
+    """))

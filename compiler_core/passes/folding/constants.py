@@ -8,7 +8,7 @@ from ...ir.subgraphs import subgraph_attributes
 from ..framework.base import Pass, PassContext, PassResult
 from ..analyses.constants import make_initializer, produces_graph_output, replace_with_constants
 from ..analyses.evaluate import EvaluationError, evaluate, predicted_bytes
-from ..framework.rewrite import standard_nodes
+from ..framework.rewrite import sweep_by_op
 from ..framework.pass_registry import register_pass
 from ..analyses.shape_facts import fold_shape_query
 
@@ -35,18 +35,15 @@ class FoldConstants(Pass):
     fixed_point = True
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = PassResult()
-        for node in standard_nodes(graph):
-            if node.op_type == "Constant":
-                _constant_to_initializer(graph, node, result)
-            elif not fold_shape_query(graph, node, result):
-                _fold(graph, ctx, node, result)
+        result = sweep_by_op(graph, ctx, {"Constant": (_constant_to_initializer,)},
+                             otherwise=(_shape_query, _fold))
         if result.rewrites:
             infer_shapes(graph)  # folded shapes make more shapes static for the next round
         return result
 
 
-def _constant_to_initializer(graph: Graph, node: Node, result: PassResult) -> None:
+def _constant_to_initializer(graph: Graph, ctx: PassContext, node: Node,
+                             result: PassResult) -> None:
     array = node.constant_attr_data()   # a weight stored in the file stays unread
     output = node.outputs[0]
     if array is None or not output.uses:
@@ -58,6 +55,11 @@ def _constant_to_initializer(graph: Graph, node: Node, result: PassResult) -> No
     graph.remove_node(node)
     make_initializer(graph, output, array)
     result.rewrites += 1
+
+
+def _shape_query(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> bool:
+    """Shape or Size of a tensor whose dims are known, answered (True: it was one)."""
+    return fold_shape_query(graph, node, result)
 
 
 def _foldable(node: Node) -> bool:

@@ -8,12 +8,14 @@ from typing import Callable
 import numpy as np
 
 from ...ir import Graph, Node, Value
+from ...patterns import Pattern
 from ...wording import plural
 from ..analyses.affine import batchnorm_affine, gemm_weight_axes, new_weight, scale_axis
 from ..framework.base import Pass, PassContext, PassResult
 from ..framework.pattern_pass import find_matches
 from ..framework.pass_registry import register_pass
 from ..framework.rewrite import bypass_node, replace_by_op
+from ..recognition.normalization_gelu import LAYERNORM
 
 RULE = "fold_norm_affine"
 
@@ -69,6 +71,9 @@ class FoldNormAffine(Pass):
     name = "fold_norm_affine"
     family = "folding"
 
+    def patterns(self) -> list[Pattern]:
+        return [LAYERNORM.named_pattern()]
+
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
         affines = (_decomposed_layernorms(graph, ctx, result) + _layernorm_ops(graph)
@@ -97,7 +102,7 @@ class FoldNormAffine(Pass):
 # --------------------------------------------------------------------------- where affines end
 def _decomposed_layernorms(graph: Graph, ctx: PassContext, result: PassResult) -> list[_Affine]:
     affines = []
-    for match in find_matches(graph, "layernorm", ctx, result):
+    for match in find_matches(graph, LAYERNORM.named_pattern(), ctx, result):
         scale, shift = match["scale"].constant_value(), match["shift"].constant_value()
         if scale is None or shift is None:
             continue

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar, Iterator
 
 from ...ir import Graph, Node, Provenance
+from ...patterns.language import Pattern
 from ...patterns.records import NodeRef, PatternRecord
 from ...records import name_of, names, record_field, record_to_dict
 
@@ -144,6 +145,11 @@ class Pass(ABC):
     def description(cls) -> str:
         doc = inspect.getdoc(cls) or ""
         return " ".join(doc.split("\n\n", 1)[0].split())
+
+    def patterns(self) -> list[Pattern]:
+        """The patterns this pass runs, or that say what it looks for, each titled with the name
+        its reports carry: `graphlab explain` lists every registered pass's."""
+        return []
 
     @abstractmethod
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:

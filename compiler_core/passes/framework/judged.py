@@ -21,9 +21,11 @@ from typing import Iterable, Sequence
 
 from ...errors import GraphLabError
 from ...ir import Node
-from ...patterns import Pattern, PatternRecord, explain, get_pattern, list_patterns
+from ...patterns import Pattern, PatternRecord, explain
 from ...patterns.records import MatchRecord, NearMissRecord
 from .base import Decline
+from .pass_registry import all_passes, get_pass
+from .rulebook import registered_patterns
 from .snapshots import PipelineResult
 
 UNRECORDED = "matched, but {pass_name} left it as it was and recorded no reason"
@@ -229,8 +231,8 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
                    all_sites: bool = False) -> list[PassVerdict]:
     """Every pattern judged on the graph its pass receives (see the module docstring).
 
-    ``patterns``: library pattern names (default: all, unless ``extra`` is given); ``extra``:
-    patterns of the user's (text files), which no pass runs.  A pattern no pass of the
+    ``patterns``: names of registered patterns (default: all, unless ``extra`` is given);
+    ``extra``: patterns of the user's (text files), which no pass runs.  A pattern no pass of the
     pipeline runs is judged on the model as loaded, and says so.  ``before``: judge only on
     the input of that pass (a name, its first occurrence, or a 1-based number) — its own
     patterns, or those asked for.  ``node``: only what concerns that node, found on each
@@ -252,7 +254,7 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
         pass_name = result.snapshots[index].pass_name
         own = [r.name for r in result.snapshots[index].pattern_reports]
         if patterns is None and not extra:
-            chosen = own or list_patterns()
+            chosen = own or list(registered_patterns())
         else:
             chosen = list(names or ())
         mine = [n for n in chosen if n in own]
@@ -269,7 +271,8 @@ def judge_pipeline(result: PipelineResult, pipeline: str, *,
                    if names is None or r.name in wanted]
             if own:
                 plans.append(_Plan(snapshot.index, own))
-        loose = [n for n in (list_patterns() if names is None else names) if n not in runs]
+        known = list(registered_patterns()) if names is None else names
+        loose = [n for n in known if n not in runs]
         if loose:
             plans.append(_Plan(None, list(loose),
                                f"no pass of {pipeline} runs "
@@ -311,29 +314,23 @@ def _named(record: PatternRecord, asked: Pattern | str) -> PatternRecord:
 
 
 def _pattern_of(result: PipelineResult, index: int | None, asked: Pattern | str) -> Pattern:
-    """The live pattern behind a report name: the rule's own pattern in its pass, else the
-    library's."""
+    """The live pattern behind a report name: the pattern of that name of the pass judged
+    there, else of any registered pass."""
     if not isinstance(asked, str):
         return asked
-    if index is not None:
-        rules = _rules_of(result.snapshots[index].pass_name)
-        for rule in rules:
-            pattern = rule.pattern()
-            if (pattern.title or rule.name) == asked:
-                return pattern if pattern.title else pattern.named(rule.name)
-    try:
-        return get_pattern(asked)
-    except KeyError:
+    own = _patterns_of(result.snapshots[index].pass_name) if index is not None else {}
+    found = own.get(asked) or registered_patterns().get(asked)
+    if found is None:
         where = f" of pass {result.snapshots[index].pass_name}" if index is not None else ""
         raise GraphLabError(f"pattern {asked!r}{where} cannot be run again on one node",
-                            hint="leave out --node and --all-sites to see its report") from None
+                            hint="leave out --node and --all-sites to see its report")
+    return found
 
 
-def _rules_of(pass_name: str) -> tuple:
-    from .pass_registry import all_passes, get_pass
+def _patterns_of(pass_name: str) -> dict[str, Pattern]:
     if pass_name not in all_passes():
-        return ()
-    return tuple(getattr(get_pass(pass_name), "rules", ()) or ())
+        return {}
+    return {pattern.title: pattern for pattern in get_pass(pass_name).patterns()}
 
 
 def pass_index(result: PipelineResult, which: str) -> int:

@@ -1,15 +1,15 @@
-"""Running a library pattern inside a pass, and recording what it saw.
+"""Running a pattern inside a pass, and recording what it saw.
 
 The pattern's report (matches and near misses) goes into the PassResult as a record, so the
-app shows per pass what matched and what almost did.  Rewrite passes are built from rules
-(``rules.RewritePass``); a pass that uses a pattern only to find candidates, not to rewrite
-them, calls ``find_matches``.
+app shows per pass what matched and what almost did.  Rewrite passes are rule sets
+(``rules.RuleSet``); a pass that uses a pattern only to find candidates, not to rewrite them,
+calls ``find_matches``.
 """
 
 from __future__ import annotations
 
 from ...ir import Graph
-from ...patterns import Match, Pattern, PatternReport, explain, get_pattern, match_all
+from ...patterns import Match, Pattern, PatternReport, explain, match_all
 from .base import PassContext, PassResult
 
 
@@ -22,12 +22,10 @@ def pattern_report(graph: Graph, pattern: Pattern, ctx: PassContext) -> PatternR
     return explain(graph, [pattern])[0]
 
 
-def find_matches(graph: Graph, pattern: str | Pattern, ctx: PassContext,
+def find_matches(graph: Graph, pattern: Pattern, ctx: PassContext,
                  result: PassResult) -> list[Match]:
     """The matches of ``pattern`` as candidates, its report kept in ``result``; near misses
     stay in the report and are not declines (this pass never meant to rewrite them)."""
-    if isinstance(pattern, str):
-        pattern = get_pattern(pattern)
     report = pattern_report(graph, pattern, ctx)
     result.pattern_reports.append(report.record())
     return report.matches

@@ -11,7 +11,7 @@ exporter can turn it into a model-local function that onnxruntime runs.
 from __future__ import annotations
 
 import heapq
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import onnx
 
@@ -342,12 +342,23 @@ def fused_name(op_type: str, members: Sequence[Node]) -> str:
     return f"{scope}{op_type}"
 
 
-def standard_nodes(graph: Graph) -> Iterator[Node]:
-    """The graph's default-domain nodes in execution order, skipping those a rewrite made
-    earlier in the same sweep has already removed (rewrites may delete nodes ahead)."""
+# A per-op rule of a sweep: True when it dealt with the node (the op's later rules are skipped).
+NodeRule = Callable[[Graph, PassContext, Node, PassResult], "bool | None"]
+
+
+def sweep_by_op(graph: Graph, ctx: PassContext, rules: Mapping[str, Sequence[NodeRule]],
+                otherwise: Sequence[NodeRule] = ()) -> PassResult:
+    """One sweep of a pass that rewrites node by node: each default-domain node, in execution
+    order, goes to the rules of its op type (``otherwise`` when its op has none) in turn, until
+    one says it dealt with it.  Nodes a rewrite earlier in the sweep removed are skipped
+    (rewrites may delete nodes ahead)."""
+    result = PassResult()
     for node in graph.nodes:
         if graph.has_node(node) and not node.domain:
-            yield node
+            for rule in rules.get(node.op_type, otherwise):
+                if rule(graph, ctx, node, result):
+                    break
+    return result
 
 
 def bypass_or_decline(graph: Graph, node: Node, replacement: Value, rule: str,

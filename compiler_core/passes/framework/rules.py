@@ -1,11 +1,12 @@
 """Rules: a pattern, its extra checks and its rewrite in one object; one pass runs any set.
 
-A fusion used to be spread over a pattern module, a pass module and the name strings joining
-them.  A ``Rule`` keeps what to find, what else must hold and what to make together (like
-onnxscript's RewriteRule), and knows where it is written, so a node it makes can say which
-line of code made it (like tinygrad's viewer).  ``RewritePass`` does everything the rules share:
-matching, the pattern report, declines with reasons (once per site), refusing a fusion that
-would create a cycle.  A new fusion is one module with a Rule and a RewritePass subclass.
+A ``Rule`` keeps what to find (its own pattern: no name joins it to a pattern kept
+elsewhere), what else must hold and what to make together (like onnxscript's RewriteRule), and
+knows where it is written, so a node it makes can say which line of code made it (like
+tinygrad's viewer).  A ``RuleSet`` (name, family, rules, what it does) turns itself into a
+``RewritePass``, which does everything the rules share: matching, the pattern report, declines
+with reasons (once per site), refusing a fusion that would create a cycle.  A new fusion is one
+module with its rules and their rule set, registered with ``register_pass``.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ import inspect
 import linecache
 import re
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import ClassVar
 
 from ...ir import Graph, Node, Value
 from ...patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
-                        get_pattern, match_all)
+                        match_all)
 from .base import Pass, PassContext, PassResult
 from .pattern_pass import pattern_report
 from .rewrite import fuse_nodes, outside_reader, replace_by_op
@@ -38,19 +39,30 @@ class Rule(ABC):
     """One rewrite: ``pattern`` says what to find, ``check`` what else must hold, ``rewrite``
     what to make.  The class docstring says what the rule does and why.
 
-    ``name`` is recorded in the provenance of the nodes the rule makes and in its declines;
-    ``pattern()`` defaults to the library pattern of that name.  ``check`` and ``rewrite``
-    return the node made, a reason (str) to decline, a ``Failure`` to decline in the matcher's
-    words (it also becomes a near miss of the pattern's report), or None when the match is not
-    for this rule after all (nothing is recorded).
+    ``name`` is recorded in the provenance of the nodes the rule makes and in its declines,
+    and names the pattern's reports unless the pattern has a title of its own.  ``pattern()``
+    builds the rule's own pattern; its docstring says what it matches, why, and what it binds.
+    ``check`` and ``rewrite`` return the node made, a reason (str) to decline, a ``Failure``
+    to decline in the matcher's words (it also becomes a near miss of the pattern's report),
+    or None when the match is not for this rule after all (nothing is recorded).
     """
 
     name: ClassVar[str] = ""
     declines: ClassVar[bool] = True   # near misses that got half-way are declined rewrites
     reported: ClassVar[bool] = True   # False: match quietly (a fallback another rule explains)
 
+    @abstractmethod
     def pattern(self) -> Pattern:
-        return get_pattern(self.name)
+        """What the rule finds (a fresh pattern each call)."""
+
+    def named_pattern(self) -> Pattern:
+        """The pattern under the name its reports carry: its own title, else the rule's name."""
+        pattern = self.pattern()
+        return pattern if pattern.title else pattern.named(self.name)
+
+    def pattern_doc(self) -> str:
+        """What the pattern matches, why it matters, and its bindings (``pattern``'s docstring)."""
+        return inspect.getdoc(type(self).pattern) or ""
 
     def check(self, match: Match) -> str | Failure | None:
         """Why this match must not be rewritten, beyond what the pattern says (None: go on)."""
@@ -123,14 +135,43 @@ def _shown_path(path: Path) -> str:
     return path.as_posix()
 
 
+Note = Callable[[Graph, list[Node]], "str | None"]
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Rules run in order as one pass: the pass's ``name`` and ``family``, its ``rules``, and
+    ``doc``, what it does and why (its first paragraph is the pass's description in `graphlab
+    passes` and the app).  ``note``, when given, says in a sentence what a run made (asked
+    only when it made something); ``fixed_point`` reruns the pass until a run rewrites
+    nothing.  ``as_pass()`` makes it a pipeline entry, and ``register_pass(rule_set)`` a pass
+    known by its name."""
+
+    name: str
+    family: str
+    rules: tuple[Rule, ...]
+    doc: str
+    note: Note | None = None
+    fixed_point: bool = False
+
+    def as_pass(self) -> "RewritePass":
+        return RewritePass(self)
+
+
 class RewritePass(Pass):
-    """A pass made of rules, run in order, each on the graph the previous ones left.
+    """The pass a rule set turns into: its rules run in order, each on the graph the previous
+    ones left."""
 
-    Subclasses set ``name``, ``family``, ``rules`` (Rule instances) and a docstring, and may
-    override ``note`` to summarize what was made.
-    """
+    def __init__(self, rule_set: RuleSet):
+        self.rule_set = rule_set
+        self.name, self.family, self.rules = rule_set.name, rule_set.family, rule_set.rules
+        self.fixed_point = rule_set.fixed_point
 
-    rules: ClassVar[tuple[Rule, ...]] = ()
+    def description(self) -> str:
+        return " ".join(inspect.cleandoc(self.rule_set.doc).split("\n\n", 1)[0].split())
+
+    def patterns(self) -> list[Pattern]:
+        return [rule.named_pattern() for rule in self.rules if rule.reported]
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
@@ -138,21 +179,15 @@ class RewritePass(Pass):
         for rule in self.rules:
             made += _apply(rule, graph, ctx, result)
         result.rewrites = len(made)
-        note = self.note(graph, made) if made else None
+        note = self.rule_set.note(graph, made) if made and self.rule_set.note else None
         if note:
             result.notes.append(note)
         return result
 
-    def note(self, graph: Graph, made: list[Node]) -> str | None:
-        """A sentence about the nodes this run made (only asked when it made some)."""
-        return None
-
 
 def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> list[Node]:
     """Rewrite every match of ``rule``; record its report and its declines in ``result``."""
-    pattern = rule.pattern()
-    if not pattern.title:
-        pattern = pattern.named(rule.name)  # reports and near-miss declines name the rule
+    pattern = rule.named_pattern()  # reports and near-miss declines carry its name
     if rule.reported:
         report = pattern_report(graph, pattern, ctx)
     else:

@@ -5,24 +5,60 @@ from __future__ import annotations
 from collections import Counter
 from typing import ClassVar
 
-from ...ir import Graph, Node, Value
+from ...ir import FUSED_DOMAIN, Graph, Node, Value
+from ...ir.contrib_shapes import MS_DOMAIN
 from ...ir.dtypes import is_float
-from ...patterns import Match, Pattern, any_value, const, get_pattern, op
-from ...patterns.library.convolution import activation_after
+from ...patterns import Match, Pattern, any_value, const, op, optional
 from ..framework.base import PassContext
 from ..framework.pass_registry import register_pass
-from ..framework.rules import RewritePass, Rule
+from ..framework.rules import Rule, RuleSet
 
 FUSED_GEMM = "FusedGemm"
 FUSED_CONV = "FusedConv"
 FUSED_MATMUL_BIAS = "FusedMatMulBias"
+# Activations a Conv/Gemm/MatMul kernel can apply in its epilogue: the ones onnxruntime fuses
+# into FusedConv/FusedGemm, plus Gelu (its BiasGelu).  Clip takes min/max inputs.
+FUSABLE_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
+                       "Gelu")
+ACTIVATIONS_TEXT = ("a fusable activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid, "
+                    "HardSwish, Gelu, or Clip with constant bounds)")
+
+
+def activation_after(producer: Pattern) -> Pattern:
+    """A fusable activation reading ``producer``; Clip needs constant bounds; Gelu may also be
+    GraphLab's fused Gelu (what GELU recognition makes below opset 20, where Gelu is no op) or
+    onnxruntime's (the same exact GELU, in a model its optimizer wrote)."""
+    plain = op(FUSABLE_ACTIVATIONS, producer).bind("act")
+    clip = op("Clip", producer, optional(const().bind("clip_min")),
+              optional(const().bind("clip_max"))).bind("act")
+    fused_gelu = op("Gelu", producer, domain=FUSED_DOMAIN).bind("act")
+    ort_gelu = op("Gelu", producer, domain=MS_DOMAIN).bind("act")
+    return plain | clip | fused_gelu | ort_gelu
+
+
+def matmul_add() -> Pattern:
+    """MatMul + a constant bias: ``MatMulAddRule``'s pattern, and the start of
+    ``MatMulBiasActRule``'s."""
+    matmul = op("MatMul", any_value().bind("x"), any_value().bind("weight")).bind("matmul")
+    return op("Add", matmul, const().bind("bias")).bind("add").described_as(
+        "MatMul whose output gets a constant bias added (in either operand order).")
 
 
 class MatMulAddRule(Rule):
-    """Library pattern ``matmul_add`` -> a standard Gemm when 2-D (exactly what Gemm
-    computes), else FusedMatMulBias, which keeps the batch dimensions."""
+    """Pattern ``matmul_add`` -> a standard Gemm when 2-D (exactly what Gemm computes), else
+    FusedMatMulBias, which keeps the batch dimensions."""
 
     name = "matmul_add"
+
+    def pattern(self) -> Pattern:
+        """MatMul followed by an Add of a constant bias (in either operand order).
+
+        Why: MatMul+bias is a Gemm (or a fused MatMul with bias epilogue), one kernel instead
+        of two; it only works when the bias is a constant, not another activation.
+
+        Bindings: ``matmul``, ``add`` (nodes), ``x``, ``weight`` (MatMul inputs), ``bias``.
+        """
+        return matmul_add()
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
         if _is_gemm_shaped(match["x"], match["weight"], match["bias"]):
@@ -46,9 +82,15 @@ class MatMulBiasActRule(Rule):
     name = "matmul_bias_act"
 
     def pattern(self) -> Pattern:
-        return activation_after(get_pattern("matmul_add")).named(self.name).described_as(
-            "MatMul plus a constant bias, followed by a fusable activation (Relu, LeakyRelu, "
-            "Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, or Clip with constant bounds).")
+        """``matmul_add`` followed by a fusable activation.
+
+        Why: the bias and the activation run in the layer's epilogue, one kernel for three ops.
+
+        Bindings: those of ``matmul_add``; ``act`` (node), ``clip_min``, ``clip_max`` (Clip
+        bounds, None otherwise).
+        """
+        return activation_after(matmul_add()).described_as(
+            f"MatMul plus a constant bias, followed by {ACTIVATIONS_TEXT}.")
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
         act = match["act"]
@@ -76,15 +118,43 @@ class _LayerActivationRule(Rule):
 
 
 class GemmActRule(_LayerActivationRule):
-    """Library pattern ``gemm_act`` -> FusedGemm(A, B, C) with the activation."""
+    """Pattern ``gemm_act`` -> FusedGemm(A, B, C) with the activation."""
 
     name, layer, fused_op, operands = "gemm_act", "gemm", FUSED_GEMM, ("a", "b", "c")
 
+    def pattern(self) -> Pattern:
+        """Gemm followed by an activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
+        HardSwish, Gelu, or Clip with constant bounds).
+
+        Why: the activation runs in the Gemm's epilogue instead of as a separate pass over
+        memory.
+
+        Bindings: ``gemm``, ``act`` (nodes), ``a``, ``b``, ``c`` (Gemm inputs; ``c`` None when
+        absent), ``clip_min``, ``clip_max`` (Clip bounds, None otherwise).
+        """
+        gemm = op("Gemm", any_value().bind("a"), any_value().bind("b"),
+                  optional(any_value().bind("c"))).bind("gemm")
+        return activation_after(gemm).described_as(f"Gemm followed by {ACTIVATIONS_TEXT}.")
+
 
 class ConvActRule(_LayerActivationRule):
-    """Library pattern ``conv_act`` -> FusedConv(X, W, B) with the activation."""
+    """Pattern ``conv_act`` -> FusedConv(X, W, B) with the activation."""
 
     name, layer, fused_op, operands = "conv_act", "conv", FUSED_CONV, ("x", "weight", "bias")
+
+    def pattern(self) -> Pattern:
+        """Conv followed by an activation (Relu, LeakyRelu, Sigmoid, Tanh, HardSigmoid,
+        HardSwish, Gelu, or Clip with constant bounds).
+
+        Why: the activation can run in the Conv's epilogue while the output is still in
+        registers or on-chip memory, saving a round trip of the whole tensor through DRAM.
+
+        Bindings: ``conv``, ``act`` (nodes), ``x``, ``weight``, ``bias`` (None when absent),
+        ``clip_min``, ``clip_max`` (Clip bounds, None otherwise).
+        """
+        conv = op("Conv", any_value().bind("x"), any_value().bind("weight"),
+                  optional(any_value().bind("bias"))).bind("conv")
+        return activation_after(conv).described_as(f"Conv followed by {ACTIVATIONS_TEXT}.")
 
 
 class RuntimeBiasMatMulRule(Rule):
@@ -97,6 +167,12 @@ class RuntimeBiasMatMulRule(Rule):
     reported = False
 
     def pattern(self) -> Pattern:
+        """MatMul followed by an Add of a bias computed at run time.
+
+        Why: Gemm's C operand may be computed at run time, so a 2-D one is still a Gemm.
+
+        Bindings: ``matmul``, ``add`` (nodes), ``x``, ``weight``, ``bias``.
+        """
         return op("Add", op("MatMul", any_value().bind("x"), any_value().bind("weight"))
                   .bind("matmul"), (~const()).bind("bias")).bind("add")
 
@@ -107,10 +183,17 @@ class RuntimeBiasMatMulRule(Rule):
                             _linear_operands(match), name=match["matmul"].name)
 
 
-@register_pass
-class FuseLinearBiasAct(RewritePass):
-    """Fuse a Conv, Gemm or MatMul with its constant bias and the activation after it into one
-    node (FusedConv, FusedGemm, FusedMatMulBias) whose body is the original ops.
+def _note(graph: Graph, made: list[Node]) -> str:
+    counts = Counter(node.op_type for node in made)
+    return "made " + ", ".join(f"{n} {op_type}" for op_type, n in counts.items())
+
+
+FUSE_LINEAR_BIAS_ACT = register_pass(RuleSet(
+    "fuse_linear_bias_act", "fusion", note=_note,
+    rules=(MatMulBiasActRule(), MATMUL_ADD, GemmActRule(), ConvActRule(),
+           RuntimeBiasMatMulRule()),
+    doc="""Fuse a Conv, Gemm or MatMul with its constant bias and the activation after it into
+    one node (FusedConv, FusedGemm, FusedMatMulBias) whose body is the original ops.
 
     A linear layer's bias and activation are cheap per element but each is a full pass over
     the output when run as a separate op; fused, they run in the layer's epilogue while the
@@ -122,16 +205,7 @@ class FuseLinearBiasAct(RewritePass):
     MatMul + Add still becomes one Gemm (Gemm's C operand may be computed at run time), but
     nothing more is fused into it.  An activation is absorbed only when the layer's output is
     read by nothing else.
-    """
-
-    name = "fuse_linear_bias_act"
-    family = "fusion"
-    rules = (MatMulBiasActRule(), MATMUL_ADD, GemmActRule(), ConvActRule(),
-             RuntimeBiasMatMulRule())
-
-    def note(self, graph: Graph, made: list[Node]) -> str:
-        counts = Counter(node.op_type for node in made)
-        return "made " + ", ".join(f"{n} {op_type}" for op_type, n in counts.items())
+    """))
 
 
 def _linear_operands(match: Match) -> list[Value]:

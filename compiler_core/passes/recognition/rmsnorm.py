@@ -13,96 +13,43 @@ from onnx import TensorProto
 
 from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float
-from ...patterns import Match, Pattern, any_value, const, one_of, op
-from ...patterns.library.common import as_float, scalar_const
-from ...patterns.library.normalization import last_axis_mean
-from ...patterns.library.registry import register as register_pattern
+from ...patterns import Match, Pattern, any_value
+from ...patterns.library.normalization import WEIGHT_AFTER_CAST, written_out_rmsnorm
 from ..framework.base import PassContext
 from ..framework.pass_registry import register_pass
-from ..framework.rules import RewritePass, Rule
+from ..framework.rules import Rule, RuleSet
 from .normalization_gelu import default_opset, unit_scale
 
 FUSED_OP = "SimplifiedLayerNormalization"  # onnxruntime's name for it; lowering imports this
 RMSNORM_OPSET = 23  # RMSNormalization is a standard op from this default-domain opset on
-_HALF_FLOATS = ("float16", "bfloat16")
-_HALF_TYPES = one_of(TensorProto.FLOAT16, TensorProto.BFLOAT16)
-# Where the weight multiply sits: RMSNormalization casts back before it multiplies.
-WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST, NO_CAST = "after_cast", "before_cast", "no_cast"
-
-
-def _upcast_only_for_the_norm(value: Value, _: dict) -> bool:
-    """The Cast to float32 feeds the square and the product only (else it stays outside)."""
-    return len(value.users()) <= 2
-
-
-def _is_weight_vector(value: Value, _: dict) -> bool:
-    """A per-feature weight: a vector, or a tensor whose dims before the last are all 1 (a
-    gate computed per token, such as Mamba's norm(x)·silu(z), is not part of the norm)."""
-    shape = value.shape
-    return shape is not None and all(d == 1 for d in shape[:-1])
-
-
-def _weight_found(value: Value, _: dict) -> str:
-    return value.describe_type()
-
-
-def written_out_rmsnorm(source: Pattern) -> Pattern:
-    """The RMS normalization of ``source`` written out, in every spelling of ``rmsnorm``;
-    ``source`` is bound by the caller (a plain input, or the residual Add of a skip norm)."""
-    upcast = op("Cast", source.has_dtype(*_HALF_FLOATS), to=TensorProto.FLOAT).bind(
-        "upcast").where(_upcast_only_for_the_norm, "a float32 upcast read by the norm only",
-                        lambda v, _: f"{len(v.users())} readers", needs_bindings=False)
-    x = upcast | source
-    square = op("Pow", x, const(2.0)) | op("Mul", x, x)
-    add_eps = op("Add", last_axis_mean(square, "mean"),
-                 scalar_const().bind("epsilon", as_float)).bind("add_eps")
-    root = op("Sqrt", add_eps)
-    normalized = (op("Div", x, root) | op("Mul", x, op("Reciprocal", root))
-                  | op("Mul", x, op("Div", const(1.0), root))
-                  | op("Mul", x, op("Pow", add_eps, const(-0.5))))
-    weight = any_value().bind("scale").same_size_as("input", axis=-1).where(
-        _is_weight_vector, "a weight vector over the last axis", _weight_found,
-        needs_bindings=False)
-
-    def downcast(p: Pattern) -> Pattern:
-        return op("Cast", p, to=_HALF_TYPES).bind("downcast")
-
-    return (op("Mul", downcast(normalized), weight).tag("weight_order", WEIGHT_AFTER_CAST)
-            | downcast(op("Mul", normalized, weight)).tag("weight_order", WEIGHT_BEFORE_CAST)
-            | op("Mul", normalized, weight).tag("weight_order", NO_CAST)
-            | downcast(normalized).tag("weight_order", WEIGHT_AFTER_CAST)
-            | normalized.tag("weight_order", NO_CAST))
-
-
-@register_pattern("rmsnorm")
-def rmsnorm() -> Pattern:
-    """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean →
-    Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or x · (…)^−0.5
-    (Pow) → optionally · weight.  Half-precision forms: x cast to float32 first, the result
-    cast back, the weight multiplied after the cast back or before it.
-
-    Why: one kernel reads the activation once instead of five to nine times (onnxruntime's
-    SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
-
-    Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when unscaled: a
-    vector over the last axis), ``epsilon`` (float), ``upcast`` and ``downcast`` (the Cast
-    nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST or
-    NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node whose output is the result.
-    """
-    return written_out_rmsnorm(any_value().bind("input")).described_as(
-        "RMS normalization over the last axis written out as a square, ReduceMean, Add "
-        "epsilon, Sqrt, and a division (or a reciprocal, or a power of -0.5), then an "
-        "optional weight; in half precision with casts to float32 and back around it.")
-
-
 class RmsNormRule(Rule):
-    """Library pattern ``rmsnorm`` -> one RMS normalization: the standard RMSNormalization op
+    """Pattern ``rmsnorm`` -> one RMS normalization: the standard RMSNormalization op
     from opset 23 when it computes exactly the same (float32, or float16/bfloat16 upcast to
     float32, cast back, then weighted: its stash_type 1), else a fused
     SimplifiedLayerNormalization node (GraphLab's domain) whose body is the original ops,
     casts included.  A missing weight becomes a unit scale of the result's type."""
 
     name = "rmsnorm"
+
+    def pattern(self) -> Pattern:
+        """RMS normalization over the last axis, written out: x² (Pow 2, or x·x) → ReduceMean
+        → Add ε → Sqrt → x / sqrt (Div), or x · 1/sqrt (Reciprocal, or Div of 1), or
+        x · (…)^−0.5 (Pow) → optionally · weight.  Half-precision forms: x cast to float32
+        first, the result cast back, the weight multiplied after the cast back or before it.
+
+        Why: one kernel reads the activation once instead of five to nine times
+        (onnxruntime's SimplifiedLayerNormalization, ONNX RMSNormalization from opset 23).
+
+        Bindings: ``input`` (x before any upcast), ``scale`` (the weight, absent when
+        unscaled: a vector over the last axis), ``epsilon`` (float), ``upcast`` and
+        ``downcast`` (the Cast nodes, None when absent), ``weight_order`` (WEIGHT_AFTER_CAST,
+        WEIGHT_BEFORE_CAST or NO_CAST); nodes ``mean`` and ``add_eps``; the root is the node
+        whose output is the result.
+        """
+        return written_out_rmsnorm(any_value().bind("input")).described_as(
+            "RMS normalization over the last axis written out as a square, ReduceMean, Add "
+            "epsilon, Sqrt, and a division (or a reciprocal, or a power of -0.5), then an "
+            "optional weight; in half precision with casts to float32 and back around it.")
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str:
         x, scale = match["input"], match["scale"]
@@ -134,17 +81,13 @@ def _standard_op_computes_it(match: Match, scale: Value) -> bool:
             and match["weight_order"] == WEIGHT_AFTER_CAST)
 
 
-@register_pass
-class RecognizeRmsNorm(RewritePass):
-    """Replace an RMSNorm written out in primitive ops — x / sqrt(mean(x²) + ε) · w, with the
-    square as Pow or Mul and the division as Div, Reciprocal + Mul, Div of 1 or Pow −0.5, in
-    half precision wrapped in casts to float32 and back — by one node.
+RECOGNIZE_RMSNORM = register_pass(RuleSet(
+    "recognize_rmsnorm", "recognition", (RmsNormRule(),),
+    doc="""Replace an RMSNorm written out in primitive ops — x / sqrt(mean(x²) + ε) · w, with
+    the square as Pow or Mul and the division as Div, Reciprocal + Mul, Div of 1 or Pow −0.5,
+    in half precision wrapped in casts to float32 and back — by one node.
 
     LLM decoders normalize every block's input this way; one kernel reads the activation once.
     Runs after LayerNorm recognition: the core of a written-out LayerNorm is an RMSNorm of
     x − mean(x), and the LayerNorm should win.
-    """
-
-    name = "recognize_rmsnorm"
-    family = "recognition"
-    rules = (RmsNormRule(),)
+    """))

@@ -17,13 +17,12 @@ from ...ir import Graph, Node, Value
 from ...ir.dtypes import is_float
 from ...patterns import Failure, Match, Pattern, any_value, const, op, optional, variadic
 from ...patterns.language import OpPattern
-from ...patterns.library.registry import register as register_pattern
 from ...wording import plural
 from ..framework.base import PassContext
 from ..analyses.constants import constant_ints, ints_input_or_attr
 from ..framework.pass_registry import register_pass
 from ..framework.rewrite import boundary, with_private_shape_arithmetic
-from ..framework.rules import RewritePass, Rule
+from ..framework.rules import Rule, RuleSet
 from ..analyses.shape_facts import known_dim, shape_tensor_dims
 
 FUSED_OP = "RotaryEmbedding"  # the lowering and the attention pattern import this spelling
@@ -230,34 +229,6 @@ def _rotation(x: Pattern) -> Pattern:
                _op("Mul", x, any_value().bind("cos")))
 
 
-@register_pattern("rotary_embedding")
-def rotary_embedding() -> Pattern:
-    """Rotary position embedding written out: x·cos + rotate(x)·sin, rotate being rotate_half
-    (Concat(−x[..., h:], x[..., :h])) or the interleaved rotation (stack(−x[..., 1::2],
-    x[..., 0::2]) flattened; the even and odd features also as Gather or Split of x reshaped
-    to pairs); the negation as Neg or Mul by −1; Add and Mul operands in either order.
-    Partial rotary: only x[..., :rotary_dim] is rotated and Concat'ed with x[..., rotary_dim:].
-
-    Why: a dozen element-wise and data-movement ops per query and key — each a pass over the
-    activation — become one kernel (onnxruntime's RotaryEmbedding, or the prologue of a fused
-    attention kernel, which can only take rotary as one recognized op).
-
-    Bindings: ``input`` (the query or key tensor), ``cos``, ``sin`` (the values multiplied,
-    broadcasting to the rotated part), ``interleaved`` (0 or 1), ``rotated_part`` and
-    ``passed_part`` (the two Slices of partial rotary; None when every feature rotates),
-    ``upper``/``lower`` or ``lane0``/``lane1`` (what picks the two features of each pair).
-    """
-    x = any_value().bind("input")
-    rotated_part = _sliced(x).bind("rotated_part")
-    passed_part = _sliced(x).bind("passed_part")
-    partial = op("Concat", _rotation(rotated_part), passed_part).where(
-        _partial_cut_right, "x[..., :rotary_dim] rotated, then x[..., rotary_dim:], along the "
-        "last axis", _partial_found)
-    return (partial | _rotation(any_value().bind("input"))).described_as(
-        "Rotary position embedding: x·cos + rotate(x)·sin with rotate_half or the interleaved "
-        "pair rotation, on all features or on the first rotary_dim (partial rotary).")
-
-
 def _partial_cut_right(value: Value, bindings: dict) -> bool:
     width = _last_dim(bindings["input"])
     rotated = last_axis_slice(bindings["rotated_part"])
@@ -290,11 +261,40 @@ def rotary_layout(x: Value, cos: Value) -> tuple[str | None, int | None]:
 
 # ----------------------------------------------------------------------------- rule
 class RotaryRule(Rule):
-    """Library pattern ``rotary_embedding`` -> one fused RotaryEmbedding(x, cos, sin) node whose
-    body is the original ops; it records ``interleaved``, ``rotary_dim`` and, when the layout
-    says, ``num_heads``.  The output has x's shape (partial rotary included)."""
+    """Pattern ``rotary_embedding`` -> one fused RotaryEmbedding(x, cos, sin) node whose body
+    is the original ops; it records ``interleaved``, ``rotary_dim`` and, when the layout says,
+    ``num_heads``.  The output has x's shape (partial rotary included)."""
 
     name = "rotary_embedding"
+
+    def pattern(self) -> Pattern:
+        """Rotary position embedding written out: x·cos + rotate(x)·sin, rotate being
+        rotate_half (Concat(−x[..., h:], x[..., :h])) or the interleaved rotation
+        (stack(−x[..., 1::2], x[..., 0::2]) flattened; the even and odd features also as
+        Gather or Split of x reshaped to pairs); the negation as Neg or Mul by −1; Add and Mul
+        operands in either order.  Partial rotary: only x[..., :rotary_dim] is rotated and
+        Concat'ed with x[..., rotary_dim:].
+
+        Why: a dozen element-wise and data-movement ops per query and key — each a pass over
+        the activation — become one kernel (onnxruntime's RotaryEmbedding, or the prologue of
+        a fused attention kernel, which can only take rotary as one recognized op).
+
+        Bindings: ``input`` (the query or key tensor), ``cos``, ``sin`` (the values
+        multiplied, broadcasting to the rotated part), ``interleaved`` (0 or 1),
+        ``rotated_part`` and ``passed_part`` (the two Slices of partial rotary; None when every
+        feature rotates), ``upper``/``lower`` or ``lane0``/``lane1`` (what picks the two
+        features of each pair).
+        """
+        x = any_value().bind("input")
+        rotated_part = _sliced(x).bind("rotated_part")
+        passed_part = _sliced(x).bind("passed_part")
+        partial = op("Concat", _rotation(rotated_part), passed_part).where(
+            _partial_cut_right, "x[..., :rotary_dim] rotated, then x[..., rotary_dim:], along "
+            "the last axis", _partial_found)
+        return (partial | _rotation(any_value().bind("input"))).described_as(
+            "Rotary position embedding: x·cos + rotate(x)·sin with rotate_half or the "
+            "interleaved pair rotation, on all features or on the first rotary_dim (partial "
+            "rotary).")
 
     def check(self, match: Match) -> Failure | None:
         return self.outside_reader_failure(match, self._members(match), match.root.outputs)
@@ -320,9 +320,16 @@ class RotaryRule(Rule):
         return with_private_shape_arithmetic(match.nodes)
 
 
-@register_pass
-class RecognizeRotary(RewritePass):
-    """Replace a rotary position embedding written out in primitive ops (x·cos +
+def _note(graph: Graph, made: list[Node]) -> str:
+    interleaved = sum(1 for n in made if n.attrs["interleaved"])
+    partial = sum(1 for n in made if n.attrs["rotary_dim"] != _last_dim(n.inputs[0]))
+    return (f"made {plural(len(made), 'RotaryEmbedding node')}: {interleaved} interleaved, "
+            f"{partial} partial")
+
+
+RECOGNIZE_ROTARY = register_pass(RuleSet(
+    "recognize_rotary", "recognition", (RotaryRule(),), note=_note,
+    doc="""Replace a rotary position embedding written out in primitive ops (x·cos +
     rotate_half(x)·sin, the interleaved pair rotation, or either on the first rotary_dim
     features) by one fused RotaryEmbedding node reading x, cos and sin.
 
@@ -330,14 +337,4 @@ class RecognizeRotary(RewritePass):
     Attention fusion runs after this pass and finds rotary as that one node between the head
     split and Q·Kᵀ.  cos and sin stay outside (shared by every layer); with ``--runtime
     onnxruntime`` the node becomes onnxruntime's RotaryEmbedding where its contract fits.
-    """
-
-    name = "recognize_rotary"
-    family = "recognition"
-    rules = (RotaryRule(),)
-
-    def note(self, graph: Graph, made: list[Node]) -> str:
-        interleaved = sum(1 for n in made if n.attrs["interleaved"])
-        partial = sum(1 for n in made if n.attrs["rotary_dim"] != _last_dim(n.inputs[0]))
-        return (f"made {plural(len(made), 'RotaryEmbedding node')}: {interleaved} interleaved, "
-                f"{partial} partial")
+    """))

@@ -1,11 +1,5 @@
-"""GraphLab's pattern library: named patterns that passes and the explain command share.
+"""Sub-patterns that several rules share; a pattern one rule uses lives in that rule's module.
 
-Each builder's docstring says what it matches, why a compiler cares, and its bindings.
+``common``: small helpers (a scalar constant, an attribute with its default); ``normalization``:
+the pieces the LayerNorm, RMSNorm and skip-normalization rules are built from.
 """
-
-# Imported for their registrations, in the order list_patterns() reports them.
-from . import (  # noqa: F401  # isort: skip
-    convolution, linear, normalization, activation, attention, cleanup)
-from .registry import get_pattern, list_patterns, pattern_doc
-
-__all__ = ["get_pattern", "list_patterns", "pattern_doc"]

@@ -1,15 +1,10 @@
-"""Small helpers the library patterns share."""
+"""Small helpers patterns share: a scalar constant, its value, an attribute with its default."""
 
 from __future__ import annotations
 
 from ...ir import Node, Value
 from ..checks import predicate
 from ..language import ConstPattern, const
-
-# Activations a Conv/Gemm/MatMul kernel can apply in its epilogue: the ones onnxruntime fuses
-# into FusedConv/FusedGemm, plus Gelu (its BiasGelu).  Clip takes min/max inputs.
-FUSABLE_ACTIVATIONS = ("Relu", "LeakyRelu", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish",
-                       "Gelu")
 
 SCALAR = predicate(lambda a: a.size == 1, "(a scalar)")
 

@@ -1,12 +1,17 @@
-"""Layer normalization: the decomposed form exporters emit, and Add + LayerNorm (skip)."""
+"""Sub-patterns several normalization rules share: a mean over the last axis (LayerNorm and
+RMSNorm), the decomposed LayerNorm and the written-out RMSNorm (each recognized alone, or after
+a residual Add), the residual sum a skip normalization reads and a normalization op over the
+last axis (both skip norms)."""
 
 from __future__ import annotations
 
-from ...ir import FUSED_DOMAIN, Node, Value
+from onnx import TensorProto
+
+from ...ir import Node, Value
+from ..checks import one_of
 from ..language import Pattern, any_value, const, op, optional
 from ..texts import format_attr
-from .common import as_float, attr_or_default, scalar_const
-from .registry import register
+from .common import as_float, scalar_const
 
 
 def _reduced_axes(node: Node) -> tuple | None:
@@ -63,45 +68,6 @@ def decomposed_layernorm(x: Pattern) -> Pattern:
     return op("Add", mul, shift).bind("shift_add").bind("layernorm").tag("axis", -1)
 
 
-@register("layernorm")
-def layernorm() -> Pattern:
-    """Layer normalization written out in primitive ops, over the last axis:
-    ReduceMean → Sub → Pow 2 (or Sub·Sub) → ReduceMean → Add eps → Sqrt → Div → Mul scale →
-    Add shift.  ReduceMean may carry its axes as an attribute (opset ≤ 17) or as a constant
-    input (opset 18+); the Sub output feeds both Pow and Div.
-
-    Why: exporters at low opsets emit these nine ops; one LayerNormalization kernel reads the
-    activation once instead of five times and is numerically safer.
-
-    Bindings: ``input``, ``scale``, ``shift`` (values), ``epsilon`` (float), ``axis`` (always
-    -1: only the last-axis case matches); nodes ``mean``, ``sub``, ``pow`` (Pow or Mul),
-    ``var``, ``add_eps``, ``sqrt``, ``div``, ``scale_mul``, ``shift_add``; ``layernorm`` is the
-    node whose output is the normalized result (the shift Add).
-    """
-    return decomposed_layernorm(any_value().bind("input")).described_as(
-        "Layer normalization over the last axis written out as ReduceMean, Sub, Pow, "
-        "ReduceMean, Add epsilon, Sqrt, Div, then a scale Mul and a shift Add.")
-
-
-@register("layernorm_unscaled")
-def layernorm_unscaled() -> Pattern:
-    """Layer normalization without its scale and shift, written out over the last axis:
-    ReduceMean → Sub → Pow 2 (or Sub·Sub) → ReduceMean → Add eps → Sqrt → Div.
-
-    Why: a LayerNorm without learned affine (``elementwise_affine=False``), or one whose
-    scale and shift were already folded into the next linear layer, is still one
-    LayerNormalization kernel (with scale 1) instead of seven passes over the activation.
-    Look for ``layernorm`` first: this pattern also matches the core of a full one.
-
-    Bindings: ``input``, ``epsilon`` (float), ``axis`` (always -1); nodes ``mean``, ``sub``,
-    ``pow``, ``var``, ``add_eps``, ``sqrt``, ``div``; ``layernorm`` is the Div.
-    """
-    return normalized_last_axis(any_value().bind("input")).bind("layernorm").tag(
-        "axis", -1).described_as(
-        "Layer normalization over the last axis without scale and shift, written out as "
-        "ReduceMean, Sub, Pow, ReduceMean, Add epsilon, Sqrt, Div.")
-
-
 def residual_sum() -> Pattern:
     """The residual Add a skip normalization reads: ``input + skip``, where ``input`` may be a
     projection plus its bias vector (``x + bias``, absorbed: onnxruntime's skip ops add a bias
@@ -149,42 +115,6 @@ def _readers(value: Value, _: dict) -> str:
         if value.is_graph_output else f"read by {readers}"
 
 
-@register("skip_layernorm")
-def skip_layernorm() -> Pattern:
-    """A residual Add (``residual_sum``: maybe absorbing a projection's bias Add, maybe read on
-    by the next block) feeding a layer normalization — either the LayerNormalization op over
-    the last axis (standard, or GraphLab's fused LayerNormalization that LayerNorm recognition
-    makes below opset 17) or the decomposed form of ``layernorm``.
-
-    Why: onnxruntime's SkipLayerNormalization does the residual add (with the bias) and the
-    normalization in one pass (24 of them in bert-base) and writes the sum once when the
-    residual stream needs it.
-
-    Bindings: those of ``residual_sum``; ``scale``, ``shift`` (None when the op form has no
-    bias), ``epsilon`` (float), ``axis`` (-1 for decomposed; the op's axis otherwise),
-    ``layernorm`` (the LayerNormalization node, or the shift Add of the decomposed form),
-    ``form`` ("op" or "decomposed"); the decomposed form also binds the node names of
-    ``layernorm``.
-    """
-    skip_add = residual_sum()
-    standard = _layernorm_op(skip_add, "")
-    recognized = _layernorm_op(skip_add, FUSED_DOMAIN)
-    decomposed = decomposed_layernorm(skip_add).tag("form", "decomposed")
-    return (standard | recognized | decomposed).described_as(
-        "A residual Add (its input may carry a projection's bias Add; the sum may be read on) "
-        "feeding a layer normalization over the last axis (the LayerNormalization op or its "
-        "decomposed form).")
-
-
-def _layernorm_op(x: Pattern, domain: str) -> Pattern:
-    """LayerNormalization over the last axis reading ``x``: the standard op, or (in GraphLab's
-    domain) the fused node LayerNorm recognition makes where the opset has no such op."""
-    layernorm = over_last_axis(op("LayerNormalization", x, any_value().bind("scale"),
-                                  optional(any_value().bind("shift")), domain=domain))
-    return layernorm.bind("layernorm").bind("epsilon", attr_or_default("epsilon", 1e-5)).bind(
-        "axis", attr_or_default("axis", -1)).tag("form", "op")
-
-
 def over_last_axis(norm: Pattern) -> Pattern:
     """A normalization op whose ``axis`` attribute (default -1) names the last axis."""
     return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found)
@@ -198,3 +128,54 @@ def _normalizes_last_axis(value: Value, _: dict) -> bool:
 def _axis_found(value: Value, _: dict) -> str:
     node = value.producer
     return f"axis {node.attrs.get('axis', -1)} (rank {node.inputs[0].rank})"
+
+
+# ------------------------------------------------------------------ RMSNorm written out
+_HALF_FLOATS = ("float16", "bfloat16")
+_HALF_TYPES = one_of(TensorProto.FLOAT16, TensorProto.BFLOAT16)
+# Where the weight multiply sits: RMSNormalization casts back before it multiplies.
+WEIGHT_AFTER_CAST, WEIGHT_BEFORE_CAST, NO_CAST = "after_cast", "before_cast", "no_cast"
+
+
+def _upcast_only_for_the_norm(value: Value, _: dict) -> bool:
+    """The Cast to float32 feeds the square and the product only (else it stays outside)."""
+    return len(value.users()) <= 2
+
+
+def _is_weight_vector(value: Value, _: dict) -> bool:
+    """A per-feature weight: a vector, or a tensor whose dims before the last are all 1 (a
+    gate computed per token, such as Mamba's norm(x)·silu(z), is not part of the norm)."""
+    shape = value.shape
+    return shape is not None and all(d == 1 for d in shape[:-1])
+
+
+def _weight_found(value: Value, _: dict) -> str:
+    return value.describe_type()
+
+
+def written_out_rmsnorm(source: Pattern) -> Pattern:
+    """The RMS normalization of ``source`` written out, in every spelling of ``rmsnorm``;
+    ``source`` is bound by the caller (a plain input, or the residual Add of a skip norm)."""
+    upcast = op("Cast", source.has_dtype(*_HALF_FLOATS), to=TensorProto.FLOAT).bind(
+        "upcast").where(_upcast_only_for_the_norm, "a float32 upcast read by the norm only",
+                        lambda v, _: f"{len(v.users())} readers", needs_bindings=False)
+    x = upcast | source
+    square = op("Pow", x, const(2.0)) | op("Mul", x, x)
+    add_eps = op("Add", last_axis_mean(square, "mean"),
+                 scalar_const().bind("epsilon", as_float)).bind("add_eps")
+    root = op("Sqrt", add_eps)
+    normalized = (op("Div", x, root) | op("Mul", x, op("Reciprocal", root))
+                  | op("Mul", x, op("Div", const(1.0), root))
+                  | op("Mul", x, op("Pow", add_eps, const(-0.5))))
+    weight = any_value().bind("scale").same_size_as("input", axis=-1).where(
+        _is_weight_vector, "a weight vector over the last axis", _weight_found,
+        needs_bindings=False)
+
+    def downcast(p: Pattern) -> Pattern:
+        return op("Cast", p, to=_HALF_TYPES).bind("downcast")
+
+    return (op("Mul", downcast(normalized), weight).tag("weight_order", WEIGHT_AFTER_CAST)
+            | downcast(op("Mul", normalized, weight)).tag("weight_order", WEIGHT_BEFORE_CAST)
+            | op("Mul", normalized, weight).tag("weight_order", NO_CAST)
+            | downcast(normalized).tag("weight_order", WEIGHT_AFTER_CAST)
+            | normalized.tag("weight_order", NO_CAST))

@@ -6,8 +6,8 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 
 from __future__ import annotations
 
-from . import build_progress, compare, compare_bar, controls, exports, inspector, memory, \
-    numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, reduce_view, \
+from . import build_progress, compare, compare_bar, controls, exports, inspector, latency, \
+    memory, numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, reduce_view, \
     report_download, roofline, service_banner, stepper, systolic, wrong_value
 from .panel import TAB, Panel
 
@@ -30,6 +30,7 @@ PANELS: tuple[Panel, ...] = (
     numerics.PANEL,
     wrong_value.PANEL,
     reduce_view.PANEL,
+    latency.PANEL,
     overlay.PANEL,
     exports.PANEL,
 )

@@ -2,7 +2,9 @@
 "show what the pass changed", the ops it removed hollow and arrows to what replaced them.
 Clicking a point selects its node in the panes.  Under it, the traffic story across the
 pipeline (`traffic_view`): bytes, time, FLOPs and arena peak after every pass; clicking a pass
-selects it."""
+selects it.  Once the pass was measured ("Measure this pass" in the pass list), a table of
+the slowest ops after it, measured beside predicted on this machine, with the ratio and why a
+prediction misses."""
 
 from __future__ import annotations
 
@@ -15,9 +17,11 @@ from ..traffic_view import fusion_caption, picked_pass, traffic_figure
 from ..roofline_view import assumed_caption, left_out_caption, op_points, pass_change, \
     roofline_figure
 from ..services import Services
+from ..step_latency import cached_latency
 from ..view_state import ViewState
 from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
     register_compare_toggle
+from . import latency
 from .on_view import on_view
 from .panel import TAB, Panel
 
@@ -27,6 +31,8 @@ CAPTION = "roofline-caption"
 TOGGLE = "roofline-compare"
 TRAFFIC = "roofline-traffic"
 TRAFFIC_CAPTION = "roofline-traffic-caption"
+MEASURED = "roofline-measured"
+MEASURED_SHOWN = 10
 
 
 def layout(_: Services) -> html.Div:
@@ -34,6 +40,7 @@ def layout(_: Services) -> html.Div:
         compare_toggle(TOGGLE),
         dcc.Graph(id=GRAPH, config=GRAPH_CONFIG, style={"height": "600px"}),
         html.Div(id=CAPTION, className="chart-caption"),
+        html.Div(id=MEASURED, className="chart-caption"),
         html.P("Each point is an op, on the roof at its arithmetic intensity (the cost model "
                "runs every op at its roofline bound); its area is its share of the estimated "
                "time. Click a point to select the node.", className="muted"),
@@ -57,6 +64,11 @@ def register(app, services: Services) -> None:
         return {"figure": figure, "caption": caption, "toggle": compare_value(state),
                 "traffic": traffic_figure(traffic, workspace.clamp_step(state.step)),
                 "traffic_caption": fusion_caption(traffic)}
+
+    @on_view(app, services, {"measured": Output(MEASURED, "children")}, tab=NAME,
+             inputs={"_measured": Input(latency.RESULT, "children")}, message="measured")
+    def render_measured(state, workspace, _measured):
+        return {"measured": measured_table(workspace, workspace.clamp_step(state.step))}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GRAPH, "clickData"), prevent_initial_call=True)
@@ -89,6 +101,36 @@ def roofline_view(workspace, state: ViewState):
                              subtitle=_change_summary(change) if change else "")
     lines = [assumed_caption(found), left_out_caption(found), *after_cost.notes]
     return figure, [html.Div(line) for line in lines if line]
+
+
+def measured_table(workspace, step: int):
+    """The slowest ops after the pass, measured and predicted (once the pass is measured)."""
+    latency = cached_latency(workspace, step)
+    if latency is None:
+        return html.Div("Measure this pass (under the pass list) to see each op's time in "
+                        "onnxruntime beside its prediction on this machine.", className="muted")
+    comparison = latency.after
+    ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)[:MEASURED_SHOWN]
+    rows = [html.Tr([html.Td(("* " if op.profiled.fused_by_onnxruntime else "")
+                             + "+".join(op.profiled.op_types),
+                             title=op.to_dict()["node"] + "\nkernels: "
+                             + "; ".join(op.profiled.kernels)),
+                     html.Td(f"{op.measured_ms:.3f}", className="num"),
+                     html.Td(f"{op.predicted_ms:.3f}", className="num"),
+                     html.Td("-" if op.ratio is None else f"{op.ratio:.2f}"
+                             + (" ⚠" if op.miss() else ""), className="num",
+                             title=op.miss() or "within 2x of the prediction")])
+            for op in ops]
+    rho = comparison.spearman
+    return html.Div(id="roofline-measured-ops", children=[
+        html.Div(f"Measured on {comparison.target.name}, the slowest ops after the pass (ms, "
+                 f"medians; * nodes onnxruntime fused itself; ⚠ off by more than 2x: hover "
+                 f"for the term that dominates; hover an op for its nodes)"
+                 + (f"; rank correlation of all ops {rho:.2f}" if rho is not None else "")),
+        html.Table(className="measured-ops", children=[
+            html.Thead(html.Tr([html.Th(h) for h in ("op", "measured", "predicted",
+                                                      "ratio")])),
+            html.Tbody(rows)])])
 
 
 def _change_summary(change) -> str:

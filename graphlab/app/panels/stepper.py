@@ -14,7 +14,7 @@ from dash import Output, Patch, State, dcc, html
 from compiler_core.wording import plural
 
 from ..services import Services
-from . import compare_bar, numerics, reduce_view, wrong_value
+from . import compare_bar, latency, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
 
@@ -42,6 +42,7 @@ def layout(services: Services) -> html.Div:
             numerics.layout(),
             wrong_value.layout(),
             reduce_view.layout(),
+            latency.layout(),
         ]),
         html.Ol(id=ROWS, className="pass-list"),
         dcc.Store(id=ROWS_DRAWN, storage_type="memory"),
@@ -50,25 +51,28 @@ def layout(services: Services) -> html.Div:
 
 def register(app, services: Services) -> None:
     @on_view(app, services, {"rows": Output(ROWS, "children"), "drawn": Output(ROWS_DRAWN, "data"),
-                             "check": Output(numerics.RESULT, "children")},
+                             "check": Output(numerics.RESULT, "children"),
+                             "latency": Output(latency.RESULT, "children")},
              state={"drawn": State(ROWS_DRAWN, "data")}, idle={"rows": [], "drawn": None},
-             message="rows", pass_only=True, failed=lambda _: {"check": ""})
+             message="rows", pass_only=True, failed=lambda _: {"check": "", "latency": ""})
     def render(state, workspace, drawn):
         snapshots = workspace.result.snapshots
-        check = numerics.shown(workspace, workspace.clamp_step(state.step))
+        step = workspace.clamp_step(state.step)
+        check = numerics.shown(workspace, step)
+        measured = latency.shown(workspace, step)
         if workspace.comparison is not None:   # one step, from model A to model B
             summary = workspace.comparison.diff.summary()
             detail = (f"{summary['matched']} matched, {summary['changed']} changed, "
                       f"{summary['only_a']} only in A, {summary['only_b']} only in B")
             return {"rows": [pass_row(snapshots[0], True, detail)], "drawn": None,
-                    "check": check}
+                    "check": check, "latency": measured}
         shown = [s.index for s in snapshots
                  if s.changed or not state.hide_unchanged or s.index == state.step]
         record = {"workspace": workspace.key, "rows": shown, "selected": state.step}
         if not drawn or {**drawn, "selected": state.step} != record:
             return {"rows": [pass_row(snapshots[i], i == state.step,
                                       *bound_detail(workspace, snapshots[i])) for i in shown],
-                    "drawn": record, "check": check}
+                    "drawn": record, "check": check, "latency": measured}
         if drawn["selected"] == state.step:
             return {}
         moved = Patch()
@@ -76,7 +80,7 @@ def register(app, services: Services) -> None:
             if index in shown:
                 row = moved[shown.index(index)]["props"]["children"]["props"]
                 row["className"] = row_class(snapshots[index], index == state.step)
-        return {"rows": moved, "drawn": record, "check": check}
+        return {"rows": moved, "drawn": record, "check": check, "latency": measured}
 
 
 def row_class(snapshot, selected: bool) -> str:

@@ -1,16 +1,23 @@
-"""Attention fusion: each scaled-dot-product attention block becomes one Attention node."""
+"""Attention fusion: each scaled-dot-product attention block becomes one Attention node.
+
+The fusion's modules: this one (the rule, its pass, the nodes a block takes along),
+``pattern`` (what a block looks like), ``layout`` and ``mask`` (what the fused node records).
+"""
 
 from __future__ import annotations
 
-from ...ir import Graph, Node, Value
-from ...patterns import Failure, Match, Pattern, get_pattern
-from ...wording import plural
-from ..framework.base import PassContext
-from ..analyses.projections import projection_ending_at
-from ..framework.pass_registry import register_pass
-from ..framework.rewrite import with_private_shape_arithmetic
-from ..framework.rules import RewritePass, Rule
-from .attention_layout import describe
+import inspect
+
+from ....ir import Graph, Node, Value
+from ....patterns import Failure, Match, Pattern
+from ....wording import plural
+from ...analyses.projections import projection_ending_at
+from ...framework.base import PassContext
+from ...framework.pass_registry import register_pass
+from ...framework.rewrite import with_private_shape_arithmetic
+from ...framework.rules import Rule, RuleSet
+from .layout import describe
+from .pattern import attention
 
 FUSED_OP = "Attention"
 # The ops between the head split and the linear layer: its bias and the ops that split a
@@ -21,17 +28,20 @@ _PROJECTION_DEPTH = 8  # ops between the head split and the linear layer, at mos
 
 
 class AttentionRule(Rule):
-    """Library pattern ``attention`` plus what only it reads (its projections, the shape
-    arithmetic of its Reshapes, a mask computed from its own intermediates) -> one Attention
-    node; refused, as a near miss naming the consumer, when an intermediate other than the
-    present keys and values is read outside.  Its ordinary near misses are not declines: most
-    are other code that starts like it."""
+    """Pattern ``attention`` plus what only it reads (its projections, the shape arithmetic of
+    its Reshapes, a mask computed from its own intermediates) -> one Attention node; refused,
+    as a near miss naming the consumer, when an intermediate other than the present keys and
+    values is read outside.  Its ordinary near misses are not declines: most are other code
+    that starts like it."""
 
     name = "fuse_attention"
     declines = False
 
     def pattern(self) -> Pattern:
-        return get_pattern("attention")
+        return attention().named("attention")
+
+    def pattern_doc(self) -> str:
+        return inspect.getdoc(attention) or ""
 
     def rewrite(self, graph: Graph, ctx: PassContext, match: Match) -> Node | str | Failure:
         nodes = block_nodes(graph, match)
@@ -41,17 +51,25 @@ class AttentionRule(Rule):
                              results=results))
 
 
-@register_pass
-class FuseAttention(RewritePass):
-    """Fuse each scaled-dot-product attention block — head split, rotary, KV cache,
+ATTENTION = AttentionRule()
+
+
+def _note(graph: Graph, made: list[Node]) -> str:
+    return (f"fused {plural(len(made), 'attention block')} into "
+            f"{plural(len(made), FUSED_OP + ' node')}")
+
+
+FUSE_ATTENTION = register_pass(RuleSet(
+    "fuse_attention", "fusion", (ATTENTION,), note=_note,
+    doc="""Fuse each scaled-dot-product attention block — head split, rotary, KV cache,
     repeat-kv, Q·Kᵀ, scale, mask, Softmax, ·V and head merge, with the Q/K/V projections only
     it reads — into one Attention node.
 
     Unfused, attention writes the [heads, seq, seq] scores to memory and reads them back for
     the scale, the mask, the Softmax and the ·V product; a fused kernel (onnxruntime's
     Attention, MultiHeadAttention, GroupQueryAttention, FlashAttention) keeps them on chip,
-    and its memory traffic no longer grows with seq².  The pattern (library pattern
-    ``attention``) covers eager, SDPA and dynamo exports: multi-head, grouped- and multi-query
+    and its memory traffic no longer grows with seq².  The pattern (``attention``, in
+    ``pattern.py``) covers eager, SDPA and dynamo exports: multi-head, grouped- and multi-query
     attention, self- and cross-attention, batch- and sequence-first layouts, rotary (as
     recognize_rotary's node), a KV cache, float32 and float16.  A projection shared with other
     blocks (the encoder output's K/V projections, packed across decoder layers) stays outside
@@ -61,15 +79,7 @@ class FuseAttention(RewritePass):
     other intermediates are read elsewhere (a model that also outputs the attention
     probabilities) is left alone, and the pattern report says which consumer blocks.  The
     mask stays an input when it is computed outside (once, shared by all layers).
-    """
-
-    name = "fuse_attention"
-    family = "fusion"
-    rules = (AttentionRule(),)
-
-    def note(self, graph: Graph, made: list[Node]) -> str:
-        return (f"fused {plural(len(made), 'attention block')} into "
-                f"{plural(len(made), FUSED_OP + ' node')}")
+    """))
 
 
 # ------------------------------------------------------------------------------- the node set

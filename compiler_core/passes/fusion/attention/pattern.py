@@ -1,4 +1,5 @@
-"""Scaled-dot-product attention written out in primitive ops, in the forms today's exporters emit.
+"""The attention fusion's pattern: scaled-dot-product attention written out in primitive ops,
+in the forms today's exporters emit.
 
 One pattern covers the family: multi-head, grouped-query and multi-query attention, self- and
 cross-attention, batch-first and sequence-first layouts, rotary embeddings on Q and K, a KV
@@ -11,12 +12,11 @@ Each piece is a named part, so a near miss says which one did not fit ("key › 
 
 from __future__ import annotations
 
-from ...ir import FUSED_DOMAIN, Value
-from ...ir.contrib_shapes import MS_DOMAIN
-from ..checks import predicate
-from ..language import OpPattern, Pattern, any_value, const, op, optional
-from .common import as_float, scalar_const
-from .registry import register
+from ....ir import FUSED_DOMAIN, Value
+from ....ir.contrib_shapes import MS_DOMAIN
+from ....patterns.checks import predicate
+from ....patterns.language import OpPattern, Pattern, any_value, const, op, optional
+from ....patterns.library.common import as_float, scalar_const
 
 HEAD_SPLIT = (0, 2, 1, 3)        # [batch, seq, heads, head] <-> [batch, heads, seq, head]
 KEY_SPLIT = (0, 2, 3, 1)         # [batch, seq, heads, head] -> [batch, heads, head, seq]
@@ -311,7 +311,6 @@ def _fed_by_matmul(value: Value, _: dict, hops: int = 4) -> bool:
     return False
 
 
-@register("attention")
 def attention() -> Pattern:
     """Scaled-dot-product attention, from the tensors the head split reads to the merged heads:
     head split (Reshape, Transpose) of Q, K, V → rotary on Q and K (recognize_rotary's
@@ -329,9 +328,10 @@ def attention() -> Pattern:
     V); rotary on [B, S, N, H] before the heads move forward (GPT-J); a norm on each head of
     Q and K before rotary, on [B, S, N, H] (Qwen3) or [B, N, S, H] (Gemma-3); Q·Kᵀ and its
     scale as onnxruntime's FusedMatMul (a model its optimizer wrote).  Cross-attention is the
-    same pattern with K and V computed from another tensor than Q.  Reshape targets may be constants or computed at run time: they are
-    not looked at.  Intermediates may be read outside the match (run-time shape arithmetic);
-    the fusion absorbs those readers or declines.  Rotary written out as primitive ops is a
+    same pattern with K and V computed from another tensor than Q.  Reshape targets may be
+    constants or computed at run time: they are not looked at.  Intermediates may be read
+    outside the match (run-time shape arithmetic); the fusion absorbs those readers or
+    declines.  Rotary written out as primitive ops is a
     near miss that says so.
 
     Why: a fused attention kernel keeps the [heads, seq, seq] scores and probabilities on chip

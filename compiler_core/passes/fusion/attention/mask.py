@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...ir import Value
+from ....ir import Value
 
 COMPARISONS = frozenset({"Less", "LessOrEqual", "Greater", "GreaterOrEqual"})
 _MASKED_BELOW = -5000.0   # an additive mask value this low hides its key (-1e4, -1e9, min, -inf)

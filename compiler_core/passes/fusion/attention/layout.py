@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import Node, Value
-from ...patterns import Match
-from ..analyses.projections import projection_ending_at
-from .attention_mask import mask_facts
+from ....ir import Node, Value
+from ....patterns import Match
+from ...analyses.projections import projection_ending_at
+from .mask import mask_facts
 
 _LAYOUT_OPS = frozenset({"Reshape", "Unsqueeze", "Transpose", "Squeeze", "Gather", "Slice",
                          "Split", "Add"})

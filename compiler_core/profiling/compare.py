@@ -1,0 +1,224 @@
+"""Prediction beside measurement: the roofline's time per op joined to onnxruntime's profile.
+
+The prediction of a group of nodes (one of ours, or several onnxruntime fused) is the sum of
+three terms over its nodes, on the target (normally this machine, measured):
+
+    compute  = FLOPs / peak(dtype)       traffic = bytes / bandwidth
+    overhead = the target's measured cost of an op beyond its work, once per kernel
+               onnxruntime runs for the group
+    predicted = max(compute, traffic) + overhead   (the roofline time plus the overhead)
+
+Nodes onnxruntime fused itself run as one kernel: their traffic is what crosses the group's
+boundary, not the sum of each node's.  A fused node onnxruntime has no operator for is written inline (its function's body, kernel
+names ``_inlfunc_…``) and runs op by op: its intermediates go through memory, so it is priced
+as its body run one op after another (`OpCost.unfused_bytes`), not as the fused kernel the
+roofline assumes.
+
+Where measured and predicted differ by more than 2x, the term that dominates the prediction is
+named as the one the machine does not deliver as modelled, with the rate it did reach (a
+compute-bound op that ran at 12 GFLOP/s of a 77 GFLOP/s peak).  Spearman's rank correlation
+of predicted and measured per-op times says whether the model orders the ops as the machine
+does, whatever the scale.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..hardware.cost import graph_cost
+from ..compilation import sized
+from ..hardware.targets import Target, get_target
+from ..hardware.tensor_sizes import SizeResolver
+from ..ir import Graph, Node
+from .runner import LevelProfile, ProfiledOp
+
+MISS_FACTOR = 2.0   # a prediction off by more than this says which term dominates
+INLINE_PREFIX = "_inlfunc_"           # onnxruntime's name for a function's body written inline
+
+
+@dataclass
+class ComparedOp:
+    """One profiled group with its prediction and the terms the prediction is made of."""
+
+    profiled: ProfiledOp
+    compute_ms: float
+    traffic_ms: float
+    overhead_ms: float
+    roofline_ms: float
+    flops: int
+    bytes: int
+
+    @property
+    def predicted_ms(self) -> float:
+        return self.roofline_ms + self.overhead_ms
+
+    @property
+    def measured_ms(self) -> float:
+        return self.profiled.measured_ms
+
+    @property
+    def ratio(self) -> float | None:
+        """measured / predicted (None when nothing was predicted)."""
+        return self.measured_ms / self.predicted_ms if self.predicted_ms > 0 else None
+
+    @property
+    def dominant(self) -> str:
+        """The largest term of the prediction: compute, traffic or overhead."""
+        terms = {"compute": self.compute_ms, "traffic": self.traffic_ms,
+                 "overhead": self.overhead_ms}
+        return max(terms, key=terms.get)
+
+    def miss(self) -> str | None:
+        """Why the prediction is off by more than MISS_FACTOR, or None when it is not."""
+        ratio = self.ratio
+        if ratio is None or 1 / MISS_FACTOR <= ratio <= MISS_FACTOR:
+            return None
+        seconds = self.measured_ms / 1000
+        slower = "slower" if ratio > 1 else "faster"
+        if self.dominant == "compute":
+            reached = f"it reached {self.flops / seconds / 1e9:.3g} GFLOP/s"
+        elif self.dominant == "traffic":
+            reached = f"it moved {self.bytes / seconds / 1e9:.3g} GB/s"
+        else:
+            reached = f"{len(self.profiled.ids)} node(s), {len(self.profiled.kernels)} kernel(s)"
+        return f"{ratio:.2g}x {slower} than predicted; {self.dominant} dominates ({reached})"
+
+    def to_dict(self) -> dict:
+        return {**self.profiled.to_dict(), "predicted_ms": self.predicted_ms,
+                "ratio": self.ratio, "compute_ms": self.compute_ms,
+                "traffic_ms": self.traffic_ms, "overhead_ms": self.overhead_ms,
+                "roofline_ms": self.roofline_ms, "flops": self.flops, "bytes": self.bytes,
+                "dominant": self.dominant, "miss": self.miss()}
+
+
+@dataclass
+class Comparison:
+    """A graph's profile at one level beside its prediction on one target."""
+
+    target: Target
+    profile: LevelProfile
+    ops: list[ComparedOp] = field(default_factory=list)
+    predicted_total_ms: float = 0.0
+    not_run: list[str] = field(default_factory=list)   # our nodes no kernel works for
+
+    @property
+    def spearman(self) -> float | None:
+        """Rank correlation of predicted and measured per-op times (None: fewer than 3 ops)."""
+        return spearman([op.predicted_ms for op in self.ops],
+                        [op.measured_ms for op in self.ops])
+
+    @property
+    def spearman_best(self) -> float | None:
+        """The same with each op's fastest run: on a busy machine a median can hold a wait
+        for a CPU that has nothing to do with the op."""
+        return spearman([op.predicted_ms for op in self.ops],
+                        [op.profiled.best_ms for op in self.ops])
+
+    @property
+    def best_ms(self) -> float:
+        """The fastest timed run: the one a busy machine delayed least."""
+        return min(self.profile.wall_ms)
+
+    @property
+    def total_ratio(self) -> float | None:
+        """best run / predicted total (the median is given beside it)."""
+        return self.best_ms / self.predicted_total_ms if self.predicted_total_ms > 0 else None
+
+    def to_dict(self) -> dict:
+        return {"target": self.target.name, "level": self.profile.to_dict()["level"],
+                "total_ms": self.profile.total_ms, "best_ms": self.best_ms,
+                "predicted_total_ms": self.predicted_total_ms,
+                "total_ratio": self.total_ratio, "spearman": self.spearman,
+                "spearman_best": self.spearman_best,
+                "misses": sum(1 for op in self.ops if op.miss()),
+                "ops": [op.to_dict() for op in self.ops], "not_run_by_onnxruntime": self.not_run}
+
+
+def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = None,
+            bindings: dict[str, int] | None = None) -> Comparison:
+    """Each profiled group of ``graph``'s nodes beside its prediction on ``target``."""
+    chosen = get_target(target)
+    priced = sized(graph, bindings)
+    costs = {node.id: cost for node, cost in
+             zip(priced.nodes, graph_cost(priced, chosen, bindings).ops)}
+    overhead_ms = chosen.overhead_seconds_per_op * 1000
+    by_id = {node.id: node for node in graph.nodes}
+    ops = []
+    priced_by_id = {node.id: node for node in priced.nodes}
+    sizes = SizeResolver(bindings)
+    for profiled in profile.ops:
+        inline = any(k.startswith(INLINE_PREFIX) for k in profiled.kernels)
+        terms = {i: _terms(costs[i], by_id[i], chosen, inline)
+                 for i in profiled.ids if i in costs}
+        compute = sum(t[0] for t in terms.values())
+        moved = sum(t[2] for t in terms.values())
+        roofline = sum(max(t[0], t[1]) for t in terms.values())
+        if profiled.fused_by_onnxruntime:   # one kernel: only its boundary goes to memory
+            moved = _boundary_bytes([priced_by_id[i] for i in terms], sizes) or moved
+            roofline = max(compute, moved / chosen.bandwidth_bytes_per_s)
+        ops.append(ComparedOp(
+            profiled, compute_ms=compute * 1000,
+            traffic_ms=moved / chosen.bandwidth_bytes_per_s * 1000,
+            overhead_ms=overhead_ms * len(profiled.kernels), roofline_ms=roofline * 1000,
+            flops=sum(costs[i].flops for i in terms), bytes=moved))
+    profiled_ids = {i for op in profile.ops for i in op.ids}
+    # the groups as predicted, and the nodes no kernel ran at their roofline time
+    total = sum(op.predicted_ms for op in ops) + sum(
+        c.est_seconds for i, c in costs.items() if i not in profiled_ids) * 1000
+    not_run = [f"{n.name or '#' + str(n.id)} ({n.op_type})" for n in graph.nodes
+               if n.id not in profiled_ids]
+    return Comparison(chosen, profile, ops, total, not_run)
+
+
+def _terms(cost, node: Node, target: Target, inline: bool) -> tuple[float, float, int]:
+    """(compute s, traffic s, bytes) of one node as onnxruntime runs it: a fused node written
+    inline as its body op by op, anything else as the roofline prices it."""
+    moved = cost.bytes
+    if inline and node.body is not None and cost.unfused_bytes is not None:
+        moved = cost.unfused_bytes
+    return cost.flops / target.peak(cost.dtype), moved / target.bandwidth_bytes_per_s, moved
+
+
+def _boundary_bytes(nodes: list[Node], sizes: SizeResolver) -> int | None:
+    """Bytes crossing the boundary of nodes run as one kernel: what they read from outside
+    and what they write that others read (each value once); None when a size is unknown."""
+    inside = {node.id for node in nodes}
+    crossing = {}
+    for node in nodes:
+        for value in node.inputs:
+            if value is not None and (value.producer is None or value.producer.id not in inside):
+                crossing[value.name] = value
+        for value in node.outputs:
+            if value is not None and (value.is_graph_output
+                                      or any(use[0].id not in inside for use in value.uses)):
+                crossing[value.name] = value
+    moved = [sizes.nbytes(value) for value in crossing.values()]
+    return None if any(m is None for m in moved) else sum(moved)
+
+
+def ranks(values: list[float]) -> list[float]:
+    """1-based ranks, ties sharing their average rank."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    result = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for position in range(start, end + 1):
+            result[order[position]] = (start + end) / 2 + 1
+        start = end + 1
+    return result
+
+
+def spearman(a: list[float], b: list[float]) -> float | None:
+    """Spearman's rank correlation: Pearson's correlation of the ranks (None below 3 pairs or
+    when one side is constant)."""
+    if len(a) < 3:
+        return None
+    ra, rb = ranks(a), ranks(b)
+    mean_a, mean_b = sum(ra) / len(ra), sum(rb) / len(rb)
+    cov = sum((x - mean_a) * (y - mean_b) for x, y in zip(ra, rb))
+    var_a = sum((x - mean_a) ** 2 for x in ra)
+    var_b = sum((y - mean_b) ** 2 for y in rb)
+    return cov / (var_a * var_b) ** 0.5 if var_a and var_b else None
