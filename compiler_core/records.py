@@ -7,7 +7,8 @@ instead of a ``to_dict`` written by hand per class.  What it does with a value:
   (``record_field``: another key, left out, rounded, converted first, left out when None or
   empty), then the values its class declares in ``json_derived``: a name (a property, or a
   method called with no arguments), or ``(key, "dotted.path")`` read through other records
-  (None as soon as a step is None); ``json_order``, when a class has one, lists keys in the
+  (None as soon as a step is None), or ``(key, path, convert)``, ``convert`` applied to what
+  the path reads (not to None); ``json_order``, when a class has one, lists keys in the
   order they are written (the others follow);
 - tuples and lists become lists (a NamedTuple a dict of its names), sets sorted lists,
   mappings dicts, enums their value, numpy scalars and arrays plain numbers and lists;
@@ -116,9 +117,12 @@ def _record(record, only: tuple[str, ...] | None) -> dict:
             value = round(value, spec.digits)
         data[key] = value
     for entry in getattr(type(record), "json_derived", ()):
-        key, path = (entry, entry) if isinstance(entry, str) else entry
+        key, path, *convert = (entry, entry) if isinstance(entry, str) else entry
         if only is None or key in only:
-            data[key] = to_json(_read(record, path))
+            value = _read(record, path)
+            if convert and value is not None:
+                value = convert[0](value)
+            data[key] = to_json(value)
     order = only or getattr(type(record), "json_order", ())
     return {**{key: data[key] for key in order if key in data}, **data}
 

@@ -37,6 +37,16 @@ DEFAULT_TIMEOUT_SECONDS = 300  # a load that takes longer is reported as stuck, 
 POLL_SECONDS = 0.005           # how often the parent looks for a child's answers
 
 
+def level_names(levels) -> list[str]:
+    """Levels as onnxruntime names them (ORT_ENABLE_ALL, ...): the form records show them in."""
+    return [LEVELS[level] for level in levels]
+
+
+def by_level_name(values: dict) -> dict:
+    """A mapping keyed by levels as users name them, keyed as onnxruntime names them."""
+    return {LEVELS[level]: value for level, value in values.items()}
+
+
 @dataclass
 class RuntimeOutcome:
     """What happened when onnxruntime loaded (and ran) a model at one level.

@@ -19,6 +19,7 @@ from compiler_core.passes import PassManager
 from compiler_core.profiling.compare import ComparedOp, compare, ranks, spearman
 from compiler_core.profiling.machine import MACHINE_TARGET, measure_machine
 from compiler_core.profiling.runner import ProfiledOp, ProfileSettings, profile_graphs
+from compiler_core.records import to_json
 from compiler_core.verify import make_inputs
 from graphlab.cli import main
 from graphlab.samples import resolve_model
@@ -79,7 +80,7 @@ def test_nodes_onnxruntime_fused_itself_are_one_group_that_says_so(bert_o2):
     assert fused
     by_id = {n.id: n for n in graph.nodes}
     for op in fused:
-        assert len(op.ids) > 1 and op.to_dict()["note"].startswith("onnxruntime ran these")
+        assert len(op.ids) > 1 and to_json(op)["note"].startswith("onnxruntime ran these")
         assert {by_id[i].op_type for i in op.ids} == set(op.op_types)
     # none of the nodes is measured twice
     counted = [i for op in levels["all"].ops for i in op.ids]
@@ -124,6 +125,31 @@ def test_a_prediction_off_by_more_than_twice_names_the_term_that_dominates():
     close = _op(1.5, compute_ms=1.0, traffic_ms=0.1, overhead_ms=0.0, roofline_ms=1.0,
                 flops=1, bytes=1)
     assert close.miss() is None
+
+
+def test_a_compared_group_is_written_flat_its_profiled_keys_first():
+    fused = ProfiledOp((3, 4), ("mm", "add"), ("MatMul", "Add"), ("k (FusedMatMul)",),
+                       (1000.0, 4000.0, 2000.0), "name", 64.0)
+    data = to_json(ComparedOp(fused, compute_ms=0.5, traffic_ms=0.25, overhead_ms=0.5,
+                              roofline_ms=0.5, flops=10, bytes=8))
+    assert list(data) == ["node", "ids", "op_type", "measured_ms", "measured_min_ms",
+                          "measured_max_ms", "measured_bytes", "kernels", "traced_by",
+                          "fused_by_onnxruntime", "note", "predicted_ms", "ratio", "compute_ms",
+                          "traffic_ms", "overhead_ms", "roofline_ms", "flops", "bytes",
+                          "dominant", "miss"]
+    assert (data["node"], data["ids"], data["op_type"]) == ("mm + add", [3, 4], "MatMul+Add")
+    assert (data["measured_ms"], data["measured_min_ms"], data["measured_max_ms"]) == (2, 1, 4)
+    assert data["note"] == "onnxruntime ran these 2 nodes as 1 kernel(s) of its own fusion"
+    assert (data["predicted_ms"], data["ratio"], data["dominant"]) == (1.0, 2.0, "compute")
+    assert to_json(_op(1.0, compute_ms=1.0, traffic_ms=0.0, overhead_ms=0.0, roofline_ms=1.0,
+                       flops=1, bytes=1))["note"] is None
+
+
+def test_settings_and_levels_are_written_as_onnxruntime_names_them():
+    settings = to_json(ProfileSettings(levels=("all", "disabled"), repeats=3, timeout=5))
+    assert settings == {"levels": ["ORT_ENABLE_ALL", "ORT_DISABLE_ALL"], "warmup": 2,
+                        "repeats": 3, "threads": "onnxruntime default"}
+    assert to_json(ProfileSettings(threads=2))["threads"] == 2
 
 
 def test_the_measured_target_is_written_to_the_data_folder_and_prices_a_model(machine,

@@ -86,6 +86,20 @@ def test_values_json_has_no_form_for_become_plain_ones():
     json.dumps(data, allow_nan=False)   # strict JSON
 
 
+def test_a_declared_value_can_be_converted_and_none_is_left_as_none():
+    @dataclass
+    class Counted:
+        counts: dict
+        inner: Inner | None = None
+
+        json_derived = (("doubled", "counts", lambda c: {k: 2 * v for k, v in c.items()}),
+                        ("inner_value", "inner.value", str))
+
+    assert to_json(Counted({"a": 2})) == {"counts": {"a": 2}, "inner": None,
+                                          "doubled": {"a": 4}, "inner_value": None}
+    assert to_json(Counted({}, Inner(0.5)))["inner_value"] == "0.5"
+
+
 def test_only_keeps_the_keys_asked_for_of_fields_and_declared_values_alike():
     record = Outer("o", "s", 2.0, Inner(1.0), (Ref("a"),))
     assert to_json(record, only=("name", "count")) == {"name": "o", "count": 1}

@@ -30,6 +30,7 @@ from ..compilation import sized
 from ..hardware.targets import Target, get_target
 from ..hardware.tensor_sizes import SizeResolver
 from ..ir import Graph, Node
+from ..records import name_of, record_field
 from .runner import LevelProfile, ProfiledOp
 
 MISS_FACTOR = 2.0   # a prediction off by more than this says which term dominates
@@ -40,13 +41,24 @@ INLINE_PREFIX = "_inlfunc_"           # onnxruntime's name for a function's body
 class ComparedOp:
     """One profiled group with its prediction and the terms the prediction is made of."""
 
-    profiled: ProfiledOp
+    profiled: ProfiledOp = record_field(omit=True)   # its keys are written beside ours
     compute_ms: float
     traffic_ms: float
     overhead_ms: float
     roofline_ms: float
     flops: int
     bytes: int
+
+    json_derived = (("node", "profiled.node"), ("ids", "profiled.ids"),
+                    ("op_type", "profiled.op_type"), "measured_ms",
+                    ("measured_min_ms", "profiled.best_ms"),
+                    ("measured_max_ms", "profiled.worst_ms"),
+                    ("measured_bytes", "profiled.bytes"), ("kernels", "profiled.kernels"),
+                    ("traced_by", "profiled.how"),
+                    ("fused_by_onnxruntime", "profiled.fused_by_onnxruntime"),
+                    ("note", "profiled.note"), "predicted_ms", "ratio", "dominant", "miss")
+    json_order = (*ProfiledOp.json_order, "predicted_ms", "ratio", "compute_ms", "traffic_ms",
+                  "overhead_ms", "roofline_ms", "flops", "bytes", "dominant", "miss")
 
     @property
     def predicted_ms(self) -> float:
@@ -83,23 +95,22 @@ class ComparedOp:
             reached = f"{len(self.profiled.ids)} node(s), {len(self.profiled.kernels)} kernel(s)"
         return f"{ratio:.2g}x {slower} than predicted; {self.dominant} dominates ({reached})"
 
-    def to_dict(self) -> dict:
-        return {**self.profiled.to_dict(), "predicted_ms": self.predicted_ms,
-                "ratio": self.ratio, "compute_ms": self.compute_ms,
-                "traffic_ms": self.traffic_ms, "overhead_ms": self.overhead_ms,
-                "roofline_ms": self.roofline_ms, "flops": self.flops, "bytes": self.bytes,
-                "dominant": self.dominant, "miss": self.miss()}
-
 
 @dataclass
 class Comparison:
     """A graph's profile at one level beside its prediction on one target."""
 
-    target: Target
-    profile: LevelProfile
+    target: Target = record_field(convert=name_of)
+    profile: LevelProfile = record_field(omit=True)
     ops: list[ComparedOp] = field(default_factory=list)
     predicted_total_ms: float = 0.0
-    not_run: list[str] = field(default_factory=list)   # our nodes no kernel works for
+    # our nodes no kernel works for
+    not_run: list[str] = record_field(key="not_run_by_onnxruntime", default_factory=list)
+
+    json_derived = (("level", "profile.level_name"), ("total_ms", "profile.total_ms"),
+                    "best_ms", "total_ratio", "spearman", "spearman_best", "misses")
+    json_order = ("target", "level", "total_ms", "best_ms", "predicted_total_ms", "total_ratio",
+                  "spearman", "spearman_best", "misses", "ops", "not_run_by_onnxruntime")
 
     @property
     def spearman(self) -> float | None:
@@ -117,21 +128,17 @@ class Comparison:
     @property
     def best_ms(self) -> float:
         """The fastest timed run: the one a busy machine delayed least."""
-        return min(self.profile.wall_ms)
+        return self.profile.best_ms
 
     @property
     def total_ratio(self) -> float | None:
         """best run / predicted total (the median is given beside it)."""
         return self.best_ms / self.predicted_total_ms if self.predicted_total_ms > 0 else None
 
-    def to_dict(self) -> dict:
-        return {"target": self.target.name, "level": self.profile.to_dict()["level"],
-                "total_ms": self.profile.total_ms, "best_ms": self.best_ms,
-                "predicted_total_ms": self.predicted_total_ms,
-                "total_ratio": self.total_ratio, "spearman": self.spearman,
-                "spearman_best": self.spearman_best,
-                "misses": sum(1 for op in self.ops if op.miss()),
-                "ops": [op.to_dict() for op in self.ops], "not_run_by_onnxruntime": self.not_run}
+    @property
+    def misses(self) -> int:
+        """Ops whose prediction is off by more than MISS_FACTOR."""
+        return sum(1 for op in self.ops if op.miss())
 
 
 def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = None,

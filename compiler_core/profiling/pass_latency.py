@@ -11,14 +11,15 @@ kept beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..hardware.targets import Target
 from ..lowering import lower_for_onnxruntime
-from ..runtime_check import LEVELS
+from ..records import record_field
+from ..runtime_check import by_level_name
 from .compare import compare
 from .runner import LevelProfile, ProfileSettings, profile_graphs
 
@@ -34,29 +35,40 @@ class PassLatency:
     """The graph after one pass (index -1: the model as loaded), measured and predicted."""
 
     index: int
-    pass_name: str
+    pass_name: str = record_field(key="pass")
     nodes: int
-    measured_ms: dict[str, float]     # onnxruntime level -> median run time
-    spread_ms: dict[str, tuple[float, float]]
+    # onnxruntime level -> median run time
+    measured_ms: dict[str, float] = record_field(convert=by_level_name)
+    spread_ms: dict[str, tuple[float, float]] = record_field(key="measured_spread_ms",
+                                                            convert=by_level_name)
     predicted_ms: float
-    kernels: dict[str, int]           # kernels onnxruntime ran at each level
-    profiles: dict[str, LevelProfile] = field(default_factory=dict, compare=False, repr=False)
-    graph: "Graph | None" = field(default=None, compare=False, repr=False)   # as profiled
+    # kernels onnxruntime ran at each level
+    kernels: dict[str, int] = record_field(convert=by_level_name)
+    profiles: dict[str, LevelProfile] = record_field(omit=True, default_factory=dict,
+                                                     compare=False, repr=False)
+    # as profiled
+    graph: "Graph | None" = record_field(omit=True, default=None, compare=False, repr=False)
+
+    json_derived = (("best_ms", "best_ms", by_level_name),
+                    ("kernel_ms", "kernel_ms", by_level_name),
+                    ("measured_bytes", "measured_bytes", by_level_name))
+    json_order = ("index", "pass", "nodes", "best_ms", "measured_ms", "measured_spread_ms",
+                  "kernel_ms", "measured_bytes", "predicted_ms", "kernels")
 
     @property
     def best_ms(self) -> dict[str, float]:
         """The fastest timed run at each level: what the graph costs when nothing else runs."""
         return {level: low for level, (low, _) in self.spread_ms.items()}
 
-    def to_dict(self) -> dict:
-        return {"index": self.index, "pass": self.pass_name, "nodes": self.nodes,
-                "best_ms": {LEVELS[k]: v for k, v in self.best_ms.items()},
-                "measured_ms": {LEVELS[k]: v for k, v in self.measured_ms.items()},
-                "measured_spread_ms": {LEVELS[k]: list(v) for k, v in self.spread_ms.items()},
-                "kernel_ms": {LEVELS[k]: p.kernel_ms for k, p in self.profiles.items()},
-                "measured_bytes": {LEVELS[k]: p.bytes for k, p in self.profiles.items()},
-                "predicted_ms": self.predicted_ms,
-                "kernels": {LEVELS[k]: v for k, v in self.kernels.items()}}
+    @property
+    def kernel_ms(self) -> dict[str, float]:
+        """The kernels' own time at each level (`LevelProfile.kernel_ms`)."""
+        return {level: p.kernel_ms for level, p in self.profiles.items()}
+
+    @property
+    def measured_bytes(self) -> dict[str, float]:
+        """Bytes the kernels read and wrote per run at each level, as onnxruntime reports them."""
+        return {level: p.bytes for level, p in self.profiles.items()}
 
 
 def pass_latencies(result: "PipelineResult", inputs: dict[str, np.ndarray], target: Target,

@@ -30,7 +30,8 @@ import onnx
 from ..errors import GraphLabError
 from ..ir import Graph
 from ..ir.model_file import model_for_runtime
-from ..runtime_check import LEVELS, child_environment, check_level
+from ..records import record_field
+from ..runtime_check import LEVELS, check_level, child_environment, level_names
 from .node_map import KernelOwner, map_nodes, tagged_name
 from .trace import Kernel, kernels_per_run
 
@@ -47,12 +48,28 @@ class ProfiledOp:
     """Our nodes one group of onnxruntime's kernels worked for, and their time per run."""
 
     ids: tuple[int, ...]
-    names: tuple[str, ...]
-    op_types: tuple[str, ...]
+    names: tuple[str, ...] = record_field(omit=True)             # written joined, as `node`
+    op_types: tuple[str, ...] = record_field(omit=True)          # written joined, as `op_type`
     kernels: tuple[str, ...]          # "name (op)" of each onnxruntime node in the group
-    micros: tuple[float, ...]         # per timed run
-    how: str                          # how its kernels were traced (node_map)
-    bytes: float = 0.0                # read and written by its kernels per run (onnxruntime)
+    micros: tuple[float, ...] = record_field(omit=True)          # per timed run
+    how: str = record_field(key="traced_by")   # how its kernels were traced (node_map)
+    # read and written by its kernels per run (onnxruntime)
+    bytes: float = record_field(key="measured_bytes", default=0.0)
+
+    json_derived = ("node", "op_type", "measured_ms", ("measured_min_ms", "best_ms"),
+                    ("measured_max_ms", "worst_ms"), "fused_by_onnxruntime", "note")
+    json_order = ("node", "ids", "op_type", "measured_ms", "measured_min_ms", "measured_max_ms",
+                  "measured_bytes", "kernels", "traced_by", "fused_by_onnxruntime", "note")
+
+    @property
+    def node(self) -> str:
+        """Its nodes' names, as one label."""
+        return " + ".join(self.names)
+
+    @property
+    def op_type(self) -> str:
+        """Its nodes' op types, as one label."""
+        return "+".join(self.op_types)
 
     @property
     def fused_by_onnxruntime(self) -> bool:
@@ -68,34 +85,59 @@ class ProfiledOp:
         """The fastest run: the one a busy machine delayed least."""
         return min(self.micros) / 1000
 
-    def to_dict(self) -> dict:
-        record = {"node": self.names[0] if len(self.names) == 1 else " + ".join(self.names),
-                  "ids": list(self.ids), "op_type": "+".join(self.op_types),
-                  "measured_ms": self.measured_ms,
-                  "measured_min_ms": min(self.micros) / 1000,
-                  "measured_max_ms": max(self.micros) / 1000,
-                  "measured_bytes": self.bytes,
-                  "kernels": list(self.kernels), "traced_by": self.how,
-                  "fused_by_onnxruntime": self.fused_by_onnxruntime}
-        if self.fused_by_onnxruntime:
-            record["note"] = (f"onnxruntime ran these {len(self.ids)} nodes as "
-                              f"{len(self.kernels)} kernel(s) of its own fusion")
-        return record
+    @property
+    def worst_ms(self) -> float:
+        return max(self.micros) / 1000
+
+    @property
+    def note(self) -> str | None:
+        """What onnxruntime made of the group, when it fused several of our nodes."""
+        if not self.fused_by_onnxruntime:
+            return None
+        return (f"onnxruntime ran these {len(self.ids)} nodes as {len(self.kernels)} "
+                f"kernel(s) of its own fusion")
 
 
 @dataclass
 class LevelProfile:
     """One graph at one onnxruntime level: run times, and the time of each group of nodes."""
 
-    level: str
-    wall_ms: list[float]              # each timed run, as the caller's clock saw it
-    run_ms: list[float]               # each timed run, as onnxruntime's profiler saw it
+    level: str = record_field(omit=True)   # written as onnxruntime names it (level_name)
+    # each timed run, as the caller's clock saw it
+    wall_ms: list[float] = record_field(key="runs_ms")
+    # each timed run, as onnxruntime's profiler saw it
+    run_ms: list[float] = record_field(omit=True)
     ops: list[ProfiledOp] = field(default_factory=list)
-    untraced: list[str] = field(default_factory=list)   # kernels no node of ours explains
+    # kernels no node of ours explains
+    untraced: list[str] = record_field(key="untraced_kernels", default_factory=list)
+
+    json_derived = (("level", "level_name"), "total_ms", ("total_min_ms", "best_ms"),
+                    ("total_max_ms", "worst_ms"), "profiled_run_ms", "kernel_ms",
+                    ("measured_bytes", "bytes"))
+    json_order = ("level", "total_ms", "total_min_ms", "total_max_ms", "runs_ms",
+                  "profiled_run_ms", "kernel_ms", "measured_bytes", "ops", "untraced_kernels")
+
+    @property
+    def level_name(self) -> str:
+        """The level as onnxruntime names it (ORT_ENABLE_ALL, ...)."""
+        return LEVELS[self.level]
 
     @property
     def total_ms(self) -> float:
         return statistics.median(self.wall_ms)
+
+    @property
+    def best_ms(self) -> float:
+        """The fastest timed run: the one a busy machine delayed least."""
+        return min(self.wall_ms)
+
+    @property
+    def worst_ms(self) -> float:
+        return max(self.wall_ms)
+
+    @property
+    def profiled_run_ms(self) -> float:
+        return statistics.median(self.run_ms)
 
     @property
     def kernel_ms(self) -> float:
@@ -107,27 +149,22 @@ class LevelProfile:
         """Bytes the kernels read and wrote per run, as onnxruntime reports them."""
         return sum(op.bytes for op in self.ops)
 
-    def to_dict(self) -> dict:
-        return {"level": LEVELS[self.level], "total_ms": self.total_ms,
-                "total_min_ms": min(self.wall_ms), "total_max_ms": max(self.wall_ms),
-                "runs_ms": self.wall_ms, "profiled_run_ms": statistics.median(self.run_ms),
-                "kernel_ms": self.kernel_ms, "measured_bytes": self.bytes, "ops": [op.to_dict() for op in self.ops],
-                "untraced_kernels": self.untraced}
+
+def threads_shown(threads: int) -> int | str:
+    """A thread count as records show it: 0 is onnxruntime's own default."""
+    return threads or "onnxruntime default"
 
 
 @dataclass
 class ProfileSettings:
     """How the graphs are run: levels, warm-up and timed runs, threads, the inputs."""
 
-    levels: tuple[str, ...] = DEFAULT_LEVELS
+    levels: tuple[str, ...] = record_field(convert=level_names, default=DEFAULT_LEVELS)
     warmup: int = DEFAULT_WARMUP
     repeats: int = DEFAULT_REPEATS
-    threads: int = 0                  # 0: onnxruntime's default (one per core)
-    timeout: float = DEFAULT_TIMEOUT_SECONDS
-
-    def to_dict(self) -> dict:
-        return {"levels": [LEVELS[level] for level in self.levels], "warmup": self.warmup,
-                "repeats": self.repeats, "threads": self.threads or "onnxruntime default"}
+    # 0: onnxruntime's default (one per core)
+    threads: int = record_field(convert=threads_shown, default=0)
+    timeout: float = record_field(omit=True, default=DEFAULT_TIMEOUT_SECONDS)
 
 
 def profile_graphs(graphs: list[Graph], inputs: dict[str, np.ndarray],

@@ -21,7 +21,7 @@ from compiler_core.profiling.machine import (DEFAULT_THREADS, MACHINE_TARGET, bu
 from compiler_core.profiling.pass_latency import PassLatency, pass_latencies
 from compiler_core.profiling.runner import (DEFAULT_REPEATS, DEFAULT_WARMUP, ProfileSettings,
                                             profile_graphs)
-from compiler_core.runtime_check import LEVELS
+from compiler_core.runtime_check import LEVELS, by_level_name
 from compiler_core.records import to_json
 from compiler_core.verify import make_inputs
 
@@ -105,10 +105,9 @@ def profile_record(comparisons: dict[str, Comparison], passes: list[PassLatency]
     target = main.target
     return {"target": target.name, "measured_target": target.measured is not None,
             "sizes": to_json(analysed.sizes), "pipeline": analysed.pipeline,
-            "runtime": runtime, "settings": settings.to_dict(),
-            **{k: v for k, v in main.to_dict().items() if k != "target"},
-            "levels": {LEVELS[level]: c.to_dict() for level, c in comparisons.items()},
-            "passes": [p.to_dict() for p in passes]}
+            "runtime": runtime, "settings": to_json(settings),
+            **{k: v for k, v in to_json(main).items() if k != "target"},
+            "levels": to_json(by_level_name(comparisons)), "passes": to_json(passes)}
 
 
 def print_text(comparisons: dict[str, Comparison], passes: list[PassLatency], top: int) -> None:
@@ -140,15 +139,14 @@ def print_ops(comparison: Comparison, top: int) -> None:
     """The ops slowest first: measured beside predicted, the ratio, and why it misses."""
     ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)
     shown = ops if top <= 0 else ops[:top]
-    width = min(44, max((len(op.to_dict()["node"]) for op in shown), default=4))
-    print(f"at {LEVELS[comparison.profile.level]} on {comparison.target.name}, slowest first "
+    width = min(44, max((len(op.profiled.node) for op in shown), default=4))
+    print(f"at {comparison.profile.level_name} on {comparison.target.name}, slowest first "
           f"(ms per run, medians):")
     print(f"{'node':<{width}}  {'op':<22} {'measured':>9} {'predicted':>9} {'ratio':>6}  "
           f"why it misses")
     for op in shown:
-        name = op.to_dict()["node"]
-        op_type = ("*" if op.profiled.fused_by_onnxruntime else "") + "+".join(
-            op.profiled.op_types)
+        name = op.profiled.node
+        op_type = ("*" if op.profiled.fused_by_onnxruntime else "") + op.profiled.op_type
         ratio = "-" if op.ratio is None else f"{op.ratio:.2f}"
         print(f"{name[-width:]:<{width}}  {op_type[:22]:<22} {op.measured_ms:>9.3f} "
               f"{op.predicted_ms:>9.3f} {ratio:>6}  {op.miss() or ''}")

@@ -86,7 +86,7 @@ def run(args) -> int:
                                                                 analysed.bindings),
                                  ProfileSettings(levels=("all",), repeats=args.repeats))[0]
         measured = compare(analysed.final, profile["all"], target, analysed.bindings)
-        record["measured"] = measured.to_dict()
+        record["measured"] = to_json(measured)
     if args.json:
         print_json(record)
         return 0

@@ -100,9 +100,9 @@ def _ops_table(comparison) -> Markup:
     ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)[:SLOWEST_SHOWN]
     head = tag("thead", tag("tr", *(tag("th", h) for h in (
         "node", "op", "measured", "predicted", "ratio", "why it misses"))))
-    rows = [tag("tr", tag("td", op.to_dict()["node"]),
+    rows = [tag("tr", tag("td", op.profiled.node),
                 tag("td", ("* " if op.profiled.fused_by_onnxruntime else "")
-                    + "+".join(op.profiled.op_types),
+                    + op.profiled.op_type,
                     title="; ".join(op.profiled.kernels)),
                 tag("td", f"{op.measured_ms:.3f}", class_="num"),
                 tag("td", f"{op.predicted_ms:.3f}", class_="num"),

@@ -112,8 +112,8 @@ def measured_table(workspace, step: int):
     comparison = latency.after
     ops = sorted(comparison.ops, key=lambda op: -op.measured_ms)[:MEASURED_SHOWN]
     rows = [html.Tr([html.Td(("* " if op.profiled.fused_by_onnxruntime else "")
-                             + "+".join(op.profiled.op_types),
-                             title=op.to_dict()["node"] + "\nkernels: "
+                             + op.profiled.op_type,
+                             title=op.profiled.node + "\nkernels: "
                              + "; ".join(op.profiled.kernels)),
                      html.Td(f"{op.measured_ms:.3f}", className="num"),
                      html.Td(f"{op.predicted_ms:.3f}", className="num"),
