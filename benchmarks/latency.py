@@ -53,9 +53,9 @@ def build_versions(name: str, path: str, folder: str) -> dict[str, str]:
     the reason, prefixed with "!"."""
     from compiler_core.ir import load_model, save_model
     from compiler_core.lowering import lower_for_onnxruntime
-    from compiler_core.passes import PassManager
+    from compiler_core.compilation import compile_model
 
-    final = PassManager("O2").run(load_model(path)).final
+    final = compile_model(load_model(path), "O2").final
     files = {"original": path, "graphlab": os.path.join(folder, "graphlab.onnx"),
              "graphlab-ort": os.path.join(folder, "graphlab-ort.onnx")}
     save_model(final, files["graphlab"])

@@ -27,7 +27,7 @@ from benchmarks.app import generated_model  # noqa: E402
 from compiler_core.ir import load_model, to_bytes  # noqa: E402
 from compiler_core.model_diff import diff_models  # noqa: E402
 from compiler_core.model_diff.sides import file_bytes, onnxruntime_version  # noqa: E402
-from compiler_core.passes import PassManager  # noqa: E402
+from compiler_core.compilation import compile_model  # noqa: E402
 from graphlab.samples import resolve_model  # noqa: E402
 
 DEFAULT_LARGE = os.path.join(ROOT, "sample_models", "large", "bert_base.onnx")
@@ -77,7 +77,7 @@ def main() -> None:
         bert = load_model(args.large)
         report("BERT-base vs its own export", bert, load_model(to_bytes(bert)),
                "identical", lambda d: d.identical)
-        report("BERT-base vs its O2 output", bert, PassManager("O2").run(bert).final)
+        report("BERT-base vs its O2 output", bert, compile_model(bert, "O2").final)
     else:
         print(f"(no BERT-base at {args.large}: skipped)")
     model = generated_model(layers=100, branches=4, depth=24)

@@ -39,11 +39,10 @@ def child(tool: str, path: str, out: str) -> None:
 
     if tool == "graphlab":
         from compiler_core.ir import load_model, save_model
-        from compiler_core.passes import PassManager
+        from compiler_core.compilation import compile_model
 
-        manager = PassManager("O2")
         start = time.perf_counter()
-        result = manager.run(load_model(path))
+        result = compile_model(load_model(path), "O2")
         save_model(result.final, out)
         seconds = time.perf_counter() - start
     elif tool == "ort-extended":

@@ -44,7 +44,7 @@ from benchmarks.decoder_models import DecoderShape, build_decoder  # noqa: E402
 from benchmarks.fault_finding import encoder_model  # noqa: E402
 from compiler_core.ir import load_model  # noqa: E402
 from compiler_core.ir.model_file import model_for_runtime  # noqa: E402
-from compiler_core.passes import PassManager  # noqa: E402
+from compiler_core.compilation import compile_model  # noqa: E402
 from compiler_core.profiling.compare import compare  # noqa: E402
 from compiler_core.profiling.machine import busy_note, machine_target, measure_machine  # noqa: E402,E501
 from compiler_core.profiling.pass_latency import pass_latencies  # noqa: E402
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         for name, path in files.items():
             bindings = {"batch": 1, "seq": args.seq}
             initial = load_model(str(path))
-            result = PassManager("O2", bindings=bindings).run(initial)
+            result = compile_model(initial, "O2", bindings).result
             first_result = first_result or (name, result, bindings)
             inputs = make_inputs(initial, bindings)
             graphs = {"as loaded": initial, "GraphLab O2": result.final}

@@ -82,13 +82,13 @@ def graphlab_row(path: Path, folder: Path) -> dict:
     """GraphLab's O2, its onnxruntime export, the numerical check and the level checks."""
     from compiler_core.ir import load_model, save_model
     from compiler_core.lowering import lower_for_onnxruntime
-    from compiler_core.passes import PassManager
+    from compiler_core.compilation import compile_model
     from compiler_core.runtime_check import LEVELS, run_isolated
     from compiler_core.verify import DEFAULT_RTOL, Verifier, compare_outputs
 
     graph = load_model(str(path))
     start = time.perf_counter()
-    final = PassManager("O2").run(graph).final
+    final = compile_model(graph, "O2").final
     lowering = lower_for_onnxruntime(final)
     seconds = time.perf_counter() - start
     out = folder / "graphlab-ort.onnx"

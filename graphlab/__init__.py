@@ -9,7 +9,7 @@ Python API for notebooks:
 All compiler logic lives in ``compiler_core``; this package only renders its records.
 """
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401 - graphlab.__version__
 
 # The notebook API (graphlab/notebook) is imported when first used, so `import graphlab` and
 # the CLI's start-up stay as cheap as before it existed.

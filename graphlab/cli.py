@@ -14,7 +14,7 @@ import traceback
 from compiler_core.errors import GraphLabError
 from compiler_core.plugins import load_plugins
 
-from . import __version__
+from .version import __version__
 from .commands import bisect as bisect_command
 from .commands import compile as compile_command
 from .commands import diff as diff_command

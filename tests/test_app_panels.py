@@ -507,18 +507,16 @@ def test_the_bindings_box_shows_the_sizes_the_view_is_computed_at(services, cnn)
     from graphlab.app.panels.controls import sizes_source
 
     assert cnn.sizes.text() == "batch=1"                    # the sample's manifest
-    assert sizes_source(cnn.sizes)[0] == "(representative)"
+    assert sizes_source(cnn.compilation.decisions)[0] == "(representative)"
     bert = services.workspace(ViewState(model="bert_tiny_op13", bindings="seq=64"), None)
     assert bert.sizes.text() == "batch=1,seq=64"            # yours, and the rest chosen
-    word, why = sizes_source(bert.sizes)
+    word, why = sizes_source(bert.compilation.decisions)
     assert word == "(representative)" and "seq: given" in why
-    assert bert.result.snapshots[-1].graph.inputs[0].shape == (1, 64)   # the pipeline bound them
+    assert bert.result.snapshots[-1].graph.inputs[0].shape == ("batch", 64)   # yours bound
     mine = services.workspace(ViewState(model="bert_tiny_op13", bindings="batch=2,seq=16"), None)
-    assert sizes_source(mine.sizes)[0] == "(yours)"
+    assert sizes_source(mine.compilation.decisions)[0] == "(yours)"
     static = services.workspace(ViewState(model="teach_gelu"), None)
-    assert static.sizes.text() == "" and sizes_source(static.sizes)[0] == ""
-
-
+    assert static.sizes.text() == "" and sizes_source(static.compilation.decisions)[0] == ""
 
 
 # ---- first view, sizes and the traffic story ------------------------------------------------
@@ -599,7 +597,7 @@ def test_the_traffic_chart_follows_the_pipeline_and_marks_the_selected_pass(serv
 def test_the_build_brings_the_traffic_story_with_the_workspace(tmp_path):
     """Computed in the builder process and kept in the stored workspace: the server that
     loads it from the store prices no pass for the Roofline tab."""
-    from compiler_core.hardware.pass_traffic import pipeline_traffic
+    from compiler_core.compilation.pass_traffic import pipeline_traffic
     from compiler_core.hardware.targets import DEFAULT_TARGET
 
     fresh_services = Services.from_config(AppConfig(cache_dir=str(tmp_path)))

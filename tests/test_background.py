@@ -20,6 +20,7 @@ import pytest
 
 from compiler_core.errors import GraphLabError
 from graphlab.app import builds, held_workspaces
+from graphlab.app.build_launchers import LocalLauncher
 from graphlab.app.builds import BuildFailed, BuildJob, Builds, BuildStatus
 from graphlab.app.shared_storage import SharedStorage
 
@@ -73,7 +74,7 @@ def wait_for(builds_: Builds, key: str, timeout: float = 30.0):
 
 @pytest.fixture
 def board(tmp_path):
-    return Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600)
+    return Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, launcher=LocalLauncher())
 
 
 class Cycle:
@@ -167,7 +168,7 @@ def test_everyone_asking_for_the_same_content_shares_one_build(board, tmp_path):
         thread.start()
     for thread in threads:
         thread.join()
-    other_process = Builds(board.storage, ttl_seconds=600)   # another server process's view
+    other_process = Builds(board.storage, ttl_seconds=600, launcher=LocalLauncher())   # another server process's view
     assert isinstance(other_process.get_or_start(same), (BuildStatus, dict))
     wait_for(board, "shared")
     assert builds_logged(tmp_path) == 1
@@ -178,7 +179,7 @@ def test_a_failure_reaches_everyone_then_may_be_retried(board, monkeypatch):
     with pytest.raises(GraphLabError, match="bad.onnx: cannot read the model: it is not ONNX"):
         board.get_or_start(broken, grace=10)
     with pytest.raises(GraphLabError, match="not ONNX"):
-        Builds(board.storage, ttl_seconds=600).get_or_start(broken, grace=0)
+        Builds(board.storage, ttl_seconds=600, launcher=LocalLauncher()).get_or_start(broken, grace=0)
     monkeypatch.setattr(builds, "OUTCOME_SECONDS", 0.0)
     assert board.get_or_start(broken, grace=0).state == "queued"   # tried again
 
@@ -290,7 +291,8 @@ def test_an_upload_the_importer_refuses_leaves_the_view_as_it_was(server):
 
 
 def test_a_build_over_its_time_limit_is_stopped_with_a_message(tmp_path):
-    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, time_limit=1)
+    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, time_limit=1,
+                     launcher=LocalLauncher())
     with pytest.raises(GraphLabError, match=r"toy model: the build took longer than its 1 s "
                                             r"limit and was stopped"):
         limited.get_or_start(job(tmp_path, "endless", seconds=30.0), grace=20)
@@ -298,7 +300,8 @@ def test_a_build_over_its_time_limit_is_stopped_with_a_message(tmp_path):
 
 
 def test_a_build_over_its_memory_limit_is_stopped_with_a_message(tmp_path):
-    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, memory_mb=64)
+    limited = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600, memory_mb=64,
+                     launcher=LocalLauncher())
     greedy = BuildJob("greedy", "greedy model", functools.partial(greedy_build, 512))
     with pytest.raises(GraphLabError, match=r"greedy model: the build needed more than its 64 MB "
                                             r"memory limit and was stopped \(pick a smaller"):

@@ -17,6 +17,7 @@ from benchmarks.dash_client import Tab
 from benchmarks.graphlab_page import open_page
 from benchmarks.load import wait_until
 from compiler_core.errors import GraphLabError
+from graphlab.app.build_launchers import launcher_for
 from graphlab.app.builds import Builds
 from graphlab.app.shared_storage import SharedStorage
 
@@ -29,7 +30,8 @@ BANNER_POLL = "service-banner-poll"
 
 
 def board(cluster) -> Builds:
-    return Builds(SharedStorage(str(cluster.folder), cluster.redis_url), ttl_seconds=600)
+    storage = SharedStorage(str(cluster.folder), cluster.redis_url)
+    return Builds(storage, ttl_seconds=600, launcher=launcher_for(storage))
 
 
 def pass_number(tab: Tab) -> int:

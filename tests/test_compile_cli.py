@@ -55,8 +55,8 @@ def test_compile_json_reports_every_pass(capsys):
     code, report = _json(capsys, ["compile", "mlp_dropout", "--pipeline", "clean", "--verify"])
     assert code == 0
     assert set(report) == {"nodes_before", "nodes_after", "op_histogram_after", "passes",
-                           "verify", "runtime_check", "output", "output_files", "export",
-                           "sizes"}
+                           "verify", "verify_note", "runtime_check", "output", "output_files",
+                           "export", "decided"}
     assert report["runtime_check"]["ok"] and report["runtime_check"]["level"] == "ORT_ENABLE_ALL"
     assert (report["nodes_before"], report["nodes_after"]) == (11, 5)
     assert report["op_histogram_after"] == {"Gemm": 3, "Relu": 2}

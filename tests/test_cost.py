@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto
 
+from compiler_core.compilation import sized
 from compiler_core.hardware.cost import compare_costs, graph_cost, node_cost
 from compiler_core.hardware.op_flops import op_flops
 from compiler_core.hardware.roofline import ridge_point
@@ -206,7 +207,8 @@ def test_a_specializing_pipeline_is_compared_at_the_same_sizes(name):
     # The raw export leaves run-time shapes symbolic; priced as 1 they would make the raw
     # graph look cheaper than the optimized one. Borrowed shapes keep the FLOPs equal.
     raw = load_sample(name)
-    comparison = compare_costs(raw, optimized_sample(name), "asic32", BINDINGS)
+    comparison = compare_costs(sized(raw, BINDINGS), sized(optimized_sample(name), BINDINGS),
+                               "asic32", BINDINGS)
     before, after = comparison.before.total_flops, comparison.after.total_flops
     assert after == pytest.approx(before, rel=0.01)
     assert comparison.speedup >= 1.0

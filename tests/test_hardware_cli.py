@@ -13,9 +13,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler_core.compilation import compile_model, sized
 from compiler_core.hardware.cost import graph_cost
 from compiler_core.hardware.memory import plan_memory
-from compiler_core.passes import PassManager
 from compiler_core.hardware.targets import list_targets, measured_targets
 from compiler_core.records import to_json
 from graphlab.cli import main
@@ -154,14 +154,15 @@ def test_roofline_per_pass_tells_the_traffic_story(capsys):
     data = run_json(capsys, "roofline", "bert_tiny_op13", "--per-pass")
     assert data["pipeline"] == "O2" and data["sizes"]["bindings"] == bindings
     steps = data["passes"]
-    result = PassManager("O2", bindings=bindings).run(load_sample("bert_tiny_op13"))
+    result = compile_model(load_sample("bert_tiny_op13"), "O2").result   # binds nothing
     assert steps[0]["pass"] == "(input model)" and len(steps) == 1 + len(result.snapshots)
     for step, snapshot in zip(steps[1:], result.snapshots):
         assert step["pass"] == snapshot.pass_name and step["nodes"] == len(snapshot.graph)
         assert step["changed"] == snapshot.changed
-    last = graph_cost(result.final, "asic32", bindings)
+    final = sized(result.final, bindings)   # priced at the decided sizes
+    last = graph_cost(final, "asic32", bindings)
     assert steps[-1]["bytes"] == last.total_bytes and steps[-1]["flops"] == last.total_flops
-    assert steps[-1]["arena_peak_bytes"] == plan_memory(result.final, bindings).peak_bytes
+    assert steps[-1]["arena_peak_bytes"] == plan_memory(final, bindings).peak_bytes
     assert steps[-1]["bytes"] < 0.5 * steps[0]["bytes"]       # fusion cut the traffic ...
     assert steps[-1]["flops"] == pytest.approx(steps[0]["flops"], rel=0.01)   # ... not the work
     attention = data["fused_by_op"]["graphlab.Attention"]
@@ -307,7 +308,8 @@ def test_memory_json_is_the_library_record(capsys):
     data = run_json(capsys, "memory", "gpt2_tiny", "--bind", "batch=1,seq=16")
     assert data.pop("sizes")["bindings"] == {"batch": 1, "seq": 16}
     assert data == json.loads(json.dumps(
-        to_json(plan_memory(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}))))
+        to_json(plan_memory(sized(load_sample("gpt2_tiny"), {"batch": 1, "seq": 16}),
+                            {"batch": 1, "seq": 16}))))
 
 
 def test_memory_text_output_reads(capsys):

@@ -316,11 +316,13 @@ def test_the_app_keeps_spilled_tensors_for_its_store_and_rebuilds_when_they_are_
     from collections import OrderedDict
 
     from graphlab.app import builds, held_workspaces
+    from graphlab.app.build_launchers import LocalLauncher
     from graphlab.app.shared_storage import SharedStorage
 
     monkeypatch.setenv("GRAPHLAB_SPILL_BYTES", "1024")
     model = _weights_model(tmp_path, external=True)
-    store = builds.Builds(SharedStorage(str(tmp_path / "cache")), 3600)
+    store = builds.Builds(SharedStorage(str(tmp_path / "cache")), 3600,
+                          launcher=LocalLauncher())
     job = builds.BuildJob("folded", "weights.onnx",
                           lambda progress: PassManager("fold_constants").run(load_model(model)))
     built = store.get(job)

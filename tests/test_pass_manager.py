@@ -18,6 +18,7 @@ from compiler_core.passes import (Instrument, Pass, PassContext, PassManager, Pa
                                   get_pass, register_pass)
 from compiler_core.passes.framework.properties import violations
 from compiler_core.passes.framework.rewrite import replace_by_op
+from graphlab.app.build_launchers import LocalLauncher
 from graphlab.app.builds import BuildJob, Builds
 from graphlab.app.shared_storage import SharedStorage
 from graphlab.cli import main
@@ -377,7 +378,8 @@ def describe_pass(name: str, on_progress=None) -> str:
 def test_app_builders_load_the_plugins_the_server_loaded(tmp_path):
     path = plugin_file(tmp_path, "plugin_in_builder")
     plugins.load_plugins([path], entry_points_too=False)
-    board = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600)
+    board = Builds(SharedStorage(str(tmp_path / "cache")), ttl_seconds=600,
+                   launcher=LocalLauncher())
     job = BuildJob("plugin-job", "plugin", functools.partial(describe_pass, "plugin_in_builder"))
     found = board.get_or_start(job, grace=60)
     assert found == "Replace every Relu by a Sigmoid (a visible change for the test)."

@@ -11,15 +11,14 @@ from itertools import pairwise
 import pytest
 
 from compiler_core.hardware.node_schedule import schedule_model
-from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.hardware.systolic import DATAFLOWS, schedule_gemm
 from compiler_core.hardware.systolic.memory_config import OPERANDS, MemoryConfig
 from compiler_core.hardware.systolic.memory_steps import dram_traffic, memory_step, \
     overlap_moved_by
-from compiler_core.hardware.systolic_choices import compare_dataflows, pass_schedules, \
-    sweep_memory, sweep_timing
+from compiler_core.compilation import compile_model, sized
+from compiler_core.compilation.pass_schedules import pass_schedules
+from compiler_core.hardware.systolic_choices import compare_dataflows, sweep_memory, sweep_timing
 from compiler_core.ir import load_model
-from compiler_core.passes import PassManager
 from graphlab.app.systolic_memory_view import sram_figure
 from graphlab.app.systolic_view import ArrayProblem, array_problem, typed_memory, \
     typed_problem
@@ -160,9 +159,9 @@ def test_the_sweep_shows_a_layer_leaving_the_memory_bound_as_bandwidth_grows():
 
 @pytest.fixture(scope="module")
 def bert():
-    graph = load_model(resolve_model("bert_tiny_op13"))
-    bindings = choose_sizes(graph, {}, size_hints("bert_tiny_op13")).bindings
-    return PassManager("O2", bindings=bindings).run(graph), bindings
+    compiled = compile_model(load_model(resolve_model("bert_tiny_op13")), "O2",
+                             size_hints=size_hints("bert_tiny_op13"))   # as the app does
+    return compiled.result, compiled.bindings
 
 
 def test_merging_sibling_matmuls_reads_their_shared_input_once_on_the_array(bert):
@@ -173,7 +172,7 @@ def test_merging_sibling_matmuls_reads_their_shared_input_once_on_the_array(bert
     before = rows[rows.index(merged) - 1]
     assert merged["gemms"] < before["gemms"]
     assert merged["dram_reads"]["ifmap"] < before["dram_reads"]["ifmap"]
-    final = schedule_model(result.final, bindings=bindings)
+    final = schedule_model(sized(result.final, bindings), bindings=bindings)
     assert (rows[-1]["cycles"], rows[-1]["stall_cycles"], rows[-1]["dram_writes"]) == \
         (final["cycles"], final["stall_cycles"], final["dram_writes"])
 
@@ -250,13 +249,14 @@ def test_the_sram_chart_clips_a_tile_bigger_than_its_half_and_says_so():
 
 
 def test_every_pass_row_is_its_own_graphs_schedule_though_shared_where_gemms_agree():
-    graph = load_model(resolve_model("cnn_bn"))
-    bindings = choose_sizes(graph, {}, size_hints("cnn_bn")).bindings
-    result = PassManager("O2", bindings=bindings).run(graph)
+    compiled = compile_model(load_model(resolve_model("cnn_bn")), "O2",
+                             size_hints=size_hints("cnn_bn"))
+    result, bindings = compiled.result, compiled.bindings
     rows = pass_schedules(result, bindings, rows=16, cols=16, memory=STARVED)
     graphs = [result.initial] + [s.graph for s in result.snapshots]
     for row, shown in zip(rows, graphs, strict=True):
-        own = schedule_model(shown, bindings=bindings, rows=16, cols=16, memory=STARVED)
+        own = schedule_model(sized(shown, bindings), bindings=bindings, rows=16, cols=16,
+                             memory=STARVED)
         assert (row["cycles"], row["stall_cycles"], row["dram_reads"], row["energy_joules"]) \
             == (own["cycles"], own["stall_cycles"], own["dram_reads"],
                 own["energy"]["total_joules"]), row["pass"]

@@ -10,6 +10,7 @@ import os
 import pytest
 from onnx import TensorProto, helper
 
+from compiler_core.compilation import Compilation, Decisions
 from compiler_core.ir import Graph
 from compiler_core.passes import PassManager
 from compiler_core.passes.framework.base import Pass, PassContext, PassResult
@@ -118,16 +119,16 @@ def test_a_changed_attribute_is_listed_old_to_new_by_name():
     record = to_json(snapshot)["changes"]
     assert {"kind": "attribute", "where": "attribute to", "before": "float32",
             "after": "float16"} in next(r for r in record if r["name"] == "cast")["changes"]
-    ws = workspace_of("k", "casts", result, 250, _no_sizes())
+    ws = workspace_of("k", "casts", Compilation(_no_decisions(), result), 250)
     info = describe_node(ws, 0, cast.id, "asic32")
     assert {"kind": "attribute", "where": "attribute to", "before": "float32",
             "after": "float16"} in info["changes"]
     assert ("to", "float16") in info["attributes"]
 
 
-def _no_sizes():
+def _no_decisions() -> Decisions:
     from compiler_core.hardware.representative_sizes import ChosenSizes
-    return ChosenSizes()
+    return Decisions("casts", ChosenSizes(), {}, None)
 
 
 def test_compile_json_lists_what_changed_on_each_modified_node(capsys):
@@ -221,33 +222,43 @@ def test_collapsed_groups_take_the_intensity_band_of_their_members(services):
 
 # ---- the sizes the app and the CLI bind ----------------------------------------------------
 
-def test_the_app_says_what_it_bound_and_the_cli_gets_the_same_graph_when_told(services,
-                                                                              capsys):
+def test_the_app_and_the_cli_bind_the_same_dims_and_say_what_they_bound(services, capsys):
     from graphlab.app.panels.controls import sizes_source
     from graphlab.app.panels.stepper import bound_detail, pass_row
     from graphlab.cli import main
 
-    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
-    bound = ws.sizes.text()
-    assert bound == "batch=1,seq=128"
-    specialize = next(s for s in ws.result.snapshots if s.pass_name == "specialize_dims")
-    detail, title = bound_detail(ws, specialize)
-    assert detail == "bound batch=1, seq=128"
-    assert f"graphlab compile MODEL --bind {bound}" in title
-    row = pass_row(specialize, False, detail, title)
-    assert row.children.children[2].children == detail
-    assert f"--bind {bound}" in sizes_source(ws.sizes)[1]
-
     model = os.path.join(SAMPLES, "bert_tiny_op13.onnx")
-    assert main(["compile", model, "--json", "--bind", bound]) == 0
+    ws = services.workspace(ViewState(model="bert_tiny_op13"), None)
+    assert ws.sizes.text() == "batch=1,seq=128"          # what every cost is computed at
+    assert bound_detail(ws, _specialize(ws)) == ("", "")   # nobody asked: nothing bound
+    word, why = sizes_source(ws.compilation.decisions)
+    assert word == "(representative)" and "bound none of them" in why
+    assert main(["compile", model, "--json"]) == 0
     told = json.loads(capsys.readouterr().out)
     assert told["nodes_after"] == len(ws.result.final)     # the app's graph, node for node
-    assert told["sizes"]["bound"] == {"batch": 1, "seq": 128}
-    assert told["sizes"]["left_symbolic"] == []
+    assert told["decided"]["bound"] == {}
+    assert told["decided"]["left_symbolic"] == ["batch", "seq"]
     assert main(["compile", model]) == 0
-    text = capsys.readouterr().out
-    assert (f"sizes     batch, seq left symbolic (the model keeps accepting any size); the "
-            f"app, roofline and memory bind {bound}: --bind {bound} gives their graph") in text
+    assert ("sizes     batch, seq left symbolic (the model keeps accepting any size); the "
+            "analyses price it at batch=1,seq=128") in capsys.readouterr().out
+
+    bound = "batch=1,seq=128"
+    fixed = services.workspace(ViewState(model="bert_tiny_op13", bindings=bound), None)
+    detail, title = bound_detail(fixed, _specialize(fixed))
+    assert detail == "bound batch=1, seq=128"
+    assert f"graphlab compile MODEL --bind {bound}" in title
+    row = pass_row(_specialize(fixed), False, detail, title)
+    assert row.children.children[2].children == detail
+    assert f"--bind {bound}" in sizes_source(fixed.compilation.decisions)[1]
+    assert main(["compile", model, "--json", "--bind", bound]) == 0
+    told = json.loads(capsys.readouterr().out)
+    assert told["nodes_after"] == len(fixed.result.final) < len(ws.result.final)
+    assert told["decided"]["bound"] == {"batch": 1, "seq": 128}
+    assert told["decided"]["left_symbolic"] == []
+
+
+def _specialize(ws):
+    return next(s for s in ws.result.snapshots if s.pass_name == "specialize_dims")
 
 
 # ---- the structure note says what is true --------------------------------------------------

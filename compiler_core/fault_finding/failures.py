@@ -136,14 +136,14 @@ class PipelineFailure(Failure):
 
     def _one(self, built: Built) -> Verdict:
         from ..ir import load_model, to_bytes
-        from ..passes import PassManager
+        from ..compilation import compile_model
 
         try:
             graph = load_model(built.data)
         except GraphLabError as err:
             return Verdict(False, f"GraphLab cannot import it: {err.message}")
         try:
-            final = PassManager(self.pipeline).run(graph).final
+            final = compile_model(graph, self.pipeline).final
         except PassFailedError as err:
             same = self.kind == "pass-error" and pass_error_signature(str(err)) == self.signature
             return Verdict(same, err.message)

@@ -109,10 +109,10 @@ def _failure_lines(failure: Failure) -> list[str]:
     if failure.kind in ("pass-error",) or getattr(failure, "pipeline", None):
         return ["# shown with GraphLab's pipeline (the fault is in its passes)",
                 "from compiler_core.ir import load_model",
-                "from compiler_core.passes import PassManager",
+                "from compiler_core.compilation import compile_model",
                 "from compiler_core.verify import run",
                 "graph = load_model(model.SerializeToString())",
-                f"final = PassManager({failure.pipeline!r}).run(graph).final",
+                f"final = compile_model(graph, {failure.pipeline!r}).final",
                 "before, after = run(graph, feed), run(final, feed)",
                 "for name in before:",
                 "    print(name, 'max abs difference', np.abs(before[name] - after[name]).max())"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import GraphLabError
 from ..ir import Graph
-from ..passes import PassManager
+from ..compilation import compile_model
 from .counterparts import Counterpart, by_alignment, by_provenance
 
 
@@ -42,8 +42,7 @@ def after_pipeline(graph: Graph, pipeline: str, label: str,
     """The input and output of the first pass whose output the numerical check finds changed
     (on ``inputs``): provenance is exact within one pass.  When every pass keeps the outputs,
     the model and the pipeline's output."""
-    result = PassManager(pipeline, bindings=bindings, verify=True,
-                         verify_inputs=inputs).run(graph)
+    result = compile_model(graph, pipeline, bindings, verify=True, verify_inputs=inputs).result
     failing = next((s.index for s in result.snapshots
                     if s.verify is not None and not s.verify.ok), None)
     if failing is not None:
@@ -56,7 +55,7 @@ def around_pass(graph: Graph, pipeline: str, pass_name: str, label: str,
                 bindings: dict[str, int] | None = None) -> Sides:
     """The input and output of ``pass_name`` in ``pipeline``: its first run that changed the
     graph, or its N-th pass when ``pass_name`` is a number N (1-based)."""
-    result = PassManager(pipeline, bindings=bindings).run(graph)
+    result = compile_model(graph, pipeline, bindings).result
     names = [s.pass_name for s in result.snapshots]
     if pass_name.isdigit() and 1 <= int(pass_name) <= len(names):
         index = int(pass_name) - 1

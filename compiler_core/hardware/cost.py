@@ -17,10 +17,11 @@ each partition also pays for moving its inputs and outputs over the host link.
 Each op runs at the target's peak for its dtype; time is the roofline bound
 max(flops / peak, bytes / bandwidth), and a graph's estimate is the sum over its ops (one
 kernel after another, nothing overlapped). Symbolic dims are resolved with ``bindings`` (the
-callers choose representative sizes for dims the user left unbound: `representative_sizes`),
-and the dims shape inference could not name are learnt by specializing a copy of the graph at
-those sizes (`shape_transfer.sized`).  A dim that still has no size counts as 1, and the op
-lists it in ``assumed_dims``, so every view can mark the ops whose figures are too small.
+compile entry decides representative sizes for dims the user left unbound), and the graph is
+read as given: callers hand a sized graph (``compilation.sized``: the dims shape inference
+could not name, learnt by specializing a copy at those sizes).  A dim that still has no size
+counts as 1, and the op lists it in ``assumed_dims``, so every view can mark the ops whose
+figures are too small.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ from .contrib_flops import INT8_OPS as CONTRIB_INT8_OPS
 from .control_flow import body_price, is_control_flow
 from .op_flops import METADATA_ONLY, SELECTING, is_priced, op_flops
 from .quantized_io import folded_into_kernel, is_int8_kernel, stored_value
-from .shape_transfer import sized
 from .roofline import TargetLike, attainable_ops_per_s, classify, estimate_seconds
 from .targets import Target, get_target
 from .tensor_sizes import SizeResolver
@@ -301,10 +301,10 @@ def _node_cost(node: Node, target: Target, sizes: SizeResolver,
 
 def graph_cost(graph: Graph, target: TargetLike = None,
                bindings: dict[str, int] | None = None) -> GraphCost:
-    """Cost of every node, in execution order, and the whole-graph roofline estimate; shapes
-    the graph leaves unknown are learnt at ``bindings`` first (module docstring)."""
+    """Cost of every node, in execution order, and the whole-graph roofline estimate of a
+    sized graph (module docstring)."""
     chosen = get_target(target)
-    priced = sized(graph, bindings)
+    priced = graph
     sizes = SizeResolver(bindings)
     ops = []
     assumed: set[str] = set()
@@ -321,8 +321,7 @@ def graph_cost(graph: Graph, target: TargetLike = None,
 def compare_costs(before: Graph, after: Graph, target: TargetLike = None,
                   bindings: dict[str, int] | None = None) -> CostComparison:
     """Both graphs priced on one target with the same bindings (e.g. a pipeline's first and
-    last snapshot): the estimated speed-up is before / after.  Each is sized at the bindings
-    (`graph_cost`), so both sides count the same tensor sizes."""
+    last snapshot, each sized at the bindings): the estimated speed-up is before / after."""
     chosen = get_target(target)
     return CostComparison(graph_cost(before, chosen, bindings),
                           graph_cost(after, chosen, bindings))

@@ -13,7 +13,6 @@ from ..errors import GraphLabError
 from ..ir import Graph
 from ..records import to_json
 from .cost import compute_dtype
-from .shape_transfer import sized
 from .gemm_shapes import GemmProblem, gemm_problems, has_gemm
 from .systolic import Schedule, ScheduleError, schedule_conv, schedule_gemm
 from .targets import get_target
@@ -32,11 +31,10 @@ def schedule_problem(problem: GemmProblem, **options) -> Schedule:
 
 def schedule_node(graph: Graph, name: str, *, bindings: dict[str, int] | None = None,
                   rows: int | None = None, cols: int | None = None, dataflow: str = "os",
-                  timing: str = "overlap", target=None, memory=None,
-                  already_sized: bool = False) -> dict:
-    """The schedule record of node ``name`` (keys: the simulator's report, plus node,
-    op_type and parts); a clear error when the node does not exist or has no GEMM."""
-    graph = graph if already_sized else sized(graph, bindings)
+                  timing: str = "overlap", target=None, memory=None) -> dict:
+    """The schedule record of node ``name`` of a sized graph (keys: the simulator's report,
+    plus node, op_type and parts); a clear error when the node does not exist or has no
+    GEMM."""
     node = graph.node_by_name(name)
     candidates = [n.name for n in graph.nodes if has_gemm(n)]
     if node is None:
@@ -124,14 +122,12 @@ def sum_memory(weighted: list[tuple[int, dict]], busy: int, clock_hz: float) -> 
 
 def schedule_model(graph: Graph, *, bindings: dict[str, int] | None = None, **options) -> dict:
     """Every GEMM and convolution of the graph on the array, one after another: totals
-    (cycles, stalls, memory counts, energy) and one line per node."""
-    graph = sized(graph, bindings)
+    (cycles, stalls, memory counts, energy) and one line per node; ``graph`` is sized."""
     nodes = []
     for node in graph.nodes:
         if not has_gemm(node):
             continue
-        record = schedule_node(graph, node.name, bindings=bindings, already_sized=True,
-                               **options)
+        record = schedule_node(graph, node.name, bindings=bindings, **options)
         nodes.append(record)
     if not nodes:
         raise ScheduleError("the model has no MatMul, Gemm or Conv to put on the array",

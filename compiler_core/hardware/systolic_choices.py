@@ -1,6 +1,7 @@
 """Which dataflow, how much SRAM, how much bandwidth: a layer's schedule compared across the
 three dataflows and swept over SRAM sizes and DRAM bandwidths, and a whole model's GEMMs and
-convolutions summed pass by pass (`schedule_model`).
+convolutions summed (`schedule_model`); summed pass by pass, and the report's figures, in
+`compilation.pass_schedules` (they size a pipeline's graphs, which runs passes).
 
 A layer is *memory-bound on the array* when it waits for memory for at least half its cycles
 (`stall_cycles >= (cycles + 1) / 2`). The sweep keeps the figures a chart needs (cycles and
@@ -11,19 +12,9 @@ overlap model; under SCALE-Sim's each is a replay of its memory.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..errors import GraphLabError
-from .cost import compute_dtype
-from .gemm_shapes import gemm_problems, has_gemm
-from .node_schedule import schedule_model, schedule_node
-from .shape_transfer import sized
-from .systolic import DATAFLOWS, ScheduleError
+from .systolic import DATAFLOWS
 from .systolic.memory_config import OPERANDS, MemoryConfig
-
-if TYPE_CHECKING:
-    from ..passes import PipelineResult
 
 SWEEP_SRAM_KB = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 SWEEP_BANDWIDTH = (1, 2, 4, 8, 16, 32, 64)
@@ -83,51 +74,6 @@ def _point(schedule) -> list[int]:
     return [schedule.cycles, schedule.stall_cycles]
 
 
-def pass_schedules(result: PipelineResult, bindings: dict[str, int] | None = None,
-                   **options) -> list[dict]:
-    """Every GEMM and convolution on the array, summed, for the model as loaded (index -1)
-    and after each pass: {"index", "pass", "changed", "gemms", figures...}. Most passes leave
-    the GEMMs alone (cleanups, normalization and activation recognition), so graphs whose
-    GEMM shapes and dtypes are the same, in the same order, share one schedule; a graph
-    without GEMMs has `gemms` 0 and no figures."""
-    rows, by_graph, by_gemms = [], {}, {}
-    graphs = [(-1, "(input model)", True, result.initial)] + [
-        (s.index, s.pass_name, bool(s.changed), s.graph) for s in result.snapshots]
-    for index, name, changed, graph in graphs:
-        if id(graph) not in by_graph:
-            shaped = sized(graph, bindings)
-            key = _gemm_shapes(shaped, bindings)
-            if key not in by_gemms:
-                by_gemms[key] = _model_figures(shaped, bindings, options)
-            by_graph[id(graph)] = by_gemms[key]
-        rows.append({"index": index, "pass": name, "changed": changed, **by_graph[id(graph)]})
-    return rows
-
-
-def _gemm_shapes(graph, bindings) -> tuple:
-    """What the array's figures of a sized graph depend on: each GEMM node's problems and
-    dtype, in order."""
-    shapes = []
-    for node in graph.nodes:
-        if not has_gemm(node):
-            continue
-        try:
-            problems = tuple((p.M, p.N, p.K, p.instances, repr(p.conv))
-                             for p in gemm_problems(node, bindings))
-        except GraphLabError as err:   # scheduling it fails the same way: keep it apart
-            problems = (node.name, str(err))
-        shapes.append((compute_dtype(node), problems))
-    return tuple(shapes)
-
-
-def _model_figures(graph, bindings, options) -> dict:
-    try:
-        record = schedule_model(graph, bindings=bindings, **options)
-    except ScheduleError:
-        return {"gemms": 0}
-    return {"gemms": len(record["nodes"]), **choice_figures(record)}
-
-
 SWEEP_REPLAY_REQUESTS = 50_000   # a replay this small takes at most ~60 ms: 48 in ~3 s
 
 
@@ -140,43 +86,3 @@ def sweep_timing(schedule) -> str:
         return timeline.timing
     requests = schedule.folds * timeline.fold_alone * (mapping.rows + mapping.cols)
     return "scalesim" if requests <= SWEEP_REPLAY_REQUESTS else "overlap"
-
-
-@dataclass(frozen=True)
-class SystolicStory:
-    """What a report tells about the array: the model's GEMMs summed after every pass, and
-    the final graph's busiest GEMM node (most MACs) with its memory figures and the three
-    dataflows compared; `busiest` is None for a model without GEMMs."""
-
-    passes: list[dict]
-    busiest: dict | None
-    dataflows: dict | None
-
-
-def systolic_story(result: PipelineResult, target, bindings: dict[str, int] | None = None,
-                   **options) -> SystolicStory:
-    """The report's systolic figures on the target's array, memory and default dataflow."""
-    options = {"target": target, **options}
-    passes = pass_schedules(result, bindings, **options)
-    graph = sized(result.final, bindings)
-    weighed = []
-    for node in graph.nodes:
-        if has_gemm(node):
-            try:
-                problems = gemm_problems(node, bindings)
-            except GraphLabError:   # a GEMM the array cannot take: priced nowhere
-                continue
-            weighed.append((sum(p.M * p.N * p.K * p.instances for p in problems), node.name))
-    if not weighed:
-        return SystolicStory(passes, None, None)
-    name = max(weighed)[1]
-    records: dict[str, dict] = {}
-
-    def record_of(dataflow: str) -> dict:
-        if dataflow not in records:
-            records[dataflow] = schedule_node(graph, name, bindings=bindings,
-                                              already_sized=True,
-                                              **{**options, "dataflow": dataflow})
-        return records[dataflow]
-    comparison = compare_dataflows(record_of)
-    return SystolicStory(passes, record_of(options.get("dataflow", "os")), comparison)

@@ -49,7 +49,7 @@ class SizeResolver:
 
         Dims shape inference could not name ('unk__7', '?') are counted, not listed: no
         binding reaches them.  The analyses price a copy specialized at the bindings
-        (`shape_transfer.sized`), so the ones left are those no size could be learnt for
+        (`compilation.sized`), so the ones left are those no size could be learnt for
         (a TopK whose k is an input, NonZero).
         """
         if not self.assumed:

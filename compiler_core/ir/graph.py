@@ -26,6 +26,8 @@ from . import write_guard
 from .spill import keep
 from .value import Value
 
+write_guard.watch_attribute_sets(Node, Value)
+
 
 @dataclass
 class ModelInfo:

@@ -24,6 +24,15 @@ if TYPE_CHECKING:
     from .value import Value
 
 _armed: list["WriteGuard"] = []
+# The classes whose attribute sets are caught: Node and Value, named by graph.py (which imports
+# them and this module), so that this module, imported by node.py, imports neither.
+_watched: tuple[type, ...] = ()
+
+
+def watch_attribute_sets(node_class: type, value_class: type) -> None:
+    """Catch attribute sets on these classes while a guard is armed."""
+    global _watched
+    _watched = (node_class, value_class)
 
 
 class WriteGuard:
@@ -35,12 +44,10 @@ class WriteGuard:
         self.fired = False
 
     def __enter__(self) -> "WriteGuard":
-        from .node import Node
-        from .value import Value
-
         if not _armed:
-            Node.__setattr__ = _node_setattr
-            Value.__setattr__ = _value_setattr
+            node_class, value_class = _watched
+            node_class.__setattr__ = _node_setattr
+            value_class.__setattr__ = _value_setattr
         _armed.append(self)
         return self
 
@@ -48,14 +55,11 @@ class WriteGuard:
         self._disarm()
 
     def _disarm(self) -> None:
-        from .node import Node
-        from .value import Value
-
         if self in _armed:
             _armed.remove(self)
             if not _armed:
-                del Node.__setattr__
-                del Value.__setattr__
+                for watched in _watched:
+                    del watched.__setattr__
 
     def fire(self) -> None:
         """Run the callback once (disarmed first: the copy it makes sets attributes too)."""

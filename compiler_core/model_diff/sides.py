@@ -8,7 +8,7 @@ import os
 from ..ir import Graph, load_model, to_bytes
 from ..ir.external_data import has_external_data
 from ..ir.importer import parse_model_bytes
-from ..passes import PassManager
+from ..compilation import compile_model
 from ..runtime_check import check_level, onnxruntime_optimized
 
 
@@ -16,8 +16,7 @@ def after_pipeline(graph: Graph, pipeline: str | list[str],
                    bindings: dict[str, int] | None = None, target: str | None = None,
                    on_progress=None) -> Graph:
     """The graph the pipeline leaves (its last snapshot)."""
-    return PassManager(pipeline, bindings=bindings, target=target).run(
-        graph, on_progress=on_progress).final
+    return compile_model(graph, pipeline, bindings, target, on_progress=on_progress).final
 
 
 def onnxruntime_version(graph: Graph, level: str, original: bytes | None = None) -> Graph:

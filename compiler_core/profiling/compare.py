@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..hardware.cost import graph_cost
-from ..hardware.shape_transfer import sized
+from ..compilation import sized
 from ..hardware.targets import Target, get_target
 from ..hardware.tensor_sizes import SizeResolver
 from ..ir import Graph, Node

@@ -1,4 +1,5 @@
-"""The one-machine launcher: each build in a fresh builder process of this machine.
+"""The one-machine launcher: each build in a fresh builder process of this machine; and the
+choice of launcher for a storage (`launcher_for`).
 
 Builders are forked from a clean single-threaded server process (multiprocessing's
 "forkserver"), never from a threaded web server.  A thread watches each one; a builder that
@@ -16,6 +17,16 @@ from compiler_core.plugins import loaded_sources
 
 from .builds import STALE_SECONDS, Builds, BuildJob, BuildStatus, run_build
 from .shared_storage import SharedStorage
+
+
+def launcher_for(storage: SharedStorage):
+    """Celery workers for a cluster's storage (`serve --redis`), else builder processes of
+    this machine."""
+    if storage.clustered:
+        from .cluster import CeleryLauncher   # celery: installed with the cluster extra only
+
+        return CeleryLauncher(storage.redis_url)
+    return LocalLauncher()
 
 
 class LocalLauncher:
@@ -72,4 +83,5 @@ def _run_builder(builds: Builds, job: BuildJob, claim: str) -> None:
 
 def _build_in_child(storage: SharedStorage, ttl: int, seconds: float, memory_mb: int,
                     job: BuildJob, plugins: list[str], claim: str) -> None:
-    run_build(Builds(storage, ttl, seconds, memory_mb), job, plugins, claim)
+    run_build(Builds(storage, ttl, seconds, memory_mb, launcher=LocalLauncher()), job, plugins,
+              claim)

@@ -15,7 +15,8 @@ files.
 store), or the build's status after starting it unless someone already is.  A whole room
 (or a whole course, across machines) opening the same sample therefore builds it once.
 
-Who runs a build is the launcher's one job; everything else — the claim, the progress, the
+Who runs a build is the launcher's one job (handed to `Builds` by whoever makes it:
+`build_launchers.launcher_for` picks one for a storage); everything else — the claim, the progress, the
 heartbeat, the time and memory limits, the failure message — is the same code (`run_build`) for both:
 - one machine (`build_launchers.LocalLauncher`): fresh builder processes forked from a clean
   single-threaded server process (multiprocessing's "forkserver"), never from a threaded web
@@ -39,8 +40,7 @@ import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from functools import cached_property
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Protocol
 
 try:
     import resource
@@ -151,12 +151,25 @@ class BuildOutOfMemory(GraphLabError):
     picking a victim, maybe a web server)."""
 
 
+class Launcher(Protocol):
+    """Who runs builds: starts one, says how many run here, and how long one may stay
+    queued before it is taken for lost."""
+
+    queue_seconds: float
+
+    def busy(self, builds: "Builds") -> int: ...
+
+    def start(self, builds: "Builds", job: BuildJob, claim: str) -> None: ...
+
+
 class Builds:
     """The store, the board and the launcher of one shared storage (module docstring)."""
 
     def __init__(self, storage: SharedStorage, ttl_seconds: int,
-                 time_limit: float = BUILD_SECONDS, memory_mb: int = BUILD_MEMORY_MB):
+                 time_limit: float = BUILD_SECONDS, memory_mb: int = BUILD_MEMORY_MB, *,
+                 launcher: Launcher):
         self.storage = storage
+        self.launcher = launcher
         self.ttl = ttl_seconds
         self.time_limit = time_limit
         self.memory_mb = memory_mb
@@ -164,16 +177,6 @@ class Builds:
         self.board = storage.cache("builds")
         self.tensors = cache_folder(storage.directory, TENSORS)
         prune(self.tensors, ttl_seconds)
-
-    @cached_property
-    def launcher(self):
-        if self.storage.clustered:
-            from .cluster import CeleryLauncher
-
-            return CeleryLauncher(self.storage.redis_url)
-        from .build_launchers import LocalLauncher
-
-        return LocalLauncher()
 
     def get(self, job: BuildJob, on_progress: Progress | None = None):
         """The workspace, built in this process if nobody has built it (blocking)."""

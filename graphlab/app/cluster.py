@@ -85,7 +85,7 @@ class BuildTask(Task):
 
     def run(self, directory: str, redis_url: str, ttl: int, seconds: float, memory_mb: int,
             claim: str):
-        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds, memory_mb)
+        builds = _builds(directory, redis_url, ttl, seconds, memory_mb)
         queued = builds.storage.cache(JOBS).get(claim)
         if queued is None:   # expired: the next request for the view queues it again
             return
@@ -104,12 +104,18 @@ class BuildTask(Task):
         if not isinstance(exc, TimeLimitExceeded):
             return
         directory, redis_url, ttl, seconds, memory_mb, claim = args
-        builds = Builds(SharedStorage(directory, redis_url), ttl, seconds, memory_mb)
+        builds = _builds(directory, redis_url, ttl, seconds, memory_mb)
         queued = builds.storage.cache(JOBS).get(claim)
         current = None if queued is None else builds.status(queued[0].key)
         if current is not None and current.claim == claim:
             builds.publish(current, state="failed", message=(
                 f"the build took longer than its {seconds:g} s limit and was stopped"))
+
+
+def _builds(directory: str, redis_url: str, ttl: int, seconds: float,
+            memory_mb: int) -> Builds:
+    return Builds(SharedStorage(directory, redis_url), ttl, seconds, memory_mb,
+                  launcher=CeleryLauncher(redis_url))
 
 
 @lru_cache(maxsize=4)

@@ -20,8 +20,8 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
+from compiler_core.compilation import Compilation, Decisions, decide_sizes
 from compiler_core.errors import GraphLabError
-from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.ir import Graph
 from compiler_core.model_diff import ModelDiff, b_in_a_ids, diff_models
 from compiler_core.model_diff.sides import (after_pipeline, onnxruntime_label,
@@ -100,7 +100,7 @@ def _build_comparison(source_a: ModelSource, level: str, source_b: ModelSource |
     # The pipelines run with the user's bindings only, as `graphlab diff -p` does: sizes the
     # user did not choose would specialize one side's shapes and hide its structure.  The
     # analyses of the two graphs (roofline, memory) take representative sizes as usual.
-    sizes = choose_sizes(loaded, dict(bindings), dict(source_a.size_hints))
+    sizes = decide_sizes(loaded, dict(bindings), dict(source_a.size_hints))
     a = _after(loaded, passes, dict(bindings), on_progress)
     if level:
         b = onnxruntime_version(loaded, level, source_a.original_bytes())
@@ -119,9 +119,10 @@ def _build_comparison(source_a: ModelSource, level: str, source_b: ModelSource |
                         seconds=diff.seconds)
     comparison = Comparison(dataclasses.replace(diff, graph_a=None, graph_b=None),
                             side_by_side.view_id)
+    decided = Decisions(pipeline, sizes, dict(bindings), None, passes)
     return workspace_of(key, f"{source_a.label} vs {b_label}",
-                        PipelineResult(a, [snapshot], diff.seconds), group_budget, sizes,
-                        comparison)
+                        Compilation(decided, PipelineResult(a, [snapshot], diff.seconds)),
+                        group_budget, comparison)
 
 
 def _after(graph: Graph, passes: tuple[str, ...], bindings: dict[str, int],

@@ -22,6 +22,7 @@ from compiler_core.ir import Graph, to_bytes
 from compiler_core.records import to_json
 from compiler_core.verify import make_inputs, with_inference_semantics
 
+from .build_launchers import launcher_for
 from .builds import BuildJob, Builds
 from .workbench import REDUCED_MODEL, ModelSource, Workspace
 
@@ -130,7 +131,7 @@ def reduce_pass_error_job(source: ModelSource, passes: tuple[str, ...],
 
 def _wrong_values(storage, ttl: int, workspace_job: BuildJob, step: int,
                   _on_progress=None) -> WrongValues:
-    workspace = Builds(storage, ttl).get(workspace_job)
+    workspace = Builds(storage, ttl, launcher=launcher_for(storage)).get(workspace_job)
     before, after = workspace.graphs_of_step(step)
     comparison = workspace.comparison
     if comparison is not None:
@@ -154,7 +155,7 @@ def _producers(graph: Graph) -> dict[str, int]:
 
 def _reduce_crash(storage, ttl: int, workspace_job: BuildJob, step: int, kind: str, level: str,
                   label: str, key: str, _on_progress=None) -> ReducedModel:
-    workspace = Builds(storage, ttl).get(workspace_job)
+    workspace = Builds(storage, ttl, launcher=launcher_for(storage)).get(workspace_job)
     graph = with_inference_semantics(workspace.result.snapshots[step].graph)
     data = to_bytes(graph)
     feed = generated_feed(graph, workspace.sizes.bindings)

@@ -4,17 +4,17 @@ inspector and the memory panel all read the same record and stepping back and fo
 recomputes nothing.
 
 Graphs are keyed by identity: a workspace holds its snapshots' graphs for its whole life.  The
-sizes are the workspace's (`Workspace.sizes`: the user's bindings and representative sizes for
-the rest), and a graph whose shapes those sizes do not fix is priced through its sized copy
-(`shape_transfer.sized`), made once.
+sizes are the workspace's (`Workspace.sizes`: the compile entry's decision, the user's bindings
+and representative sizes for the rest), and a graph whose shapes those sizes do not fix is
+priced through its sized copy (`compilation.sized`), made once.
 """
 
 from __future__ import annotations
 
+from compiler_core.compilation import sized
+from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import GraphCost, OpCost, graph_cost
 from compiler_core.hardware.memory import MemoryPlan, plan_memory
-from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
-from compiler_core.hardware.shape_transfer import sized
 from compiler_core.ir import Graph
 
 from typing import TYPE_CHECKING

@@ -16,7 +16,7 @@ from typing import Iterator
 
 import redis
 
-from .shared_storage import SharedCacheUnreachable, redacted
+from .cache_trouble import SharedCacheUnreachable, redacted
 
 PREFIX = "graphlab"
 LOCK_SECONDS = 10      # a claim holds the board this long at most

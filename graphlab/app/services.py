@@ -53,7 +53,7 @@ class Services:
         if state.versus:
             return comparison_job(self.workbench, source, state.versus, _token(upload_b),
                                   state.pipeline, sizes, state.versus_after)
-        return self.workbench.job(source, state.pipeline, sizes)
+        return self.workbench.job(source, state.pipeline, sizes, state.target)
 
     def forget_failure(self, state: ViewState, upload: dict | str | None,
                        upload_b: dict | str | None = None) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import diskcache
 
@@ -19,10 +18,6 @@ from compiler_core.errors import GraphLabError
 
 CLUSTER_EXTRA = ('install the cluster extra: pip install ".[cluster]" in a GraphLab checkout '
                  '(it adds celery[redis] and redis)')
-
-
-class SharedCacheUnreachable(GraphLabError):
-    """The shared storage (Redis) did not answer: the view says so and tries again by itself."""
 
 
 @dataclass(frozen=True)
@@ -60,18 +55,6 @@ def require_cluster_packages() -> None:
         raise GraphLabError(f"--redis needs the Python package{'s' if len(missing) > 1 else ''} "
                             f"{' and '.join(missing)}, which {'are' if len(missing) > 1 else 'is'}"
                             f" not installed", hint=CLUSTER_EXTRA)
-
-
-def redacted(url: str) -> str:
-    """The URL without its password, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if parts.port:
-        host += f":{parts.port}"
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
 
 
 def _importable(name: str) -> bool:

@@ -8,7 +8,7 @@ the hover gives the absolute figure.  Clicking a pass selects it.
 
 from __future__ import annotations
 
-from compiler_core.hardware.pass_traffic import PassFigures, PipelineTraffic
+from compiler_core.compilation.pass_traffic import PassFigures, PipelineTraffic
 
 from ..units import format_bytes, format_seconds, format_si
 from .chart_dicts import plotly_white, row_domains

@@ -1,10 +1,12 @@
-"""Turns "model + pipeline + bindings" into a Workspace: the pipeline's snapshots plus what the
-views need (the nested layout, scope groups, each node's history).  Dims the user did not bind
-take representative sizes (`representative_sizes`; a sample's own from its manifest), chosen
-once the model is loaded; the pipeline runs with them and every panel prices at them.
+"""Turns "model + pipeline + bindings + target" into a Workspace: the compilation (the compile
+entry's record: what it decided, the pipeline's snapshots) plus what the views need (the
+nested layout, scope groups, each node's history).  The compile entry decides the sizes (dims
+the user did not bind take representative sizes; a sample's own from its manifest), which
+every panel prices at, and what the pipeline binds — as `graphlab compile` does.
 
-Workspaces are keyed by content (a file's identity or an upload's sha256, the pass list, the
-bindings): they are caches, not state.  Building one is the heavy step (import + pipeline +
+Workspaces are keyed by content (a file's identity or an upload's sha256) and by everything
+the compile entry says changes the result (``compilation.result_key``: the passes, the
+bindings, the target when a pass plans for it): they are caches, not state.  Building one is the heavy step (import + pipeline +
 layout); `builds` runs it in a builder process with progress and shares the result with every
 server process (`workspace_or_build`), or runs it right here when a caller must wait
 (`workspace`).
@@ -19,14 +21,15 @@ import socket
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Callable
 
+from compiler_core.compilation import Compilation, compile_model, result_key
 from compiler_core.errors import GraphLabError
-from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
-from compiler_core.hardware.targets import DEFAULT_TARGET
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.ir import Graph, load_model
 from compiler_core.model_diff.sides import file_bytes
-from compiler_core.passes import PassManager, PipelineResult, resolve_pipeline
+from compiler_core.passes import PipelineResult
 
 from ..samples import get_sample, list_samples
+from .build_launchers import launcher_for
 from .builds import BuildJob, Builds, BuildStatus
 from .config import AppConfig
 from .graph_analyses import traffic_of
@@ -114,18 +117,26 @@ class NodeHistory:
 class Workspace:
     key: str
     label: str
-    result: PipelineResult
+    compilation: Compilation   # what was decided, and the pipeline's snapshots
     layout: NestedLayout
     scopes: ScopeTree
     default_expanded: frozenset[str]
     history: NodeHistory
-    sizes: ChosenSizes = ChosenSizes()   # what the pipeline and the analyses bound dims to
     derived: dict = field(default_factory=dict)   # lazily computed views (a cache)
     # Set when the workspace shows two models side by side instead of a pipeline's passes:
     # its one "pass" is the step from model A to model B (see `comparison`).
     comparison: "Comparison | None" = None
     # the pass a teaching sample is about (its manifest's teaches_pass): a new view opens on it
     opens_on: str | None = None
+
+    @property
+    def result(self) -> PipelineResult:
+        return self.compilation.result
+
+    @property
+    def sizes(self) -> ChosenSizes:
+        """The sizes every panel prices at (the compile entry's decision)."""
+        return self.compilation.decisions.sizes
 
     def graphs_of_step(self, step: int) -> tuple[Graph, Graph]:
         """(graph before pass ``step``, graph after it)."""
@@ -149,7 +160,7 @@ class Workbench:
         self.config = config
         self.sessions = sessions
         self.builds = Builds(sessions.storage, config.upload_ttl_seconds, config.build_seconds,
-                             config.build_memory_mb)
+                             config.build_memory_mb, launcher=launcher_for(sessions.storage))
 
     def model_options(self) -> list[dict]:
         options = [{"label": s.name, "value": s.name} for s in list_samples()]
@@ -181,14 +192,14 @@ class Workbench:
                        path=None, sample=sample.name, opens_on=sample.teaches_pass)
 
     def workspace(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
-                  on_progress: Progress | None = None) -> Workspace:
+                  target: str | None = None, on_progress: Progress | None = None) -> Workspace:
         """The workspace, built here and now if nobody has built it yet."""
-        return self.built(self.job(source, pipeline, sizes), on_progress)
+        return self.built(self.job(source, pipeline, sizes, target), on_progress)
 
-    def workspace_or_build(self, source: ModelSource, pipeline: str, sizes: dict[str, int]
-                           ) -> Workspace | BuildStatus:
+    def workspace_or_build(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
+                           target: str | None = None) -> Workspace | BuildStatus:
         """The workspace if it is built, else the status of the build now under way."""
-        return self.built_or_building(self.job(source, pipeline, sizes))
+        return self.built_or_building(self.job(source, pipeline, sizes, target))
 
     def built(self, job: BuildJob, on_progress: Progress | None = None) -> Workspace:
         """A job's workspace, built here and now if nobody has built it yet."""
@@ -198,16 +209,16 @@ class Workbench:
         """A job's workspace if it is built, else the status of its build."""
         return self.builds.get_or_start(job)
 
-    def job(self, source: ModelSource, pipeline: str, sizes: dict[str, int]) -> BuildJob:
-        """Bad pass names are refused here, before any build starts."""
-        passes = tuple(resolve_pipeline(pipeline or None))
-        bound = tuple(sorted(sizes.items()))
+    def job(self, source: ModelSource, pipeline: str, sizes: dict[str, int],
+            target: str | None = None) -> BuildJob:
+        """Bad pass names and unknown targets are refused here, before any build starts."""
+        result = result_key(pipeline or None, sizes, target)
         budget = self.config.group_budget
-        key = hashlib.sha256(repr((source.digest, passes, bound, budget, LAYOUT_VERSION,
+        key = hashlib.sha256(repr((source.digest, result, budget, LAYOUT_VERSION,
                                    source.opens_on)).encode()).hexdigest()
         return BuildJob(key, source.label,
-                        functools.partial(_build_workspace, source, passes, bound, budget,
-                                          self.config.cache_dir))
+                        functools.partial(_build_workspace, source, pipeline or None,
+                                          dict(sizes), target, budget, self.config.cache_dir))
 
 
 def _file_source(label: str, path: str, size_hints: tuple = ()) -> ModelSource:
@@ -229,29 +240,29 @@ def _file_digest(path: str, _size: int, _mtime_ns: int) -> str:
     return digest.hexdigest()
 
 
-def _build_workspace(source: ModelSource, passes: tuple[str, ...],
-                     bindings: tuple[tuple[str, int], ...], group_budget: int, cache_dir: str,
+def _build_workspace(source: ModelSource, pipeline: str | None, bindings: dict[str, int],
+                     target: str | None, group_budget: int, cache_dir: str,
                      on_progress: Progress | None) -> Workspace:
-    graph = source.load()
-    sizes = choose_sizes(graph, dict(bindings), dict(source.size_hints))
-    result = PassManager(list(passes), bindings=sizes.bindings).run(graph,
-                                                                    on_progress=on_progress)
-    key = hashlib.sha256(repr((source.digest, passes, bindings)).encode()).hexdigest()[:16]
-    workspace = workspace_of(key, source.label, result, group_budget, sizes,
+    compiled = compile_model(source.load(), pipeline, bindings, target,
+                             size_hints=dict(source.size_hints), on_progress=on_progress)
+    key = hashlib.sha256(repr((source.digest, compiled.decisions.result_key())
+                              ).encode()).hexdigest()[:16]
+    workspace = workspace_of(key, source.label, compiled, group_budget,
                              layouts=LayoutStore(cache_dir))
     workspace.opens_on = source.opens_on
-    traffic_of(workspace, DEFAULT_TARGET)   # kept in its cache, pickled with it
+    traffic_of(workspace, compiled.decisions.target)   # kept in its cache, pickled with it
     return workspace
 
 
-def workspace_of(key: str, label: str, result: PipelineResult, group_budget: int,
-                 sizes: ChosenSizes, comparison: "Comparison | None" = None,
+def workspace_of(key: str, label: str, compilation: Compilation, group_budget: int,
+                 comparison: "Comparison | None" = None,
                  layouts: LayoutStore | None = None) -> Workspace:
     """The views' precomputed parts of a run: its layout (every group's layer order taken
     from, or left in, ``layouts``), groups and node histories."""
+    result = compilation.result
     layout = pipeline_layout(result)
     if layouts is not None:
         layouts.complete(layout)
-    return Workspace(key, label, result, layout, layout.scopes,
+    return Workspace(key, label, compilation, layout, layout.scopes,
                      frozenset(layout.default_expanded(group_budget)), NodeHistory.of(result),
-                     sizes, comparison=comparison)
+                     comparison=comparison)

@@ -15,21 +15,20 @@ from __future__ import annotations
 
 import sys
 
-from compiler_core.hardware.representative_sizes import ChosenSizes
+from compiler_core.compilation import Compilation, compile_model
 from compiler_core.ir import SavedModel, save_model
-from compiler_core.ir.summary import op_histogram
 from compiler_core.lowering import Lowering, lower_for_onnxruntime
-from compiler_core.passes import PassManager, PipelineResult
 from compiler_core.passes.framework.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
 from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
 from compiler_core.runtime_verify import RuntimeVerdict
 from compiler_core.verify import load_inputs
 
+from ..samples import size_hints
 from ..user_input import parse_bindings
 from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
                      print_json)
-from .model_options import add_target_option, model_sizes
+from .model_options import add_target_option
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
 
@@ -75,15 +74,14 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     graph = load_graph(args.model)
     verify = args.verify or args.inputs is not None or wants_verify(args)
-    manager = PassManager(args.pipeline, bindings=parse_bindings(args.bind), verify=verify,
-                          verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
-                          target=args.target,
-                          calibration_inputs=[load_inputs(args.calibrate, graph)]
-                          if args.calibrate else None,
-                          instruments=[IRPrinter(args.print_ir_after,
-                                                 sys.stderr if args.json else sys.stdout)]
-                          if args.print_ir_after else [])
-    result = manager.run(graph)
+    compiled = compile_model(
+        graph, args.pipeline, parse_bindings(args.bind), args.target,
+        size_hints=size_hints(args.model), verify=verify,
+        verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
+        calibration_inputs=[load_inputs(args.calibrate, graph)] if args.calibrate else None,
+        instruments=[IRPrinter(args.print_ir_after, sys.stderr if args.json else sys.stdout)]
+        if args.print_ir_after else [])
+    result = compiled.result
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     saved = None
     if args.output:
@@ -91,13 +89,11 @@ def run(args) -> int:
                            external_data=True if args.external_data else None)
     runtime = run_runtime_check(args, result, lowering.graph if lowering else None,
                                 lowering.tolerance if lowering else None)
-    report = compile_report(result, saved, runtime, lowering,
-                            sizes_record(model_sizes(args.model, graph, args.bind),
-                                         parse_bindings(args.bind)))
+    report = compile_report(compiled, saved, runtime, lowering)
     if args.json:
         print_json(report)
     else:
-        _print_text(result, report, lowering, saved)
+        _print_text(compiled, report, lowering, saved)
     failed = [s.pass_name for s in result.snapshots if s.verify is not None and not s.verify.ok]
     if failed:
         print(f"graphlab: verification FAILED: outputs changed beyond tolerance after "
@@ -108,43 +104,26 @@ def run(args) -> int:
     return 1 if failed or (runtime is not None and not runtime.ok) else 0
 
 
-def sizes_record(sizes: ChosenSizes, bound: dict[str, int]) -> dict:
-    """What the pipeline bound (``--bind`` only: a compiled model keeps the dims it was not
-    told to fix), the symbolic dims it left, and the sizes the app, `roofline` and `memory`
-    choose for this model (with them bound, the graph is the app's)."""
-    left = [c.dim for c in sizes.chosen if c.dim not in bound]
-    return {"bound": dict(bound), "left_symbolic": left, "representative": to_json(sizes)}
-
-
-def compile_report(result: PipelineResult, saved: SavedModel | None,
+def compile_report(compiled: Compilation, saved: SavedModel | None,
                    runtime: RuntimeVerdict | None = None,
-                   lowering: Lowering | None = None, sizes: dict | None = None) -> dict:
-    """The `--json` record: node counts, the final op histogram, one entry per pass (with
-    what changed on each node it modified), the sizes bound and left symbolic, the runtime
-    check (None when it did not run), the files written, and the export: for
-    ``--runtime onnxruntime`` what each fused node became."""
-    checked = [s.verify for s in result.snapshots if s.verify is not None]
-    passes = [{**s.summary(), "modified": s.modified_nodes()} for s in result.snapshots]
-    for entry, check in zip(passes, runtime.per_pass if runtime else []):
+                   lowering: Lowering | None = None) -> dict:
+    """The `--json` record: the compilation's own (what it decided, node counts, the final
+    op histogram, one entry per pass, the numerical check), with the runtime check (None
+    when it did not run), the files written, and the export: for ``--runtime onnxruntime``
+    what each fused node became."""
+    record = compiled.to_dict()
+    for entry, check in zip(record["passes"], runtime.per_pass if runtime else []):
         entry["runtime"] = to_json(check)
-    return {
-        "nodes_before": len(result.initial),
-        "nodes_after": len(result.final),
-        "op_histogram_after": op_histogram(result.final),
-        "sizes": sizes,
-        "passes": passes,
-        "verify": {"max_abs_err": max(r.max_abs_err for r in checked),
-                   "ok": all(r.ok for r in checked),
-                   "inputs": result.verifier.inputs_record()} if checked else None,
-        "runtime_check": to_json(runtime) if runtime else None,
-        "output": saved.path if saved else None,
-        "output_files": to_json(saved) if saved else None,
-        "export": to_json(lowering) if lowering else {"runtime": "onnx"},
-    }
+    return {**record,
+            "runtime_check": to_json(runtime) if runtime else None,
+            "output": saved.path if saved else None,
+            "output_files": to_json(saved) if saved else None,
+            "export": to_json(lowering) if lowering else {"runtime": "onnx"}}
 
 
-def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
+def _print_text(compiled: Compilation, report: dict, lowering: Lowering | None,
                 saved: SavedModel | None) -> None:
+    result = compiled.result
     width = max(len(s.pass_name) for s in result.snapshots)
     runtime = report["runtime_check"]
     each = runtime is not None and runtime["checked"] == "each"
@@ -179,13 +158,18 @@ def _print_text(result: PipelineResult, report: dict, lowering: Lowering | None,
         for record in lowering.nodes:
             if record.reason:
                 print(f"inline    {record.fused_op} {record.node}: {record.reason}")
-    sizes = report["sizes"]
-    if sizes and sizes["left_symbolic"]:
-        app = sizes["representative"]["bindings"]
-        chosen = ",".join(f"{k}={v}" for k, v in app.items())
-        print(f"sizes     {', '.join(sizes['left_symbolic'])} left symbolic (the model keeps "
-              f"accepting any size); the app, roofline and memory bind {chosen}: "
-              f"--bind {chosen} gives their graph")
+    decisions = compiled.decisions
+    if decisions.target:
+        print(f"target    {decisions.target}: {', '.join(decisions.target_readers)} planned "
+              f"for it")
+    if decisions.fixed_size_readers:
+        print(f"sizes     {decisions.sizes.describe()}: all bound, "
+              f"{', '.join(decisions.fixed_size_readers)} plans for fixed sizes")
+    elif decisions.left_symbolic:
+        chosen = decisions.sizes.text()
+        print(f"sizes     {', '.join(decisions.left_symbolic)} left symbolic (the model keeps "
+              f"accepting any size); the analyses price it at {chosen}: --bind {chosen} "
+              f"folds their shape arithmetic away")
     print(f"{report['nodes_before']} -> {report['nodes_after']} nodes in "
           f"{result.seconds:.2f} s" + (f"; {saved.describe()}" if saved else ""))
 

@@ -12,8 +12,8 @@ prints the same records the app and the notebook show.
 
 from __future__ import annotations
 
+from compiler_core.compilation import compile_model
 from compiler_core.errors import GraphLabError
-from compiler_core.passes import PassManager
 from compiler_core.passes.framework.base import Decline
 from compiler_core.passes.framework.judged import (JudgedPattern, PassVerdict, judge_pipeline,
                                                    pass_index)
@@ -67,7 +67,7 @@ def run(args) -> int:
     graph = load_graph(args.model)
     if args.onnxscript_rules and not args.before:   # judged on the model as loaded
         return onnxscript_rules.run(args, graph)
-    result = PassManager(args.pipeline, bindings=parse_bindings(args.bind)).run(graph)
+    result = compile_model(graph, args.pipeline, parse_bindings(args.bind)).result
     if args.onnxscript_rules:
         return onnxscript_rules.run(args, result.graph_before(pass_index(result, args.before)))
     known = list(dict.fromkeys([*registered_patterns(), *(r.name for s in result.snapshots

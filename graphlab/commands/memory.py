@@ -26,7 +26,8 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     analysed = analysed_graphs(args)
-    plan = to_json(plan_memory(analysed.final, analysed.bindings, alignment=args.align))
+    plan = to_json(plan_memory(analysed.priced_final, analysed.bindings,
+                               alignment=args.align))
     if args.json:
         print_json({"sizes": to_json(analysed.sizes), **plan})
         return 0

@@ -2,19 +2,23 @@
 
 `roofline`, `memory` and `schedule` analyse the model as loaded or, with `--pipeline`, the
 graph the pipeline leaves (its last snapshot), so a student sees what the passes bought.
-Symbolic dims the user does not bind take representative sizes (`representative_sizes`); the
-commands print them on their first line and in their JSON, and the pipeline is run with them.
+The compile entry (`compiler_core.compilation`) decides the sizes: symbolic dims the user does
+not bind take representative sizes, which the commands print on their first line and in their
+JSON; the pipeline specializes only the dims the user bound (as `compile` does), and the
+analyses read the graphs sized at the decided sizes (``priced_initial``, ``priced_final``).
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from functools import cached_property
 
-from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
+from compiler_core.compilation import Compilation, compile_model, decide_sizes, sized
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
 from compiler_core.ir import Graph
-from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.passes import PipelineResult
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
@@ -48,29 +52,41 @@ class Analysed:
     final: Graph
     sizes: ChosenSizes
     pipeline: str | None
-    result: PipelineResult | None = None   # every pass's snapshot, when a pipeline ran
+    compilation: Compilation | None = None   # every pass's snapshot, when a pipeline ran
 
     @property
     def bindings(self) -> dict[str, int]:
         return self.sizes.bindings
 
+    @property
+    def result(self) -> PipelineResult | None:
+        return self.compilation.result if self.compilation else None
 
-def model_sizes(model: str, graph: Graph, bind: str | None) -> ChosenSizes:
-    """The user's ``--bind``, and representative sizes for every dim it leaves out."""
-    return choose_sizes(graph, parse_bindings(bind), size_hints(model))
+    @cached_property
+    def priced_initial(self) -> Graph:
+        """The model as loaded, sized at the decided sizes (what the hardware models read)."""
+        return self._sized(self.initial)
+
+    @cached_property
+    def priced_final(self) -> Graph:
+        return self._sized(self.final)
+
+    def _sized(self, graph: Graph) -> Graph:
+        return self.compilation.sized(graph) if self.compilation else sized(graph,
+                                                                            self.bindings)
 
 
 def analysed_graphs(args, pipeline: str | None = None) -> Analysed:
     """The model, and with ``--pipeline`` (or ``pipeline``, the caller's default) the graph
-    the pipeline leaves."""
+    the pipeline leaves, compiled for ``--target``."""
     initial = load_graph(args.model)
-    sizes = model_sizes(args.model, initial, args.bind)
     pipeline = args.pipeline or pipeline
     if not pipeline:
+        sizes = decide_sizes(initial, parse_bindings(args.bind), size_hints(args.model))
         return Analysed(initial, initial, sizes, None)
-    target = getattr(args, "target", None) or "asic32"  # passes that partition read the target
-    result = PassManager(pipeline, bindings=sizes.bindings, target=target).run(initial)
-    return Analysed(initial, result.final, sizes, pipeline, result)
+    compiled = compile_model(initial, pipeline, parse_bindings(args.bind),
+                             getattr(args, "target", None), size_hints=size_hints(args.model))
+    return Analysed(initial, compiled.final, compiled.decisions.sizes, pipeline, compiled)
 
 
 def sizes_line(sizes: ChosenSizes) -> str:

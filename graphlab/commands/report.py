@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 
+from compiler_core.compilation import VERIFY_IF_RUNNABLE, compile_model, decide
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import get_target
 
 from compiler_core.profiling.runner import DEFAULT_REPEATS, ProfileSettings
 
-from ..report import render, run_verified, tell
+from ..report import render, tell
 from ..report.story import measure
+from ..samples import size_hints
+from ..user_input import parse_bindings
 from .profile import machine_or_measure
 from .common import add_model_argument, load_graph
-from .model_options import add_bind_option, add_target_option, model_sizes, sizes_line
+from .model_options import add_bind_option, add_target_option, sizes_line
 from ..units import format_bytes
 
 
@@ -41,18 +44,18 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    target = get_target(args.target)
     graph = load_graph(args.model)
-    sizes = model_sizes(args.model, graph, args.bind)
-    print(sizes_line(sizes))
+    asked = (graph, args.pipeline, parse_bindings(args.bind), args.target)
+    hints = size_hints(args.model)
+    print(sizes_line(decide(*asked, size_hints=hints).sizes))   # before the long run
     output = args.output or f"{_stem(args.model)}_report.html"
-    result, verify_note = run_verified(graph, args.pipeline, sizes.bindings)
+    compiled = compile_model(*asked, size_hints=hints, verify=VERIFY_IF_RUNNABLE)
     measured = None
     if args.measured:
-        measured = measure(result, machine_or_measure(0), sizes.bindings,
+        measured = measure(compiled.result, machine_or_measure(0), compiled.bindings,
                            ProfileSettings(repeats=args.repeats))
-    document = render(tell(result, os.path.basename(args.model), args.pipeline, target,
-                           sizes, verify_note, measured))
+    document = render(tell(compiled, os.path.basename(args.model), get_target(args.target),
+                           measured=measured))
     try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(document)

@@ -12,8 +12,8 @@ than 2x, the term that dominates.
 
 from __future__ import annotations
 
+from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import compare_costs, graph_cost
-from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
 from compiler_core.profiling.compare import compare
 from compiler_core.profiling.runner import DEFAULT_REPEATS, ProfileSettings, profile_graphs
@@ -59,8 +59,10 @@ def roofline_record(analysed, target) -> dict:
     pipeline, the comparison too."""
     sizes = {"sizes": to_json(analysed.sizes)}
     if analysed.pipeline is None:
-        return {**sizes, **to_json(graph_cost(analysed.final, target, analysed.bindings))}
-    comparison = compare_costs(analysed.initial, analysed.final, target, analysed.bindings)
+        return {**sizes, **to_json(graph_cost(analysed.priced_final, target,
+                                              analysed.bindings))}
+    comparison = compare_costs(analysed.priced_initial, analysed.priced_final, target,
+                               analysed.bindings)
     return {**sizes, **to_json(comparison.after), "pipeline": analysed.pipeline,
             "initial": comparison.before.totals(),
             "initial_total_est_seconds": comparison.before.total_est_seconds,

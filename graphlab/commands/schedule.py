@@ -16,8 +16,9 @@ from compiler_core.hardware.systolic.memory_config import memory_of_target
 from compiler_core.hardware.targets import get_target
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, schedule_conv, schedule_gemm
+from compiler_core.compilation.pass_schedules import pass_schedules
 from compiler_core.hardware.systolic_choices import compare_dataflows, memory_bound, \
-    memory_of_record, pass_schedules
+    memory_of_record
 from compiler_core.records import to_json
 
 from ..user_input import parse_array, parse_integers, parse_operand_values
@@ -77,9 +78,10 @@ def schedule_record(args) -> dict:
             raise GraphLabError("--all needs a MODEL", hint="graphlab schedule MODEL --all")
         analysed = analysed_graphs(args)
         record = {"sizes": to_json(analysed.sizes), "memory": to_json(memory),
-                  **schedule_model(analysed.final, bindings=analysed.bindings, **options)}
+                  **schedule_model(analysed.priced_final, bindings=analysed.bindings,
+                                   **options)}
         if analysed.pipeline:
-            before = schedule_model(analysed.initial, bindings=analysed.bindings, **options)
+            before = schedule_model(analysed.priced_initial, bindings=analysed.bindings, **options)
             record["before_pipeline"] = {k: v for k, v in before.items() if k != "nodes"}
             if args.per_pass:
                 record["passes"] = pass_schedules(analysed.result, analysed.bindings,
@@ -98,7 +100,7 @@ def schedule_record(args) -> dict:
         analysed = analysed_graphs(args)
 
         def record_of(dataflow: str) -> dict:
-            return schedule_node(analysed.final, args.node, bindings=analysed.bindings,
+            return schedule_node(analysed.priced_final, args.node, bindings=analysed.bindings,
                                  **{**options, "dataflow": dataflow})
         return {"sizes": to_json(analysed.sizes), **record_of(args.dataflow),
                 "dataflows": compare_dataflows(record_of)}

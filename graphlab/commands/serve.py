@@ -13,7 +13,7 @@ from compiler_core.errors import GraphLabError
 
 from ..app.builds import BUILD_MEMORY_MB, BUILD_SECONDS
 from ..app.config import DEFAULT_MODEL, DEFAULT_UPLOAD_LIMIT, AppConfig
-from ..app.shared_storage import redacted
+from ..app.cache_trouble import redacted
 from ..samples import get_sample
 from .common import add_plugins_option
 from .redis_option import add_redis_option, redis_url

@@ -6,7 +6,7 @@ import os
 
 from compiler_core.errors import GraphLabError
 
-from ..app.shared_storage import redacted
+from ..app.cache_trouble import redacted
 from .common import add_plugins_option
 from .redis_option import ENV, add_redis_option, redis_url
 

@@ -11,8 +11,7 @@ Graph) into a Graph; ``result`` runs the pipeline and keeps the records the CLI'
 prints; ``display`` renders inline.  `import graphlab` loads none of this until it is used.
 """
 
-from .display import show
 from .models import diff
-from .result import CompileResult, compile
+from .result import CompileResult, compile, show
 
 __all__ = ["CompileResult", "compile", "diff", "show"]

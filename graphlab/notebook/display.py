@@ -29,7 +29,7 @@ import uuid
 from urllib.parse import urlencode
 
 from compiler_core.errors import GraphLabError
-from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
+from compiler_core.hardware.targets import get_target
 from compiler_core.ir import save_model
 
 from .models import ModelLike, read_model
@@ -41,49 +41,6 @@ FRAME_STYLE = "width: 100%; height: {height}px; border: 1px solid #d9e2ec"
 CAPTION_STYLE = "font: 13px/1.4 sans-serif; color: #52606d; margin: 4px 0"
 
 
-def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str | None = None,
-         target: str | None = None, *, versus: str | None = None, both_after: bool = False,
-         mode: str = "auto", height: int = 800) -> None:
-    """Show the pass debugger on ``model`` inline (a CompileResult brings its own pipeline,
-    bindings and target), with the static report in the same output for when its server is
-    gone.  ``versus``: compare with a sample, or with onnxruntime's optimized model
-    ("onnxruntime:extended"); ``both_after``: compare the pipeline's outputs.  ``mode``:
-    "app" (the live app, the report as its fallback), "report" (the static report only),
-    "auto" (as "app" where a server can run, else "report")."""
-    from .result import CompileResult, compile
-
-    if mode not in MODES:
-        raise GraphLabError(f"unknown mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
-    display = _notebook_display()
-    result = model if isinstance(model, CompileResult) else None
-    if result is not None:
-        model, pipeline, bindings, target = (result.source or result.initial, result.pipeline,
-                                             result.bindings, result.target)
-    sizes = _sizes(bindings)
-    target = target or DEFAULT_TARGET
-    get_target(target)
-    if mode == "report" or (mode == "auto" and not server_possible()):
-        why = ("mode='report'" if mode == "report"
-               else "no server can run in this Python")
-        display(report_output(report_document(result or compile(model, pipeline, sizes,
-                                                                 target)), height, why),
-                raw=True)
-        return
-    app = _start_app(model, _first_view(pipeline, sizes, target, versus, both_after), height)
-    if result is not None:
-        document = report_document(result)
-    elif versus:   # the app's first view is the comparison; the report tells the pipeline
-        document = report_document(compile(model, pipeline, sizes, target))
-    else:          # the pipeline the app has just run, told without running it again
-        document = _workspace_report(app["workspace"], pipeline, target)
-    scope = " (the report has no comparison: that needs the live app)" if versus else ""
-    if _in_colab():   # Dash drew the live app through Colab's proxy; the report goes below
-        display(report_output(document, height, "the live app is in the frame above while "
-                                                "this notebook's kernel runs"), raw=True)
-        return
-    display(live_output(app["url"], app["token"], document, height, scope), raw=True)
-
-
 def server_possible() -> bool:
     """Can this kernel run the app's server?  Not in a browser-only Python (Pyodide)."""
     return sys.platform != "emscripten"
@@ -93,15 +50,15 @@ def report_document(result) -> str:
     """The self-contained report of a CompileResult (one HTML document)."""
     from ..report import render, tell
 
-    return render(tell(result.result, result.model, result.pipeline, get_target(result.target),
-                       result.sizes, NOT_VERIFIED))
+    return render(tell(result.compilation, result.model, get_target(result.target),
+                       NOT_VERIFIED))
 
 
-def _workspace_report(workspace, pipeline: str, target: str) -> str:
+def workspace_report(workspace, target: str) -> str:
     from ..report import render, tell
 
-    return render(tell(workspace.result, workspace.label, pipeline, get_target(target),
-                       workspace.sizes, NOT_VERIFIED))
+    return render(tell(workspace.compilation, workspace.label, get_target(target),
+                       NOT_VERIFIED))
 
 
 def report_frame(document: str, height: int) -> str:
@@ -167,7 +124,7 @@ def live_output(url: str, token: str, document: str, height: int = 800,
                           f"cell runs; the HTML output also holds the static report{scope}."}
 
 
-def _start_app(model: ModelLike, first_view: str, height: int) -> dict:
+def start_app(model: ModelLike, first_view: str, height: int) -> dict:
     """The app's server on a free port in this kernel: its URL, the token its ALIVE_ROUTE
     answers, and the workspace of its first view (built here: the page opens at once)."""
     from ..app import AppConfig, create_app
@@ -180,7 +137,7 @@ def _start_app(model: ModelLike, first_view: str, height: int) -> dict:
     workspace = services.workspace(services.default_state, None)
     app, token, port = create_app(config), uuid.uuid4().hex, _free_port()
     add_alive_route(app.server, token)
-    if _in_colab():   # Colab reaches the kernel's port only through its own proxy iframe
+    if in_colab():   # Colab reaches the kernel's port only through its own proxy iframe
         app.run(jupyter_mode="inline", jupyter_height=height, port=port)
     else:
         app.run(jupyter_mode="_none", port=port)
@@ -212,7 +169,7 @@ def _app_url(app, port: int) -> str:
     return server + prefix
 
 
-def _in_colab() -> bool:
+def in_colab() -> bool:
     return "google.colab" in sys.modules
 
 
@@ -229,7 +186,7 @@ def _model_config(model: ModelLike, folder: str) -> dict:
     return {"extra_model_path": path}
 
 
-def _first_view(pipeline: str, sizes: dict[str, int], target: str, versus: str | None,
+def first_view(pipeline: str, sizes: dict[str, int], target: str, versus: str | None,
                 both_after: bool) -> str:
     fields = {"pipeline": pipeline, "target": target,
               "bind": ",".join(f"{k}={v}" for k, v in sizes.items()),
@@ -237,13 +194,13 @@ def _first_view(pipeline: str, sizes: dict[str, int], target: str, versus: str |
     return "?" + urlencode({k: v for k, v in fields.items() if v})
 
 
-def _sizes(bindings) -> dict[str, int]:
+def typed_sizes(bindings) -> dict[str, int]:
     from ..user_input import parse_bindings
 
     return parse_bindings(bindings) if isinstance(bindings, str) else dict(bindings or {})
 
 
-def _notebook_display():
+def notebook_display():
     """IPython's display, inside a notebook kernel; outside one there is nowhere to draw."""
     try:
         from IPython import get_ipython

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Protocol, Union, runtime_checkable
 
 import onnx
 
@@ -20,6 +20,13 @@ if TYPE_CHECKING:
 ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto, Graph, "CompileResult", "Model"]
 
 
+@runtime_checkable
+class ReadsAsModel(Protocol):
+    """Anything that says which model it stands for (a CompileResult: its final graph)."""
+
+    def as_model(self) -> "Model": ...
+
+
 @dataclass(frozen=True)
 class Model:
     graph: Graph
@@ -31,12 +38,10 @@ class Model:
 def read_model(model: ModelLike) -> Model:
     """A path or sample name, model bytes, an onnx ModelProto, a Graph, or a CompileResult
     (its final graph: GraphLab's output)."""
-    from .result import CompileResult   # the result module reads models too
-
     if isinstance(model, Model):
         return model
-    if isinstance(model, CompileResult):
-        return Model(model.final, f"{model.model} after {model.pipeline}")
+    if isinstance(model, ReadsAsModel):
+        return model.as_model()
     if isinstance(model, Graph):
         return Model(model, model.name)
     if isinstance(model, onnx.ModelProto):

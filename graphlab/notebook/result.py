@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from compiler_core.compilation import Compilation, compile_model
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware import CostComparison, MemoryPlan, compare_costs, plan_memory
 from compiler_core.hardware.node_schedule import schedule_node
-from compiler_core.hardware.representative_sizes import ChosenSizes, choose_sizes
+from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, get_target
 from compiler_core.ir import Graph
-from compiler_core.passes import PassManager, PipelineResult, Snapshot
+from compiler_core.passes import PipelineResult, Snapshot
 from compiler_core.passes.framework.diff import GraphDiff
 from compiler_core.passes.framework.judged import JudgedPattern, judge_pipeline
 from compiler_core.records import to_json
@@ -24,7 +25,10 @@ from compiler_core.wording import plural
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
-from .models import ModelLike, read_model
+from .display import (MODES, first_view, in_colab, notebook_display, typed_sizes, start_app,
+                      workspace_report, live_output, report_document, report_output,
+                      server_possible)
+from .models import Model, ModelLike, read_model
 
 
 def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the API's name
@@ -32,36 +36,45 @@ def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the A
             verify: bool = False) -> "CompileResult":
     """Run a pipeline (a preset, "p1,p2,..." or a list of pass names) on a model.
     ``bindings``: sizes of symbolic dims ({"batch": 1} or "batch=1"); dims left out take
-    representative sizes, as in `graphlab roofline` and the app (``result.sizes`` says which
-    and why).  ``target``: a built-in target or a target file (default asic32); ``verify``:
-    check every pass with onnxruntime against the input model (`graphlab compile --verify`)."""
+    representative sizes the analyses price at, as in `graphlab compile` and the app
+    (``result.sizes`` says which and why; the pipeline specializes only the dims bound here).
+    ``target``: a built-in target or a target file (default asic32); ``verify``: check every
+    pass with onnxruntime against the input model (`graphlab compile --verify`)."""
     read = read_model(model)
     given = parse_bindings(bindings) if isinstance(bindings, str) else dict(bindings or {})
-    sizes = choose_sizes(read.graph, given, size_hints(read.path) if read.path else {})
-    chosen = target or DEFAULT_TARGET
-    get_target(chosen)   # an unknown target is refused before the pipeline runs
-    result = PassManager(pipeline, bindings=sizes.bindings, target=chosen,
-                         verify=verify).run(read.graph)
-    return CompileResult(read.label, _pipeline_text(pipeline), sizes, chosen, result,
-                         source=read)
+    compiled = compile_model(read.graph, pipeline, given, target,
+                             size_hints=size_hints(read.path) if read.path else {},
+                             verify=verify)
+    return CompileResult(read.label, compiled, target or DEFAULT_TARGET, source=read)
 
 
 class CompileResult:
     """One pipeline run on one model (see the module docstring)."""
 
-    def __init__(self, model: str, pipeline: str, sizes: ChosenSizes, target: str,
-                 result: PipelineResult, source=None):
+    def __init__(self, model: str, compilation: Compilation, target: str, source=None):
         self.model = model
-        self.pipeline = pipeline
-        self.sizes = sizes      # every symbolic input dim's size, and where it came from
-        self.target = target
-        self.result = result
+        self.compilation = compilation
+        self.target = target    # the chip the analyses price on (and a partition plans for)
         self.source = source    # the model as read (for show(): its file or sample name)
+
+    @property
+    def pipeline(self) -> str:
+        return self.compilation.decisions.pipeline
+
+    @property
+    def sizes(self) -> ChosenSizes:
+        """Every symbolic input dim's size, and where it came from."""
+        return self.compilation.decisions.sizes
+
+    @property
+    def result(self) -> PipelineResult:
+        return self.compilation.result
 
     # -- the run -------------------------------------------------------------------------------
     @property
     def bindings(self) -> dict[str, int]:
-        return self.sizes.bindings
+        """The sizes the analyses price at (the pipeline bound only the dims given)."""
+        return self.compilation.bindings
 
     @property
     def initial(self) -> Graph:
@@ -100,12 +113,13 @@ class CompileResult:
     @cached_property
     def roofline(self) -> CostComparison:
         """The roofline before (``.before``) and after (``.after``) the pipeline."""
-        return compare_costs(self.initial, self.final, self.target, self.bindings)
+        sized = self.compilation.sized
+        return compare_costs(sized(self.initial), sized(self.final), self.target, self.bindings)
 
     @cached_property
     def memory(self) -> MemoryPlan:
         """The arena plan of the pipeline's output."""
-        return plan_memory(self.final, self.bindings)
+        return plan_memory(self.compilation.sized(self.final), self.bindings)
 
     def schedule(self, node: str, *, array: str | None = None, dataflow: str = "os",
                  timing: str = "overlap") -> dict:
@@ -114,30 +128,32 @@ class CompileResult:
         from ..user_input import parse_array
 
         rows, cols = parse_array(array)
-        return schedule_node(self.final, node, bindings=self.bindings, rows=rows, cols=cols,
+        return schedule_node(self.compilation.sized(self.final), node, bindings=self.bindings, rows=rows, cols=cols,
                              dataflow=dataflow, timing=timing, target=self.target)
 
     # -- as the CLI prints it ------------------------------------------------------------------
     def to_dict(self) -> dict:
         """The CLI's --json records: compile, roofline and memory (with --pipeline), explain."""
-        from ..commands.compile import compile_report, sizes_record
+        from ..commands.compile import compile_report
         from ..commands.model_options import Analysed
         from ..commands.roofline import roofline_record
 
-        analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline, self.result)
+        analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline,
+                            self.compilation)
         return {"model": self.model, "pipeline": self.pipeline, "sizes": to_json(self.sizes),
                 "target": self.target,
-                "compile": compile_report(self.result, None, sizes=sizes_record(
-                    self.sizes, self.sizes.bindings)),   # it binds them all
+                "compile": compile_report(self.compilation, None),
                 "roofline": roofline_record(analysed, get_target(self.target)),
                 "memory": {"sizes": to_json(self.sizes), **to_json(self.memory)},
                 "patterns": [record.to_dict() for record in self.patterns]}
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:
         """The pass debugger on this run, inline in Jupyter (see `graphlab.show`)."""
-        from .display import show
-
         show(self, mode=mode, height=height)
+
+    def as_model(self) -> Model:
+        """Its final graph, as a model to read (GraphLab's output)."""
+        return Model(self.final, f"{self.model} after {self.pipeline}")
 
     def __repr__(self) -> str:
         changed = [s for s in self.snapshots if s.changed]
@@ -150,9 +166,43 @@ class CompileResult:
         return "\n".join(lines) + ">"
 
 
-def _pipeline_text(pipeline) -> str:
-    """The pipeline as `graphlab compile -p` would take it (pass objects by their name)."""
-    if isinstance(pipeline, str):
-        return pipeline
-    return ",".join(entry if isinstance(entry, str) else getattr(entry, "name", type(entry).__name__)
-                    for entry in pipeline)
+def show(model: ModelLike, pipeline: str = "O2", bindings: dict[str, int] | str | None = None,
+         target: str | None = None, *, versus: str | None = None, both_after: bool = False,
+         mode: str = "auto", height: int = 800) -> None:
+    """Show the pass debugger on ``model`` inline (a CompileResult brings its own pipeline,
+    bindings and target), with the static report in the same output for when its server is
+    gone.  ``versus``: compare with a sample, or with onnxruntime's optimized model
+    ("onnxruntime:extended"); ``both_after``: compare the pipeline's outputs.  ``mode``:
+    "app" (the live app, the report as its fallback), "report" (the static report only),
+    "auto" (as "app" where a server can run, else "report")."""
+    if mode not in MODES:
+        raise GraphLabError(f"unknown mode {mode!r}", hint=f"modes: {', '.join(MODES)}")
+    display = notebook_display()
+    result = model if isinstance(model, CompileResult) else None
+    if result is not None:
+        model, pipeline, bindings, target = (result.source or result.initial, result.pipeline,
+                                             result.compilation.decisions.bound,
+                                             result.target)
+    sizes = typed_sizes(bindings)
+    target = target or DEFAULT_TARGET
+    get_target(target)
+    if mode == "report" or (mode == "auto" and not server_possible()):
+        why = ("mode='report'" if mode == "report"
+               else "no server can run in this Python")
+        display(report_output(report_document(result or compile(model, pipeline, sizes,
+                                                                 target)), height, why),
+                raw=True)
+        return
+    app = start_app(model, first_view(pipeline, sizes, target, versus, both_after), height)
+    if result is not None:
+        document = report_document(result)
+    elif versus:   # the app's first view is the comparison; the report tells the pipeline
+        document = report_document(compile(model, pipeline, sizes, target))
+    else:          # the pipeline the app has just run, told without running it again
+        document = workspace_report(app["workspace"], target)
+    scope = " (the report has no comparison: that needs the live app)" if versus else ""
+    if in_colab():   # Dash drew the live app through Colab's proxy; the report goes below
+        display(report_output(document, height, "the live app is in the frame above while "
+                                                "this notebook's kernel runs"), raw=True)
+        return
+    display(live_output(app["url"], app["token"], document, height, scope), raw=True)

@@ -2,9 +2,9 @@
 "Download report"): the model, every pass with its diff, pattern matches and near misses, the
 roofline before and after, and the memory plan.
 
-    from graphlab.report import run_verified, tell, render
-    result, note = run_verified(graph, "O2", {})
-    html = render(tell(result, "cnn_bn", "O2", get_target("asic32"), ChosenSizes(), note))
+    from compiler_core.compilation import VERIFY_IF_RUNNABLE, compile_model
+    from graphlab.report import tell, render
+    html = render(tell(compile_model(graph, "O2", verify=VERIFY_IF_RUNNABLE), "cnn_bn"))
 
 ``story`` gathers compiler_core's records (compiler_core itself never renders HTML);
 ``summary``, ``passes``, ``patterns`` and ``hardware`` turn them into sections; ``charts``
@@ -12,6 +12,6 @@ draws inline SVG; ``page`` assembles one file with its stylesheet inlined.
 """
 
 from .page import render
-from .story import Story, run_verified, tell
+from .story import Story, tell
 
-__all__ = ["Story", "render", "run_verified", "tell"]
+__all__ = ["Story", "render", "tell"]

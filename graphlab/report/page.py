@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from .. import __version__
+from ..version import __version__
 from .hardware import memory_section, roofline_section
 from .measured import measured_section
 from .markup import Markup, join, tag

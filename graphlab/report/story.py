@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler_core.errors import VerificationError
-from compiler_core.hardware.pass_traffic import PipelineTraffic, pipeline_traffic
-from compiler_core.hardware.systolic_choices import SystolicStory, systolic_story
+from compiler_core.compilation import Compilation
+from compiler_core.compilation.pass_schedules import SystolicStory, systolic_story
+from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.representative_sizes import ChosenSizes
-from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, plan_memory
-from compiler_core.ir import Graph
-from compiler_core.passes import PassManager, PipelineResult
+from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, \
+    get_target, plan_memory
+from compiler_core.passes import PipelineResult
 from compiler_core.passes.framework.rulebook import registered_patterns
 from compiler_core.patterns import PatternReport, explain
 from compiler_core.profiling.compare import Comparison, compare
@@ -63,27 +63,23 @@ class Story:
         return self.nodes.get(node_id, NodeLabel(f"#{node_id}", "?"))
 
 
-def run_verified(graph: Graph, pipeline: str, bindings: dict[str, int]
-                 ) -> tuple[PipelineResult, str]:
-    """Run the pipeline with the numerical check after every pass; a model onnxruntime cannot
-    run still gets its report, with the reason the check is missing."""
-    try:
-        return PassManager(pipeline, bindings=bindings, verify=True).run(graph), ""
-    except VerificationError as err:
-        result = PassManager(pipeline, bindings=bindings).run(graph)
-        return result, f"not checked: {err}"
-
-
-def tell(result: PipelineResult, label: str, pipeline: str, target: Target,
-         sizes: ChosenSizes, verify_note: str = "", measured: Measured | None = None) -> Story:
-    """The story of one pipeline run (the heavy analyses run here, once)."""
-    bindings = sizes.bindings
+def tell(compilation: Compilation, label: str, target: Target | None = None,
+         why_unchecked: str = "", measured: Measured | None = None) -> Story:
+    """The story of one compilation (the heavy analyses run here, once), priced on
+    ``target`` (default: the one its passes planned for, else the default target);
+    ``why_unchecked``: what to say when the passes were not checked numerically and the
+    compilation does not say why; ``measured``: its passes measured (`measure`)."""
+    decisions = compilation.decisions
+    target = target or get_target(decisions.target)
+    bindings = compilation.bindings
+    result = compilation.result
+    initial, final = compilation.sized(result.initial), compilation.sized(result.final)
     return Story(
-        label=label, pipeline=pipeline, target=target, sizes=sizes,
-        result=result, verify_note=verify_note,
-        costs=compare_costs(result.initial, result.final, target, bindings),
-        memory_before=plan_memory(result.initial, bindings),
-        memory_after=plan_memory(result.final, bindings),
+        label=label, pipeline=decisions.pipeline, target=target, sizes=decisions.sizes,
+        result=result, verify_note=compilation.verify_note or why_unchecked,
+        costs=compare_costs(initial, final, target, bindings),
+        memory_before=plan_memory(initial, bindings),
+        memory_after=plan_memory(final, bindings),
         traffic=pipeline_traffic(result, target, bindings),
         systolic=systolic_story(result, target, bindings),
         model_patterns=explain(result.initial, registered_patterns().values()),

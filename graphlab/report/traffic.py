@@ -4,7 +4,7 @@ the final graph's fused nodes keep on chip."""
 
 from __future__ import annotations
 
-from compiler_core.hardware.pass_traffic import PassFigures
+from compiler_core.compilation.pass_traffic import PassFigures
 
 from ..units import format_bytes, format_seconds, format_si
 from .charts import Line, lines_chart

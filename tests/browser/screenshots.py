@@ -41,11 +41,11 @@ def node_id(model: str, name: str) -> int:
 
 def first_pass(model: str, wanted) -> tuple[int, object]:
     """(1-based pass number, snapshot) of the first pass of the default pipeline that ``wanted``
-    accepts, at the sizes the app binds: presets change as passes are added, so views are
-    found by what they show."""
-    from compiler_core.passes import PassManager
+    accepts, compiled as the app compiles it: presets change as passes are added, so views
+    are found by what they show."""
+    from compiler_core.compilation import compile_model
 
-    result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
+    result = compile_model(load_model(resolve_model(model)), "O2", size_hints=size_hints(model))
     snapshot = next(s for s in result.snapshots if wanted(s))
     return snapshot.index + 1, snapshot
 

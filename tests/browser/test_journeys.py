@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.journeys import Person, chromium
 from compiler_core.ir import load_model
-from compiler_core.passes import PassManager
+from compiler_core.compilation import compile_model
 from graphlab.app import AppConfig, create_app
 from graphlab.app.config import DEFAULT_MODEL
 from graphlab.samples import resolve_model, size_hints
@@ -53,7 +53,7 @@ def person_at(url: str, size: tuple[int, int]) -> Person:
 @functools.lru_cache(maxsize=None)
 def op_types(model: str) -> frozenset[str]:
     """Every op type the model has before, during and after the default pipeline."""
-    result = PassManager("O2", bindings=size_hints(model)).run(load_model(resolve_model(model)))
+    result = compile_model(load_model(resolve_model(model)), "O2", size_hints=size_hints(model))
     graphs = [result.initial] + [s.graph for s in result.snapshots]
     return frozenset(n.op_type for g in graphs for n in g.nodes)
 

@@ -13,14 +13,13 @@ import pytest
 from benchmarks.load import free_port
 from selenium.webdriver.common.action_chains import ActionChains
 
+from compiler_core.compilation import compile_model
 from compiler_core.hardware import gemm_problems, get_target, graph_cost, plan_memory
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import has_gemm
 from compiler_core.hardware.node_schedule import schedule_problem
-from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.ir import load_model
-from compiler_core.passes import PassManager
 from graphlab.app.roofline_view import op_points
 from graphlab.app.systolic_view import array_problem
 from graphlab.cli import main
@@ -32,10 +31,11 @@ pytestmark = pytest.mark.browser
 
 
 def app_pipeline(sample: str):
-    """The app's default pipeline on ``sample`` at the sizes the app chooses, and those sizes."""
-    graph = load_model(resolve_model(sample))
-    bindings = choose_sizes(graph, {}, size_hints(sample)).bindings
-    return PassManager("O2", bindings=bindings).run(graph), bindings
+    """The app's default compilation of ``sample`` (the compile entry, as the app's build),
+    and the sizes it prices at."""
+    compiled = compile_model(load_model(resolve_model(sample)), "O2",
+                             size_hints=size_hints(sample))
+    return compiled, compiled.bindings
 
 
 def final_graph(sample: str):
@@ -79,7 +79,7 @@ def downloaded(dash_duo, suffix: str, timeout: float = 15) -> str:
 def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, graphlab_app):
     result, bindings = app_pipeline("cnn_bn")
     graph = result.snapshots[-1].graph
-    expected = op_points(graph, graph_cost(graph, "asic32", bindings)).points
+    expected = op_points(graph, graph_cost(result.sized(graph), "asic32", bindings)).points
     open_view(dash_duo, graphlab_app, f"?model=cnn_bn&pass={len(result.snapshots)}&panel=roofline")
     wait_for_plot(dash_duo, "roofline-graph")
     drawn = plot_js(dash_duo, "roofline-graph",
@@ -125,7 +125,7 @@ def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_ap
 
 def test_memory_chart_draws_a_rectangle_per_tensor(dash_duo, graphlab_app):
     result, _ = app_pipeline("cnn_bn")
-    plan = plan_memory(result.snapshots[-1].graph)
+    plan = plan_memory(result.sized(result.final), result.bindings)
     open_view(dash_duo, graphlab_app, f"?model=cnn_bn&pass={len(result.snapshots)}&panel=memory")
     wait_for_plot(dash_duo, "memory-after-graph")
     bars = plot_js(dash_duo, "memory-after-graph", "return gd.data[0].x.length;")
@@ -215,7 +215,7 @@ def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_ste
     first GEMM, cycle 0 shows that fold's cells loading, and the step buttons land on the
     phase and fold boundaries of compiler_core's schedule, forwards and back."""
     result, bindings = app_pipeline("cnn_bn")
-    graph = result.snapshots[-1].graph
+    graph = result.sized(result.final)
     node = next(n for n in graph.nodes if has_gemm(n))
     problem = gemm_problems(node, bindings)[0]
     target = get_target("asic32")
@@ -281,7 +281,7 @@ def test_choosing_a_gemm_in_the_dropdown_selects_its_node_and_shows_that_gemm(
     that node (as a click in the panes would) and shows that GEMM; its third GEMM is then one
     more choice away, the node staying selected."""
     result, bindings = app_pipeline("bert_tiny_op13")
-    graph = result.snapshots[-1].graph
+    graph = result.sized(result.final)
     second = [n for n in graph.nodes if n.op_type == "Attention"][1]
     gemms = gemm_problems(second, bindings)
     name = second.name.strip("/")

@@ -19,12 +19,12 @@ from benchmarks.journeys import Person, chromium
 from compiler_core.hardware import gemm_problems
 from compiler_core.hardware.cost import compute_dtype
 from compiler_core.hardware.gemm_shapes import has_gemm
-from compiler_core.hardware.representative_sizes import choose_sizes
 from compiler_core.hardware.systolic.memory_config import OPERANDS, MemoryConfig
 from compiler_core.hardware.systolic.memory_steps import dram_traffic, memory_step
-from compiler_core.hardware.systolic_choices import compare_dataflows, pass_schedules
+from compiler_core.compilation import compile_model
+from compiler_core.compilation.pass_schedules import pass_schedules
+from compiler_core.hardware.systolic_choices import compare_dataflows
 from compiler_core.ir import load_model
-from compiler_core.passes import PassManager
 from graphlab.app import AppConfig, create_app
 from graphlab.app.systolic_view import array_problem
 from graphlab.samples import resolve_model, size_hints
@@ -55,9 +55,9 @@ def shots(tmp_path):
 
 
 def cnn_pipeline():
-    graph = load_model(resolve_model("cnn_bn"))
-    bindings = choose_sizes(graph, {}, size_hints("cnn_bn")).bindings
-    return PassManager("O2", bindings=bindings).run(graph), bindings
+    compiled = compile_model(load_model(resolve_model("cnn_bn")), "O2",
+                             size_hints=size_hints("cnn_bn"))   # as the app does
+    return compiled, compiled.bindings
 
 
 def plot(person: Person, graph_id: str, script: str):
@@ -154,7 +154,7 @@ def assert_sound(person: Person, where: str) -> None:
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_student_starves_the_array_and_sees_it_wait(served, shots, size):
     result, bindings = cnn_pipeline()
-    graph = result.snapshots[-1].graph
+    graph = result.sized(result.final)
     conv = [n for n in graph.nodes if has_gemm(n)][1]     # the second convolution
     problem = gemm_problems(conv, bindings)[0]
     memory = MemoryConfig((1, 1, 1), (1, 1, 1), 1, "given")
@@ -222,7 +222,7 @@ def test_a_student_starves_the_array_and_sees_it_wait(served, shots, size):
         # the whole model, pass by pass
         person.click("#systolic-passes-button")
         assert person.eventually(lambda: "GEMMs" in person.text("#systolic-passes"), 20)
-        rows = pass_schedules(result, bindings, rows=16, cols=16, dataflow="os",
+        rows = pass_schedules(result.result, bindings, rows=16, cols=16, dataflow="os",
                               timing="overlap", target="asic32", memory=memory)
         table = person.text("#systolic-passes")
         for row in (rows[0], rows[-1]):

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from ...errors import GraphLabError
 from ...ir import Graph, Node
 from ...records import record_field
-from ..shape_transfer import sized
 from ..tensor_sizes import SizeResolver
 from .arena import REPAIR_ROUNDS, Interval, assign_offsets, live_bytes
 from .inplace import inplace_sources
@@ -88,12 +87,13 @@ def _aligned(nbytes: int, alignment: int) -> int:
 def plan_memory(graph: Graph, bindings: dict[str, int] | None = None,
                 alignment: int = DEFAULT_ALIGNMENT,
                 repair_rounds: int = REPAIR_ROUNDS) -> MemoryPlan:
-    """Plan the arena of ``graph`` (see the module docstring; ``repair_rounds``: `arena`)."""
+    """Plan the arena of ``graph``, a sized graph (see the module docstring;
+    ``repair_rounds``: `arena`)."""
     if alignment < 1:
         raise GraphLabError(f"alignment must be at least 1, got {alignment}",
                             where="alignment", hint="use 1 for none, or e.g. 64")
     sizes = SizeResolver(bindings)
-    lifetimes = tensor_lifetimes(sized(graph, bindings), sizes)
+    lifetimes = tensor_lifetimes(graph, sizes)
     sources = inplace_sources(lifetimes)
     buffer_of: dict[str, str] = {}
     for tensor in lifetimes.tensors:  # production order: a source is seen before its reuser

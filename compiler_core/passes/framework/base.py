@@ -125,6 +125,12 @@ class Pass(ABC):
     name: ClassVar[str] = ""
     family: ClassVar[str] = ""
     fixed_point: ClassVar[bool] = False   # rerun until a run makes no rewrite
+    # The pass plans for the chip (ctx.target): its result, and every view of it, changes
+    # with the target, so a build keyed without the target would show another chip's plan.
+    reads_target: ClassVar[bool] = False
+    # The pass plans for fixed tensor sizes (an accelerator runs no other): a pipeline holding
+    # it binds every symbolic dim, at the sizes the compile entry decides.
+    needs_fixed_sizes: ClassVar[bool] = False
     # A pass that changes results by design (quantization) says how far its outputs may drift,
     # relative to each output's scale, and why; the PassManager checks it and every later pass
     # with the loosest tolerance seen so far.  None: the pass must keep results (1e-4).

@@ -38,6 +38,8 @@ class Partition(Pass):
 
     name = "partition"
     family = "partitioning"
+    reads_target = True
+    needs_fixed_sizes = True
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         target = get_target(ctx.target)

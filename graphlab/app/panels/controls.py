@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from dash import Input, Output, State, dcc, html, no_update
 
+from compiler_core.compilation import Decisions
 from compiler_core.errors import GraphLabError
-from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import list_targets
 from compiler_core.passes.framework.pass_registry import all_passes
 
@@ -79,16 +79,27 @@ def _field(label: str, control, title: str | None = None, class_name: str = "") 
                       className=f"field {class_name}".strip(), title=title)
 
 
-def sizes_source(sizes: ChosenSizes) -> tuple[str, str]:
-    """(the word beside the box, its hover text): whose sizes the box shows, and why."""
+def sizes_source(decisions: Decisions) -> tuple[str, str]:
+    """(the word beside the box, its hover text): whose sizes the costs are computed at, and
+    which of them the pipeline bound (the compile entry's decisions)."""
+    sizes = decisions.sizes
     if not sizes.chosen:
         return "", "this model's input shapes are all fixed: nothing to bind"
     word = "(yours)" if sizes.all_given else "(representative)"
-    return word, (f"the sizes of the model's symbolic dims: {sizes.describe()}. The pipeline "
-                  f"ran with them bound (specialize_dims) and every cost is computed at them; "
-                  f"type name=size,... to change them. On the command line, `graphlab "
-                  f"compile MODEL --bind {sizes.text()}` makes the same graph; without --bind "
-                  f"it keeps the dims symbolic")
+    if decisions.fixed_size_readers:
+        bound = (f"The pipeline ran with them all bound (specialize_dims): "
+                 f"{', '.join(decisions.fixed_size_readers)} plans for fixed sizes")
+    elif decisions.bound:
+        bound = "The pipeline ran with the sizes you typed bound (specialize_dims)"
+    else:
+        bound = ("The pipeline bound none of them, so the graph keeps accepting any size; "
+                 "type name=size,... to bind them and fold their shape arithmetic away")
+    planned = (f" --target {decisions.target}` ({', '.join(decisions.target_readers)} "
+               f"planned for it)" if decisions.target else "`")
+    return word, (f"the sizes of the model's symbolic dims: {sizes.describe()}. Every cost "
+                  f"is computed at them. {bound}. On the command line, `graphlab compile "
+                  f"MODEL{' --bind ' + decisions.given_text() if decisions.given else ''}"
+                  f"{planned} makes the same graph")
 
 
 def register(app, services: Services) -> None:
@@ -100,7 +111,7 @@ def register(app, services: Services) -> None:
              state={"shown": State(BINDINGS_FIELD, "title")}, settings_only=True,
              prevent_initial_call=True)
     def show_sizes_source(_state, workspace, shown):
-        word, why = sizes_source(workspace.sizes)
+        word, why = sizes_source(workspace.compilation.decisions)
         if why == shown:
             return {}   # a step within the same workspace: the box already says it
         return {"word": word, "why": why,

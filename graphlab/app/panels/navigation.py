@@ -24,7 +24,7 @@ from compiler_core.records import to_json
 from .. import ids
 from ..builds import BuildStatus
 from ..services import Services, preset_names
-from ..shared_storage import SharedCacheUnreachable
+from ..cache_trouble import SharedCacheUnreachable
 from ..view_state import ViewState, from_query, to_query, with_patch
 from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL, RETRY, failure_message

@@ -41,9 +41,8 @@ def register(app, services: Services) -> None:
             return {}
         document = workspace.derived.get(("report", state.target))
         if document is None:
-            document = render(tell(workspace.result, workspace.label, state.pipeline,
-                                   get_target(state.target), workspace.sizes,
-                                   NOT_VERIFIED))
+            document = render(tell(workspace.compilation, workspace.label,
+                                   get_target(state.target), NOT_VERIFIED))
             workspace.derived[("report", state.target)] = document
         stem = os.path.splitext(workspace.label)[0] or "model"
         return {"file": dcc.send_string(document, f"{stem}_report.html"), "message": ""}

@@ -89,17 +89,20 @@ def row_class(snapshot, selected: bool) -> str:
 
 
 def bound_detail(workspace, snapshot) -> tuple[str, str]:
-    """(the row's detail, its hover) for the pass that binds symbolic dims: the sizes it
-    bound, which the CLI's `compile` binds only when told (so its graph differs)."""
-    sizes = workspace.sizes
-    if snapshot.pass_name != SPECIALIZE or not sizes.chosen:
+    """(the row's detail, its hover) for the pass that binds symbolic dims: the sizes the
+    compile entry had it bind (the user's; all of them for a pass that plans for fixed
+    sizes), as `graphlab compile` binds them."""
+    decisions = workspace.compilation.decisions
+    if snapshot.pass_name != SPECIALIZE or not decisions.bound:
         return "", ""
-    text = sizes.text()
-    whose = "yours" if sizes.all_given else "representative: the Bindings box says why"
+    text = ",".join(f"{dim}={size}" for dim, size in decisions.bound.items())
+    whose = "yours" if decisions.bound == decisions.given else (
+        f"representative, the Bindings box says why: {', '.join(decisions.fixed_size_readers)} "
+        f"plans for fixed sizes")
     return (f"bound {text.replace(',', ', ')}",
             f"{snapshot.description}\n\nThis view's pipeline ran with {text} bound ({whose}), "
-            f"so shape arithmetic folded away. `graphlab compile MODEL --bind {text}` gives "
-            f"the same graph; without --bind the CLI keeps these dims symbolic (more nodes).")
+            f"so shape arithmetic folded away. `graphlab compile MODEL "
+            f"--bind {decisions.given_text() or text}` gives the same graph.")
 
 
 def pass_row(snapshot, selected: bool, detail: str = "", title: str = "") -> html.Li:

@@ -29,8 +29,8 @@ from compiler_core.hardware.gemm_shapes import gemm_problems, has_gemm
 from compiler_core.hardware.systolic import DATAFLOWS, TIMINGS, Schedule
 from compiler_core.hardware.systolic.memory_config import memory_of_target
 from compiler_core.hardware.systolic.memory_steps import dram_traffic, memory_step
-from compiler_core.hardware.systolic_choices import compare_dataflows, pass_schedules, \
-    sweep_memory, sweep_timing
+from compiler_core.compilation.pass_schedules import pass_schedules
+from compiler_core.hardware.systolic_choices import compare_dataflows, sweep_memory, sweep_timing
 from compiler_core.hardware.targets import get_target
 
 from .. import ids

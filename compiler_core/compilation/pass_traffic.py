@@ -4,8 +4,8 @@ moved, estimated time on a target and arena peak.
 Fusion's point is that it leaves the arithmetic alone and cuts the traffic: the intermediates
 a fused node keeps on chip are neither written out nor read back, so bytes (and, for
 memory-bound ops, time) fall while FLOPs stay.  Shown per pass, a student sees which pass
-bought what.  Every graph is priced at the same sizes (`shape_transfer.sized`), so the
-figures compare.  A pass that changed nothing has its predecessor's figures (not recomputed).
+bought what.  Every graph is priced at the same sizes (``sizing.sized``), so the figures
+compare.  A pass that changed nothing has its predecessor's figures (not recomputed).
 
 The fused nodes of the final graph are listed too, each with the bytes its body would move
 run op by op and the share of that traffic fusion keeps on chip.
@@ -14,18 +14,15 @@ run op by op and the share of that traffic fusion keeps on chip.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from ..hardware.cost import GraphCost, graph_cost
+from ..hardware.memory import plan_memory
+from ..hardware.roofline import TargetLike
+from ..hardware.targets import Target, get_target
 from ..ir import Graph
+from ..passes import PipelineResult
 from ..records import name_of, record_field
-from .cost import GraphCost, graph_cost
-from .memory import plan_memory
-from .roofline import TargetLike
-from .shape_transfer import sized
-from .targets import Target, get_target
-
-if TYPE_CHECKING:   # the passes import the hardware models; only the annotation needs this
-    from ..passes import PipelineResult
+from .sizing import sized
 
 INPUT = "(input model)"
 
@@ -100,8 +97,8 @@ def pipeline_traffic(result: PipelineResult, target: TargetLike = None,
                                      previous.flops, previous.bytes, previous.est_seconds,
                                      previous.arena_peak_bytes,
                                      previous.ops_with_assumed_dims))
-    return PipelineTraffic(chosen, steps,
-                           fused_traffic(graph_cost(result.final, chosen, bindings)))
+    return PipelineTraffic(chosen, steps, fused_traffic(
+        graph_cost(sized(result.final, bindings), chosen, bindings)))
 
 
 def fused_traffic(cost: GraphCost) -> list[FusedTraffic]:
