@@ -6,6 +6,18 @@ name), and what to do about it (`hint`).  Callers print ``str(err)``: one line, 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """An error as JSON readers see it: its class's name, message, where and hint."""
+
+    error: str
+    message: str
+    where: str | None
+    hint: str | None
+
 
 class GraphLabError(Exception):
     """Base class of every error GraphLab reports to a user."""
@@ -22,9 +34,10 @@ class GraphLabError(Exception):
             text += f" ({self.hint})"
         return text
 
-    def to_dict(self) -> dict:
-        return {"error": type(self).__name__, "message": self.message, "where": self.where,
-                "hint": self.hint}
+    def record(self) -> ErrorRecord:
+        """The error as a record for ``records.to_json`` (an exception cannot be a
+        dataclass record itself: its fields would fight ``Exception``'s own arguments)."""
+        return ErrorRecord(type(self).__name__, self.message, self.where, self.hint)
 
 
 class ModelLoadError(GraphLabError):

@@ -9,11 +9,14 @@ instead of a ``to_dict`` written by hand per class.  What it does with a value:
   method called with no arguments), or ``(key, "dotted.path")`` read through other records
   (None as soon as a step is None), or ``(key, path, convert)``, ``convert`` applied to what
   the path reads (not to None); ``json_order``, when a class has one, lists keys in the
-  order they are written (the others follow);
+  order they are written (the others follow); a field's converted value or a derived value
+  that is ``OMIT`` is left out (a key that only some records of a class carry);
 - tuples and lists become lists (a NamedTuple a dict of its names), sets sorted lists,
   mappings dicts, enums their value, numpy scalars and arrays plain numbers and lists;
-- a float that is not finite becomes None (JSON has no inf or nan);
-- an object that still writes its own ``to_dict`` is asked for it.
+- a float that is not finite becomes None (JSON has no inf or nan).
+
+An object that is not a record (an exception, a result holding graphs) gives one: its
+``record()`` returns a dataclass that ``to_json`` writes.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ class FieldSpec:
 
 _PLAIN = FieldSpec()
 
+OMIT = object()   # a converted or derived value that leaves its key out
+
 
 def record_field(*, key: str | None = None, omit: bool = False,
                  convert: Callable[[Any], Any] | None = None, digits: int | None = None,
@@ -63,12 +68,6 @@ def names(refs) -> list[str] | None:
 def name_of(ref) -> str | None:
     """One reference by name (None stays None)."""
     return None if ref is None else ref.name
-
-
-def record_to_dict(record) -> dict:
-    """``to_json(record)``, for a record that code not yet written for ``to_json`` still asks
-    for by the name ``to_dict`` (``to_dict = record_to_dict`` in its class)."""
-    return to_json(record)
 
 
 def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
@@ -92,9 +91,6 @@ def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
         return [to_json(item) for item in value]
     if isinstance(value, (set, frozenset)):
         return [to_json(item) for item in sorted(value)]
-    own = getattr(type(value), "to_dict", None)
-    if own is not None and own is not record_to_dict:
-        return to_json(value.to_dict())
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _record(value, only)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
@@ -110,7 +106,8 @@ def _record(record, only: tuple[str, ...] | None) -> dict:
         value = getattr(record, field.name)
         if spec.convert is not None and value is not None:
             value = spec.convert(value)
-        if (spec.omit_none and value is None) or (spec.omit_empty and not value):
+        if value is OMIT or (spec.omit_none and value is None) or (
+                spec.omit_empty and not value):
             continue
         value = to_json(value)
         if spec.digits is not None and isinstance(value, float):
@@ -122,7 +119,8 @@ def _record(record, only: tuple[str, ...] | None) -> dict:
             value = _read(record, path)
             if convert and value is not None:
                 value = convert[0](value)
-            data[key] = to_json(value)
+            if value is not OMIT:
+                data[key] = to_json(value)
     order = only or getattr(type(record), "json_order", ())
     return {**{key: data[key] for key in order if key in data}, **data}
 

@@ -12,6 +12,7 @@ import pytest
 import bad_models
 from compiler_core.errors import GraphLabError, InvalidGraphError, ModelLoadError
 from compiler_core.ir import load_model
+from compiler_core.records import to_json
 
 CASES = {
     # name: (model builder, words the message must contain)
@@ -148,7 +149,7 @@ def test_library_errors_carry_where(tmp_path):
     with pytest.raises(ModelLoadError) as info:
         load_model(path)
     assert info.value.where == "add_ghost"
-    assert info.value.to_dict()["error"] == "ModelLoadError"
+    assert to_json(info.value.record())["error"] == "ModelLoadError"
 
 
 def test_environment_is_clean_of_debug_flag():

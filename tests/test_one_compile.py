@@ -11,6 +11,7 @@ import graphlab
 from compiler_core.compilation import compile_model, result_key
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import DEFAULT_TARGET
+from compiler_core.records import to_json
 from graphlab.app.config import AppConfig
 from graphlab.app.services import Services
 from graphlab.app.view_state import ViewState
@@ -47,8 +48,8 @@ def test_the_cli_the_notebook_and_the_app_give_one_record(services, capsys, mode
                                                           bind, target):
     cli = cli_record(capsys, model, pipeline, bind, target)
     notebook = graphlab.compile(model, pipeline, bind or None, target).to_dict()["compile"]
-    app = services.workspace(ViewState(model=model, pipeline=pipeline, bindings=bind,
-                                       target=target), None).compilation.to_dict()
+    app = to_json(services.workspace(ViewState(model=model, pipeline=pipeline, bindings=bind,
+                                               target=target), None).compilation.record())
     shared = set(app)
     assert shared <= set(cli) and shared <= set(notebook)
     assert {k: without_timings(cli[k]) for k in shared} == without_timings(app)

@@ -17,6 +17,7 @@ from attention_graphs import F16, cross_attention, decoder_attention, sequence_f
 from compiler_core.passes import PRESETS, PassContext, PassManager, get_pass
 from compiler_core.patterns import PatternRecord, explain
 from compiler_core.passes.framework.rulebook import pattern_named
+from compiler_core.records import to_json
 from passes_helpers import (F, SAMPLE_BINDINGS, build, load_sample, ops, run_checked, snapshot,
                             tensor)
 
@@ -306,7 +307,7 @@ def test_an_attention_shaped_block_is_explained_even_when_its_head_merge_differs
     assert miss.reason == ("head merge: Transpose: expected perm = [0, 2, 1, 3], "
                            "found perm = [0, 2, 3, 1]")
     assert miss.failure.part == ("head merge",)
-    assert miss.record().to_dict()["part"] == "head merge"
+    assert to_json(miss.record())["part"] == "head merge"
 
 
 def test_anchored_explanation_without_any_root_below_names_the_consumers():

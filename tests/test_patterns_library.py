@@ -15,6 +15,7 @@ from compiler_core.ir import Graph, load_model
 from compiler_core.passes import all_passes, get_pass
 from compiler_core.passes.framework.rulebook import pattern_named, registered_patterns
 from compiler_core.patterns import explain, match_all
+from compiler_core.records import to_json
 from compiler_core.patterns.testing import (assert_fails, assert_matches, build_graph,
                                             count_matches)
 
@@ -61,12 +62,12 @@ def test_every_rule_documents_its_pattern_and_bindings(rule):
 # ------------------------------------------------------------------------ teaching samples
 def test_teach_conv_bn_folds_one_pair_and_names_the_blocking_consumer():
     rep = report(sample("teach_conv_bn"), "conv_bn")
-    assert [m.to_dict()["bindings"] | {"root": m.root.name} for m in rep.matches] == [{
+    assert [to_json(m.record())["bindings"] | {"root": m.root.name} for m in rep.matches] == [{
         "bn": "bn_good", "conv": "conv_good", "scale": "bn_good_scale", "b": "bn_good_bias",
         "mean": "bn_good_mean", "var": "bn_good_var", "x": "image", "weight": "conv_good_w",
         "bias": "conv_good_b", "root": "bn_good"}]
     [miss] = rep.near_misses
-    data = miss.to_dict()
+    data = to_json(miss.record())
     assert data["site"] == "bn_shared"
     assert data["reason"] == "Conv output has another consumer (Relu 'relu_side')"
     assert data["blocking_node"] == "relu_side" and data["failed_node"] == "conv_shared"
@@ -101,7 +102,7 @@ def test_teach_gelu_reports_the_wrong_constant():
     assert miss.site.name == "gelu_wrongconst_half_mul"
     assert miss.reason == "Div input 1: expected constant ≈ 1.41421 (±0.0001), found constant 1.5"
     assert miss.failure.failed_node.name == "gelu_wrongconst_div"
-    data = miss.to_dict()
+    data = to_json(miss.record())
     assert data["path"] == ("Mul ← input 0: Mul ← input 1: Add ← input 0: Erf ← input 0: Div"
                             " ← input 1: constant ≈ 1.41421")
     # the three groupings of the product are an OR: every branch keeps its own failure
@@ -113,7 +114,7 @@ def test_teach_gelu_reports_the_wrong_constant():
 def test_teach_matmul_bias_reports_the_non_constant_bias():
     rep = report(sample("teach_matmul_bias"), "matmul_add")
     [good] = rep.matches
-    assert good.to_dict() == {"nodes": ["add_bias_good", "matmul_good"], "root": "add_bias_good",
+    assert to_json(good.record()) == {"nodes": ["add_bias_good", "matmul_good"], "root": "add_bias_good",
                               "bindings": {"add": "add_bias_good", "matmul": "matmul_good",
                                            "x": "x", "weight": "matmul_good_w",
                                            "bias": "add_bias_good_b"}}

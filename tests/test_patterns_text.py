@@ -15,6 +15,7 @@ from compiler_core.ir import load_model
 from compiler_core.passes.framework.rulebook import pattern_named
 from compiler_core.patterns import MatchBudget, MatchTimeout, explain, explain_at, match_all
 from compiler_core.patterns.testing import build_graph
+from compiler_core.records import to_json
 from compiler_core.patterns.text import (EXAMPLES, PatternTextError, example_text,
                                          load_patterns, parse_patterns)
 from graphlab.samples import resolve_model
@@ -297,7 +298,7 @@ def test_text_outside_the_language_is_refused_with_line_column_and_what_was_expe
     assert err.line == (line or err.line) and err.column == (column or err.column)
     assert err.expected and err.hint.startswith("expected ")
     assert str(err).startswith(f"mine.pat, line {err.line}, column {err.column}: ")
-    assert err.to_dict()["where"] == f"mine.pat:{err.line}:{err.column}"
+    assert to_json(err.record())["where"] == f"mine.pat:{err.line}:{err.column}"
 
 
 def test_the_error_shows_the_line_with_a_caret_under_the_column():
@@ -362,6 +363,6 @@ def test_a_budget_that_is_not_exhausted_changes_no_result():
     patterns = [pattern_named("layernorm"), pattern_named("gelu")]
     with_budget = explain(graph, patterns, budget=MatchBudget(60))
     without = explain(graph, patterns)
-    assert [r.to_dict() for r in with_budget] == [r.to_dict() for r in without]
+    assert to_json([r.record() for r in with_budget]) == to_json([r.record() for r in without])
     with pytest.raises(MatchTimeout):
         match_all(graph, pattern_named("layernorm"), budget=MatchBudget(0))

@@ -15,7 +15,7 @@ import pytest
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.ir import load_model
 from compiler_core.model_diff import diff_models
-from compiler_core.records import name_of, names, record_field, record_to_dict, to_json
+from compiler_core.records import OMIT, name_of, names, record_field, to_json
 from graphlab.samples import resolve_model
 
 
@@ -119,21 +119,26 @@ def test_keys_come_in_field_order_then_derived_unless_the_class_orders_them():
     assert list(to_json(record, only=("count", "name"))) == ["count", "name"]
 
 
-def test_an_object_that_writes_its_own_to_dict_is_asked_for_it():
-    class Legacy:
-        def to_dict(self):
-            return {"x": (1, np.int32(2))}
-
-    assert to_json([Legacy()]) == [{"x": [1, 2]}]
-
-
-def test_a_record_that_answers_to_dict_through_the_serializer_does_not_loop():
+def test_a_value_that_is_omit_leaves_its_key_out():
     @dataclass
-    class Answering:
-        a: int
-        to_dict = record_to_dict
+    class Rewrite:
+        made: str | None
+        along: tuple[str, ...] = record_field(convert=tuple, default=())
 
-    assert Answering(1).to_dict() == {"a": 1} == to_json(Answering(1))
+        json_derived = (("taken", "taken"),)
+
+        @property
+        def taken(self):
+            return list(self.along) if self.made else OMIT
+
+    assert to_json(Rewrite("fused", ())) == {"made": "fused", "along": [], "taken": []}
+    assert to_json(Rewrite(None, ("a",))) == {"made": None, "along": ["a"]}
+
+    @dataclass
+    class Sparse:
+        kept: int = record_field(convert=lambda v: OMIT if v < 0 else v)
+
+    assert to_json([Sparse(-1), Sparse(2)]) == [{}, {"kept": 2}]
 
 
 def test_a_value_it_cannot_write_is_refused_by_name():

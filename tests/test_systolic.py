@@ -17,6 +17,7 @@ from compiler_core.hardware.systolic.scalesim_reference import (run_scalesim_con
                                                                 scalesim_available)
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.targets import get_target
+from compiler_core.records import to_json
 
 
 def scalesim_closed_form(M, N, K, R, C, dataflow):
@@ -268,7 +269,7 @@ def test_step_phases_preload_and_tiles():
     assert fold3.tiles["B"] == {"rows": [4, 7], "cols": [4, 6]}   # K 4..6, N 4..5
     assert fold3.tiles["A"] == {"rows": [0, 5], "cols": [4, 7]}   # all of M, K 4..6
     assert fold3.pe_state[3, 0] == PADDING and fold3.stream_dim == "M"
-    assert json.dumps(fold3.to_dict())
+    assert json.dumps(to_json(fold3))
     steps = schedule.fold_steps(3)
     assert [s.phase for s in steps] == phases and steps[-1].phase == "drain"
     with pytest.raises(IndexError):

@@ -166,7 +166,7 @@ def test_a_fused_attention_counts_the_same_nodes_everywhere(services):
                                  f"the rewrite took {len(match.taken_along)} more along: ")
     assert f"those {body} come from {len(node.provenance.sources)} nodes of the input" in \
         history[2]
-    assert report.to_dict()["matches"][0]["made"] == match.made.name
+    assert to_json(report)["matches"][0]["made"] == match.made.name
 
 
 # ---- op types in a diff --------------------------------------------------------------------

@@ -3,11 +3,12 @@
 The CLI (`compile`, `explain`, the hardware commands), the app's builds, the notebook's
 ``graphlab.compile`` and the HTML report all compile through here, so they run the same
 passes at the same bindings for the same target and print the same record
-(``Compilation.to_dict``).
+(``Compilation.record()``, which ``records.to_json`` writes).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..errors import VerificationError
@@ -15,7 +16,7 @@ from ..ir import Graph
 from ..ir.summary import op_histogram
 from ..passes import Instrument, PassManager, PipelineResult, Snapshot, resolve_passes
 from ..passes.framework.pass_registry import PipelineEntry
-from ..records import to_json
+from ..records import record_field
 from .decisions import Decisions, decided_for, pipeline_text
 from .sizing import sized
 
@@ -74,18 +75,28 @@ class Compilation:
                 "ok": all(r.ok for r in checked),
                 "inputs": self.result.verifier.inputs_record()}
 
-    def to_dict(self) -> dict:
-        """The record the CLI prints with --json, the notebook returns and the app's build
-        keeps: the decisions, node counts, the final op histogram, each pass (with what
-        changed on each node it modified) and the numerical check."""
-        return {"decided": to_json(self.decisions),
-                "nodes_before": len(self.initial),
-                "nodes_after": len(self.final),
-                "op_histogram_after": op_histogram(self.final),
-                "passes": [{**s.summary(), "modified": s.modified_nodes()}
-                           for s in self.snapshots],
-                "verify": self.verification(),
-                "verify_note": self.verify_note or None}
+    def record(self) -> "CompilationRecord":
+        """What the CLI prints with --json, the notebook returns and the app's build keeps
+        (through ``records.to_json``; a compilation holds graphs, its record only figures)."""
+        return CompilationRecord(self.decisions, len(self.initial), len(self.final),
+                                 op_histogram(self.final),
+                                 [{**s.summary(), "modified": s.modified_nodes()}
+                                  for s in self.snapshots],
+                                 self.verification(), self.verify_note)
+
+
+@dataclass(frozen=True)
+class CompilationRecord:
+    """A compilation in figures: the decisions, node counts, the final op histogram, each
+    pass (with what changed on each node it modified) and the numerical check."""
+
+    decided: Decisions
+    nodes_before: int
+    nodes_after: int
+    op_histogram_after: dict[str, int]
+    passes: list[dict]
+    verify: dict | None
+    verify_note: str = record_field(convert=lambda note: note or None)   # '' written as null
 
 
 def compile_model(source: Graph, pipeline: str | Sequence[PipelineEntry] | None = "O2",

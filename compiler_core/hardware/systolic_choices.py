@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..records import to_json
 from .systolic import DATAFLOWS
 from .systolic.memory_config import OPERANDS, MemoryConfig
 
@@ -67,7 +68,7 @@ def sweep_memory(schedule_of: Callable[[str, MemoryConfig], object], memory: Mem
         by_bandwidth[dataflow] = [_point(schedule_of(dataflow, memory.with_values(
             bandwidth=dict.fromkeys(OPERANDS, words)))) for words in bandwidth]
     return {"sram_kb": list(sram_kb), "bandwidth": list(bandwidth), "by_sram": by_sram,
-            "by_bandwidth": by_bandwidth, "memory": memory.to_dict()}
+            "by_bandwidth": by_bandwidth, "memory": to_json(memory)}
 
 
 def _point(schedule) -> list[int]:

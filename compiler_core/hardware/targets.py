@@ -33,7 +33,7 @@ from typing import Any, Mapping
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.dtypes import ELEMENT_BYTES, canonical_dtype, element_bytes
-from compiler_core.records import record_field
+from compiler_core.records import record_field, to_json
 
 TARGETS_DIR = Path(__file__).with_name("targets")
 DEFAULT_TARGET = "asic32"
@@ -104,8 +104,7 @@ class Host:
 
 def _memory_as_in_file(memory) -> dict:
     """A MemoryConfig as a target file states it: its sizes and bandwidths alone."""
-    stated = memory.to_dict()
-    return {key: stated[key] for key in ("sram_kb", "bandwidth_words_per_cycle")}
+    return to_json(memory, only=("sram_kb", "bandwidth_words_per_cycle"))
 
 
 @dataclass(frozen=True)

@@ -52,9 +52,6 @@ class NearMiss:
                               NodeRef.of(f.failed_node),
                               tuple(a.summary() for a in self.alternatives()), f.part_text)
 
-    def to_dict(self) -> dict:
-        return self.record().to_dict()
-
 
 @dataclass
 class PatternReport:
@@ -80,9 +77,6 @@ class PatternReport:
         return PatternRecord(self.name, self.description,
                              tuple(m.record() for m in self.matches),
                              tuple(m.record() for m in self.near_misses))
-
-    def to_dict(self) -> dict:
-        return self.record().to_dict()
 
 
 def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None = None, *,

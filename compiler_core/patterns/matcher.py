@@ -38,9 +38,6 @@ class Match:
         return MatchRecord(NodeRef.of(self.root), tuple(NodeRef.of(n) for n in self.nodes),
                            {k: binding_ref(v) for k, v in self.bindings.items()})
 
-    def to_dict(self) -> dict:
-        return self.record().to_dict()
-
 
 def binding_ref(obj: Any) -> Any:
     """A binding as JSON: node and value names, plain numbers and strings as they are."""

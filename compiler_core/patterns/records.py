@@ -4,7 +4,8 @@ A ``PatternReport`` holds live ``Match``/``NearMiss`` objects that point into th
 pattern ran on; a snapshot must not keep that graph alive, and the app's builder processes
 pickle their results.  A record keeps each node as a ``NodeRef`` (stable id for the panes, name
 for people) and the bindings already in JSON form, so it is small, immutable and picklable, and
-nothing downstream has to map names back to ids.  ``to_dict`` is the JSON edge.
+nothing downstream has to map names back to ids.  ``records.to_json`` is the JSON edge:
+nodes are written by name.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..ir import Node
+from ..records import OMIT, name_of, names, record_field
 
 
 @dataclass(frozen=True)
@@ -28,52 +30,42 @@ class NodeRef:
         return None if node is None else cls(node.id, node.name)
 
 
-def _name(ref: NodeRef | None) -> str | None:
-    return None if ref is None else ref.name
-
-
 @dataclass(frozen=True)
 class MatchRecord:
     """One match: the nodes the pattern covers; when a pass rewrote it, the node it made and
     the nodes the rewrite replaced beyond the match (``taken_along``: e.g. the projections an
     attention fusion takes inside), so the match's count and the fused node's agree."""
 
-    root: NodeRef
-    nodes: tuple[NodeRef, ...]
+    root: NodeRef = record_field(convert=name_of)
+    nodes: tuple[NodeRef, ...] = record_field(convert=names)
     bindings: dict[str, Any] = field(default_factory=dict)  # JSON-ready (names, numbers)
-    made: NodeRef | None = None
-    taken_along: tuple[NodeRef, ...] = ()
+    made: NodeRef | None = record_field(convert=name_of, omit_none=True, default=None)
+    taken_along: tuple[NodeRef, ...] = record_field(omit=True, default=())
 
-    def to_dict(self) -> dict:
-        record = {"nodes": [n.name for n in self.nodes], "bindings": dict(self.bindings),
-                  "root": self.root.name}
-        if self.made is not None:
-            record["made"] = self.made.name
-            record["taken_along"] = [n.name for n in self.taken_along]
-        return record
+    json_derived = (("taken_along", "taken_along_names"),)
+    json_order = ("nodes", "bindings", "root")
+
+    @property
+    def taken_along_names(self):
+        """What a rewrite took along, by name; only a rewritten match says (OMIT otherwise)."""
+        return OMIT if self.made is None else names(self.taken_along)
 
 
 @dataclass(frozen=True)
 class NearMissRecord:
-    site: NodeRef
+    site: NodeRef = record_field(convert=name_of)
     score: float
     path: str
     expected: str
     found: str
     reason: str
-    blocking_node: NodeRef | None = None
-    matched_nodes: tuple[NodeRef, ...] = ()
-    failed_node: NodeRef | None = None
+    blocking_node: NodeRef | None = record_field(convert=name_of, default=None)
+    matched_nodes: tuple[NodeRef, ...] = record_field(convert=names, default=())
+    failed_node: NodeRef | None = record_field(convert=name_of, default=None)
     alternatives: tuple[dict, ...] = ()  # each OR branch: path, part, expected, found, reason
     part: str = ""  # the named part of the pattern that failed ("key › head split")
 
-    def to_dict(self) -> dict:
-        return {"site": self.site.name, "score": self.score, "path": self.path, "part": self.part,
-                "expected": self.expected, "found": self.found, "reason": self.reason,
-                "blocking_node": _name(self.blocking_node),
-                "matched_nodes": [n.name for n in self.matched_nodes],
-                "failed_node": _name(self.failed_node),
-                "alternatives": [dict(a) for a in self.alternatives]}
+    json_order = ("site", "score", "path", "part")
 
 
 STRONG_SCORE = 0.5  # a near miss that matched at least this share of its pattern is strong
@@ -99,6 +91,8 @@ class PatternRecord:
     matches: tuple[MatchRecord, ...] = ()
     near_misses: tuple[NearMissRecord, ...] = ()
 
+    json_derived = ("reasons",)
+
     @property
     def reasons(self) -> dict[str, int]:
         """Near misses per reason, most frequent first."""
@@ -123,9 +117,3 @@ class PatternRecord:
         return (f"<PatternRecord {self.name}: {len(self.matches)} matches, "
                 f"{len(self.near_misses)} near misses" + (f"; most often: {top}" if top else "")
                 + ">")
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "description": self.description,
-                "matches": [m.to_dict() for m in self.matches],
-                "near_misses": [m.to_dict() for m in self.near_misses],
-                "reasons": self.reasons}

@@ -111,7 +111,7 @@ def compile_report(compiled: Compilation, saved: SavedModel | None,
     op histogram, one entry per pass, the numerical check), with the runtime check (None
     when it did not run), the files written, and the export: for ``--runtime onnxruntime``
     what each fused node became."""
-    record = compiled.to_dict()
+    record = to_json(compiled.record())
     for entry, check in zip(record["passes"], runtime.per_pass if runtime else []):
         entry["runtime"] = to_json(check)
     return {**record,

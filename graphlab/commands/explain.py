@@ -83,8 +83,8 @@ def run(args) -> int:
                               before=args.before, node=args.node, all_sites=args.all_sites)
     if args.json:
         print_json({"pipeline": args.pipeline,
-                    "judged": [v.to_dict() for v in verdicts],
-                    "patterns": [p.to_dict() for v in verdicts for p in v.patterns]})
+                    "judged": verdicts,
+                    "patterns": [p for v in verdicts for p in v.patterns]})
         return 0
     detailed = args.node is not None
     quiet: list[str] = []

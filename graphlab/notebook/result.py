@@ -8,6 +8,7 @@ The analyses run when first asked for.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 
 from compiler_core.compilation import Compilation, compile_model
@@ -46,6 +47,21 @@ def compile(model: ModelLike, pipeline: str | list = "O2",  # noqa: A001 - the A
                              size_hints=size_hints(read.path) if read.path else {},
                              verify=verify)
     return CompileResult(read.label, compiled, target or DEFAULT_TARGET, source=read)
+
+
+@dataclass(frozen=True)
+class CompileResultRecord:
+    """A notebook run as JSON: the records the CLI's compile, roofline, memory (with
+    --pipeline) and explain print with --json."""
+
+    model: str
+    pipeline: str
+    sizes: ChosenSizes
+    target: str
+    compile: dict
+    roofline: dict
+    memory: dict
+    patterns: list[JudgedPattern]
 
 
 class CompileResult:
@@ -132,20 +148,24 @@ class CompileResult:
                              dataflow=dataflow, timing=timing, target=self.target)
 
     # -- as the CLI prints it ------------------------------------------------------------------
-    def to_dict(self) -> dict:
-        """The CLI's --json records: compile, roofline and memory (with --pipeline), explain."""
+    def record(self) -> CompileResultRecord:
+        """The run's records as the CLI prints them (a result holding graphs is no record
+        itself)."""
         from ..commands.compile import compile_report
         from ..commands.model_options import Analysed
         from ..commands.roofline import roofline_record
 
         analysed = Analysed(self.initial, self.final, self.sizes, self.pipeline,
                             self.compilation)
-        return {"model": self.model, "pipeline": self.pipeline, "sizes": to_json(self.sizes),
-                "target": self.target,
-                "compile": compile_report(self.compilation, None),
-                "roofline": roofline_record(analysed, get_target(self.target)),
-                "memory": {"sizes": to_json(self.sizes), **to_json(self.memory)},
-                "patterns": [record.to_dict() for record in self.patterns]}
+        return CompileResultRecord(
+            self.model, self.pipeline, self.sizes, self.target,
+            compile_report(self.compilation, None),
+            roofline_record(analysed, get_target(self.target)),
+            {"sizes": to_json(self.sizes), **to_json(self.memory)}, self.patterns)
+
+    def to_dict(self) -> dict:
+        """The CLI's --json records as JSON-ready data (the name notebooks call)."""
+        return to_json(self.record())
 
     def show(self, *, mode: str = "auto", height: int = 800) -> None:
         """The pass debugger on this run, inline in Jupyter (see `graphlab.show`)."""

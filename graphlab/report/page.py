@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from importlib import resources
 
+from compiler_core.records import to_json
+
 from ..version import __version__
 from .hardware import memory_section, roofline_section
 from .measured import measured_section
@@ -42,7 +44,7 @@ def render(story: Story) -> str:
         ("model-patterns", "Patterns in the model as loaded",
          [tag("p", "What every pattern of the library finds in the model before any pass: "
                    "near misses say which part of the pattern failed and why.", class_="muted"),
-          *(pattern_tables([r.to_dict() for r in story.model_patterns])
+          *(pattern_tables(to_json([r.record() for r in story.model_patterns]))
             or [tag("p", "No pattern matches or nearly matches.", class_="muted")])]),
     ]
     title = f"GraphLab report: {story.label}"

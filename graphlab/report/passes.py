@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from compiler_core.passes import Snapshot
+from compiler_core.records import to_json
 
 from ..units import format_seconds
 from .markup import Markup, tag
@@ -67,7 +68,7 @@ def _pass_section(story: Story, s: Snapshot) -> Markup:
             "thead", tag("tr", tag("th", "rule"), tag("th", "site"), tag("th", "reason"))),
             tag("tbody", [tag("tr", tag("td", d.rule), tag("td", d.site), tag("td", d.reason))
                           for d in s.declined]), class_="declined")]
-    parts += pattern_tables([r.to_dict() for r in s.pattern_reports])
+    parts += pattern_tables(to_json(s.pattern_reports))
     return tag("section", parts, id=anchor(s), class_="pass")
 
 

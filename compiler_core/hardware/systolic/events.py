@@ -27,6 +27,7 @@ import numpy as np
 
 from compiler_core.hardware.systolic.mapping import ScheduleError
 from compiler_core.hardware.systolic.timing import Timeline
+from compiler_core.records import record_field
 
 IDLE, ACTIVE, PADDING, PRELOAD, LOADING = 0, 1, 2, 3, 4
 STATE_NAMES = {IDLE: "idle", ACTIVE: "active", PADDING: "padding", PRELOAD: "preload",
@@ -43,7 +44,8 @@ def _skew_grid(rows: int, cols: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Step:
-    """The array at one local cycle of one fold."""
+    """The array at one local cycle of one fold; as JSON, ``pe_state`` is rows of state
+    codes (see STATE_NAMES)."""
 
     fold: int
     cycle: int
@@ -52,8 +54,12 @@ class Step:
     stall: bool
     pe_state: np.ndarray
     tiles: dict
-    stream_dim: str
-    in_flight: tuple[int, int] | None
+    stream_dim: str = record_field(omit=True)            # JSON: in "streaming"
+    in_flight: tuple[int, int] | None = record_field(omit=True)
+
+    json_derived = ("counts", "streaming")
+    json_order = ("fold", "cycle", "global_cycle", "phase", "stall", "counts", "tiles",
+                  "streaming")
 
     def count(self, state: int) -> int:
         return int(np.count_nonzero(self.pe_state == state))
@@ -74,19 +80,15 @@ class Step:
     def loading(self) -> int:
         return self.count(LOADING)
 
-    def to_dict(self, include_grid: bool = True) -> dict:
-        """JSON-able; `pe_state` as rows of state codes (see STATE_NAMES) when asked."""
-        data = {
-            "fold": self.fold, "cycle": self.cycle, "global_cycle": self.global_cycle,
-            "phase": self.phase, "stall": self.stall,
-            "counts": {name: self.count(code) for code, name in STATE_NAMES.items()},
-            "tiles": self.tiles,
-            "streaming": {"dim": self.stream_dim,
-                          "in_flight": list(self.in_flight) if self.in_flight else None},
-        }
-        if include_grid:
-            data["pe_state"] = self.pe_state.tolist()
-        return data
+    @property
+    def counts(self) -> dict[str, int]:
+        """PEs in each state, by the state's name."""
+        return {name: self.count(code) for code, name in STATE_NAMES.items()}
+
+    @property
+    def streaming(self) -> dict:
+        """The streamed dimension and the range of its elements in the array ([lo, hi))."""
+        return {"dim": self.stream_dim, "in_flight": self.in_flight or None}
 
 
 def step(timeline: Timeline, fold: int, cycle: int) -> Step:

@@ -17,18 +17,25 @@ import math
 from dataclasses import dataclass
 
 from compiler_core.hardware.systolic.mapping import ScheduleError, positive_int
+from compiler_core.records import record_field
 
 OPERANDS = ("ifmap", "filter", "ofmap")
 _INDEX = {operand: index for index, operand in enumerate(OPERANDS)}
 GEMM_OPERAND = {"ifmap": "A", "filter": "B", "ofmap": "C"}
 
 
+def by_operand(values: tuple[int, int, int]) -> dict[str, int]:
+    """One value per operand, named as a target file names them."""
+    return dict(zip(OPERANDS, values))
+
+
 @dataclass(frozen=True)
 class MemoryConfig:
     """SRAM kilobytes and DRAM words per cycle for each operand (keys: OPERANDS)."""
 
-    sram_kb: tuple[int, int, int]
-    bandwidth: tuple[int, int, int]
+    sram_kb: tuple[int, int, int] = record_field(convert=by_operand)
+    bandwidth: tuple[int, int, int] = record_field(key="bandwidth_words_per_cycle",
+                                                   convert=by_operand)
     word_bytes: int = 1
     source: str = "given"
 
@@ -64,11 +71,6 @@ class MemoryConfig:
         changed = sram or bandwidth
         return MemoryConfig(sizes, words, self.word_bytes,
                             "given" if changed else self.source)
-
-    def to_dict(self) -> dict:
-        return {"sram_kb": dict(zip(OPERANDS, self.sram_kb)),
-                "bandwidth_words_per_cycle": dict(zip(OPERANDS, self.bandwidth)),
-                "word_bytes": self.word_bytes, "source": self.source}
 
 
 def memory_of_target(target) -> MemoryConfig:

@@ -28,18 +28,31 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from compiler_core.hardware.systolic.mapping import Mapping, OPERAND_DIMS
-from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig
+from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig, by_operand
+from compiler_core.records import record_field
 
 _MEMORY_OF = {gemm: operand for operand, gemm in GEMM_OPERAND.items()}
+
+
+def _by_memory(per_gemm_operand: dict[str, int]) -> dict[str, int]:
+    """Values keyed 'A', 'B', 'C' keyed by the memory that holds them (ifmap, ...)."""
+    return {_MEMORY_OF[o]: value for o, value in per_gemm_operand.items()}
 
 
 @dataclass(frozen=True)
 class FoldTraffic:
     """Bytes each fold fetches and stores for one mapping, element size and memory system."""
 
-    mapping: Mapping
+    mapping: Mapping = record_field(omit=True)
     element_bytes: float
-    memory: MemoryConfig
+    memory: MemoryConfig = record_field(omit=True)   # written flat, after element_bytes
+
+    json_derived = (("sram_kb", "memory.sram_kb", by_operand),
+                    ("bandwidth_words_per_cycle", "memory.bandwidth", by_operand),
+                    ("word_bytes", "memory.word_bytes"), ("source", "memory.source"),
+                    ("working_set_bytes", "working_set_bytes", _by_memory), "fits",
+                    "double_buffered", "dram_read_bytes", "dram_write_bytes",
+                    "initial_load_cycles", "final_store_cycles")
 
     def bytes_per_cycle(self, operand: str) -> float:
         """DRAM bytes per cycle of GEMM operand 'A', 'B' or 'C'."""
@@ -128,17 +141,3 @@ class FoldTraffic:
     def final_store_cycles(self) -> int:
         last_row, last_col = self.mapping.row_folds - 1, self.mapping.col_folds - 1
         return math.ceil(self.store_bytes(last_row, last_col) / self.bytes_per_cycle("C"))
-
-    def to_dict(self) -> dict:
-        return {
-            "element_bytes": self.element_bytes,
-            **self.memory.to_dict(),
-            "working_set_bytes": {_MEMORY_OF[o]: b for o, b in
-                                  self.working_set_bytes.items()},
-            "fits": self.fits,
-            "double_buffered": self.double_buffered,
-            "dram_read_bytes": self.dram_read_bytes,
-            "dram_write_bytes": self.dram_write_bytes,
-            "initial_load_cycles": self.initial_load_cycles,
-            "final_store_cycles": self.final_store_cycles,
-        }

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Iterator
 from ...ir import Graph, Node, Provenance
 from ...patterns.language import Pattern
 from ...patterns.records import NodeRef, PatternRecord
-from ...records import name_of, names, record_field, record_to_dict
+from ...records import name_of, names, record_field
 
 if TYPE_CHECKING:
     from ...hardware.roofline import TargetLike
@@ -36,8 +36,6 @@ class Decline:
     blocking: NodeRef | None = record_field(key="blocking_node", convert=name_of, default=None)
     # the nodes the rewrite would have taken, when known
     nodes: tuple[NodeRef, ...] = record_field(convert=names, default=())
-
-    to_dict = record_to_dict   # judged.py's records still ask for it by this name
 
 
 @dataclass

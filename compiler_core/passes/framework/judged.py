@@ -23,6 +23,7 @@ from ...errors import GraphLabError
 from ...ir import Node
 from ...patterns import Pattern, PatternRecord, explain
 from ...patterns.records import MatchRecord, NearMissRecord
+from ...records import record_field, to_json
 from .base import Decline
 from .pass_registry import all_passes, get_pass
 from .rulebook import registered_patterns
@@ -31,21 +32,34 @@ from .snapshots import PipelineResult
 UNRECORDED = "matched, but {pass_name} left it as it was and recorded no reason"
 
 
+def _or_none(text: str) -> str | None:
+    """'' written as null: JSON readers test for a missing pass or note with null."""
+    return text or None
+
+
 @dataclass(frozen=True)
 class JudgedGraph:
     """Which graph a pattern was judged on: the input of pass ``index`` of the pipeline, or
     (``index`` None) the model as loaded."""
 
     pipeline: str
-    index: int | None = None
-    pass_name: str = ""
-    after: str = ""               # the pass before it ('' for the first)
+    index: int | None = record_field(omit=True, default=None)
+    pass_name: str = record_field(key="pass", convert=_or_none, default="")
+    after: str = record_field(convert=_or_none, default="")   # the pass before it ('' first)
     nodes: int = 0
-    why: str = ""                 # why this graph, when it is not a pass's own input
+    why: str = record_field(omit=True, default="")   # why this graph, when not a pass's input
+
+    json_derived = ("pass_number", ("description", "describe"))
+    json_order = ("pipeline", "pass", "pass_number")
 
     @property
     def is_input(self) -> bool:
         return self.index is None
+
+    @property
+    def pass_number(self) -> int | None:
+        """The pass's 1-based number in the pipeline (None: the model as loaded)."""
+        return None if self.index is None else self.index + 1
 
     def describe(self) -> str:
         """'the graph pass 22 of O2 (fuse_attention) receives, after recognize_rotary
@@ -58,22 +72,23 @@ class JudgedGraph:
                     f"receives{after} ({self.nodes} nodes)")
         return f"{what}: {self.why}" if self.why else what
 
-    def to_dict(self) -> dict:
-        return {"pipeline": self.pipeline, "pass": self.pass_name or None,
-                "pass_number": None if self.index is None else self.index + 1,
-                "after": self.after or None, "nodes": self.nodes,
-                "description": self.describe()}
-
 
 @dataclass(frozen=True)
 class JudgedPattern:
     """One pattern's report on one judged graph, with what the pass did with each match."""
 
-    report: PatternRecord
+    report: PatternRecord = record_field(omit=True)
     graph: JudgedGraph
-    rewritten: tuple[bool, ...] = ()      # per match: the pass rewrote it
+    # per match: the pass rewrote it (JSON: in each match, and ``pass_rewrites`` as "rewritten")
+    rewritten: tuple[bool, ...] = record_field(omit=True, default=())
     declines: tuple[Decline, ...] = ()    # the pass's refusals concerning this pattern
-    by_pass: bool = False                 # the pass of ``graph`` runs it (False: judged only)
+    by_pass: bool = record_field(omit=True, default=False)   # the pass of ``graph`` runs it
+
+    json_derived = ("name", "description", ("matches", "judged_matches"), "near_misses",
+                    "reasons", ("pass", "graph.pass_name", _or_none),
+                    ("rewritten", "pass_rewrites"))
+    json_order = ("name", "description", "matches", "near_misses", "reasons", "pass", "graph",
+                  "rewritten", "declines")
 
     @property
     def name(self) -> str:
@@ -110,6 +125,18 @@ class JudgedPattern:
     def rewrites(self) -> int:
         return sum(self.rewritten)
 
+    @property
+    def pass_rewrites(self) -> int | None:
+        """How many matches its pass rewrote (None: no pass runs it on this graph)."""
+        return self.rewrites if self.by_pass else None
+
+    def judged_matches(self) -> list[dict]:
+        """The matches as JSON, each saying whether the pass rewrote it (when a pass ran)."""
+        records = to_json(self.matches)
+        for record, done in zip(records, self.rewritten):
+            record["rewritten"] = done
+        return records
+
     def __repr__(self) -> str:
         where = self.graph.pass_name or "the input model"
         matches, misses = len(self.matches), len(self.near_misses)
@@ -117,14 +144,6 @@ class JudgedPattern:
                 f"match{'es' if matches != 1 else ''} ({self.rewrites} rewritten), "
                 f"{len(self.declines)} declined, {misses} near "
                 f"miss{'es' if misses != 1 else ''}>")
-
-    def to_dict(self) -> dict:
-        record = self.report.to_dict()
-        for match, done in zip(record["matches"], self.rewritten):
-            match["rewritten"] = done
-        return {**record, "pass": self.graph.pass_name or None, "graph": self.graph.to_dict(),
-                "rewritten": self.rewrites if self.by_pass else None,
-                "declines": [d.to_dict() for d in self.declines]}
 
 
 @dataclass(frozen=True)
@@ -134,7 +153,11 @@ class PassVerdict:
     graph: JudgedGraph
     patterns: tuple[JudgedPattern, ...] = ()
     declines: tuple[Decline, ...] = ()     # all of the pass's declines, in its order
-    note: str = ""                         # what the asked node was found as, or why not
+    # what the asked node was found as, or why not
+    note: str = record_field(convert=_or_none, default="")
+
+    json_derived = (("pass", "graph.pass_name", _or_none),)
+    json_order = ("graph", "pass", "note")
 
     @property
     def every_decline(self) -> tuple[Decline, ...]:
@@ -142,12 +165,6 @@ class PassVerdict:
         told = set(self.declines)
         extra = [d for p in self.patterns for d in p.declines if d not in told]
         return (*self.declines, *dict.fromkeys(extra))
-
-    def to_dict(self) -> dict:
-        return {"graph": self.graph.to_dict(), "pass": self.graph.pass_name or None,
-                "note": self.note or None,
-                "patterns": [p.to_dict() for p in self.patterns],
-                "declines": [d.to_dict() for d in self.declines]}
 
 
 # --------------------------------------------------------------------------- one pass

@@ -8,8 +8,19 @@ with a caret under the column.
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
-from ...errors import GraphLabError
+from ...errors import ErrorRecord, GraphLabError
+
+
+@dataclass(frozen=True)
+class PatternTextErrorRecord(ErrorRecord):
+    """An error record with the position in the pattern text and what was expected there."""
+
+    line: int
+    column: int
+    problem: str
+    expected: str
 
 
 class PatternTextError(GraphLabError):
@@ -29,9 +40,10 @@ class PatternTextError(GraphLabError):
             return ""
         return f"{self.text_line}\n{' ' * (self.column - 1)}^"
 
-    def to_dict(self) -> dict:
-        return {**super().to_dict(), "line": self.line, "column": self.column,
-                "problem": self.problem, "expected": self.expected}
+    def record(self) -> PatternTextErrorRecord:
+        return PatternTextErrorRecord(**vars(super().record()), line=self.line,
+                                      column=self.column, problem=self.problem,
+                                      expected=self.expected)
 
 
 class Refusal(Exception):
