@@ -70,6 +70,11 @@ def name_of(ref) -> str | None:
     return None if ref is None else ref.name
 
 
+def text_or_none(text: str) -> str | None:
+    """An empty text as null: JSON readers test a missing pass name or note for null."""
+    return text or None
+
+
 def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
     """``value`` as JSON-ready data (see the module docstring); ``only``: of a dataclass
     record, just these keys, in this order."""

@@ -166,7 +166,9 @@ def test_a_fused_attention_counts_the_same_nodes_everywhere(services):
                                  f"the rewrite took {len(match.taken_along)} more along: ")
     assert f"those {body} come from {len(node.provenance.sources)} nodes of the input" in \
         history[2]
-    assert to_json(report)["matches"][0]["made"] == match.made.name
+    written = to_json(report)["matches"][0]   # a rewritten match says what it took along
+    assert written["made"] == match.made.name and match.taken_along
+    assert written["taken_along"] == [n.name for n in match.taken_along]
 
 
 # ---- op types in a diff --------------------------------------------------------------------

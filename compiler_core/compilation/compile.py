@@ -16,7 +16,7 @@ from ..ir import Graph
 from ..ir.summary import op_histogram
 from ..passes import Instrument, PassManager, PipelineResult, Snapshot, resolve_passes
 from ..passes.framework.pass_registry import PipelineEntry
-from ..records import record_field
+from ..records import record_field, text_or_none
 from .decisions import Decisions, decided_for, pipeline_text
 from .sizing import sized
 
@@ -96,7 +96,7 @@ class CompilationRecord:
     op_histogram_after: dict[str, int]
     passes: list[dict]
     verify: dict | None
-    verify_note: str = record_field(convert=lambda note: note or None)   # '' written as null
+    verify_note: str = record_field(convert=text_or_none)   # why a check did not run
 
 
 def compile_model(source: Graph, pipeline: str | Sequence[PipelineEntry] | None = "O2",

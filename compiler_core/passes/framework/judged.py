@@ -23,18 +23,13 @@ from ...errors import GraphLabError
 from ...ir import Node
 from ...patterns import Pattern, PatternRecord, explain
 from ...patterns.records import MatchRecord, NearMissRecord
-from ...records import record_field, to_json
+from ...records import record_field, text_or_none, to_json
 from .base import Decline
 from .pass_registry import all_passes, get_pass
 from .rulebook import registered_patterns
 from .snapshots import PipelineResult
 
 UNRECORDED = "matched, but {pass_name} left it as it was and recorded no reason"
-
-
-def _or_none(text: str) -> str | None:
-    """'' written as null: JSON readers test for a missing pass or note with null."""
-    return text or None
 
 
 @dataclass(frozen=True)
@@ -44,8 +39,8 @@ class JudgedGraph:
 
     pipeline: str
     index: int | None = record_field(omit=True, default=None)
-    pass_name: str = record_field(key="pass", convert=_or_none, default="")
-    after: str = record_field(convert=_or_none, default="")   # the pass before it ('' first)
+    pass_name: str = record_field(key="pass", convert=text_or_none, default="")
+    after: str = record_field(convert=text_or_none, default="")   # the pass before (first: "")
     nodes: int = 0
     why: str = record_field(omit=True, default="")   # why this graph, when not a pass's input
 
@@ -85,7 +80,7 @@ class JudgedPattern:
     by_pass: bool = record_field(omit=True, default=False)   # the pass of ``graph`` runs it
 
     json_derived = ("name", "description", ("matches", "judged_matches"), "near_misses",
-                    "reasons", ("pass", "graph.pass_name", _or_none),
+                    "reasons", ("pass", "graph.pass_name", text_or_none),
                     ("rewritten", "pass_rewrites"))
     json_order = ("name", "description", "matches", "near_misses", "reasons", "pass", "graph",
                   "rewritten", "declines")
@@ -154,9 +149,9 @@ class PassVerdict:
     patterns: tuple[JudgedPattern, ...] = ()
     declines: tuple[Decline, ...] = ()     # all of the pass's declines, in its order
     # what the asked node was found as, or why not
-    note: str = record_field(convert=_or_none, default="")
+    note: str = record_field(convert=text_or_none, default="")
 
-    json_derived = (("pass", "graph.pass_name", _or_none),)
+    json_derived = (("pass", "graph.pass_name", text_or_none),)
     json_order = ("graph", "pass", "note")
 
     @property
