@@ -8,7 +8,7 @@ prediction misses."""
 
 from __future__ import annotations
 
-from dash import Input, Output, dcc, html, no_update
+from dash import Input, Output, State, dcc, html, no_update
 
 from .. import ids
 from ...units import format_seconds
@@ -33,6 +33,12 @@ TRAFFIC = "roofline-traffic"
 TRAFFIC_CAPTION = "roofline-traffic-caption"
 MEASURED = "roofline-measured"
 MEASURED_SHOWN = 10
+# A new measurement reaches the table only while this tab is open (as the view does through
+# its tab store): a step redraws the pass's kept measurement, and a closed tab asks nothing.
+MEASURED_WHILE_OPEN = "roofline-measured-while-open"
+FORWARD_WHILE_OPEN = """function (_result, view) {
+  return view && view.panel === %s ? Date.now() : window.dash_clientside.no_update;
+}""" % repr(NAME)
 
 
 def layout(_: Services) -> html.Div:
@@ -41,6 +47,7 @@ def layout(_: Services) -> html.Div:
         dcc.Graph(id=GRAPH, config=GRAPH_CONFIG, style={"height": "600px"}),
         html.Div(id=CAPTION, className="chart-caption"),
         html.Div(id=MEASURED, className="chart-caption"),
+        dcc.Store(id=MEASURED_WHILE_OPEN),
         html.P("Each point is an op, on the roof at its arithmetic intensity (the cost model "
                "runs every op at its roofline bound); its area is its share of the estimated "
                "time. Click a point to select the node.", className="muted"),
@@ -65,8 +72,12 @@ def register(app, services: Services) -> None:
                 "traffic": traffic_figure(traffic, workspace.clamp_step(state.step)),
                 "traffic_caption": fusion_caption(traffic)}
 
+    app.clientside_callback(FORWARD_WHILE_OPEN, Output(MEASURED_WHILE_OPEN, "data"),
+                            Input(latency.RESULT, "children"), State(ids.VIEW, "data"),
+                            prevent_initial_call=True)
+
     @on_view(app, services, {"measured": Output(MEASURED, "children")}, tab=NAME,
-             inputs={"_measured": Input(latency.RESULT, "children")}, message="measured")
+             inputs={"_measured": Input(MEASURED_WHILE_OPEN, "data")}, message="measured")
     def render_measured(state, workspace, _measured):
         return {"measured": measured_table(workspace, workspace.clamp_step(state.step))}
 
