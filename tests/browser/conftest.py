@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
 import pytest
 
 from graphlab.app import AppConfig, create_app
@@ -25,3 +29,23 @@ def started(dash_duo, graphlab_app):
     dash_duo.start_server(graphlab_app)
     wait_for_nodes(dash_duo)
     return dash_duo
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """The app on a loopback port, as `graphlab serve` runs it (one process)."""
+    from werkzeug.serving import make_server
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}/"
+    server.shutdown()
+
+
+@pytest.fixture
+def shots(tmp_path):
+    """Where a journey saves its screenshots: GRAPHLAB_SCREENSHOTS, to look at them."""
+    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -8,7 +8,6 @@ own, its reproduction script downloadable.  Screenshots are saved under the test
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -35,13 +34,6 @@ BROKEN = next(module for name, module in sys.modules.items()
 MODEL = "bert_tiny_op13"
 FAULTY = "eliminate_identity,test_change_one_constant,dce"
 WRONG_CLASSES = ("err-3", "err-inf")   # `error_heat`: above the tolerance, incomparable
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def run_pipeline(dash_duo, passes: str) -> None:
@@ -199,7 +191,6 @@ def test_a_pass_that_raises_is_reduced_and_opens_as_its_own_model(dash_duo, grap
     text = script.read_text()
     assert "import onnx" in text and "'Erf'" in text and "'Div'" in text
     assert_sound(dash_duo)
-
 
 
 def test_a_pass_model_onnxruntime_refuses_is_reduced_from_the_check(dash_duo, graphlab_app,

@@ -8,42 +8,19 @@ its changes inside both panes' viewports.  Screenshots are saved under the test'
 from __future__ import annotations
 
 import functools
-import os
 import shutil
-import threading
-from pathlib import Path
 
 import pytest
 
 from benchmarks.journeys import Person, chromium
 from compiler_core.ir import load_model
 from compiler_core.compilation import compile_model
-from graphlab.app import AppConfig, create_app
 from graphlab.app.config import DEFAULT_MODEL
 from graphlab.samples import resolve_model, size_hints
 
 pytestmark = pytest.mark.browser
 
 SIZES = [(1280, 800), (1600, 1000), (1920, 1080)]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """The app on a loopback port, as `graphlab serve` runs it (one process)."""
-    from werkzeug.serving import make_server
-
-    app = create_app(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
-    server = make_server("127.0.0.1", 0, app.server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def person_at(url: str, size: tuple[int, int]) -> Person:

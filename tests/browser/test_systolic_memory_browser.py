@@ -7,8 +7,6 @@ dataflows compared and the model summed pass by pass.  At a projector's 1280×80
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 import pytest
@@ -25,7 +23,6 @@ from compiler_core.compilation import compile_model
 from compiler_core.compilation.pass_schedules import pass_schedules
 from compiler_core.hardware.systolic_choices import compare_dataflows
 from compiler_core.ir import load_model
-from graphlab.app import AppConfig, create_app
 from graphlab.app.systolic_view import array_problem
 from graphlab.samples import resolve_model, size_hints
 from graphlab.units import format_bytes
@@ -34,24 +31,6 @@ pytestmark = pytest.mark.browser
 
 SMALL = "ifmap=1,filter=1,ofmap=1"      # 1 kB per operand, 1 word per cycle: it stalls
 SIZES = [(1280, 800), (1600, 1000)]
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    from werkzeug.serving import make_server
-
-    app = create_app(AppConfig(cache_dir=str(tmp_path_factory.mktemp("sessions"))))
-    server = make_server("127.0.0.1", 0, app.server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_port}/"
-    server.shutdown()
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("GRAPHLAB_SCREENSHOTS") or tmp_path / "screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def cnn_pipeline():
