@@ -119,8 +119,7 @@ def test_without_a_view_a_panel_shows_its_idle_content(app):
 @pytest.mark.parametrize("output, panel", [
     ("..patterns.children...patterns-drawn.data..", "patterns"),
     ("..inspector.children..", "inspector"),
-    ("..pass-list.children...pass-list-drawn.data...numeric-result.children"
-     "...latency-result.children..", "inspector")])
+    ("..pass-list.children..", "inspector")])
 def test_a_real_panel_says_why_its_workspace_cannot_be_had(app, output, panel):
     view = to_json(ViewState(model="no_such_model", node=1, panel=panel))
     shown = " ".join(texts(call(app, output, view)))

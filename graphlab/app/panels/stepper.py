@@ -1,25 +1,28 @@
 """The pass stepper: every pass with its node counts, rewrites and "changed nothing" marks.
 
 Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and → step too
-(assets/graphlab.js presses the Prev/Next buttons).  A step re-sends no row: while the list
-is the one the page holds (`ROWS_DRAWN`), the answer only moves the "selected" mark.  The
-same answer brings the pass's numerical check (drawn in the stepper's head), so a step costs
-one request here, and a click on a node or an item none (`settings_gate`, ``pass_only``).
+(assets/graphlab.js presses the Prev/Next buttons).  The rows are drawn only when more than
+the place in the view changed (another model, pipeline, or "hide passes that changed
+nothing"); a step moves the "selected" mark in the page (a clientside callback sets two rows'
+class).  Sending the list on a step, even as a patch, had the page mount every row afresh,
+which cost more than the rest of the step.  A step asks the server only for the pass's
+numerical check and measured latency, and a click on a node or an item for nothing
+(`settings_gate`, ``pass_only``).
 """
 
 from __future__ import annotations
 
-from dash import Output, Patch, State, dcc, html
+from dash import ALL, Input, Output, State, dcc, html
 
 from compiler_core.wording import plural
 
+from .. import ids
 from ..services import Services
 from . import compare_bar, latency, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
 
 ROWS = "pass-list"
-ROWS_DRAWN = "pass-list-drawn"   # the workspace, passes and selection the rows show
 ROW = "pass-row"             # pattern-matching type, index = pass index
 PREV = "step-prev"
 NEXT = "step-next"
@@ -45,42 +48,47 @@ def layout(services: Services) -> html.Div:
             latency.layout(),
         ]),
         html.Ol(id=ROWS, className="pass-list"),
-        dcc.Store(id=ROWS_DRAWN, storage_type="memory"),
     ])
 
 
 def register(app, services: Services) -> None:
-    @on_view(app, services, {"rows": Output(ROWS, "children"), "drawn": Output(ROWS_DRAWN, "data"),
-                             "check": Output(numerics.RESULT, "children"),
-                             "latency": Output(latency.RESULT, "children")},
-             state={"drawn": State(ROWS_DRAWN, "data")}, idle={"rows": [], "drawn": None},
-             message="rows", pass_only=True, failed=lambda _: {"check": "", "latency": ""})
-    def render(state, workspace, drawn):
+    @on_view(app, services, {"rows": Output(ROWS, "children")}, idle={"rows": []},
+             message="rows", settings_only=True)
+    def rows(state, workspace):
         snapshots = workspace.result.snapshots
-        step = workspace.clamp_step(state.step)
-        check = numerics.shown(workspace, step)
-        measured = latency.shown(workspace, step)
         if workspace.comparison is not None:   # one step, from model A to model B
             summary = workspace.comparison.diff.summary()
             detail = (f"{summary['matched']} matched, {summary['changed']} changed, "
                       f"{summary['only_a']} only in A, {summary['only_b']} only in B")
-            return {"rows": [pass_row(snapshots[0], True, detail)], "drawn": None,
-                    "check": check, "latency": measured}
-        shown = [s.index for s in snapshots
-                 if s.changed or not state.hide_unchanged or s.index == state.step]
-        record = {"workspace": workspace.key, "rows": shown, "selected": state.step}
-        if not drawn or {**drawn, "selected": state.step} != record:
-            return {"rows": [pass_row(snapshots[i], i == state.step,
-                                      *bound_detail(workspace, snapshots[i])) for i in shown],
-                    "drawn": record, "check": check, "latency": measured}
-        if drawn["selected"] == state.step:
-            return {}
-        moved = Patch()
-        for index in (drawn["selected"], state.step):
-            if index in shown:
-                row = moved[shown.index(index)]["props"]["children"]["props"]
-                row["className"] = row_class(snapshots[index], index == state.step)
-        return {"rows": moved, "drawn": record, "check": check, "latency": measured}
+            return {"rows": [pass_row(snapshots[0], True, detail)]}
+        step = workspace.clamp_step(state.step)
+        shown = [s for s in snapshots if s.changed or not state.hide_unchanged or s.index == step]
+        return {"rows": [pass_row(s, s.index == step, *bound_detail(workspace, s))
+                         for s in shown]}
+
+    @on_view(app, services, {"check": Output(numerics.RESULT, "children"),
+                             "latency": Output(latency.RESULT, "children")},
+             pass_only=True, failed=lambda _: {"check": "", "latency": ""})
+    def pass_figures(state, workspace):
+        step = workspace.clamp_step(state.step)
+        return {"check": numerics.shown(workspace, step), "latency": latency.shown(workspace, step)}
+
+    app.clientside_callback(MOVE_SELECTED, Output({"type": ROW, "index": ALL}, "className"),
+                            Input(ids.VIEW, "data"), State({"type": ROW, "index": ALL}, "className"),
+                            State({"type": ROW, "index": ALL}, "id"), prevent_initial_call=True)
+
+
+# The selected pass's row marked, the one marked before unmarked: only rows whose class changes
+# are set (every set prop sets off the callbacks that read it).
+MOVE_SELECTED = """function (view, classes, rows) {
+    var noUpdate = window.dash_clientside.no_update;
+    var step = view ? view.step : null;
+    return rows.map(function (row, i) {
+        var marked = / selected\\b/.test(classes[i] || "");
+        if (marked === (row.index === step)) { return noUpdate; }
+        return marked ? classes[i].replace(/ selected\\b/, "") : classes[i] + " selected";
+    });
+}"""
 
 
 def row_class(snapshot, selected: bool) -> str:
