@@ -29,7 +29,7 @@ def last_pass_row(pipeline: str, target: str = "asic32") -> str:
 def last_row(dash_duo) -> str:
     """The passes column's last row, as the page shows it now (redrawn as builds finish)."""
     return dash_duo.driver.execute_script(
-        "const rows = document.querySelectorAll('.pass-list li');"
+        "const rows = document.querySelectorAll('.pass-list .pass-row');"
         "return rows.length ? rows[rows.length - 1].innerText : '';")
 
 
@@ -53,7 +53,7 @@ def test_partitioning_follows_the_target_the_person_picks(dash_duo, graphlab_app
     title = dash_duo.find_element("#bindings-field").get_attribute("title")
     assert "--target teach16` (partition planned for it)" in title
     assert "partition plans for fixed sizes" in title
-    dash_duo.driver.find_elements("css selector", ".pass-list li button")[-1].click()
+    dash_duo.driver.find_elements("css selector", ".pass-list .pass-row")[-1].click()
     dash_duo.wait_for_contains_text("#pane-after-title", "partition", timeout=30)
     folder = os.environ.get("GRAPHLAB_SCREENSHOTS") or str(tmp_path)
     dash_duo.driver.save_screenshot(os.path.join(folder, "partition-teach16-1280x800.png"))
