@@ -1,0 +1,67 @@
+"""Small models for the edit tests, and onnxruntime to run what an edit made.
+
+``toy``: y = Relu(x @ w + c) * s, and a side output y2 = Sigmoid(x @ w + c), where c comes
+from a Constant node, the Add has no name (the importer calls it Add_2) and the side branch
+is the second reader of the Add, which blocks a MatMul + bias fusion.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((2, 4)).astype(np.float32)
+W = RNG.standard_normal((4, 4)).astype(np.float32)
+C = np.array([0.5, -0.25, 0.125, 1.0], dtype=np.float32)
+S = np.array([2.0], dtype=np.float32)
+
+
+def toy(opset: int = 13) -> onnx.ModelProto:
+    nodes = [
+        helper.make_node("Constant", [], ["c"], name="const_c",
+                         value=numpy_helper.from_array(C)),
+        helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+        helper.make_node("Add", ["mm", "c"], ["add"]),              # unnamed: Add_2
+        helper.make_node("Relu", ["add"], ["relu_out"], name="relu"),
+        helper.make_node("Sigmoid", ["add"], ["y2"], name="side"),
+        helper.make_node("Mul", ["relu_out", "s"], ["y"], name="scale_mul"),
+    ]
+    graph = helper.make_graph(
+        nodes, "toy",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [2, 4])],
+        [numpy_helper.from_array(W, "w"), numpy_helper.from_array(S, "s"),
+         numpy_helper.from_array(np.array([3, 1], dtype=np.int64), "ints")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    return model
+
+
+def with_if_body() -> onnx.ModelProto:
+    """toy with an If whose branches read the outer value 'add' by name."""
+    model = toy()
+    branch = helper.make_graph([helper.make_node("Identity", ["add"], ["inner"])], "branch", [],
+                               [helper.make_tensor_value_info("inner", TensorProto.FLOAT,
+                                                              [2, 4])])
+    model.graph.initializer.append(numpy_helper.from_array(np.array(True), "flag"))
+    model.graph.node.append(helper.make_node("If", ["flag"], ["y3"], name="branchy",
+                                             then_branch=branch, else_branch=branch))
+    model.graph.output.append(helper.make_tensor_value_info("y3", TensorProto.FLOAT, [2, 4]))
+    return model
+
+
+def reference(w=W, c=C, s=S, x=X):
+    """What toy computes, in numpy: (y, y2)."""
+    add = x @ w + c
+    return np.maximum(add, 0) * s, 1 / (1 + np.exp(-add))
+
+
+def run(model: onnx.ModelProto | bytes, x=X) -> dict[str, np.ndarray]:
+    data = model if isinstance(model, bytes) else model.SerializeToString()
+    session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    return dict(zip(names, session.run(names, {session.get_inputs()[0].name: x})))
