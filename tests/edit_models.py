@@ -65,3 +65,30 @@ def run(model: onnx.ModelProto | bytes, x=X) -> dict[str, np.ndarray]:
     session = ort.InferenceSession(data, providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
     return dict(zip(names, session.run(names, {session.get_inputs()[0].name: x})))
+
+
+def bypass_unblocks() -> onnx.ModelProto:
+    """Conv -> BatchNormalization -> Relu, whose Conv output a side branch also reads through
+    ``side_add`` (Add(bias, conv)): the fold is declined until ``side_add`` is bypassed (its
+    reader then reads the bias), and ``bn`` cannot be deleted (Relu reads it)."""
+    rng = np.random.default_rng(3)
+    weights = {"w": rng.standard_normal((8, 3, 3, 3)), "scale": rng.random(8) + 0.5,
+               "bias": rng.standard_normal(8), "mean": rng.standard_normal(8),
+               "var": rng.random(8) + 0.5, "side_bias": rng.standard_normal((1, 8, 1, 1))}
+    nodes = [
+        helper.make_node("Conv", ["x", "w"], ["conv_out"], name="conv", pads=[1, 1, 1, 1]),
+        helper.make_node("BatchNormalization", ["conv_out", "scale", "bias", "mean", "var"],
+                         ["bn_out"], name="bn"),
+        helper.make_node("Relu", ["bn_out"], ["y"], name="relu"),
+        helper.make_node("Add", ["side_bias", "conv_out"], ["side"], name="side_add"),
+        helper.make_node("Sigmoid", ["side"], ["y2"], name="side_sig"),
+    ]
+    graph = helper.make_graph(
+        nodes, "bypass_unblocks",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [1, 8, 8, 8])],
+        [numpy_helper.from_array(v.astype(np.float32), k) for k, v in weights.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    return model

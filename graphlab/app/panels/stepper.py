@@ -14,7 +14,7 @@ from dash import Output, Patch, State, dcc, html
 from compiler_core.wording import plural
 
 from ..services import Services
-from . import compare_bar, latency, numerics, reduce_view, wrong_value
+from . import compare_bar, edit_list, latency, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
 
@@ -45,6 +45,7 @@ def layout(services: Services) -> html.Div:
             latency.layout(),
         ]),
         html.Ol(id=ROWS, className="pass-list"),
+        edit_list.layout(),
         dcc.Store(id=ROWS_DRAWN, storage_type="memory"),
     ])
 
