@@ -11,7 +11,6 @@ and the pipeline run, so no request waits for them.
 
 from __future__ import annotations
 
-import json
 
 from dash import ALL, Input, Output, State, ctx, dcc, html, no_update
 
