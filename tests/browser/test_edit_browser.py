@@ -134,7 +134,8 @@ def test_the_wrong_constant_typed_in_the_inspector_makes_gelu_fire(served, shots
         person.driver.quit()
 
 
-def test_bypassing_the_blocking_reader_and_a_refused_edit(dash_duo, tmp_path, shots):
+def test_bypassing_the_blocking_reader_rewiring_by_a_click_and_a_refused_edit(dash_duo,
+                                                                             tmp_path, shots):
     path = tmp_path / "bypass_unblocks.onnx"
     onnx.save(bypass_unblocks(), path)
     app = create_app(AppConfig(cache_dir=str(tmp_path / "sessions"),
@@ -152,10 +153,19 @@ def test_bypassing_the_blocking_reader_and_a_refused_edit(dash_duo, tmp_path, sh
         selected_row(person)
     assert "bypass side_add" in person.text("#edit-list")
 
-    tap(person, str(path), "bn")          # an edit the model refuses: said, nothing applied
+    tap(person, str(path), "relu")        # rewire by picking the value in a pane
+    person.click("button[id*='\"pick:0\"']")
+    assert "click the node in either pane" in person.text("#edit-pick-note")
+    conv = load_model(str(path)).node_by_name("conv").id
+    rebuilt(person, lambda: pane_js(person, f"before.$id('n{conv}').emit('tap');"))
+    assert "rewire relu input 0 to conv_out" in person.text("#edit-list")
+    assert person.text("#edit-pick-note") == ""
+
+    tap(person, str(path), "conv")        # an edit the model refuses: said, nothing applied
     person.click("button[id*='\"delete\"']")
-    assert person.eventually(lambda: "edit 2 (delete)" in person.text("#nav-message"), 60), \
+    assert person.eventually(lambda: "edit 3 (delete)" in person.text("#nav-message"), 60), \
         person.text("#nav-message")
+    assert "is read by Relu 'relu'" in person.text("#nav-message")
     assert "bypass side_add" in person.text("#edit-list")
     assert "delete" not in person.text("#edit-list")
     person.driver.save_screenshot(str(shots / "edit-refused.png"))
