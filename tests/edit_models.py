@@ -92,3 +92,47 @@ def bypass_unblocks() -> onnx.ModelProto:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
     model.ir_version = 8
     return model
+
+
+def layernorm_opset18(axes: list[int]) -> onnx.ModelProto:
+    """A layer norm written out at opset 18, where ReduceMean reads its axes from a constant
+    input: the mean's (``axes``) given, the variance's over the last axis."""
+    nodes = [helper.make_node("ReduceMean", ["x", "axes"], ["m"], name="mean"),
+             helper.make_node("Sub", ["x", "m"], ["c"], name="sub"),
+             helper.make_node("Pow", ["c", "two"], ["sq"], name="pow"),
+             helper.make_node("ReduceMean", ["sq", "last"], ["v"], name="var"),
+             helper.make_node("Add", ["v", "eps"], ["ve"], name="add_eps"),
+             helper.make_node("Sqrt", ["ve"], ["sd"], name="sqrt"),
+             helper.make_node("Div", ["c", "sd"], ["n"], name="div"),
+             helper.make_node("Mul", ["n", "gamma"], ["s"], name="scale"),
+             helper.make_node("Add", ["s", "beta"], ["y"], name="shift")]
+    constants = {"axes": np.array(axes, np.int64), "last": np.array([-1], np.int64),
+                 "two": np.array(2.0, np.float32), "eps": np.array(1e-5, np.float32),
+                 "gamma": np.ones(16, np.float32), "beta": np.zeros(16, np.float32)}
+    graph = helper.make_graph(
+        nodes, "layernorm_opset18",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 16])],
+        [numpy_helper.from_array(v, k) for k, v in constants.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 9
+    return model
+
+
+def probed_linear() -> onnx.ModelProto:
+    """MatMul + bias + Relu whose biased sum a probe (a Sigmoid to a second output) also
+    reads: the pass fuses MatMul + bias alone, and the activation joins once the probe goes."""
+    rng = np.random.default_rng(5)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"], name="mm"),
+             helper.make_node("Add", ["mm", "bias"], ["a"], name="bias_add"),
+             helper.make_node("Relu", ["a"], ["y"], name="relu"),
+             helper.make_node("Sigmoid", ["a"], ["y2"], name="probe")]
+    graph = helper.make_graph(
+        nodes, "probed_linear", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 8]),
+         helper.make_tensor_value_info("y2", TensorProto.FLOAT, [4, 8])],
+        [numpy_helper.from_array(rng.random((16, 8)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.random(8).astype(np.float32), "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 9
+    return model

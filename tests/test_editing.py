@@ -22,7 +22,8 @@ from compiler_core.ir import load_model
 from compiler_core.records import to_json
 from graphlab.samples import resolve_model
 
-from edit_models import C, S, W, X, reference, run, toy, with_if_body
+from edit_models import (C, S, W, X, layernorm_opset18, probed_linear, reference, run, toy,
+                         with_if_body)
 
 
 def _apply(edits, model=None):
@@ -165,6 +166,15 @@ def test_unnamed_nodes_go_by_the_importers_name_whatever_came_before():
     assert "Add_2" in {n.name for n in load_model(toy().SerializeToString()).nodes}
     edited = _apply([Delete("side"), Bypass("Add_2")])   # Add_2 is still Add_2 after a delete
     np.testing.assert_allclose(run(edited.model)["y"], np.maximum(X @ W, 0) * S, rtol=1e-6)
+
+
+def test_nodes_that_share_a_name_go_by_the_names_the_importer_gives_them():
+    model = toy()
+    model.graph.node[4].name = "relu"   # the Sigmoid now shares the Relu's name
+    shown = {n.name: n.op_type for n in load_model(model.SerializeToString()).nodes}
+    assert shown["relu"] == "Relu" and shown["relu_1"] == "Sigmoid"
+    edited = _apply([Delete("relu_1")], model)
+    assert [o.name for o in edited.model.graph.output] == ["y"]
 
 
 def test_edits_are_written_into_the_model_and_accumulate():
@@ -336,3 +346,20 @@ def test_suggestions_start_from_the_users_edits():
     fixed = [{"edit": "delete", "node": "relu_side"}]
     assert not any(s.pass_name == "fold_batchnorm" for s in
                    suggest_edits(resolve_model("teach_conv_bn"), "O2", edits=fixed))
+
+
+def test_the_axes_constant_of_an_opset_18_mean_is_the_fix():
+    [fix] = [s for s in suggest_edits(layernorm_opset18([1]).SerializeToString(), "O2")
+             if s.pass_name == "recognize_layernorm"]
+    assert edits_to_json(fix.edits) == [{"edit": "set_tensor", "name": "axes", "value": [-1]}]
+    assert fix.rewrites_after == fix.rewrites_before + 1
+
+
+def test_a_rule_that_fires_where_another_fired_before_counts_as_a_fix():
+    offered = suggest_edits(probed_linear().SerializeToString(), "O2")
+    fix = next(s for s in offered if edits_to_json(s.edits) == [{"edit": "delete",
+                                                                 "node": "probe"}])
+    assert fix.pattern == "matmul_bias_act" and fix.site == "relu"
+    assert fix.rewrites_after == fix.rewrites_before   # one fused node either way...
+    assert "matmul_bias_act matches at relu" in fix.outcome()   # ...now with the Relu in it
+    assert [o.name for o in fix.effect.outputs if o.note] == ["y2"]

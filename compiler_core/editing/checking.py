@@ -25,15 +25,19 @@ LIGHT_WEIGHT_VALUES = 1024   # an initializer bigger than this becomes a typed i
 
 
 def name_every_node(model: onnx.ModelProto) -> None:
-    """Give nodes without a name the name the importer calls them by (``{op}_{index}``), so
-    an edit list names them the same whatever the edits before it removed or added."""
+    """Give every node the name the importer calls it by — its own, ``{op}_{index}`` when it
+    has none, and a second node of a name ``{name}_1`` — so an edit names nodes as every view
+    shows them, whatever the edits before it removed or added."""
     from ..ir.importer import node_name   # the one naming rule
-    taken = {n.name for n in model.graph.node if n.name}
+    taken: set[str] = set()
     for index, node in enumerate(model.graph.node):
-        if not node.name:
-            name = node_name(node, index)
-            node.name = name if name not in taken else f"{name}_unnamed"
-            taken.add(node.name)
+        hint = name = node_name(node, index)
+        count = 1
+        while name in taken:
+            name = f"{hint}_{count}"
+            count += 1
+        node.name = name
+        taken.add(name)
 
 
 def sort_nodes(model: onnx.ModelProto, label: str) -> None:

@@ -4,7 +4,8 @@ Unlike a pass, an edit is meant to change the model; the user deciding whether t
 wants to know by how much.  Both models run on the same inputs (generated as the numerical
 check makes them, at sizes the model runs at, or the user's) and each output's largest change
 is given absolutely and relative to the output's scale.  Inputs and outputs are paired by
-position, so an edit that renames one is still compared.
+position (by name when the edits removed an output), so an edit that renames one is still
+compared.
 """
 
 from __future__ import annotations
@@ -70,7 +71,10 @@ def numerical_effect(before: Graph, after: Graph, bindings: dict[str, int] | Non
     feed = {new.name: verifier.inputs[old.name]
             for old, new in zip(before.inputs, after.inputs) if old.name in verifier.inputs}
     got = run(with_inference_semantics(after), feed)
-    renamed = dict(zip([v.name for v in after.outputs], [v.name for v in before.outputs]))
+    # paired by position while the edits kept every output (a renamed one is still itself);
+    # by name once they removed one
+    renamed = dict(zip([v.name for v in after.outputs], [v.name for v in before.outputs])) \
+        if len(after.outputs) == len(before.outputs) else {}
     report = compare_outputs(verifier.reference_outputs,
                              {renamed.get(name, name): value for name, value in got.items()})
     changes = tuple(OutputChange(o.name, o.max_abs_err,

@@ -6,7 +6,8 @@ written as 1.5), an attribute (a ReduceMean over the wrong axis) — the failure
 (``patterns.failure.Wanted``) and the edit setting it is the candidate; where another reader
 of an interior value blocked a fusion, deleting that reader (when nothing else reads it) or
 bypassing it are.  Each candidate is applied to the model and the pipeline run again: it is
-offered only if its pass then rewrites more than before.  When the same site then fails at
+offered only if its pass then rewrites more than before, or its pattern now matches at the
+site.  When the same site then fails at
 another value the model could be given (the variance's ReduceMean after the mean's), that
 edit joins the fix, up to ``MAX_CHAIN`` edits.  Every offered fix carries its numerical
 effect, measured in onnxruntime: an edit changes what the model computes, and by how much is
@@ -59,14 +60,19 @@ class Suggestion:
     effect: NumericalEffect | None = None
     effect_error: str = record_field(default="", omit_empty=True)
 
+    json_derived = ("outcome",)
+
+    def outcome(self) -> str:
+        """'then conv_bn matches at bn_shared and fold_batchnorm rewrites 2 (was 1)'."""
+        return (f"then {self.pattern} matches at {self.site} and {self.pass_name} rewrites "
+                f"{self.rewrites_after} (was {self.rewrites_before})")
+
     def describe(self) -> str:
         edits = "; ".join(edit.describe() for edit in self.edits)
         effect = self.effect.summary() if self.effect else (
             f"effect not measured: {self.effect_error}")
         return (f"{self.pattern} at {self.site} ({self.pass_name}): {self.problem}\n"
-                f"  fix: {edits}\n"
-                f"  then {self.pass_name} rewrites {self.rewrites_after} "
-                f"(was {self.rewrites_before}); {effect}")
+                f"  fix: {edits}\n  {self.outcome()}; {effect}")
 
 
 def problems(result: PipelineResult, model: EditedModel, site: str | None = None
@@ -112,9 +118,24 @@ def suggest_edits(source, pipeline: str, bindings: dict[str, int] | None = None,
     offered: dict[tuple[Edit, ...], Suggestion] = {}
     for problem in problems(before, base, site):
         fix = runner.first_fix(problem, before)
-        if fix is not None:
-            offered.setdefault(fix.edits, fix)
-    return list(offered.values())
+        known = offered.get(fix.edits) if fix is not None else None
+        if fix is not None and (known is None or _rewrote_more(fix) > _rewrote_more(known)):
+            offered[fix.edits] = fix   # one entry per fix: where it makes a pass rewrite
+    return sorted(offered.values(), key=_disturbance)
+
+
+def _rewrote_more(fix: Suggestion) -> bool:
+    return fix.rewrites_after > fix.rewrites_before
+
+
+def _disturbance(fix: Suggestion) -> tuple:
+    """The fixes that move the outputs least first (unmeasured ones last): a fix that makes
+    a fusion fire by changing what the model computes a lot is rarely the one wanted."""
+    if fix.effect is None:
+        return (2, 0.0)
+    worst = fix.effect.max_relative_change
+    return (1 if any(o.note for o in fix.effect.outputs) else 0,
+            worst if worst == worst else float("inf"))
 
 
 class _Runner:
@@ -150,6 +171,7 @@ class _Runner:
         """The first candidate (or chain of edits starting with it) that makes the pass
         rewrite more; None when none does within the budget."""
         was = before.snapshots[problem.pass_index].rewrites
+        matched = _matched_at(before, problem)
         for first in problem.candidates:
             chain = [first]
             while True:
@@ -158,7 +180,7 @@ class _Runner:
                     break
                 trial, after = ran
                 now = after.snapshots[problem.pass_index].rewrites
-                if now > was:
+                if now > was or (_matched_at(after, problem) and not matched):
                     return self._suggestion(problem, chain, was, now, trial)
                 more = self._next_edit(after, trial, problem)
                 if more is None or more in chain or len(chain) >= MAX_CHAIN:
@@ -184,6 +206,14 @@ class _Runner:
             error = err.message
         return Suggestion(problem.pass_name, problem.pass_index + 1, problem.pattern,
                           problem.site, problem.reason, tuple(chain), was, now, effect, error)
+
+
+def _matched_at(result: PipelineResult, problem: Problem) -> bool:
+    """Does the problem's pattern match at its site in its pass (a fix may make a rule fire
+    where another rule of the pass fired before: the pass's count stays, the match is new)."""
+    snapshot = result.snapshots[problem.pass_index]
+    return any(match.root.name == problem.site for report in snapshot.pattern_reports
+               if report.name == problem.pattern for match in report.matches)
 
 
 def _wanted_edits(wanted: Wanted | None, nodes: set[str], constants: set[str]) -> list[Edit]:

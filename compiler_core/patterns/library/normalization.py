@@ -136,7 +136,9 @@ def _readers(value: Value, _: dict) -> str:
 
 def over_last_axis(norm: Pattern) -> Pattern:
     """A normalization op whose ``axis`` attribute (default -1) names the last axis."""
-    return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found)
+    return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found,
+                      wanted=lambda value: Wanted("attribute", value.producer.name, -1,
+                                                  attribute="axis"))
 
 
 def _normalizes_last_axis(value: Value, _: dict) -> bool:

@@ -282,8 +282,7 @@ def suggestions_view(found: list, site: str) -> html.Div:
             html.Div([html.B(fix.pattern), f" at {fix.site} ({fix.pass_name})"]),
             html.Div("fix: " + "; ".join(e.describe() for e in fix.edits),
                      className="edit-fix"),
-            html.Div(f"then {fix.pass_name} rewrites {fix.rewrites_after} (was "
-                     f"{fix.rewrites_before})"),
+            html.Div(fix.outcome()),
             html.Div(f"effect: {effect}", className="edit-effect"),
             html.Button("Apply", id={"type": APPLY, "index": index},
                         className="button small")]))
