@@ -17,7 +17,7 @@ from compiler_core.editing import (EDITS_METADATA_KEY, MAX_EDITS, MAX_TENSOR_VAL
                                    read_edits_text)
 from compiler_core.editing.effect import numerical_effect
 from compiler_core.editing.suggestions import suggest_edits
-from compiler_core.errors import EditError
+from compiler_core.errors import EditError, GraphLabError
 from compiler_core.ir import load_model
 from compiler_core.records import to_json
 from graphlab.samples import resolve_model
@@ -248,6 +248,15 @@ def test_nothing_is_half_applied(tmp_path):
         with pytest.raises(EditError, match=r"edit 3 \(bypass\)"):
             apply_edits(source, [Bypass("relu"), SetTensor("s", 5.0), Bypass("gone")])
     assert path.read_bytes() == on_disk and given.SerializeToString() == kept
+
+
+def test_a_model_refused_as_given_is_not_blamed_on_an_edit():
+    model = toy()
+    del model.graph.output[:]          # computes nothing: the importer refuses it as given
+    with pytest.raises(GraphLabError) as caught:
+        apply_edits(model, [Rename("r", node="relu")])
+    assert not isinstance(caught.value, EditError)
+    assert "no graph outputs" in str(caught.value)
 
 
 # ------------------------------------------------------------------------------ as data

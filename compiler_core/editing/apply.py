@@ -73,10 +73,11 @@ def apply_edits(source: str | os.PathLike | bytes | onnx.ModelProto, edits) -> E
     try:
         graph = from_proto(model)
     except GraphLabError as err:
-        if not edits:
-            raise
-        raise EditError(f"{_first_refused(source, edits)}: the edited model cannot be "
-                        f"loaded: {err.message}", where=err.where, hint=err.hint) from None
+        blamed = _first_refused(source, edits)
+        if blamed is None:
+            raise   # the model as given is refused: no edit is to blame
+        raise EditError(f"{blamed}: the edited model cannot be loaded: {err.message}",
+                        where=err.where, hint=err.hint) from None
     names = {n.name for n in model.graph.node}
     return EditedModel(model, graph, tuple(edits), nodes_before, len(model.graph.node),
                        tuple(dict.fromkeys(n for n in touched if n in names)), level)
@@ -101,16 +102,17 @@ def _apply(model: onnx.ModelProto, edits: list[Edit]) -> tuple[list[str], str]:
     return touched, check.level
 
 
-def _first_refused(source, edits: list[Edit]) -> str:
+def _first_refused(source, edits: list[Edit]) -> str | None:
     """The first edit after which the importer refuses the model (each prefix applied
-    afresh: this runs only when the whole list was refused)."""
-    for count in range(1, len(edits)):
+    afresh: this runs only when the whole list was refused); None when the model is refused
+    before any edit."""
+    for count in range(len(edits)):
         model = read_model_proto(source)
         _apply(model, edits[:count])
         try:
             from_proto(model)
         except GraphLabError:
-            return edit_label(count - 1, edits[count - 1])
+            return edit_label(count - 1, edits[count - 1]) if count else None
     return edit_label(len(edits) - 1, edits[-1])
 
 
