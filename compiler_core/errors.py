@@ -77,3 +77,10 @@ class PropertyViolationError(GraphLabError):
 
 class PluginError(GraphLabError):
     """A plugin (a file or an installed entry point) could not be loaded."""
+
+
+class EditError(GraphLabError):
+    """An edit of a model was refused: it names a node or value the model does not have, gives
+    a value of the wrong type or shape, or would leave the graph cyclic or ill-typed.  The
+    message names the edit (its place in the list and its kind); nothing of the list was
+    applied."""

@@ -18,13 +18,14 @@ from .version import __version__
 from .commands import bisect as bisect_command
 from .commands import compile as compile_command
 from .commands import diff as diff_command
+from .commands import edit as edit_command
 from .commands import (explain, info, memory, passes, profile, reduce, report, roofline, samples,
                        schedule, serve, show, targets, worker)
 
 # In the order `graphlab --help` lists them: look at a model, compile it, compare, analyse it,
 # serve.
-COMMANDS = [samples, info, show, explain, passes, compile_command, diff_command, bisect_command,
-            reduce, targets, roofline, profile, schedule, memory, report, serve, worker]
+COMMANDS = [samples, info, show, explain, edit_command, passes, compile_command, diff_command,
+            bisect_command, reduce, targets, roofline, profile, schedule, memory, report, serve, worker]
 
 
 def build_parser() -> argparse.ArgumentParser:

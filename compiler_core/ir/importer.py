@@ -284,6 +284,12 @@ def _node_graphs(node: onnx.NodeProto):
             yield from attr.graphs
 
 
+def node_name(proto: onnx.NodeProto, index: int) -> str:
+    """The name a node goes by: its own, or ``{op_type}_{index}`` (its place in the file) when
+    it has none; edits name nodes this way too (``compiler_core.editing``)."""
+    return proto.name or f"{proto.op_type}_{index}"
+
+
 def _node_label(node: onnx.NodeProto, index: int) -> str:
     return f"node {node.name!r} ({node.op_type})" if node.name else f"node #{index} ({node.op_type})"
 
@@ -362,7 +368,7 @@ def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_Know
     outputs = [values[name] if name else None for name in proto.output]
     domain = proto.domain if proto.domain != "ai.onnx" else ""
     node = graph.add_node(proto.op_type, inputs, outputs, domain=domain,
-                          name=proto.name or f"{proto.op_type}_{index}", order=float(index),
+                          name=node_name(proto, index), order=float(index),
                           node_id=index)
     has_subgraph = False
     for attr in proto.attribute:

@@ -47,6 +47,16 @@ class Check:
     expected: str
     found: Callable[[Value, dict], str]
     deferred: bool = False   # needs the bindings of the whole match
+    # the value that would pass, when one attribute or constant decides (a Wanted, or None)
+    wanted: Callable[[Value], Any] | None = None
+
+    def wanted_for(self, value: Value | None) -> Any:
+        if self.wanted is None or value is None:
+            return None
+        try:
+            return self.wanted(value)
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError):
+            return None
 
     def holds(self, value: Value, bindings: dict) -> bool:
         try:
@@ -104,8 +114,9 @@ def same_size_check(name: str, axis: int | None) -> Check:
 
 
 def custom_check(test: Callable[[Value, dict], bool], expected: str,
-                 found: Callable[[Value, dict], str] | None, deferred: bool) -> Check:
-    return Check(test, expected, found or _type_text, deferred=deferred)
+                 found: Callable[[Value, dict], str] | None, deferred: bool,
+                 wanted: Callable[[Value], Any] | None = None) -> Check:
+    return Check(test, expected, found or _type_text, deferred=deferred, wanted=wanted)
 
 
 def _numel(value: Value) -> int | None:

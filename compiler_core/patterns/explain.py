@@ -50,7 +50,8 @@ class NearMiss:
                               f.reason, NodeRef.of(f.blocking_node),
                               tuple(NodeRef.of(n) for n in f.matched_nodes),
                               NodeRef.of(f.failed_node),
-                              tuple(a.summary() for a in self.alternatives()), f.part_text)
+                              tuple(a.summary() for a in self.alternatives()), f.part_text,
+                              f.wanted)
 
 
 @dataclass

@@ -9,9 +9,23 @@ A failure is only ever built in explain mode (fast matching returns False and bu
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 from ..ir import Node
+from ..records import record_field
+
+
+@dataclass(frozen=True)
+class Wanted:
+    """What would have matched where a pattern failed, when that is one value the model could
+    be given: a constant's (``what`` "tensor", ``target`` the value) or a node's attribute
+    (``what`` "attribute", ``target`` the node, ``attribute`` its name).  ``value`` is JSON
+    data.  Edits read it to offer the fix (``compiler_core.editing.suggestions``)."""
+
+    what: str
+    target: str
+    value: Any
+    attribute: str = record_field(default="", omit_empty=True)
 
 
 @dataclass(eq=False)
@@ -31,6 +45,7 @@ class Failure:
     alternatives: tuple["Failure", ...] = ()
     custom_reason: str | None = None
     part: tuple[str, ...] = ()  # the named parts of the pattern it failed in, outermost first
+    wanted: Wanted | None = None   # the one value that would have matched here, when known
     score: float = field(default=0.0)
 
     @property

@@ -32,7 +32,8 @@ from ..ir import Node, Value
 from ..ir.dtypes import dtype_text, is_dtype_attribute
 from .checks import (Check, Predicate, custom_check, dtype_check, rank_check, same_size_check,
                      shape_check)
-from .failure import best_of
+from ..records import to_json
+from .failure import Wanted, best_of
 from .schema_defaults import attribute_default
 from .state import MatchState, Path, input_subject, parent_node
 from .texts import describe_value, format_array, format_attr, format_number
@@ -103,11 +104,14 @@ class Pattern(ABC):
 
     def where(self, test: Callable[[Value, dict], bool], expected: str,
               found: Callable[[Value, dict], str] | None = None, *,
-              needs_bindings: bool = True) -> "Pattern":
+              needs_bindings: bool = True,
+              wanted: Callable[[Value], Any] | None = None) -> "Pattern":
         """A custom test ``test(value, bindings)`` of the matched value (an op's output 0).
         With ``needs_bindings`` it runs once the whole structure matched; without, right away
-        (an early reject)."""
-        return self._add_check(custom_check(test, expected, found, deferred=needs_bindings))
+        (an early reject).  ``wanted(value)``: the one attribute or constant value that would
+        pass (a ``Wanted``), when one does."""
+        return self._add_check(custom_check(test, expected, found, deferred=needs_bindings,
+                                            wanted=wanted))
 
     def described_as(self, text: str) -> "Pattern":
         return self._with(description=text)
@@ -191,7 +195,7 @@ class Pattern(ABC):
                 return st.explain and st.fail(
                     path, self.label, self.subject(path, value), check.expected,
                     "no value" if value is None else check.found(value, st.bindings),
-                    _failed_at(value, path))
+                    _failed_at(value, path), wanted=check.wanted_for(value))
         for name, extract in self.binds:
             if not bind(st, name, extract(matched) if extract else matched, path, self):
                 return False
@@ -358,9 +362,11 @@ class OpPattern(Pattern):
         st.reset(mark)
         # The failure reads these; whoever backtracks from it resets them.
         st.matched, st.extra_size = matched, extra_size
+        wanted = None if isinstance(want, Predicate) else Wanted(
+            "attribute", node.name, to_json(want), attribute=name)
         return st.fail(path, node.op_type, node.op_type,
                        _expected_attr(name, want, (node.op_type,)),
-                       f"{name} = {_attr_text(node.op_type, name, got)}", node)
+                       f"{name} = {_attr_text(node.op_type, name, got)}", node, wanted=wanted)
 
     def _match_inputs(self, node: Node, st: MatchState, path: Path | None) -> bool:
         inputs = node.inputs
@@ -564,9 +570,21 @@ class ConstPattern(ValuePattern):
         if data is None or (self.value is not None and not self._close(data)) or (
                 self.test is not None and not self.test(data)):
             return st.explain and st.fail(path, self.label, input_subject(path), self.expected,
-                                          describe_value(value), _failed_at(value, path))
+                                          describe_value(value), _failed_at(value, path),
+                                          wanted=self._wanted(value, data))
         st.matched += 1
         return True
+
+    def _wanted(self, value: Value | None, data: np.ndarray | None) -> Wanted | None:
+        """The constant to set for a match: this pattern's value, where the graph holds a
+        constant of another value (one number fills it; otherwise as many as it holds)."""
+        if self.value is None or data is None or value is None or data.dtype.kind not in "fiu":
+            return None
+        if self.value.size == 1:
+            return Wanted("tensor", value.name, self.value.reshape(-1)[0].item())
+        if self.value.size == data.size:
+            return Wanted("tensor", value.name, self.value.reshape(-1).tolist())
+        return None
 
     def _close(self, data: np.ndarray) -> bool:
         want = self.value

@@ -273,7 +273,7 @@ def _whole_match_holds(compiled: CompiledPattern, st: MatchState, root: Node) ->
                 path, pattern.label, pattern.subject(path, value), check.expected,
                 check.found(value, bindings),
                 value.producer if value.producer else (path[-1][0] if path else root),
-                part=parts)
+                part=parts, wanted=check.wanted_for(value))
     inside = st.node_owner
     for node, pattern, path in st.nodes:
         if node is root or pattern.allow_external:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..ir import Node
 from ..records import OMIT, name_of, names, record_field
+from .failure import Wanted
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,7 @@ class NearMissRecord:
     failed_node: NodeRef | None = record_field(convert=name_of, default=None)
     alternatives: tuple[dict, ...] = ()  # each OR branch: path, part, expected, found, reason
     part: str = ""  # the named part of the pattern that failed ("key › head split")
+    wanted: Wanted | None = record_field(default=None, omit_none=True)   # the value that fits
 
     json_order = ("site", "score", "path", "part")
 

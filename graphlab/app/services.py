@@ -10,6 +10,7 @@ from compiler_core.passes import PRESETS
 from .builds import BuildJob, BuildStatus
 from .comparison import comparison_job
 from .config import AppConfig
+from .model_edits import edited_source
 from .sessions import SessionStore
 from .view_state import ViewState, from_query
 from .workbench import Workbench, Workspace
@@ -48,7 +49,7 @@ class Services:
 
     def workspace_job(self, state: ViewState, upload, upload_b=None) -> BuildJob:
         """The build of the view's workspace (a comparison's, or a pipeline's)."""
-        source = self.workbench.source(state.model, _token(upload))
+        source = edited_source(self.workbench.source(state.model, _token(upload)), state.edits)
         sizes = state.bound.checked()
         if state.versus:
             return comparison_job(self.workbench, source, state.versus, _token(upload_b),

@@ -21,6 +21,7 @@ from compiler_core.records import record_field
 
 from ..user_input import parse_bindings
 from .highlight import Highlight
+from .model_edits import MAX_VIEW_EDITS_CHARS
 from .workbench import REDUCED_MODEL
 
 OVERLAYS = ("", "intensity", "error")
@@ -76,6 +77,7 @@ class ViewState:
     versus_after: bool = False    # compare the pipeline's outputs instead of the models
     rules: str = ""               # onnxscript rules MODULE[:NAME] the patterns panel judges
     pattern: str = ""             # the pattern editor's text, as typed (the editor reads it)
+    edits: str = ""               # the model's edits, as compact JSON (`model_edits`)
 
     def __post_init__(self) -> None:
         # The address's and the page's text form of the highlight is read once, here.
@@ -106,7 +108,8 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "search": "q", "hide_unchanged": "hide", "overlay": "overlay", "compare": "cmp",
              "array": "array", "dataflow": "flow", "timing": "timing", "gemm": "gemm",
              "sram": "sram", "bandwidth": "bw",
-             "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat"}
+             "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat",
+             "edits": "edits"}
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.
@@ -126,6 +129,8 @@ _CHECKS = {
     "versus_after": lambda text, fallback: text in ("1", "true", "yes"),
     "rules": lambda text, fallback: text.strip()[:MAX_RULES_CHARS],
     "pattern": lambda text, fallback: text,
+    # kept whole or not at all: a cut list would be another list (read in `model_edits`)
+    "edits": lambda text, fallback: text if len(text) <= 2 * MAX_VIEW_EDITS_CHARS else fallback,
     "highlight": lambda text, fallback: Highlight.decode(text),
 }
 # A panel's name as the URL may give it; which panels exist is the registry's to say (the
@@ -133,7 +138,7 @@ _CHECKS = {
 _PANEL_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _PANEL_SETTINGS = ("overlay", "compare", "array", "dataflow", "timing", "gemm", "sram",
                    "bandwidth", "versus",
-                   "versus_after", "rules")
+                   "versus_after", "rules", "edits")
 
 
 def to_query(state: ViewState, default: ViewState) -> str:
@@ -172,7 +177,7 @@ def with_patch(state: ViewState, patch: dict | None, panels: Collection[str] = (
     if model.startswith(REDUCED_MODEL) and model != state.model:
         # the one model a panel opens, a reduction it made: its own view, from its first pass
         state = state.with_changes(model=model, step=None, node=None, highlight="", versus="",
-                                   overlay="")
+                                   overlay="", edits="")
     changes = {name: _CHECKS[name](_format(value), getattr(state, name))
                for name, value in (patch or {}).items() if name in _CHECKS}
     if "panel" in changes:

@@ -26,8 +26,8 @@ from compiler_core.verify import load_inputs
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
-from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
-                     print_json)
+from .common import (add_edits_option, add_json_flag, add_model_argument, add_plugins_option,
+                     edits_line, load_edited, print_json)
 from .model_options import add_target_option
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
@@ -66,13 +66,14 @@ def add_parser(subparsers) -> None:
                              "pass that changed the graph, or after all; on stderr with --json")
     add_runtime_check_options(parser)
     add_target_option(parser)
+    add_edits_option(parser)
     add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    graph = load_graph(args.model)
+    graph, edited = load_edited(args.model, args.edits)
     verify = args.verify or args.inputs is not None or wants_verify(args)
     compiled = compile_model(
         graph, args.pipeline, parse_bindings(args.bind), args.target,
@@ -90,9 +91,13 @@ def run(args) -> int:
     runtime = run_runtime_check(args, result, lowering.graph if lowering else None,
                                 lowering.tolerance if lowering else None)
     report = compile_report(compiled, saved, runtime, lowering)
+    if edited:
+        report["edits"] = to_json(edited)
     if args.json:
         print_json(report)
     else:
+        if edited:
+            print(edits_line(edited))
         _print_text(compiled, report, lowering, saved)
     failed = [s.pass_name for s in result.snapshots if s.verify is not None and not s.verify.ok]
     if failed:

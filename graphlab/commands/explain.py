@@ -22,8 +22,8 @@ from compiler_core.patterns import STRONG_SCORE, Pattern, PatternRecord
 
 from ..user_input import parse_bindings
 from . import onnxscript_rules
-from .common import (add_json_flag, add_model_argument, add_plugins_option, load_graph,
-                     print_json)
+from .common import (add_edits_option, add_json_flag, add_model_argument, add_plugins_option,
+                     edits_line, load_edited, print_json)
 from .pattern_files import add_patterns_option, chosen_patterns
 
 SITES_SHOWN = 3         # example sites printed per reason
@@ -58,13 +58,16 @@ def add_parser(subparsers) -> None:
     parser.add_argument("--bind", metavar="k=v,...", default=None,
                         help="sizes of symbolic dims the pipeline specializes, as for compile")
     onnxscript_rules.add_option(parser)
+    add_edits_option(parser)
     add_plugins_option(parser)
     add_json_flag(parser)
     parser.set_defaults(run=run)
 
 
 def run(args) -> int:
-    graph = load_graph(args.model)
+    graph, edited = load_edited(args.model, args.edits)
+    if edited and not args.json:
+        print(edits_line(edited))
     if args.onnxscript_rules and not args.before:   # judged on the model as loaded
         return onnxscript_rules.run(args, graph)
     result = compile_model(graph, args.pipeline, parse_bindings(args.bind)).result
@@ -83,6 +86,7 @@ def run(args) -> int:
                               before=args.before, node=args.node, all_sites=args.all_sites)
     if args.json:
         print_json({"pipeline": args.pipeline,
+                    **({"edits": edited} if edited else {}),
                     "judged": verdicts,
                     "patterns": [p for v in verdicts for p in v.patterns]})
         return 0

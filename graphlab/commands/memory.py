@@ -7,7 +7,7 @@ from compiler_core.hardware.memory import DEFAULT_ALIGNMENT, plan_memory
 from compiler_core.records import to_json
 
 from .common import add_json_flag, add_model_argument, print_json
-from .model_options import add_pipeline_options, analysed_graphs, sizes_line
+from .model_options import add_pipeline_options, analysed_graphs
 from ..units import format_bytes
 
 LARGEST_SHOWN = 10
@@ -29,9 +29,9 @@ def run(args) -> int:
     plan = to_json(plan_memory(analysed.priced_final, analysed.bindings,
                                alignment=args.align))
     if args.json:
-        print_json({"sizes": to_json(analysed.sizes), **plan})
+        print_json({**analysed.head(), **plan})
         return 0
-    print(sizes_line(analysed.sizes))
+    print("\n".join(analysed.head_lines()))
     print_text(plan)
     return 0
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from compiler_core.compilation import Compilation, compile_model, decide_sizes, sized
+from compiler_core.editing import EditedModel
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
 from compiler_core.ir import Graph
@@ -22,7 +23,9 @@ from compiler_core.passes import PipelineResult
 
 from ..samples import size_hints
 from ..user_input import parse_bindings
-from .common import load_graph
+from compiler_core.records import to_json
+
+from .common import add_edits_option, edits_line, load_edited
 
 
 def add_target_option(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +39,7 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
                         help="run this preset or comma-separated list of passes first and "
                              "analyse the graph it produces")
     add_bind_option(parser)
+    add_edits_option(parser)
 
 
 def add_bind_option(parser: argparse.ArgumentParser) -> None:
@@ -53,6 +57,7 @@ class Analysed:
     sizes: ChosenSizes
     pipeline: str | None
     compilation: Compilation | None = None   # every pass's snapshot, when a pipeline ran
+    edited: EditedModel | None = None        # the edits applied first (--edits)
 
     @property
     def bindings(self) -> dict[str, int]:
@@ -61,6 +66,15 @@ class Analysed:
     @property
     def result(self) -> PipelineResult | None:
         return self.compilation.result if self.compilation else None
+
+    def head(self) -> dict:
+        """What every analysis's JSON starts with: the sizes, and the edits when there were."""
+        return {"sizes": to_json(self.sizes),
+                **({"edits": to_json(self.edited)} if self.edited else {})}
+
+    def head_lines(self) -> list[str]:
+        """What its text output starts with: the edits (if any), then the sizes."""
+        return [*([edits_line(self.edited)] if self.edited else []), sizes_line(self.sizes)]
 
     @cached_property
     def priced_initial(self) -> Graph:
@@ -79,14 +93,15 @@ class Analysed:
 def analysed_graphs(args, pipeline: str | None = None) -> Analysed:
     """The model, and with ``--pipeline`` (or ``pipeline``, the caller's default) the graph
     the pipeline leaves, compiled for ``--target``."""
-    initial = load_graph(args.model)
+    initial, edited = load_edited(args.model, getattr(args, "edits", None))
     pipeline = args.pipeline or pipeline
     if not pipeline:
         sizes = decide_sizes(initial, parse_bindings(args.bind), size_hints(args.model))
-        return Analysed(initial, initial, sizes, None)
+        return Analysed(initial, initial, sizes, None, edited=edited)
     compiled = compile_model(initial, pipeline, parse_bindings(args.bind),
                              getattr(args, "target", None), size_hints=size_hints(args.model))
-    return Analysed(initial, compiled.final, compiled.decisions.sizes, pipeline, compiled)
+    return Analysed(initial, compiled.final, compiled.decisions.sizes, pipeline, compiled,
+                    edited)
 
 
 def sizes_line(sizes: ChosenSizes) -> str:

@@ -27,7 +27,7 @@ from compiler_core.verify import make_inputs
 
 from ..units import format_bytes
 from .common import add_json_flag, add_model_argument, print_json
-from .model_options import add_pipeline_options, analysed_graphs, sizes_line
+from .model_options import add_pipeline_options, analysed_graphs
 
 DEFAULT_TOP = 15
 RUNTIMES = ("onnx", "onnxruntime")
@@ -79,10 +79,12 @@ def run(args) -> int:
                    for level, profile in levels.items()}
     record = profile_record(comparisons, passes, settings, analysed, args.runtime)
     record["busy"] = busy_note()
+    if analysed.edited:
+        record["edits"] = to_json(analysed.edited)
     if args.json:
         print_json(record)
         return 0
-    print(sizes_line(analysed.sizes))
+    print("\n".join(analysed.head_lines()))
     print_text(comparisons, passes, args.top)
     if record["busy"]:
         print(f"note: {record['busy']}")

@@ -20,7 +20,7 @@ from ..report.story import measure
 from ..samples import size_hints
 from ..user_input import parse_bindings
 from .profile import machine_or_measure
-from .common import add_model_argument, load_graph
+from .common import add_edits_option, add_model_argument, edits_line, load_edited
 from .model_options import add_bind_option, add_target_option, sizes_line
 from ..units import format_bytes
 
@@ -33,6 +33,7 @@ def add_parser(subparsers) -> None:
                         help="a preset (clean, O1, O2; default O2) or comma-separated pass names")
     add_target_option(parser)
     add_bind_option(parser)
+    add_edits_option(parser)
     parser.add_argument("-o", "--output", metavar="REPORT.html", default=None,
                         help="where to write the page (default: MODEL_report.html here)")
     parser.add_argument("--measured", action="store_true",
@@ -44,7 +45,9 @@ def add_parser(subparsers) -> None:
 
 
 def run(args) -> int:
-    graph = load_graph(args.model)
+    graph, edited = load_edited(args.model, args.edits)
+    if edited:
+        print(edits_line(edited))
     asked = (graph, args.pipeline, parse_bindings(args.bind), args.target)
     hints = size_hints(args.model)
     print(sizes_line(decide(*asked, size_hints=hints).sizes))   # before the long run
@@ -55,7 +58,7 @@ def run(args) -> int:
         measured = measure(compiled.result, machine_or_measure(0), compiled.bindings,
                            ProfileSettings(repeats=args.repeats))
     document = render(tell(compiled, os.path.basename(args.model), get_target(args.target),
-                           measured=measured))
+                           measured=measured, edited=edited))
     try:
         with open(output, "w", encoding="utf-8") as handle:
             handle.write(document)

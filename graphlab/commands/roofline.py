@@ -22,8 +22,7 @@ from compiler_core.verify import make_inputs
 
 from .common import add_json_flag, add_model_argument, print_json
 from .profile import machine_or_measure, print_ops, print_totals
-from .model_options import add_pipeline_options, add_target_option, analysed_graphs, \
-    sizes_line
+from .model_options import add_pipeline_options, add_target_option, analysed_graphs
 from ..units import format_bytes, format_seconds, format_si
 
 DEFAULT_TOP = 15
@@ -55,9 +54,9 @@ def add_parser(subparsers) -> None:
 
 
 def roofline_record(analysed, target) -> dict:
-    """graph_cost's record of the analysed graph and the sizes it was priced at; with a
-    pipeline, the comparison too."""
-    sizes = {"sizes": to_json(analysed.sizes)}
+    """graph_cost's record of the analysed graph, the sizes it was priced at (and the edits
+    made first); with a pipeline, the comparison too."""
+    sizes = analysed.head()
     if analysed.pipeline is None:
         return {**sizes, **to_json(graph_cost(analysed.priced_final, target,
                                               analysed.bindings))}
@@ -90,7 +89,7 @@ def run(args) -> int:
     if args.json:
         print_json(record)
         return 0
-    print(sizes_line(analysed.sizes))
+    print("\n".join(analysed.head_lines()))
     print_text(record, args.top)
     if measured is not None:
         print("measured in onnxruntime's profiler:")
@@ -103,10 +102,9 @@ def run_per_pass(args, target) -> int:
     analysed = analysed_graphs(args, pipeline=DEFAULT_PIPELINE)
     traffic = pipeline_traffic(analysed.result, target, analysed.bindings)
     if args.json:
-        print_json({"sizes": to_json(analysed.sizes), "pipeline": analysed.pipeline,
-                    **to_json(traffic)})
+        print_json({**analysed.head(), "pipeline": analysed.pipeline, **to_json(traffic)})
         return 0
-    print(sizes_line(analysed.sizes))
+    print("\n".join(analysed.head_lines()))
     print_per_pass(traffic, analysed.pipeline)
     return 0
 

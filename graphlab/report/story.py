@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from compiler_core.compilation import Compilation
 from compiler_core.compilation.pass_schedules import SystolicStory, systolic_story
 from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
+from compiler_core.editing import EditedModel
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_costs, \
     get_target, plan_memory
@@ -54,6 +55,7 @@ class Story:
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
     measured: Measured | None = None   # with `report --measured`
+    edits: tuple[str, ...] = ()        # the edits made to the model first, one line each
 
     @property
     def bindings(self) -> dict[str, int]:
@@ -64,11 +66,13 @@ class Story:
 
 
 def tell(compilation: Compilation, label: str, target: Target | None = None,
-         why_unchecked: str = "", measured: Measured | None = None) -> Story:
+         why_unchecked: str = "", measured: Measured | None = None,
+         edited: EditedModel | None = None) -> Story:
     """The story of one compilation (the heavy analyses run here, once), priced on
     ``target`` (default: the one its passes planned for, else the default target);
     ``why_unchecked``: what to say when the passes were not checked numerically and the
-    compilation does not say why; ``measured``: its passes measured (`measure`)."""
+    compilation does not say why; ``measured``: its passes measured (`measure`);
+    ``edited``: the edits the model was made with (`graphlab edit`, `--edits`)."""
     decisions = compilation.decisions
     target = target or get_target(decisions.target)
     bindings = compilation.bindings
@@ -83,7 +87,8 @@ def tell(compilation: Compilation, label: str, target: Target | None = None,
         traffic=pipeline_traffic(result, target, bindings),
         systolic=systolic_story(result, target, bindings),
         model_patterns=explain(result.initial, registered_patterns().values()),
-        nodes=_node_labels(result), measured=measured)
+        nodes=_node_labels(result), measured=measured,
+        edits=tuple(edited.applied()) if edited else ())
 
 
 def measure(result: PipelineResult, target: Target, bindings: dict[str, int],

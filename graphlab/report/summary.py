@@ -25,7 +25,9 @@ def outcome(story: Story) -> Markup:
         check = story.verify_note or "not run"
     speedup = story.costs.speedup
     changed = sum(1 for s in result.snapshots if s.changed)
-    return tag("p", tag("b", story.label), f" went through pipeline {story.pipeline} "
+    edited = (f" (edited first: {len(story.edits)} edit{'s' if len(story.edits) != 1 else ''},"
+              f" listed under The model)" if story.edits else "")
+    return tag("p", tag("b", story.label), edited, f" went through pipeline {story.pipeline} "
                     f"({len(result.snapshots)} passes, {changed} of them changed the graph) in "
                     f"{format_seconds(result.seconds)}: ",
                tag("b", f"{len(result.initial)} → {len(result.final)} nodes"),
@@ -50,6 +52,9 @@ def model_section(story: Story) -> list[Markup]:
              ("outputs", "; ".join(_signature(v) for v in info["outputs"]))]
     parts = [tag("table", tag("tbody", [tag("tr", tag("th", k), tag("td", v))
                                         for k, v in facts]), class_="facts-table")]
+    if story.edits:
+        parts += [tag("h4", "Edits made to the model before the pipeline"),
+                  tag("ol", [tag("li", line) for line in story.edits], class_="edits")]
     if info["warnings"]:
         parts += [tag("h4", "Import warnings"),
                   tag("ul", [tag("li", w) for w in info["warnings"]], class_="notes")]

@@ -9,6 +9,7 @@ from onnx import TensorProto
 
 from ...ir import Node, Value
 from ..checks import one_of
+from ..failure import Wanted
 from ..language import Pattern, any_value, const, op, optional
 from ..texts import format_attr
 from .common import as_float, scalar_const
@@ -41,11 +42,29 @@ def _reduction_found(value: Value, _: dict) -> str:
     return f"{text}, keepdims {node.attrs.get('keepdims', 1)} (rank {node.inputs[0].rank})"
 
 
+def _last_axis_wanted(value: Value) -> Wanted | None:
+    """The one edit that makes a ReduceMean a mean over the last axis: its axes (the
+    attribute, or the constant input opset 18 reads them from), or its keepdims."""
+    node = value.producer
+    axes_right = _is_last_axis(_reduced_axes(node), node.inputs[0].rank)
+    keepdims = node.attrs.get("keepdims", 1)
+    if axes_right and keepdims != 1:
+        return Wanted("attribute", node.name, 1, attribute="keepdims")
+    if axes_right or keepdims != 1:
+        return None
+    axes = node.input(1)
+    if axes is not None:
+        return Wanted("tensor", axes.name, [-1]) if axes.constant_value() is not None \
+            and axes.constant_value().size == 1 else None
+    return Wanted("attribute", node.name, [-1], attribute="axes")
+
+
 def last_axis_mean(x: Pattern, name: str) -> Pattern:
     # Checked once the structure matched (not as an early reject), so a wrong axis on an
     # otherwise perfect layer norm scores as the near miss it is.
     return op("ReduceMean", x, optional(const())).bind(name).where(
-        _means_last_axis, "mean over the last axis (axes [-1], keepdims 1)", _reduction_found)
+        _means_last_axis, "mean over the last axis (axes [-1], keepdims 1)", _reduction_found,
+        wanted=_last_axis_wanted)
 
 
 def normalized_last_axis(x: Pattern) -> Pattern:
@@ -117,7 +136,9 @@ def _readers(value: Value, _: dict) -> str:
 
 def over_last_axis(norm: Pattern) -> Pattern:
     """A normalization op whose ``axis`` attribute (default -1) names the last axis."""
-    return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found)
+    return norm.where(_normalizes_last_axis, "normalization over the last axis", _axis_found,
+                      wanted=lambda value: Wanted("attribute", value.producer.name, -1,
+                                                  attribute="axis"))
 
 
 def _normalizes_last_axis(value: Value, _: dict) -> bool:

@@ -9,7 +9,7 @@ from dash import Output, html
 from ..inspector_data import describe_node
 from ..node_metrics import ASSUMED
 from ..services import Services
-from . import wrong_value
+from . import edit_controls, wrong_value
 from .on_view import on_view
 from .panel import TAB, Panel
 
@@ -20,7 +20,8 @@ HINT = "Click a node in either pane to inspect it; its counterpart is selected i
 
 
 def layout(_: Services) -> html.Div:
-    return html.Div(id=BODY, className="side-body")
+    return html.Div(className="side-body", children=[html.Div(id=BODY),
+                                                      edit_controls.layout()])
 
 
 def register(app, services: Services) -> None:

@@ -138,9 +138,11 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
     if kind == MODEL:
         if inputs["model"] in (None, state.model):   # the list cleared itself or re-chose it
             return None
-        return state.with_changes(model=inputs["model"], step=None, node=None, highlight="")
+        return state.with_changes(model=inputs["model"], step=None, node=None, highlight="",
+                                  edits="")   # edits name a model's nodes: not another's
     if kind == ids.UPLOAD_TOKEN:
-        return state.with_changes(model=UPLOAD_MODEL, step=None, node=None, highlight="")
+        return state.with_changes(model=UPLOAD_MODEL, step=None, node=None, highlight="",
+                                  edits="")
     if kind == PRESET:
         if not inputs["preset"]:
             return None

@@ -6,9 +6,10 @@ A new panel is one module ending in its `Panel` declaration, and one line below.
 
 from __future__ import annotations
 
-from . import build_progress, compare, compare_bar, controls, exports, inspector, latency, \
-    memory, numerics, onnxscript_rules, overlay, panes, pattern_editor, patterns, reduce_view, \
-    report_download, roofline, service_banner, stepper, systolic, wrong_value
+from . import build_progress, compare, compare_bar, controls, edit_controls, edit_list, \
+    exports, inspector, latency, memory, numerics, onnxscript_rules, overlay, panes, \
+    pattern_editor, patterns, reduce_view, report_download, roofline, service_banner, stepper, \
+    systolic, wrong_value
 from .panel import TAB, Panel
 
 PANELS: tuple[Panel, ...] = (
@@ -18,8 +19,10 @@ PANELS: tuple[Panel, ...] = (
     service_banner.PANEL,
     build_progress.PANEL,
     stepper.PANEL,
+    edit_list.PANEL,
     panes.PANEL,
     inspector.PANEL,
+    edit_controls.PANEL,
     patterns.PANEL,
     onnxscript_rules.PANEL,
     pattern_editor.PANEL,

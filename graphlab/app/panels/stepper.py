@@ -18,7 +18,7 @@ from compiler_core.wording import plural
 
 from .. import ids
 from ..services import Services
-from . import compare_bar, latency, numerics, reduce_view, wrong_value
+from . import compare_bar, edit_list, latency, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
 
@@ -48,6 +48,7 @@ def layout(services: Services) -> html.Div:
             latency.layout(),
         ]),
         html.Div(id=ROWS, className="pass-list", role="list"),
+        edit_list.layout(),
     ])
 
 
