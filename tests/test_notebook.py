@@ -64,3 +64,9 @@ def test_the_notebook_lesson_runs_in_a_kernel_and_its_app_answers(tmp_path):
     assert "Add" in said[3] and "left of the ridge" in said[3]
     assert re.search(r"\d+ folds, [\d,]+ cycles, utilization \d+%", said[4])
     assert "bert_tiny_op13 (286 nodes) vs bert_tiny_dynamo (120 nodes)" in said[5]
+    measured = said[6]   # the seed claims, on the machine the lesson ran on
+    assert "<Measurement bert_tiny_op13 on This machine" in measured
+    assert re.search(r"Latency at ORT_DISABLE_ALL: [\d.]+ → [\d.]+ ms, [\d.]+×", measured)
+    assert re.search(r"Traffic of fuse_attention at ORT_DISABLE_ALL, as onnxruntime's kernels "
+                     r"read and wrote it: [\d.]+ MiB → [\d.]+ MiB, \d+% less", measured)
+    assert re.search(r"fuse_attention +\d+ nodes +ORT_ENABLE_ALL [\d.]+", measured)

@@ -12,11 +12,10 @@ import os
 from compiler_core.compilation import VERIFY_IF_RUNNABLE, compile_model, decide
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.targets import get_target
-
+from compiler_core.profiling.pipeline import measure_pipeline
 from compiler_core.profiling.runner import DEFAULT_REPEATS, ProfileSettings
 
 from ..report import render, tell
-from ..report.story import measure
 from ..samples import size_hints
 from ..user_input import parse_bindings
 from .profile import machine_or_measure
@@ -55,8 +54,8 @@ def run(args) -> int:
     compiled = compile_model(*asked, size_hints=hints, verify=VERIFY_IF_RUNNABLE)
     measured = None
     if args.measured:
-        measured = measure(compiled.result, machine_or_measure(0), compiled.bindings,
-                           ProfileSettings(repeats=args.repeats))
+        measured = measure_pipeline(compiled.result, machine_or_measure(0), compiled.bindings,
+                                    ProfileSettings(repeats=args.repeats))
     document = render(tell(compiled, os.path.basename(args.model), get_target(args.target),
                            measured=measured, edited=edited))
     try:

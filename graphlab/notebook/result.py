@@ -21,9 +21,12 @@ from compiler_core.ir import Graph
 from compiler_core.passes import PipelineResult, Snapshot
 from compiler_core.passes.framework.diff import GraphDiff
 from compiler_core.passes.framework.judged import JudgedPattern, judge_pipeline
+from compiler_core.profiling.pipeline import MeasuredPipeline
+from compiler_core.runtime_check import LEVELS
 from compiler_core.records import to_json
 from compiler_core.wording import plural
 
+from ..report.measured import claim_lines
 from ..samples import size_hints
 from ..user_input import parse_bindings
 from .display import (MODES, first_view, in_colab, notebook_display, typed_sizes, start_app,
@@ -147,6 +150,20 @@ class CompileResult:
         return schedule_node(self.compilation.sized(self.final), node, bindings=self.bindings, rows=rows, cols=cols,
                              dataflow=dataflow, timing=timing, target=self.target)
 
+    def measure(self, *, repeats: int = 5, warmup: int = 1, threads: int = 0) -> "Measurement":
+        """The model as loaded and the graph after every pass that changed it, run in
+        onnxruntime's profiler on this machine (measured as a target first, if it never was),
+        each as written for onnxruntime, beside its predicted time: what `graphlab report
+        --measured` shows, with the seed claims checked (``.claims``)."""
+        from compiler_core.profiling.machine import DEFAULT_THREADS, busy_note, machine_target
+        from compiler_core.profiling.pipeline import measure_pipeline
+        from compiler_core.profiling.runner import ProfileSettings
+
+        target = machine_target(threads or DEFAULT_THREADS)
+        settings = ProfileSettings(warmup=warmup, repeats=repeats, threads=threads)
+        measured = measure_pipeline(self.result, target, self.bindings, settings)
+        return Measurement(self.model, measured, busy_note())
+
     # -- as the CLI prints it ------------------------------------------------------------------
     def record(self) -> CompileResultRecord:
         """The run's records as the CLI prints them (a result holding graphs is no record
@@ -183,6 +200,34 @@ class CompileResult:
                  f"  sizes: {self.sizes.describe()}"]
         lines += [f"  {s.index + 1:>3}. {s.pass_name:<28} {s.nodes_before:>5} -> "
                   f"{s.nodes_after:<5} ({plural(s.rewrites, 'rewrite')})" for s in changed]
+        return "\n".join(lines) + ">"
+
+
+@dataclass
+class Measurement:
+    """A run measured (`CompileResult.measure`): ``.pipeline`` holds the records."""
+
+    model: str
+    pipeline: MeasuredPipeline
+    busy: str | None = None     # why the times may be long (the machine was busy)
+
+    @property
+    def claims(self) -> list[str]:
+        """The seeds' claims (fusion's latency gain, attention fusion's traffic saving)
+        beside what this machine measured."""
+        return claim_lines(self.pipeline)
+
+    def __repr__(self) -> str:
+        lines = [f"<Measurement {self.model} on {self.pipeline.target.display_name}"]
+        lines += [f"  {line}" for line in self.claims[1:]]
+        if self.busy:
+            lines.append(f"  note: {self.busy}")
+        lines.append("  each pass that changed the graph, best run in ms (predicted):")
+        for entry in self.pipeline.passes:
+            measured = ", ".join(f"{LEVELS[level]} {ms:.3f}" for level, ms
+                                 in entry.best_ms.items())
+            lines.append(f"    {entry.pass_name:<22} {entry.nodes:>5} nodes  {measured}  "
+                         f"({entry.predicted_ms:.3f})")
         return "\n".join(lines) + ">"
 
 

@@ -4,6 +4,7 @@ misses (`compiler_core.profiling`; only with `graphlab report --measured`)."""
 
 from __future__ import annotations
 
+from compiler_core.profiling.pipeline import SEED_LATENCY, SEED_TRAFFIC, MeasuredPipeline
 from compiler_core.runtime_check import LEVELS
 
 from ..units import format_bytes
@@ -11,10 +12,6 @@ from .markup import Markup, tag
 from .story import Story
 
 SLOWEST_SHOWN = 15
-# What the articles GraphLab's lessons start from claim, to be checked on this machine.
-SEED_LATENCY = "fusion gives 2–5× lower latency"
-SEED_TRAFFIC = "attention fusion saves 30–50 % of memory traffic"
-ATTENTION_PASS = "fuse_attention"
 
 
 def measured_section(story: Story) -> list[Markup]:
@@ -32,7 +29,8 @@ def measured_section(story: Story) -> list[Markup]:
                  f"per-op overhead. Times in ms: a pass's graph by its best of "
                  f"{len(comparison.profile.wall_ms)} runs (hover for the median and spread), an "
                  f"op by its median."),
-        tag("h4", "The seed claims, on this machine"), _claims(measured, target),
+        tag("h4", "The seed claims, on this machine"),
+        tag("ul", *(tag("li", line) for line in claim_lines(measured))),
         tag("h4", "Each pass, measured and predicted"), _passes_table(measured.passes),
         tag("h4", f"The final graph's slowest ops at {LEVELS[comparison.profile.level]}"),
         tag("p", f"Measured {comparison.profile.total_ms:.3f} ms per run, predicted "
@@ -45,29 +43,24 @@ def measured_section(story: Story) -> list[Markup]:
     return parts
 
 
-def _claims(measured, target) -> Markup:
+def claim_lines(measured: MeasuredPipeline) -> list[str]:
     """Fusion's latency gain and attention fusion's traffic saving, measured, beside the
-    seeds' numbers, with the hardware named."""
-    first, last = measured.passes[0], measured.passes[-1]
-    items = []
-    for level in first.measured_ms:
-        before, after = first.best_ms[level], last.best_ms[level]
-        items.append(tag("li", f"Latency at {LEVELS[level]}: {before:.3f} → {after:.3f} ms, "
-                               f"{before / after:.2f}× (the seeds: {SEED_LATENCY})."))
-    attention = next((i for i, p in enumerate(measured.passes)
-                      if p.pass_name == ATTENTION_PASS), None)
-    if attention:
-        level = list(first.measured_ms)[-1]
-        before = measured.passes[attention - 1].profiles[level].bytes
-        after = measured.passes[attention].profiles[level].bytes
-        items.append(tag("li", f"Traffic of {ATTENTION_PASS} at {LEVELS[level]}, as "
-                               f"onnxruntime's kernels read and wrote it: "
-                               f"{format_bytes(before)} → {format_bytes(after)}, "
-                               f"{1 - after / before:.0%} less (the seeds: {SEED_TRAFFIC})."))
+    seeds' numbers, with the hardware named (the report's list, the notebook's text)."""
+    lines = [f"Hardware: {measured.target.display_name}."]
+    for gain in measured.latency_gains():
+        lines.append(f"Latency at {LEVELS[gain.level]}: {gain.before_ms:.3f} → "
+                     f"{gain.after_ms:.3f} ms, {gain.ratio:.2f}× (the seeds: {SEED_LATENCY}).")
+    traffic = measured.attention_traffic()
+    if traffic is None:
+        lines.append(f"No attention was fused here, so the traffic claim ({SEED_TRAFFIC}) is "
+                     f"not tested by this model.")
     else:
-        items.append(tag("li", f"No attention was fused here, so the traffic claim ("
-                               f"{SEED_TRAFFIC}) is not tested by this model."))
-    return tag("ul", tag("li", f"Hardware: {target.display_name}."), *items)
+        lines.append(f"Traffic of {traffic.pass_name} at {LEVELS[traffic.level]}, as "
+                     f"onnxruntime's kernels read and wrote it: "
+                     f"{format_bytes(traffic.before_bytes)} → "
+                     f"{format_bytes(traffic.after_bytes)}, {traffic.saved:.0%} less (the "
+                     f"seeds: {SEED_TRAFFIC}).")
+    return lines
 
 
 def _passes_table(passes) -> Markup:

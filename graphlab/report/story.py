@@ -16,10 +16,7 @@ from compiler_core.hardware import CostComparison, MemoryPlan, Target, compare_c
 from compiler_core.passes import PipelineResult
 from compiler_core.passes.framework.rulebook import registered_patterns
 from compiler_core.patterns import PatternReport, explain
-from compiler_core.profiling.compare import Comparison, compare
-from compiler_core.profiling.pass_latency import PassLatency, pass_latencies
-from compiler_core.profiling.runner import ProfileSettings
-from compiler_core.verify import make_inputs
+from compiler_core.profiling.pipeline import MeasuredPipeline
 
 
 @dataclass(frozen=True)
@@ -29,14 +26,6 @@ class NodeLabel:
 
     def __str__(self) -> str:
         return f"{self.name} ({self.op})"
-
-
-@dataclass
-class Measured:
-    """The pipeline measured in onnxruntime's profiler on a measured target."""
-
-    passes: list[PassLatency]   # the input model, then every pass that changed the graph
-    comparison: Comparison      # the final graph's ops at ORT_ENABLE_ALL, beside predictions
 
 
 @dataclass
@@ -54,7 +43,7 @@ class Story:
     systolic: SystolicStory     # the GEMMs on the array after every pass, the busiest one
     model_patterns: list[PatternReport]
     nodes: dict[int, NodeLabel] = field(default_factory=dict)   # every id the pipeline saw
-    measured: Measured | None = None   # with `report --measured`
+    measured: MeasuredPipeline | None = None   # with `report --measured`
     edits: tuple[str, ...] = ()        # the edits made to the model first, one line each
 
     @property
@@ -66,7 +55,7 @@ class Story:
 
 
 def tell(compilation: Compilation, label: str, target: Target | None = None,
-         why_unchecked: str = "", measured: Measured | None = None,
+         why_unchecked: str = "", measured: MeasuredPipeline | None = None,
          edited: EditedModel | None = None) -> Story:
     """The story of one compilation (the heavy analyses run here, once), priced on
     ``target`` (default: the one its passes planned for, else the default target);
@@ -89,18 +78,6 @@ def tell(compilation: Compilation, label: str, target: Target | None = None,
         model_patterns=explain(result.initial, registered_patterns().values()),
         nodes=_node_labels(result), measured=measured,
         edits=tuple(edited.applied()) if edited else ())
-
-
-def measure(result: PipelineResult, target: Target, bindings: dict[str, int],
-            settings: ProfileSettings) -> Measured:
-    """Every changed snapshot's latency and the final graph's ops, measured on ``target``,
-    each graph as written for onnxruntime (its fused nodes as onnxruntime's operators, where
-    it has them): what a user of GraphLab's output runs."""
-    inputs = make_inputs(result.initial, bindings)
-    passes = pass_latencies(result, inputs, target, bindings, settings, for_onnxruntime=True)
-    last = passes[-1]   # the last graph that changed is the final one
-    profile = last.profiles.get("all") or next(iter(last.profiles.values()))
-    return Measured(passes, compare(last.graph, profile, target, bindings))
 
 
 def _node_labels(result: PipelineResult) -> dict[int, NodeLabel]:
