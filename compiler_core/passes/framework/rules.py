@@ -53,12 +53,18 @@ class Rule(ABC):
 
     @abstractmethod
     def pattern(self) -> Pattern:
-        """What the rule finds (a fresh pattern each call)."""
+        """What the rule finds (called once per rule: `named_pattern` keeps it)."""
 
     def named_pattern(self) -> Pattern:
-        """The pattern under the name its reports carry: its own title, else the rule's name."""
-        pattern = self.pattern()
-        return pattern if pattern.title else pattern.named(self.name)
+        """The pattern under the name its reports carry: its own title, else the rule's name.
+        Built once per rule: a pattern only describes (a match keeps its state elsewhere), and
+        its compiled form, kept on it, then serves every graph the rule sees."""
+        built = self.__dict__.get("_named_pattern")
+        if built is None:
+            pattern = self.pattern()
+            built = pattern if pattern.title else pattern.named(self.name)
+            self.__dict__["_named_pattern"] = built
+        return built
 
     def pattern_doc(self) -> str:
         """What the pattern matches, why it matters, and its bindings (``pattern``'s docstring)."""
