@@ -27,7 +27,8 @@ def clientside() -> dict[str, Callable]:
     """Stand-ins by output, for `Tab.open(..., clientside=clientside())`."""
     tabs = [panel.name for panel in placed(TAB)]
     gates = [f"{store}.data...{key}.data" for _, store, key in GATES]
-    return {_key([f"{ids.tab_view(tab)}.data" for tab in tabs]): _forward(tabs),
+    about_a_node = [panel.about_a_node for panel in placed(TAB)]
+    return {_key([f"{ids.tab_view(tab)}.data" for tab in tabs]): _forward(tabs, about_a_node),
             _key([f"{pane}.elements" for pane in UPDATES]): _apply_panes,
             _key(gates): _gates}
 
@@ -50,9 +51,17 @@ def _gates(view, upload, upload_b, *lasts):
     return tuple(out)
 
 
-def _forward(tabs: list[str]) -> Callable:
-    return lambda view: tuple(view if view and view.get("panel") == tab else NO_UPDATE
-                              for tab in tabs)
+def _forward(tabs: list[str], about_a_node: list[bool]) -> Callable:
+    def only_stepped(view, last) -> bool:
+        return (bool(last) and view.get("node") is None and last.get("node") is None
+                and {k: v for k, v in view.items() if k != "step"}
+                == {k: v for k, v in last.items() if k != "step"})
+
+    def forward(view, *lasts):
+        return tuple(NO_UPDATE if not view or view.get("panel") != tab
+                     or (node_only and only_stepped(view, last)) else view
+                     for tab, node_only, last in zip(tabs, about_a_node, lasts))
+    return forward
 
 
 def _apply_panes(*values):

@@ -95,4 +95,4 @@ def _value_table(rows: list[dict]) -> html.Table:
                       className="kv")
 
 
-PANEL = Panel(NAME, TAB, register, layout, tab="Inspector")
+PANEL = Panel(NAME, TAB, register, layout, tab="Inspector", about_a_node=True)

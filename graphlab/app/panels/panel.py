@@ -22,3 +22,6 @@ class Panel:
     layout: Callable | None = None   # layout(services) -> the panel's components
     tab: str = ""       # the tab's label
     follows_selection: bool = False  # a tap in the panes keeps this tab open
+    # With no node selected it shows the same on every pass (the inspector's hint), so a step
+    # without a selection asks it nothing (`tab_gate`).
+    about_a_node: bool = False
