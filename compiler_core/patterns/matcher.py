@@ -18,6 +18,7 @@ from ..ir import Graph, Node, Value
 from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import AndPattern, OpPattern, OrPattern, OutputOf, PartPattern, Pattern
+from .reach import reach_test
 from .records import MatchRecord, NodeRef
 from .state import MatchState
 
@@ -62,7 +63,14 @@ class CompiledPattern:
     binding_names: tuple[str, ...]
     root_ops: frozenset[str] | None  # op types the root can have (None: any node)
     root_output: int
-    prefilter: Callable[[Node], bool] | None  # a cheap necessary test of a candidate root
+    # Cheap tests of a node, without any match state (None: no test).  ``prefilter``: does
+    # its op type fit the root and do its inputs come from the op types the root's inputs
+    # want (explain's sites); ``match_test``: the same in every alternative of the root,
+    # ORs inside ORs and named parts opened (a necessary condition of a match); ``reaches``:
+    # can an attempt there match more than the root (``reach``)?
+    prefilter: Callable[[Node], bool] | None
+    match_test: Callable[[Node], bool] | None
+    reaches: Callable[[Node], bool] | None
 
 
 def compile_pattern(pattern: Pattern) -> CompiledPattern:
@@ -90,7 +98,9 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
     compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
                                tuple(names), _root_ops(pattern),
                                pattern.index if isinstance(pattern, OutputOf) else 0,
-                               _prefilter(pattern))
+                               _prefilter(pattern.branches if isinstance(pattern, OrPattern)
+                                          else (pattern,)),
+                               _prefilter(_root_branches(pattern)), reach_test(pattern))
     pattern._compiled = compiled
     return compiled
 
@@ -166,10 +176,20 @@ def _root_ops(element: Pattern) -> frozenset[str] | None:
     return None
 
 
-def _prefilter(root: Pattern) -> Callable[[Node], bool] | None:
-    """tinygrad-style early reject: the root's op type and the op types producing its inputs,
-    checked without building any match state.  None when the index already says it all."""
-    branches = root.branches if isinstance(root, OrPattern) else (root,)
+def _root_branches(element: Pattern) -> list[Pattern]:
+    """The alternatives at the root, ORs and named parts opened (their tags and bindings do
+    not decide whether the structure can match)."""
+    if isinstance(element, OrPattern):
+        return [b for branch in element.branches for b in _root_branches(branch)]
+    if isinstance(element, PartPattern):
+        return _root_branches(element.inner)
+    return [element]
+
+
+def _prefilter(branches) -> Callable[[Node], bool] | None:
+    """tinygrad-style early reject: the root's op type and the op types producing its inputs
+    in one of ``branches``, checked without building any match state.  None when the index
+    already says it all, or when a branch is not an op."""
     tests = [_op_test(b) for b in branches]
     if any(t is None for t in tests):
         return None
@@ -313,9 +333,9 @@ def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
     index = index or NodeIndex.of(graph)
     claimed: set[int] = set()
     matches = []
-    prefilter = compiled.prefilter
+    test = compiled.match_test
     for node in paced(budget, reversed(index.candidates(compiled.root_ops))):
-        if node.id in claimed or (prefilter is not None and not prefilter(node)):
+        if node.id in claimed or (test is not None and not test(node)):
             continue
         found = attempt(compiled, node, explain=False, claimed=claimed, budget=budget)
         if found is not None:
