@@ -88,11 +88,10 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
             names.setdefault(name, set()).add(key)
     repeated = {name for name, owners in names.items() if len(owners) > 1}
     counted: dict[int, frozenset[int]] = {}
+    contained: dict[int, bool] = {}
     for element in objects.values():
         element.size = len(_counted_below(element, counted))
-        inside = _subtree(element)
-        element.memo_ok = not any(objects[k].shared or set(_names_bound_by(objects[k])) & repeated
-                                  for k in inside)
+        element.memo_ok = _self_contained(element, repeated, contained)
         if isinstance(element, OpPattern) and hasattr(element.rest, "element"):
             _check_variadic_element(element.rest.element, objects)
     compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
@@ -128,6 +127,17 @@ def _subtree(element: Pattern) -> set[int]:
                 seen.add(id(child))
                 stack.append(child)
     return seen
+
+
+def _self_contained(element: Pattern, repeated: set[str], memo: dict[int, bool]) -> bool:
+    """No element at or below ``element`` is shared or binds a name bound elsewhere too (its
+    outcome then depends on the value it sees alone).  Memoized per element."""
+    known = memo.get(id(element))
+    if known is None:
+        known = memo[id(element)] = not (
+            element.shared or set(_names_bound_by(element)) & repeated) and all(
+            _self_contained(child, repeated, memo) for child in element.children())
+    return known
 
 
 def _names_bound_by(element: Pattern) -> list[str]:
@@ -188,22 +198,36 @@ def _root_branches(element: Pattern) -> list[Pattern]:
 
 def _prefilter(branches) -> Callable[[Node], bool] | None:
     """tinygrad-style early reject: the root's op type and the op types producing its inputs
-    in one of ``branches``, checked without building any match state.  None when the index
-    already says it all, or when a branch is not an op."""
-    tests = [_op_test(b) for b in branches]
-    if any(t is None for t in tests):
+    in one of ``branches``, checked without building any match state: the node's op type
+    picks the branches to test.  None when the index by op type already says it all, or
+    when a branch is not an op."""
+    by_op: dict[str, list[Callable[[list], bool] | None]] = {}
+    for branch in branches:
+        if not isinstance(branch, OpPattern):
+            return None
+        test = _inputs_test(branch)
+        for op_type in branch.op_types:
+            by_op.setdefault(op_type, []).append(test)
+    if all(None in tests for tests in by_op.values()):
         return None
-    if len(tests) == 1:
-        return tests[0][1] if tests[0][0] else None
-    accepts = [t[1] for t in tests]
-    return lambda node: any(test(node) for test in accepts)
+    # per op type: None when a branch rooted there wants nothing of its inputs
+    table = {op_type: None if None in tests else tuple(tests)
+             for op_type, tests in by_op.items()}
+
+    def accepts(node: Node) -> bool:
+        if node.op_type not in table:
+            return False
+        tests = table[node.op_type]
+        return tests is None or any(test(node.inputs) for test in tests)
+    return accepts
 
 
-def _op_test(element: Pattern) -> tuple[bool, Callable[[Node], bool]] | None:
-    """(whether it tests more than the op type, the test) for an op root; None otherwise."""
-    if not isinstance(element, OpPattern):
+def _inputs_test(element: OpPattern) -> Callable[[list], bool] | None:
+    """A test of a node's inputs: each comes from an op type its pattern wants (either order
+    for a commutative op).  None when no input pattern names an op type."""
+    wanted = [_root_ops(p) for p in element.inputs]
+    if all(w is None for w in wanted):
         return None
-    types, wanted = element.op_types, tuple(_root_ops(p) for p in element.inputs)
 
     def fits(want: frozenset[str] | None, inputs: list, index: int) -> bool:
         if want is None:
@@ -213,17 +237,11 @@ def _op_test(element: Pattern) -> tuple[bool, Callable[[Node], bool]] | None:
         return producer is not None and producer.op_type in want
 
     if element.commutative:
-        def test(node: Node) -> bool:
-            ins = node.inputs
-            return node.op_type in types and (
-                (fits(wanted[0], ins, 0) and fits(wanted[1], ins, 1))
-                or (fits(wanted[0], ins, 1) and fits(wanted[1], ins, 0)))
-    else:
-        def test(node: Node) -> bool:
-            ins = node.inputs
-            return node.op_type in types and all(
-                fits(want, ins, i) for i, want in enumerate(wanted))
-    return any(w is not None for w in wanted), test
+        first, second = wanted
+        return lambda ins: ((fits(first, ins, 0) and fits(second, ins, 1))
+                            or (fits(first, ins, 1) and fits(second, ins, 0)))
+    tested = [(i, want) for i, want in enumerate(wanted) if want is not None]
+    return lambda ins: all(fits(want, ins, i) for i, want in tested)
 
 
 class NodeIndex:
