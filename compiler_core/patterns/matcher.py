@@ -201,7 +201,7 @@ def _prefilter(branches) -> Callable[[Node], bool] | None:
     in one of ``branches``, checked without building any match state: the node's op type
     picks the branches to test.  None when the index by op type already says it all, or
     when a branch is not an op."""
-    by_op: dict[str, list[Callable[[list], bool] | None]] = {}
+    by_op: dict[str, list[Callable[[tuple], bool] | None]] = {}
     for branch in branches:
         if not isinstance(branch, OpPattern):
             return None
@@ -215,33 +215,47 @@ def _prefilter(branches) -> Callable[[Node], bool] | None:
              for op_type, tests in by_op.items()}
 
     def accepts(node: Node) -> bool:
-        if node.op_type not in table:
-            return False
-        tests = table[node.op_type]
-        return tests is None or any(test(node.inputs) for test in tests)
+        tests = table.get(node.op_type, ())
+        if tests is None:
+            return True
+        inputs = node.inputs
+        for test in tests:
+            if test(inputs):
+                return True
+        return False
     return accepts
 
 
-def _inputs_test(element: OpPattern) -> Callable[[list], bool] | None:
+def _inputs_test(element: OpPattern) -> Callable[[tuple], bool] | None:
     """A test of a node's inputs: each comes from an op type its pattern wants (either order
     for a commutative op).  None when no input pattern names an op type."""
     wanted = [_root_ops(p) for p in element.inputs]
     if all(w is None for w in wanted):
         return None
-
-    def fits(want: frozenset[str] | None, inputs: list, index: int) -> bool:
-        if want is None:
-            return True
-        value = inputs[index] if index < len(inputs) else None
-        producer = value.producer if value is not None else None
-        return producer is not None and producer.op_type in want
-
     if element.commutative:
         first, second = wanted
-        return lambda ins: ((fits(first, ins, 0) and fits(second, ins, 1))
-                            or (fits(first, ins, 1) and fits(second, ins, 0)))
+        return lambda ins: ((_fits(first, ins, 0) and _fits(second, ins, 1))
+                            or (_fits(first, ins, 1) and _fits(second, ins, 0)))
     tested = [(i, want) for i, want in enumerate(wanted) if want is not None]
-    return lambda ins: all(fits(want, ins, i) for i, want in tested)
+    if len(tested) == 1:
+        (index, want), = tested
+        return lambda ins: _fits(want, ins, index)
+
+    def test(ins: tuple) -> bool:
+        for index, want in tested:
+            if not _fits(want, ins, index):
+                return False
+        return True
+    return test
+
+
+def _fits(want: frozenset[str] | None, inputs: tuple, index: int) -> bool:
+    """Input ``index`` is produced by an op of a type in ``want`` (None: anything goes)."""
+    if want is None:
+        return True
+    value = inputs[index] if index < len(inputs) else None
+    producer = value.producer if value is not None else None
+    return producer is not None and producer.op_type in want
 
 
 class NodeIndex:
