@@ -56,9 +56,14 @@ class Rule(ABC):
         """What the rule finds (a fresh pattern each call)."""
 
     def named_pattern(self) -> Pattern:
-        """The pattern under the name its reports carry: its own title, else the rule's name."""
-        pattern = self.pattern()
-        return pattern if pattern.title else pattern.named(self.name)
+        """The pattern under the name its reports carry: its own title, else the rule's name.
+        Made once per rule (patterns never change), so it is compiled once and two passes
+        that judge it on an unchanged graph share the report (``pattern_pass.ReportCache``)."""
+        made = self.__dict__.get("_named_pattern")
+        if made is None:
+            pattern = self.pattern()
+            made = self._named_pattern = pattern if pattern.title else pattern.named(self.name)
+        return made
 
     def pattern_doc(self) -> str:
         """What the pattern matches, why it matters, and its bindings (``pattern``'s docstring)."""
