@@ -5,11 +5,12 @@ rule set); see ``registry.resolve_passes``.  Each pass works on the previous pas
 under a write guard (``ir.write_guard``): its first change copies the graph as it was for the
 snapshots that share it, so every snapshot stays intact and a pass that changes nothing copies
 nothing (snapshots of passes that changed nothing share one graph; before the first change,
-the input graph itself, which the pipeline's working copy still equals).  Snapshots, timing, progress, the numerical
-check and the graph checks are instruments (``instruments.py``) built from the constructor's
-flags; callers add their own with ``instruments=[...]``.  While no pass changes the graph, the
-passes share their pattern reports (``pattern_pass.ReportCache``).  A pass that raises is reported as a
-PassFailedError naming the pass and the node it was working on (``PassContext.current_node``).
+the input graph itself, which the pipeline's working copy still equals).  Snapshots, timing,
+progress, the numerical check and the graph checks are instruments (``instruments.py``) built
+from the constructor's flags; callers add their own with ``instruments=[...]``.  While no pass
+changes the graph, the passes share their pattern reports (``pattern_pass.ReportCache``).  A
+pass that raises is reported as a PassFailedError naming the pass and the node it was working
+on (``PassContext.current_node``).
 """
 
 from __future__ import annotations
