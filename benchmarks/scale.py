@@ -7,8 +7,9 @@ scopes, a flat element-wise chain), wall time and peak memory side by side, in o
                                [--steps NAME,...] [--no-verify]
 
 Compile time at scale: `--models 1k-chain,10k-chain,100k-chain,1k-scoped,10k-scoped,100k-scoped
---steps ort,compile,serve` prints `compile -p O2` pass by pass (from its --json record) beside
-onnxruntime EXTENDED on the same files, and how each figure grew from 10k to 100k nodes.
+--steps ort,compile,serve` prints `compile -p O2`'s CPU seconds pass by pass (from its --json
+record) beside onnxruntime EXTENDED on the same files, and how each figure grew from 10k to
+100k nodes.
 
 The decoders are built once with the onnx library (float16 weights written in chunks straight
 to external data; `decoder_models`) and kept in the cache folder (default: the user's cache
@@ -306,7 +307,8 @@ def _onnxruntime_offline(path: Path, work: Path) -> str:
 
 def _compile(model: Model, work: Path) -> Measure:
     """`graphlab compile -p O2 -o` as a user runs it; with --json, whose record gives each
-    pass's seconds (``extra["passes"]``: [name, seconds], in pipeline order)."""
+    pass's times (``extra["passes"]``: [name, wall seconds, CPU seconds], in pipeline
+    order)."""
     out = work / "graphlab.onnx"
     args = ["compile", str(model.path), "-p", "O2", "-o", str(out), "--json"]
     measure = run_step(f"""
@@ -315,7 +317,7 @@ def _compile(model: Model, work: Path) -> Measure:
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
             status = main({args!r})
-        extra = {{"passes": [[p["name"], p["seconds"]] for p in
+        extra = {{"passes": [[p["name"], p["seconds"], p["cpu_seconds"]] for p in
                              json.loads(printed.getvalue())["passes"]]}}
         sys.exit(status)
     """, work)
@@ -686,9 +688,10 @@ def print_table(models: list[Model], steps: list[Step], results: dict) -> None:
 
 
 def print_pass_table(models: list[Model], results: dict) -> None:
-    """`compile -p O2`'s seconds pass by pass (its --json record), the rest of the process
-    (start-up, import, write, report) and onnxruntime EXTENDED on the same file; then, for
-    each kind of graph measured at 10k and 100k nodes, how much each figure grew."""
+    """`compile -p O2`'s CPU seconds pass by pass (its --json record), the rest of the
+    process (start-up, import, load, decisions, snapshots, write, report) and onnxruntime
+    EXTENDED on the same file, CPU and wall; then, for each kind of graph measured at 10k and
+    100k nodes, how much each figure grew."""
     measured = [m for m in models if (found := results.get((m.key, "compile"))) is not None
                 and "passes" in found.extra]
     if not measured:
@@ -699,18 +702,18 @@ def print_pass_table(models: list[Model], results: dict) -> None:
         ours, ort = results[(m.key, "compile")], results.get((m.key, "ort"))
         ort = ort if ort is not None and not ort.error else None
         column = columns[m.key]
-        column["onnxruntime EXTENDED"] = ort.seconds if ort else None
-        column["compile / onnxruntime"] = _ratio(column["compile (whole process)"],
-                                                 column["onnxruntime EXTENDED"])
-        column["compile, cpu seconds"] = ours.cpu
-        column["onnxruntime EXTENDED, cpu seconds"] = ort.cpu if ort else None
+        column["onnxruntime EXTENDED, cpu"] = ort.cpu if ort else None
         column["compile / onnxruntime, cpu"] = _ratio(ours.cpu, ort.cpu if ort else None)
-    rows += ["onnxruntime EXTENDED", "compile / onnxruntime", "compile, cpu seconds",
-             "onnxruntime EXTENDED, cpu seconds", "compile / onnxruntime, cpu"]
+        column["compile, wall"] = ours.seconds
+        column["onnxruntime EXTENDED, wall"] = ort.seconds if ort else None
+        column["compile / onnxruntime, wall"] = _ratio(ours.seconds,
+                                                       ort.seconds if ort else None)
+    rows += ["onnxruntime EXTENDED, cpu", "compile / onnxruntime, cpu", "compile, wall",
+             "onnxruntime EXTENDED, wall", "compile / onnxruntime, wall"]
     growth = [(kind, f"10k-{kind}", f"100k-{kind}") for kind in ("chain", "scoped", "flat")
               if f"10k-{kind}" in columns and f"100k-{kind}" in columns]
-    print("\ncompile -p O2, seconds per pass (wall; cpu seconds of the whole process below)")
-    print(f"{'':32}" + "".join(f"{m.label:>12}" for m in measured)
+    print("\ncompile -p O2, CPU seconds per pass (user + system; wall time at the end)")
+    print(f"{'':36}" + "".join(f"{m.label:>12}" for m in measured)
           + "".join(f"{kind + ' x':>12}" for kind, _, _ in growth))
     for row in rows:
         cells = [columns[m.key].get(row) for m in measured]
@@ -718,17 +721,18 @@ def print_pass_table(models: list[Model], results: dict) -> None:
                  for _, small, big in growth]
         if "/ onnxruntime" in row:
             grown = [None] * len(growth)
-        print(f"{row:32}" + "".join(f"{_figure(c):>12}" for c in cells)
+        print(f"{row:36}" + "".join(f"{_figure(c):>12}" for c in cells)
               + "".join(f"{_figure(g, 'x'):>12}" for g in grown))
 
 
-def _pass_rows(measure: Measure) -> list[tuple[str, float]]:
+def _pass_rows(measure: Measure) -> list[tuple[str, float | None]]:
     passes = measure.extra["passes"]
-    rows = [(f"{index + 1:2} {name}", seconds) for index, (name, seconds) in enumerate(passes)]
-    spent = sum(seconds for _, seconds in passes)
+    rows = [(f"{index + 1:2} {name}", cpu) for index, (name, _, cpu) in enumerate(passes)]
+    spent = sum(cpu for _, _, cpu in passes)
+    rest = measure.cpu - spent if measure.cpu is not None else None
     return rows + [("passes together", spent),
-                   ("rest (start, load, write, report)", measure.seconds - spent),
-                   ("compile (whole process)", measure.seconds)]
+                   ("rest (start, load, decide, write)", rest),
+                   ("compile, cpu (whole process)", measure.cpu)]
 
 
 def _ratio(a: float | None, b: float | None) -> float | None:

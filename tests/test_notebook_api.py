@@ -26,7 +26,7 @@ def cli_json(capsys, argv: list[str]) -> dict:
 
 def without_timings(record):
     if isinstance(record, dict):
-        return {k: without_timings(v) for k, v in record.items() if k != "seconds"}
+        return {k: without_timings(v) for k, v in record.items() if k not in ("seconds", "cpu_seconds")}
     if isinstance(record, list):
         return [without_timings(v) for v in record]
     return record

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from fractions import Fraction
+from functools import lru_cache
 from math import gcd
 from typing import Iterable, Mapping
 
@@ -32,6 +33,8 @@ class Poly:
 
     @staticmethod
     def const(value: int | Fraction) -> "Poly":
+        if type(value) is int:
+            return _int_const(value)
         return Poly({(): Fraction(value)})
 
     @staticmethod
@@ -190,6 +193,13 @@ class Poly:
         return " + ".join(parts).replace("+ -", "- ")
 
     __repr__ = __str__
+
+
+@lru_cache(maxsize=4096)
+def _int_const(value: int) -> Poly:
+    """An integer as a polynomial, made once: a graph's shapes repeat the same few sizes
+    thousands of times, and a Poly never changes."""
+    return Poly({(): Fraction(value)})
 
 
 def product(polys: Iterable[Poly]) -> Poly:

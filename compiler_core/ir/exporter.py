@@ -319,9 +319,15 @@ def _drop_empty_tails(nodes: Iterable[onnx.NodeProto]) -> None:
                 _drop_empty_tails(body.node)
 
 
-@functools.lru_cache(maxsize=None)
 def _required_outputs(op_type: str, domain: str) -> int:
     """How many outputs a node must list: its schema's minimum, and never none at all."""
+    if domain == FUSED_DOMAIN:
+        return 1  # a call of a fused body's function (one name each: no schema to look up)
+    return _schema_outputs(op_type, domain)
+
+
+@functools.lru_cache(maxsize=None)
+def _schema_outputs(op_type: str, domain: str) -> int:
     try:
         schema = onnx.defs.get_schema(op_type, domain="" if domain == "ai.onnx" else domain)
     except onnx.defs.SchemaError:

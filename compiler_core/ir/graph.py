@@ -104,6 +104,13 @@ class Graph:
     def nodes_of_type(self, op_type: str, domain: str = "") -> list[Node]:
         return [n for n in self.nodes if n.op_type == op_type and n.domain == domain]
 
+    def will_change(self) -> None:
+        """Say a change is coming before building what it needs: a write guard copies the
+        graph now, instead of watching every object the rewrite builds on the way (a fused
+        body's thousands of nodes and values)."""
+        if write_guard._armed:
+            write_guard.touch_graph(self)
+
     # ------------------------------------------------------------------ names
     def unique_name(self, hint: str) -> str:
         """A value name not used in this graph, derived from ``hint``."""

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
-from onnx.reference import ReferenceEvaluator
 
 from ..ir import Graph, Node, Value
 from ..ir.dtypes import from_numpy
@@ -135,6 +134,8 @@ def _run(graph: Graph, nodes: list[Node], ids: Value, outputs: list[Value],
     model = helper.make_model(body, opset_imports=[helper.make_opsetid(d, v)
                                                    for d, v in opsets.items()])
     model.ir_version = 10
+    from onnx.reference import ReferenceEvaluator  # local: importing it costs every run 40 ms
+
     try:
         with np.errstate(all="ignore"):
             return [np.asarray(a) for a in ReferenceEvaluator(model).run(None, {ids.name: feed})]

@@ -110,9 +110,10 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
         if target is not None:
             matches = [m for m in matches if target in m.nodes]
             sites = [] if matches else sites
-        if target is None and not all_sites and compiled.prefilter is not None:
+        if target is None and not all_sites:   # the rest fail at the root
+            prefilter, reaches = compiled.prefilter, compiled.reaches
             sites = [n for n in paced(budget, sites)
-                     if compiled.prefilter(n)]  # the rest fail at the root
+                     if (prefilter is None or prefilter(n)) and (reaches is None or reaches(n))]
         misses = []
         for site in paced(budget, sites):
             failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import copy
 from abc import ABC, abstractmethod
 from dataclasses import replace
+from functools import cached_property
 from types import EllipsisType
 from typing import Any, Callable, ClassVar, Iterable
 
@@ -42,9 +43,10 @@ COMMUTATIVE_OPS = frozenset({"Add", "Mul", "Max", "Min", "Sum", "Mean", "And", "
                              "Equal", "BitwiseAnd", "BitwiseOr", "BitwiseXor"})
 DEFAULT_TOLERANCE = 1e-4
 _UNSET = object()
-# What compile_pattern writes on elements (matching reads them on the hot path); a modified
+# What compile_pattern writes on elements (matching reads them on the hot path), and the label
+# an element keeps once asked (every failure an explanation records names it); a modified
 # copy is a new element and gets its own.
-_COMPILE_MARKS = ("_compiled", "shared", "size", "memo_ok")
+_COMPILE_MARKS = ("_compiled", "shared", "size", "memo_ok", "label")
 
 
 class Pattern(ABC):
@@ -274,7 +276,7 @@ class OpPattern(Pattern):
         """Output ``index`` of this very node (for multi-output ops such as Split)."""
         return OutputOf(self, index)
 
-    @property
+    @cached_property
     def label(self) -> str:
         names = [op_type if not self.domain else f"{self.domain}.{op_type}"
                  for op_type in self.op_order]
@@ -473,7 +475,7 @@ class OutputOf(ValuePattern):
     def __init__(self, node_pattern: OpPattern, index: int):
         self.node_pattern, self.index = node_pattern, index
 
-    @property
+    @cached_property
     def label(self) -> str:
         return f"{self.node_pattern.label} output {self.index}"
 
@@ -550,7 +552,7 @@ class ConstPattern(ValuePattern):
         self.value = None if value is None else np.asarray(value)
         self.tolerance, self.test = tolerance, test
 
-    @property
+    @cached_property
     def label(self) -> str:
         if self.value is not None:
             return f"constant ≈ {format_array(self.value)}"
@@ -629,7 +631,7 @@ class _Modified(ValuePattern):
     def __init__(self, inner: Pattern):
         self.inner = inner
 
-    @property
+    @cached_property
     def label(self) -> str:
         return f"{self.word} {self.inner.label}"
 
@@ -655,7 +657,7 @@ class OrPattern(ValuePattern):
     def __init__(self, branches: tuple[Pattern, ...]):
         self.branches = branches
 
-    @property
+    @cached_property
     def label(self) -> str:
         labels = list(dict.fromkeys(b.label for b in self.branches))
         return labels[0] if len(labels) == 1 else ", ".join(labels[:-1]) + " or " + labels[-1]

@@ -18,6 +18,7 @@ from ..ir import Graph, Node, Value
 from .budget import MatchBudget, paced
 from .failure import Failure
 from .language import AndPattern, OpPattern, OrPattern, OutputOf, PartPattern, Pattern
+from .reach import reach_test
 from .records import MatchRecord, NodeRef
 from .state import MatchState
 
@@ -62,7 +63,14 @@ class CompiledPattern:
     binding_names: tuple[str, ...]
     root_ops: frozenset[str] | None  # op types the root can have (None: any node)
     root_output: int
-    prefilter: Callable[[Node], bool] | None  # a cheap necessary test of a candidate root
+    # Cheap tests of a node, without any match state (None: no test).  ``prefilter``: does
+    # its op type fit the root and do its inputs come from the op types the root's inputs
+    # want (explain's sites); ``match_test``: the same in every alternative of the root,
+    # ORs inside ORs and named parts opened (a necessary condition of a match); ``reaches``:
+    # can an attempt there match more than the root (``reach``)?
+    prefilter: Callable[[Node], bool] | None
+    match_test: Callable[[Node], bool] | None
+    reaches: Callable[[Node], bool] | None
 
 
 def compile_pattern(pattern: Pattern) -> CompiledPattern:
@@ -80,17 +88,18 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
             names.setdefault(name, set()).add(key)
     repeated = {name for name, owners in names.items() if len(owners) > 1}
     counted: dict[int, frozenset[int]] = {}
+    contained: dict[int, bool] = {}
     for element in objects.values():
         element.size = len(_counted_below(element, counted))
-        inside = _subtree(element)
-        element.memo_ok = not any(objects[k].shared or set(_names_bound_by(objects[k])) & repeated
-                                  for k in inside)
+        element.memo_ok = _self_contained(element, repeated, contained)
         if isinstance(element, OpPattern) and hasattr(element.rest, "element"):
             _check_variadic_element(element.rest.element, objects)
     compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
                                tuple(names), _root_ops(pattern),
                                pattern.index if isinstance(pattern, OutputOf) else 0,
-                               _prefilter(pattern))
+                               _prefilter(pattern.branches if isinstance(pattern, OrPattern)
+                                          else (pattern,)),
+                               _prefilter(_root_branches(pattern)), reach_test(pattern))
     pattern._compiled = compiled
     return compiled
 
@@ -118,6 +127,17 @@ def _subtree(element: Pattern) -> set[int]:
                 seen.add(id(child))
                 stack.append(child)
     return seen
+
+
+def _self_contained(element: Pattern, repeated: set[str], memo: dict[int, bool]) -> bool:
+    """No element at or below ``element`` is shared or binds a name bound elsewhere too (its
+    outcome then depends on the value it sees alone).  Memoized per element."""
+    known = memo.get(id(element))
+    if known is None:
+        known = memo[id(element)] = not (
+            element.shared or set(_names_bound_by(element)) & repeated) and all(
+            _self_contained(child, repeated, memo) for child in element.children())
+    return known
 
 
 def _names_bound_by(element: Pattern) -> list[str]:
@@ -166,44 +186,76 @@ def _root_ops(element: Pattern) -> frozenset[str] | None:
     return None
 
 
-def _prefilter(root: Pattern) -> Callable[[Node], bool] | None:
-    """tinygrad-style early reject: the root's op type and the op types producing its inputs,
-    checked without building any match state.  None when the index already says it all."""
-    branches = root.branches if isinstance(root, OrPattern) else (root,)
-    tests = [_op_test(b) for b in branches]
-    if any(t is None for t in tests):
+def _root_branches(element: Pattern) -> list[Pattern]:
+    """The alternatives at the root, ORs and named parts opened (their tags and bindings do
+    not decide whether the structure can match)."""
+    if isinstance(element, OrPattern):
+        return [b for branch in element.branches for b in _root_branches(branch)]
+    if isinstance(element, PartPattern):
+        return _root_branches(element.inner)
+    return [element]
+
+
+def _prefilter(branches) -> Callable[[Node], bool] | None:
+    """tinygrad-style early reject: the root's op type and the op types producing its inputs
+    in one of ``branches``, checked without building any match state: the node's op type
+    picks the branches to test.  None when the index by op type already says it all, or
+    when a branch is not an op."""
+    by_op: dict[str, list[Callable[[tuple], bool] | None]] = {}
+    for branch in branches:
+        if not isinstance(branch, OpPattern):
+            return None
+        test = _inputs_test(branch)
+        for op_type in branch.op_types:
+            by_op.setdefault(op_type, []).append(test)
+    if all(None in tests for tests in by_op.values()):
         return None
-    if len(tests) == 1:
-        return tests[0][1] if tests[0][0] else None
-    accepts = [t[1] for t in tests]
-    return lambda node: any(test(node) for test in accepts)
+    # per op type: None when a branch rooted there wants nothing of its inputs
+    table = {op_type: None if None in tests else tuple(tests)
+             for op_type, tests in by_op.items()}
 
-
-def _op_test(element: Pattern) -> tuple[bool, Callable[[Node], bool]] | None:
-    """(whether it tests more than the op type, the test) for an op root; None otherwise."""
-    if not isinstance(element, OpPattern):
-        return None
-    types, wanted = element.op_types, tuple(_root_ops(p) for p in element.inputs)
-
-    def fits(want: frozenset[str] | None, inputs: list, index: int) -> bool:
-        if want is None:
+    def accepts(node: Node) -> bool:
+        tests = table.get(node.op_type, ())
+        if tests is None:
             return True
-        value = inputs[index] if index < len(inputs) else None
-        producer = value.producer if value is not None else None
-        return producer is not None and producer.op_type in want
+        inputs = node.inputs
+        for test in tests:
+            if test(inputs):
+                return True
+        return False
+    return accepts
 
+
+def _inputs_test(element: OpPattern) -> Callable[[tuple], bool] | None:
+    """A test of a node's inputs: each comes from an op type its pattern wants (either order
+    for a commutative op).  None when no input pattern names an op type."""
+    wanted = [_root_ops(p) for p in element.inputs]
+    if all(w is None for w in wanted):
+        return None
     if element.commutative:
-        def test(node: Node) -> bool:
-            ins = node.inputs
-            return node.op_type in types and (
-                (fits(wanted[0], ins, 0) and fits(wanted[1], ins, 1))
-                or (fits(wanted[0], ins, 1) and fits(wanted[1], ins, 0)))
-    else:
-        def test(node: Node) -> bool:
-            ins = node.inputs
-            return node.op_type in types and all(
-                fits(want, ins, i) for i, want in enumerate(wanted))
-    return any(w is not None for w in wanted), test
+        first, second = wanted
+        return lambda ins: ((_fits(first, ins, 0) and _fits(second, ins, 1))
+                            or (_fits(first, ins, 1) and _fits(second, ins, 0)))
+    tested = [(i, want) for i, want in enumerate(wanted) if want is not None]
+    if len(tested) == 1:
+        (index, want), = tested
+        return lambda ins: _fits(want, ins, index)
+
+    def test(ins: tuple) -> bool:
+        for index, want in tested:
+            if not _fits(want, ins, index):
+                return False
+        return True
+    return test
+
+
+def _fits(want: frozenset[str] | None, inputs: tuple, index: int) -> bool:
+    """Input ``index`` is produced by an op of a type in ``want`` (None: anything goes)."""
+    if want is None:
+        return True
+    value = inputs[index] if index < len(inputs) else None
+    producer = value.producer if value is not None else None
+    return producer is not None and producer.op_type in want
 
 
 class NodeIndex:
@@ -313,9 +365,9 @@ def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
     index = index or NodeIndex.of(graph)
     claimed: set[int] = set()
     matches = []
-    prefilter = compiled.prefilter
+    test = compiled.match_test
     for node in paced(budget, reversed(index.candidates(compiled.root_ops))):
-        if node.id in claimed or (prefilter is not None and not prefilter(node)):
+        if node.id in claimed or (test is not None and not test(node)):
             continue
         found = attempt(compiled, node, explain=False, claimed=claimed, budget=budget)
         if found is not None:

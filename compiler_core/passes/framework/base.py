@@ -21,6 +21,7 @@ from ...records import name_of, names, record_field
 
 if TYPE_CHECKING:
     from ...hardware.roofline import TargetLike
+    from .pattern_pass import ReportCache
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,9 @@ class PassContext:
     # The node the pass is rewriting right now, kept by the rewrite primitives (``working_on``)
     # so a pass that raises can be reported with the node it failed at; None: not known.
     current_node: Node | None = None
+    # Pattern reports shared by the passes while the graph does not change (the PassManager's,
+    # ``pattern_pass.ReportCache``); None: every report is made afresh.
+    reports: "ReportCache | None" = None
 
     @contextmanager
     def working_on(self, node: Node) -> Iterator[Node]:

@@ -39,7 +39,8 @@ class PassStep:
     #                       object as ``before`` until the pass first changes it (``wrote``)
     ctx: PassContext
     result: PassResult = field(default_factory=PassResult)   # filled in by the run
-    seconds: float = 0.0                                     # set by the Timer
+    seconds: float = 0.0                                     # set by the Timer (wall)
+    cpu_seconds: float = 0.0                                 # set by the Timer (CPU)
     snapshot: Snapshot | None = None                         # set by the SnapshotRecorder
     wrote: bool = False                                      # the pass changed its graph
 
@@ -77,13 +78,15 @@ class ProgressReporter(Instrument):
 
 
 class Timer(Instrument):
-    """Wall time of each pass, into ``step.seconds``."""
+    """Wall and CPU time of each pass, into ``step.seconds`` and ``step.cpu_seconds``."""
 
     def before_pass(self, step: PassStep) -> None:
         self._started = time.perf_counter()
+        self._cpu = time.process_time()
 
     def after_pass(self, step: PassStep) -> None:
         step.seconds = time.perf_counter() - self._started
+        step.cpu_seconds = time.process_time() - self._cpu
 
 
 class SnapshotRecorder(Instrument):
@@ -98,7 +101,8 @@ class SnapshotRecorder(Instrument):
                                  len(step.before), step.diff, result.rewrites, step.seconds,
                                  result.notes, result.declined, result.pattern_reports,
                                  tolerance=the_pass.tolerance,
-                                 tolerance_reason=the_pass.tolerance_reason)
+                                 tolerance_reason=the_pass.tolerance_reason,
+                                 cpu_seconds=step.cpu_seconds)
         self.snapshots.append(step.snapshot)
 
 

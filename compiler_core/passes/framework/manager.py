@@ -4,10 +4,13 @@ A pipeline mixes pass and preset names, Pass instances and pass sources (``as_pa
 rule set); see ``registry.resolve_passes``.  Each pass works on the previous pass's graph
 under a write guard (``ir.write_guard``): its first change copies the graph as it was for the
 snapshots that share it, so every snapshot stays intact and a pass that changes nothing copies
-nothing (snapshots of passes that changed nothing share one graph).  Snapshots, timing, progress, the numerical
-check and the graph checks are instruments (``instruments.py``) built from the constructor's
-flags; callers add their own with ``instruments=[...]``.  A pass that raises is reported as a
-PassFailedError naming the pass and the node it was working on (``PassContext.current_node``).
+nothing (snapshots of passes that changed nothing share one graph; before the first change,
+the input graph itself, which the pipeline's working copy still equals).  Snapshots, timing,
+progress, the numerical check and the graph checks are instruments (``instruments.py``) built
+from the constructor's flags; callers add their own with ``instruments=[...]``.  While no pass
+changes the graph, the passes share their pattern reports (``pattern_pass.ReportCache``).  A
+pass that raises is reported as a PassFailedError naming the pass and the node it was working
+on (``PassContext.current_node``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from .base import Pass, PassContext, PassResult
 from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
                           PropertyChecker, SnapshotRecorder, Timer)
 from .pass_registry import PipelineEntry, resolve_passes
+from .pattern_pass import ReportCache
 from .snapshots import PipelineResult, Snapshot
 
 __all__ = ["MAX_FIXED_POINT_ITERATIONS", "PassManager", "PipelineResult", "Snapshot"]
@@ -59,16 +63,24 @@ class PassManager:
         for instrument in instruments:
             instrument.before_pipeline(graph, self.passes)
         current = graph.copy() if self.passes else graph   # the caller's graph never changes
+        unchanged: Graph | None = graph   # what ``current`` equals until a pass first writes
+        reports = ReportCache()
         for index, the_pass in enumerate(self.passes):
             ctx = PassContext(bindings=self.bindings, pass_name=the_pass.name,
-                              target=self.target, calibration_inputs=self.calibration_inputs)
+                              target=self.target, calibration_inputs=self.calibration_inputs,
+                              reports=reports)
             step = PassStep(index, len(self.passes), the_pass, current, current, ctx)
             for instrument in instruments:
                 instrument.before_pass(step)
             before = current.structure_key() if self.check else None
-            with WriteGuard(current, lambda: _keep_before(step, recorder.snapshots)) as guard:
+            with WriteGuard(current, lambda: _keep_before(step, recorder.snapshots,
+                                                          unchanged)) as guard:
+                reports.watch(current, lambda: not guard.fired)
                 step.result = _run_pass(the_pass, step.graph, ctx)
             step.wrote = guard.fired
+            if step.wrote:
+                reports.forget()
+                unchanged = None
             if before is not None and step.before.structure_key() != before:
                 raise _unguarded_write(the_pass)
             for instrument in reversed(instruments):
@@ -88,10 +100,11 @@ class PassManager:
                 recorder, Timer()]
 
 
-def _keep_before(step: PassStep, snapshots: list[Snapshot]) -> None:
+def _keep_before(step: PassStep, snapshots: list[Snapshot], same: Graph | None) -> None:
     """The pass is about to change its graph: the step and the snapshots that share that
-    graph keep a copy of it as it is."""
-    kept = step.graph.copy()
+    graph keep a copy of it as it is, or ``same``, a graph it still equals (the input, while
+    no pass has changed anything: a second copy of it would only cost)."""
+    kept = same if same is not None else step.graph.copy()
     for snapshot in reversed(snapshots):
         if snapshot.graph is not step.graph:
             break

@@ -3,14 +3,51 @@
 The pattern's report (matches and near misses) goes into the PassResult as a record, so the
 app shows per pass what matched and what almost did.  Rewrite passes are rule sets
 (``rules.RuleSet``); a pass that uses a pattern only to find candidates, not to rewrite them,
-calls ``find_matches``.
+calls ``find_matches``.  A report is made once per pattern while nobody changes the graph
+(``ReportCache``): fold_norm_affine and recognize_layernorm both judge the LayerNorm pattern,
+and on a graph the first leaves as it was, the second reads the first's report.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
 from ...ir import Graph
 from ...patterns import Match, Pattern, PatternReport, explain, match_all
 from .base import PassContext, PassResult
+
+
+class ReportCache:
+    """Reports of patterns on one graph, kept while it does not change.
+
+    The PassManager ``watch``es the graph each pass starts from, with a test that says whether
+    it is still as it was (its write guard has not fired), and ``forget``s every report after
+    a pass that changed it.  A pattern is known by identity: a rule gives the same pattern
+    object every time (``Rule.named_pattern``)."""
+
+    def __init__(self):
+        self._graph: Graph | None = None
+        self._unchanged: Callable[[], bool] = lambda: False
+        self._reports: dict[int, tuple[Pattern, PatternReport]] = {}
+
+    def watch(self, graph: Graph, unchanged: Callable[[], bool]) -> None:
+        if graph is not self._graph:
+            self.forget()
+        self._graph, self._unchanged = graph, unchanged
+
+    def forget(self) -> None:
+        self._reports.clear()
+
+    def report(self, graph: Graph, pattern: Pattern) -> PatternReport:
+        """``explain``'s report of ``pattern`` on ``graph``, made once while it is unchanged."""
+        kept = graph is self._graph and self._unchanged()
+        found = self._reports.get(id(pattern)) if kept else None
+        if found is not None and found[0] is pattern:
+            return found[1]
+        report = explain(graph, [pattern])[0]
+        if kept:
+            self._reports[id(pattern)] = (pattern, report)
+        return report
 
 
 def pattern_report(graph: Graph, pattern: Pattern, ctx: PassContext) -> PatternReport:
@@ -19,6 +56,8 @@ def pattern_report(graph: Graph, pattern: Pattern, ctx: PassContext) -> PatternR
     if not ctx.explain:
         return PatternReport(pattern.title or "pattern", pattern.describe(),
                              match_all(graph, pattern))
+    if ctx.reports is not None:
+        return ctx.reports.report(graph, pattern)
     return explain(graph, [pattern])[0]
 
 

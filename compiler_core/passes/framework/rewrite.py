@@ -212,6 +212,7 @@ def _fuse(graph: Graph, ctx: PassContext, members: list[Node], op_type: str, rul
           source: str, results: Sequence[Value] | None) -> Node | None:
     if creates_cycle(graph, members):
         return None
+    graph.will_change()
     inputs, outputs = boundary(members)
     if results is not None:
         if {v.name for v in results} != {v.name for v in outputs}:

@@ -25,7 +25,8 @@ def registered_patterns() -> dict[str, Pattern]:
 
 
 def pattern_named(name: str) -> Pattern:
-    """A fresh copy of the registered pattern called ``name``."""
+    """The registered pattern called ``name`` (the rule's own object: patterns never change,
+    a modifier makes a new one)."""
     patterns = registered_patterns()
     if name not in patterns:
         raise KeyError(f"no pattern named {name!r} (known: {', '.join(sorted(patterns))})")

@@ -57,14 +57,13 @@ class Rule(ABC):
 
     def named_pattern(self) -> Pattern:
         """The pattern under the name its reports carry: its own title, else the rule's name.
-        Built once per rule: a pattern only describes (a match keeps its state elsewhere), and
-        its compiled form, kept on it, then serves every graph the rule sees."""
-        built = self.__dict__.get("_named_pattern")
-        if built is None:
+        Made once per rule (patterns never change), so it is compiled once and two passes
+        that judge it on an unchanged graph share the report (``pattern_pass.ReportCache``)."""
+        made = self.__dict__.get("_named_pattern")
+        if made is None:
             pattern = self.pattern()
-            built = pattern if pattern.title else pattern.named(self.name)
-            self.__dict__["_named_pattern"] = built
-        return built
+            made = self._named_pattern = pattern if pattern.title else pattern.named(self.name)
+        return made
 
     def pattern_doc(self) -> str:
         """What the pattern matches, why it matters, and its bindings (``pattern``'s docstring)."""

@@ -2,7 +2,7 @@
 
 A snapshot is everything the app and `graphlab compile --json` show about a pass: the graph
 after it (structure copied, weights shared), the node ids it removed/added/modified, the
-pattern matches and near misses it saw, the rewrites it declined and why, its wall time, and —
+pattern matches and near misses it saw, the rewrites it declined and why, its wall and CPU time, and —
 when asked — a numerical check against the input model with onnxruntime.
 """
 
@@ -41,6 +41,9 @@ class Snapshot:
     # without the pass itself, which may not be registered (an instance, a plugin).
     tolerance: float | None = record_field(omit=True, default=None)
     tolerance_reason: str = record_field(omit=True, default="")
+    # the pass's CPU time (this process's): unlike the wall time, it does not count what
+    # else the machine runs meanwhile
+    cpu_seconds: float = record_field(digits=6, default=0.0)
 
     # Everything about the pass (the app's record), without the graph itself; SUMMARY: the
     # per-pass record of `graphlab compile --json`.
@@ -48,7 +51,7 @@ class Snapshot:
                     ("added", "diff.added"), ("modified", "diff.modified"),
                     ("changes", "modified_nodes"), "provenance")
     SUMMARY = ("name", "nodes_before", "nodes_after", "changed", "rewrites", "seconds",
-               "verify")
+               "cpu_seconds", "verify")
     json_order = (*SUMMARY, "index", "description", "removed", "added", "modified", "changes",
                   "provenance")
 
