@@ -12,7 +12,10 @@ numerical check and measured latency, and a click on a node or an item for nothi
 
 from __future__ import annotations
 
+import json
+
 from dash import ALL, Input, Output, State, dcc, html
+from plotly.utils import PlotlyJSONEncoder
 
 from compiler_core.wording import plural
 
@@ -69,10 +72,16 @@ def register(app, services: Services) -> None:
 
     @on_view(app, services, {"check": Output(numerics.RESULT, "children"),
                              "latency": Output(latency.RESULT, "children")},
+             state={"shown": State(numerics.RESULT, "children"),
+                    "shown_latency": State(latency.RESULT, "children")},
              pass_only=True, failed=lambda _: {"check": "", "latency": ""})
-    def pass_figures(state, workspace):
+    def pass_figures(state, workspace, shown, shown_latency):
+        """What the page does not show yet ("not checked yet" on most steps: nothing, so
+        nothing that reads the answers runs)."""
         step = workspace.clamp_step(state.step)
-        return {"check": numerics.shown(workspace, step), "latency": latency.shown(workspace, step)}
+        new = {"check": numerics.shown(workspace, step), "latency": latency.shown(workspace, step)}
+        held = {"check": shown, "latency": shown_latency}
+        return {name: value for name, value in new.items() if as_page_json(value) != held[name]}
 
     app.clientside_callback(MOVE_SELECTED, Output({"type": ROW, "index": ALL}, "className"),
                             Input(ids.VIEW, "data"), State({"type": ROW, "index": ALL}, "className"),
@@ -90,6 +99,11 @@ MOVE_SELECTED = """function (view, classes, rows) {
         return marked ? classes[i].replace(/ selected\\b/, "") : classes[i] + " selected";
     });
 }"""
+
+
+def as_page_json(component):
+    """A component as the page holds it (what a `State` of its parent's children reads)."""
+    return json.loads(json.dumps(component, cls=PlotlyJSONEncoder))
 
 
 def row_class(snapshot, selected: bool) -> str:
