@@ -27,8 +27,16 @@ def _names(values: tuple[str, ...]) -> list[str]:
     return list(values)
 
 
+class _Edit:
+    """What every kind shares: its JSON starts with ``"edit": kind``."""
+
+    kind: ClassVar[str]
+    json_derived = (("edit", "kind"),)
+    json_order: ClassVar[tuple[str, ...]] = ("edit",)
+
+
 @dataclass(frozen=True)
-class SetAttribute:
+class SetAttribute(_Edit):
     """Give node ``node`` attribute ``name`` the value ``value`` (null removes it, so the
     op's default applies)."""
 
@@ -37,8 +45,6 @@ class SetAttribute:
     value: Any
 
     kind: ClassVar[str] = "set_attribute"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         if self.value is None:
@@ -47,7 +53,7 @@ class SetAttribute:
 
 
 @dataclass(frozen=True)
-class SetTensor:
+class SetTensor(_Edit):
     """Give the constant ``name`` (an initializer or a Constant node's output) the value
     ``value``: one number fills it, a list (flat or nested) gives every element.  Its shape
     is kept unless ``shape`` is given; its element type is always kept."""
@@ -58,8 +64,6 @@ class SetTensor:
                                                  convert=list)
 
     kind: ClassVar[str] = "set_tensor"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         shape = f" (shape {list(self.shape)})" if self.shape is not None else ""
@@ -67,21 +71,19 @@ class SetTensor:
 
 
 @dataclass(frozen=True)
-class Bypass:
+class Bypass(_Edit):
     """Remove node ``node``: what read its first output reads its first input instead."""
 
     node: str
 
     kind: ClassVar[str] = "bypass"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         return f"bypass {self.node}"
 
 
 @dataclass(frozen=True)
-class Rewire:
+class Rewire(_Edit):
     """Make input ``input`` (its position, from 0) of node ``node`` read value ``value``
     ('' leaves an optional input out)."""
 
@@ -90,30 +92,26 @@ class Rewire:
     value: str
 
     kind: ClassVar[str] = "rewire"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         return f"rewire {self.node} input {self.input} to {self.value or 'nothing'}"
 
 
 @dataclass(frozen=True)
-class Delete:
+class Delete(_Edit):
     """Remove node ``node``, whose outputs nothing reads but the graph's outputs (which go
     with it), and the nodes and constants that fed only it."""
 
     node: str
 
     kind: ClassVar[str] = "delete"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         return f"delete {self.node}"
 
 
 @dataclass(frozen=True)
-class Insert:
+class Insert(_Edit):
     """Put one new ``op`` node on the edge out of value ``on``: it reads ``on`` (then
     ``inputs``: value names, or numbers that become new constants of ``on``'s element type)
     and the ``consumers`` named (default: every node that reads ``on``) read its output.
@@ -130,8 +128,6 @@ class Insert:
     domain: str = record_field(default="", omit_empty=True)
 
     kind: ClassVar[str] = "insert"
-    json_derived = (("edit", "kind"),)
-    json_order = ("edit",)
 
     def describe(self) -> str:
         where = f" before {', '.join(self.consumers)}" if self.consumers else ""
@@ -139,7 +135,7 @@ class Insert:
 
 
 @dataclass(frozen=True)
-class Rename:
+class Rename(_Edit):
     """Call node ``node`` (or value ``value``: exactly one of the two) ``to``."""
 
     to: str
@@ -147,7 +143,6 @@ class Rename:
     value: str | None = record_field(default=None, omit_none=True)
 
     kind: ClassVar[str] = "rename"
-    json_derived = (("edit", "kind"),)
     json_order = ("edit", "node", "value", "to")
 
     def describe(self) -> str:
