@@ -15,6 +15,7 @@ from compiler_core.compilation import sized
 from compiler_core.compilation.pass_traffic import PipelineTraffic, pipeline_traffic
 from compiler_core.hardware.cost import GraphCost, OpCost, graph_cost
 from compiler_core.hardware.memory import MemoryPlan, plan_memory
+from compiler_core.hardware.targets import DEFAULT_TARGET
 from compiler_core.ir import Graph
 
 from typing import TYPE_CHECKING
@@ -33,16 +34,17 @@ def sized_of(ws: Workspace, graph: Graph) -> Graph:
     return ws.derived[key]
 
 
-def cost_of(ws: Workspace, graph: Graph, target: str) -> GraphCost:
-    key = ("cost", id(graph), target)
+def cost_of(ws: Workspace, graph: Graph, target: str | None) -> GraphCost:
+    key = ("cost", id(graph), target or DEFAULT_TARGET)
     if key not in ws.derived:
         ws.derived[key] = graph_cost(sized_of(ws, graph), target, ws.sizes.bindings)
     return ws.derived[key]
 
 
-def op_cost_of(ws: Workspace, graph: Graph, node_id: int, target: str) -> OpCost | None:
+def op_cost_of(ws: Workspace, graph: Graph, node_id: int, target: str | None
+               ) -> OpCost | None:
     """The cost record of one node of ``graph`` (None: not one of its nodes)."""
-    key = ("op costs", id(graph), target)
+    key = ("op costs", id(graph), target or DEFAULT_TARGET)
     if key not in ws.derived:
         ws.derived[key] = {node.id: op for node, op in
                            zip(graph.nodes, cost_of(ws, graph, target).ops)}
@@ -70,12 +72,12 @@ def group_band_classes(ws: Workspace, graph: Graph, target: str) -> dict[str, st
                        lambda node_id: scopes.ancestors(scopes.group_of.get(node_id)))
 
 
-def traffic_of(ws: Workspace, target: str) -> PipelineTraffic:
+def traffic_of(ws: Workspace, target: str | None) -> PipelineTraffic:
     """FLOPs, bytes, time and arena peak after every pass of the workspace's pipeline.  The
     build computes it for the default target (`workbench`), in the builder process: pricing
     every pass takes from a few hundred milliseconds to seconds, which opening the Roofline
-    tab used to wait for."""
-    key = ("traffic", target)
+    tab used to wait for.  The default target is keyed by its name, as the page names it."""
+    key = ("traffic", target or DEFAULT_TARGET)
     if key not in ws.derived:
         ws.derived[key] = pipeline_traffic(ws.result, target, ws.sizes.bindings)
     return ws.derived[key]
