@@ -101,3 +101,24 @@ def test_an_update_is_the_whole_list_when_most_of_it_changed():
     assert 2 < WHOLE_LIST_SHARE * 10
     assert element_update(old, list(old)) is None
     assert element_update(None, new) == {"full": new}
+
+
+def test_a_stylesheet_is_sent_only_when_it_differs_from_what_the_page_draws_with(workspace):
+    """A fresh page draws with the plain stylesheet: a first answer that highlights nothing
+    sends none (restyling every element again), one that selects a node sends its own; after
+    another model's answer, the last stylesheet sent is what the page holds."""
+    from graphlab.app.styles import plain_stylesheet
+
+    plain = build_panes(workspace, ViewState(model=MODEL), UiState())
+    first = pane_changes(workspace, plain, None)
+    assert "before_style" not in first and "after_style" not in first
+    assert plain.before_style == plain_stylesheet()
+
+    node = workspace.result.snapshots[0].graph.nodes[0].id
+    chosen = build_panes(workspace, ViewState(model=MODEL, node=node), UiState())
+    selected = pane_changes(workspace, chosen, None)
+    assert selected["before_style"] == chosen.before_style != plain_stylesheet()
+    again = pane_changes(workspace, chosen, selected["drawn_key"])
+    assert "before_style" not in again
+    back = pane_changes(workspace, plain, {**selected["drawn_key"], "model": "another"})
+    assert back["before_style"] == plain_stylesheet()

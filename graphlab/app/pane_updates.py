@@ -15,6 +15,7 @@ import json
 
 from .page_ids import namespace, update_to_page
 from .pane_payload import Drawn, PanesPayload, pane_elements_of
+from .styles import plain_stylesheet
 from .workbench import Workspace
 
 WHOLE_LIST_SHARE = 0.6   # a change touching more of the list than this sends it whole
@@ -65,7 +66,9 @@ def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None
     held = Drawn.from_store(drawn, workspace)
     old = pane_elements_of(workspace, held) if held is not None else (None, None)
     styles = [fingerprint(payload.before_style), fingerprint(payload.after_style)]
-    held_styles = drawn.get("styles", [None, None]) if held is not None else [None, None]
+    # the page's stylesheets: the last ones sent (whatever model they were for), else a fresh
+    # page's own
+    held_styles = drawn.get("styles", [None, None]) if drawn else [fingerprint(plain_stylesheet())] * 2
     record = {**payload.drawn.to_store(workspace), "styles": styles, **kept}
     found: dict = {} if record == drawn else {"drawn_key": record}
     space = namespace(workspace.key)

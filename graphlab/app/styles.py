@@ -117,6 +117,12 @@ def stylesheet(highlights: Highlights) -> list[dict]:
     return rules
 
 
+def plain_stylesheet() -> list[dict]:
+    """The panes' stylesheet with nothing highlighted: what a fresh page draws with, so a
+    first answer that highlights nothing sends none."""
+    return stylesheet(Highlights())
+
+
 def _add(rules: list[dict], ids: list[str], style: dict) -> None:
     if ids:
         quoted = (i.replace("\\", "\\\\").replace('"', '\\"') for i in ids)

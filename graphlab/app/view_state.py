@@ -110,6 +110,7 @@ _URL_KEYS = {"model": "model", "pipeline": "pipeline", "target": "target", "bind
              "sram": "sram", "bandwidth": "bw",
              "versus": "vs", "versus_after": "vsout", "rules": "rules", "pattern": "pat",
              "edits": "edits"}
+URL_KEY_ORDER = tuple(_URL_KEYS.values())   # the order `to_query` writes them in
 
 # How each field a panel may change is read from text; anything unreadable keeps `fallback`.
 # Typed shapes are kept as typed: the panel that reads them says what is wrong with them.

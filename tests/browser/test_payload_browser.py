@@ -98,6 +98,51 @@ def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(sta
     assert any("patterns.children" in a["output"] for a in answers(dash_duo))
 
 
+def test_opening_a_tab_asks_the_server_only_for_the_tab_and_back_reopens_the_last(started):
+    """The page makes the view with the tab itself: its URL names the tab (a new history
+    entry), the navigation reducer that hears the URL sets nothing, and Back reopens the tab
+    that was open before."""
+    dash_duo = started
+    settled(dash_duo, "After pass")
+    before = dash_duo.driver.execute_script("return window.location.search;")
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
+    dash_duo.wait_for_contains_text("#patterns", "Patterns in pass", timeout=20)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(IDLE), 20, "still busy")
+    search = dash_duo.driver.execute_script("return window.location.search;")
+    assert "panel=patterns" in search and search.replace("&panel=patterns", "") == before
+    asked = answers(dash_duo)
+    assert any("patterns.children" in a["output"] for a in asked), asked
+    navigation = [a for a in asked if "view-state.data" in a["output"]]
+    assert all(a["response"] == {} for a in navigation), navigation
+
+    dash_duo.driver.back()
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(
+        "return document.querySelector('#side-tabs .tab--selected').textContent;")
+        == "Inspector", 20, "Back did not reopen the inspector")
+    assert dash_duo.driver.execute_script("return window.location.search;") == before
+
+
+def test_opening_the_systolic_tab_asks_nothing_of_what_waits_for_a_click(started):
+    """The dataflow comparison and the whole model are drawn on request, the Play label and a
+    GEMM chosen in the list are answered in the page: opening the tab asks the server for
+    none of them; asking for the comparison does."""
+    dash_duo = started
+    settled(dash_duo, "After pass")
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    tab = next(t for t in dash_duo.find_elements(".tab") if t.text.strip() == "Systolic")
+    tab.click()
+    dash_duo.wait_for_contains_text("#systolic-source", "GEMM", timeout=30)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(IDLE), 20, "still busy")
+    asked = [a["output"] for a in answers(dash_duo)]
+    assert any("systolic-problem.data" in o for o in asked), asked
+    waiting = ("systolic-choices.children", "systolic-passes.children", "systolic-play",
+               "view-patch")
+    assert not [o for o in asked if any(w in o for w in waiting)], asked
+    dash_duo.find_element("#systolic-choices-button").click()
+    dash_duo.wait_for_contains_text("#systolic-choices", "Memory-bound", timeout=30)
+
+
 def sent_ids(dash_duo) -> set[str]:
     return {key for a in answers(dash_duo) for key in a["response"]}
 

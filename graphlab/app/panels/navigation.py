@@ -53,13 +53,14 @@ INPUTS = {
     "_rows": Input({"type": PASS_ROW, "index": ALL}, "n_clicks"),
     "_prev": Input(PREV, "n_clicks"), "_next": Input(NEXT, "n_clicks"),
     "tap_before": Input(ids.BEFORE, "tapNodeData"), "tap_after": Input(ids.AFTER, "tapNodeData"),
-    "panel": Input(ids.TABS, "value"), "hide": Input(HIDE_UNCHANGED, "value"),
+    "hide": Input(HIDE_UNCHANGED, "value"),
     "_items": Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
     "query": Input(SEARCH, "value"), "patch": Input(ids.VIEW_PATCH, "data"),
     "_tick": Input(POLL, "n_intervals"), "_retries": Input({"type": RETRY, "index": ALL}, "n_clicks"),
 }
 STATE = {"view": State(ids.VIEW, "data"), "pending": State(PENDING, "data"),
-         "upload_b": State(ids.COMPARE_UPLOAD, "data")}
+         "upload_b": State(ids.COMPARE_UPLOAD, "data"),
+         "panel": State(ids.TABS, "value")}   # a tab opens on the page (`tab_switch`)
 
 
 def register(app, services: Services) -> None:
@@ -85,6 +86,8 @@ def register(app, services: Services) -> None:
             wanted = from_query(trigger["index"], default, tab_names())
         elif from_url or previous is None:
             wanted = from_query(search, default, tab_names())
+            if wanted == previous:   # the page made this view itself (a tab opened)
+                return {}
         else:
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
@@ -165,8 +168,6 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
             return None   # groups open and close elsewhere; inputs/outputs select nothing
         return state.with_changes(node=int(data["node_id"]), panel=state.panel
                                   if state.panel in follows_selection() else "inspector")
-    if kind == ids.TABS:
-        return state.with_changes(panel=inputs["panel"])
     if kind == HIDE_UNCHANGED:
         return state.with_changes(hide_unchanged=bool(inputs["hide"]))
     if kind == PATTERN_ITEM:

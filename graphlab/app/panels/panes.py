@@ -18,7 +18,7 @@ from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..pane_updates import pane_changes
 from ..scopes import structure_note
 from ..services import Services
-from ..styles import BASE_STYLESHEET
+from ..styles import plain_stylesheet
 from . import exports, overlay, wrong_value
 from .inspector import OPEN_BODY
 from .on_view import on_view
@@ -103,7 +103,7 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
     return html.Div(className="pane", children=[
         html.Div(className="pane-head", children=[html.H3(id=title_id, className="pane-title"),
                                                   exports.pane_buttons(pane_id)]),
-        cyto.Cytoscape(id=pane_id, className="graph", elements=[], stylesheet=BASE_STYLESHEET,
+        cyto.Cytoscape(id=pane_id, className="graph", elements=[], stylesheet=plain_stylesheet(),
                        layout={"name": "preset", "fit": False},
                        minZoom=0.02, maxZoom=3, wheelSensitivity=0.3,
                        boxSelectionEnabled=False, autounselectify=True,

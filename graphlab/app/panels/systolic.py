@@ -62,6 +62,8 @@ CHOICES = "systolic-choices"
 SWEEP = "systolic-sweep"
 PASSES_BUTTON = "systolic-passes-button"
 PASSES = "systolic-passes"
+CHOICES_ASKED = "systolic-choices-asked"   # the problem, once the comparison was asked for
+PASSES_ASKED = "systolic-passes-asked"     # the view, once the whole model was asked for
 GEMM_SELECT = "systolic-gemm-select"
 CHOSEN = "systolic-chosen"
 DRAWN = "systolic-drawn"      # the step the figures show: {"problem", "fold", "cycle"}
@@ -101,6 +103,8 @@ def layout(_: Services) -> html.Div:
         dcc.Store(id=PROBLEM, storage_type="memory"),
         dcc.Store(id=CHOSEN, storage_type="memory"),
         dcc.Store(id=DRAWN, storage_type="memory"),
+        dcc.Store(id=CHOICES_ASKED, storage_type="memory"),
+        dcc.Store(id=PASSES_ASKED, storage_type="memory"),
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
         html.Div(className="panel-controls", children=[
             _field("GEMM M,N,K", dcc.Input(id=GEMM, type="text", debounce=True,
@@ -173,6 +177,25 @@ def _field(label: str, control) -> html.Label:
     return html.Label([html.Span(label, className="field-label"), control], className="field")
 
 
+# Answered in the page (a request each would cost a round trip on every opening of the tab):
+# a person chose a GEMM, so the view selects its node and drops a typed GEMM (the server's own
+# choice coming back, or another GEMM of the selected node, changes nothing: `choose` shows
+# it); and the Play button's label.
+REQUEST_GEMM = """function (value, chosen, view) {
+  var skip = window.dash_clientside.no_update, picked = /^(\\d+):(\\d+)$/.exec(String(value));
+  if (!view || !picked || value === chosen) { return skip; }
+  var node = parseInt(picked[1], 10);
+  if (node === view.node && !view.gemm) { return skip; }
+  return {node: node, gemm: ""};
+}"""
+PLAY_LABEL = """function (stopped) { return stopped ? "\u25b6 Play" : "\u23f8 Pause"; }"""
+# What is drawn on request (the dataflow comparison, the whole model) hears the problem or the
+# view only once asked: until then a new problem or view costs no request.
+ONCE_ASKED = """function (clicks, heard) {
+  return clicks && heard ? {heard: heard, clicks: clicks} : window.dash_clientside.no_update;
+}"""
+
+
 def register(app, services: Services) -> None:
     @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
                   Output(DATAFLOW, "value"), Output(TIMING, "value"), Output(SRAM, "value"),
@@ -213,17 +236,9 @@ def register(app, services: Services) -> None:
         changed = {k: v for k, v in wanted.items() if v != view.get(k)}
         return changed or no_update   # nothing changed: the panel echoing the view
 
-    @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
-                  Input(GEMM_SELECT, "value"), State(CHOSEN, "data"), State(ids.VIEW, "data"),
-                  prevent_initial_call=True)
-    def request_gemm(value, chosen, view):
-        """A person chose a GEMM: select its node (and drop a typed GEMM)."""
-        picked = parse_choice(value)
-        if not view or picked is None or value == chosen:
-            return no_update   # the server's own choice coming back
-        if picked[0] == view.get("node") and not view.get("gemm"):
-            return no_update   # another GEMM of the selected node: `choose` shows it
-        return {"node": picked[0], "gemm": ""}
+    app.clientside_callback(REQUEST_GEMM, Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
+                            Input(GEMM_SELECT, "value"), State(CHOSEN, "data"),
+                            State(ids.VIEW, "data"), prevent_initial_call=True)
 
     @on_view(app, services, {"problem": Output(PROBLEM, "data"),
                              "source": Output(SOURCE, "children"),
@@ -296,9 +311,8 @@ def register(app, services: Services) -> None:
     def play(_clicks, disabled):
         return not disabled
 
-    @app.callback(Output(PLAY, "children"), Input(TICK, "disabled"), prevent_initial_call=True)
-    def play_label(disabled):
-        return "▶ Play" if disabled else "⏸ Pause"
+    app.clientside_callback(PLAY_LABEL, Output(PLAY, "children"), Input(TICK, "disabled"),
+                            prevent_initial_call=True)
 
     @app.callback(Output(HEATMAP, "figure", allow_duplicate=True),
                   Output(OPERANDS, "figure", allow_duplicate=True),
@@ -333,16 +347,18 @@ def register(app, services: Services) -> None:
         return (heatmap, operands_figure(schedule, step), timeline, sram_figure(memory), dram,
                 {"problem": stored, "fold": fold, "cycle": cycle})
 
+    app.clientside_callback(ONCE_ASKED, Output(CHOICES_ASKED, "data"),
+                            Input(CHOICES_BUTTON, "n_clicks"), Input(PROBLEM, "data"),
+                            prevent_initial_call=True)
+
     @app.callback(Output(CHOICES, "children"), Output(SWEEP, "figure"),
-                  Output(SWEEP, "style"), Input(CHOICES_BUTTON, "n_clicks"),
-                  Input(PROBLEM, "data"), State(SWEEP, "style"), prevent_initial_call=True)
-    def choices(clicks, stored, style):
+                  Output(SWEEP, "style"), Input(CHOICES_ASKED, "data"), State(SWEEP, "style"),
+                  prevent_initial_call=True)
+    def choices(asked, style):
         """On request (and for every later problem): the GEMM under the three dataflows,
         and swept over SRAM sizes and bandwidths."""
-        if not clicks or not stored:
-            return no_update, no_update, no_update
         try:
-            problem = ArrayProblem.from_store(stored)
+            problem = ArrayProblem.from_store(asked["heard"])
             heads, rows = comparison_rows(dataflow_comparison(problem))
             sweep = memory_sweep(problem)
         except Exception as err:  # noqa: BLE001 - said in the panel; the page carries on
@@ -353,13 +369,16 @@ def register(app, services: Services) -> None:
         return ([_table(heads, rows), note], sweep_figure(sweep),
                 {**(style or {}), "display": "block"})
 
+    app.clientside_callback(ONCE_ASKED, Output(PASSES_ASKED, "data"),
+                            Input(PASSES_BUTTON, "n_clicks"), Input(ids.tab_view(NAME), "data"),
+                            prevent_initial_call=True)
+
     @on_view(app, services, {"passes": Output(PASSES, "children")},
-             inputs={"clicks": Input(PASSES_BUTTON, "n_clicks")}, tab=NAME, message="passes")
-    def passes(state, workspace, clicks):
+             inputs={"_asked": Input(PASSES_ASKED, "data")}, view_triggers=False,
+             message="passes")
+    def passes(state, workspace, _asked):
         """On request: every GEMM and convolution of the graph after each pass, summed
         under the panel's array, dataflow, timing and memory."""
-        if not clicks:
-            return {}
         rows, cols = array_shape(state.array, state.target)
         options = {"rows": rows, "cols": cols, "dataflow": state.dataflow,
                    "timing": state.timing, "target": state.target,
