@@ -288,14 +288,14 @@
     }, 300);
     var lastLit = "";
     setInterval(function () {   // a clicked near miss or decline: bring what failed into view
-      // the failed node and the blocking consumer are the only nodes drawn with this border
-      // (styles.FOCUS_BORDER); the blocking one, dashed, is the one to see
-      var lit = a.nodes().filter(function (n) { return n.style("border-width") === "6px"; });
+      // the failed node and the blocking consumer (styles.HIGHLIGHT_STYLES); the blocking
+      // one is the one to see
+      var lit = a.nodes(".hl-failed, .hl-blocking");
       var key = lit.map(function (n) { return n.id(); }).join(" ");
       if (key === lastLit) { return; }
       lastLit = key;
       if (!lit.length) { return; }
-      var dashed = lit.filter(function (n) { return n.style("border-style") === "dashed"; });
+      var dashed = lit.filter(".hl-blocking");
       var box = (dashed.length ? dashed : lit).boundingBox(), ext = a.extent();
       if (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1 && box.y2 <= ext.y2) {
         return;

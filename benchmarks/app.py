@@ -142,7 +142,7 @@ def server_figures(label: str, path: str, group_budget: int = 250,
 
 def payload_json(workspace, view: ViewState, ui: UiState) -> str:
     payload = build_panes(workspace, view, ui)
-    return json.dumps([payload.before, payload.after, payload.before_style, payload.after_style])
+    return json.dumps([payload.before, payload.after])
 
 
 def cold_placement(workspace, expanded: frozenset[str]):

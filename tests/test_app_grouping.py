@@ -8,7 +8,6 @@ import pytest
 
 from compiler_core.ir import Graph, Value
 from compiler_core.passes import PassManager
-from graphlab.app.page_ids import namespace, page_id
 from graphlab.app.config import AppConfig
 from graphlab.app.drawn_graph import drawn_edges
 from graphlab.app.elements import element_id
@@ -230,8 +229,8 @@ def test_closing_the_group_that_holds_the_selection_keeps_it_closed(services):
     payload = build_panes(ws, state, ui)
     collapsed = {e["data"]["id"] for e in payload.before if "collapsed" in e.get("classes", "")}
     assert inner in collapsed, "the group reopened by itself"
-    assert any(f'[id = "{page_id(namespace(ws.key), inner)}"]' in rule["selector"] and "overlay-color" in rule["style"]
-               for rule in payload.before_style), "the selection did not move to the group"
+    assert any(e["data"]["id"] == inner and "hl-selected" in e["classes"]
+               for e in payload.before), "the selection did not move to the group"
     other = next(n for n in ws.result.initial.nodes
                  if ws.scopes.group_of.get(n.id) not in (None, inner))
     moved = state.with_changes(node=other.id)

@@ -62,8 +62,8 @@ def test_the_declined_block_lists_its_reason_and_lights_its_blocking_consumer(se
     payload = build_panes(ws, clicked, UiState())
     graph = ws.result.graph_before(step)
     blocking = graph.node_by_name(BLOCKING)
-    rules = [r for r in payload.before_style if f'|n{blocking.id}"' in r["selector"]]
-    assert rules and rules[0]["style"]["border-style"] == "dashed"
+    lit = {e["data"]["id"]: e.get("classes", "").split() for e in payload.before}
+    assert "hl-blocking" in lit[f"n{blocking.id}"]
 
 
 def test_a_pass_shows_only_its_own_rules(services):

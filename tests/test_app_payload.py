@@ -10,7 +10,6 @@ import bad_models
 
 from compiler_core.errors import GraphLabError
 from graphlab.app.panels.registry import tab_names
-from graphlab.app.page_ids import namespace, page_id
 from graphlab.app.config import AppConfig
 from graphlab.app.elements import element_id
 from graphlab.app.inspector_data import describe_node
@@ -88,9 +87,9 @@ def test_selecting_a_node_styles_it_in_both_panes(services):
     ws = workspace(services, "cnn_bn")
     node = ws.result.initial.nodes[3]
     payload = build_panes(ws, ViewState(model="cnn_bn", node=node.id), UiState())
-    selector = f'[id = "{page_id(namespace(ws.key), element_id(node.id))}"]'
-    assert any(selector in rule["selector"] for rule in payload.before_style)
-    assert any(selector in rule["selector"] for rule in payload.after_style)
+    for elements in (payload.before, payload.after):
+        lit = [e["data"]["id"] for e in elements if "hl-selected" in e.get("classes", "")]
+        assert lit == [element_id(node.id)]
 
 
 def test_near_miss_resolves_to_failed_node_and_blocking_consumer(services):

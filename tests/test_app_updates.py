@@ -77,7 +77,6 @@ def test_a_pass_that_changed_nothing_after_one_that_changed_nothing_sends_no_gra
     assert quiet
     answers = dict((step, answer) for step, answer, _ in walk(workspace, UiState()))
     for step in quiet:
-        assert not {"before_style", "after_style"} & set(answers[step]), step
         for side in ("before", "after"):   # the view is named, no element is sent
             assert not set(ELEMENTS) & set(answers[step][side]), step
 
@@ -103,22 +102,23 @@ def test_an_update_is_the_whole_list_when_most_of_it_changed():
     assert element_update(None, new) == {"full": new}
 
 
-def test_a_stylesheet_is_sent_only_when_it_differs_from_what_the_page_draws_with(workspace):
-    """A fresh page draws with the plain stylesheet: a first answer that highlights nothing
-    sends none (restyling every element again), one that selects a node sends its own; after
-    another model's answer, the last stylesheet sent is what the page holds."""
-    from graphlab.app.styles import plain_stylesheet
-
+def test_a_selection_sends_the_elements_it_lights_and_nothing_else(workspace):
+    """A highlight is a class on the elements it names: selecting a node sends that element
+    alone (the graph restyles one element, not every one), and selecting another sends both
+    the one let go and the one taken; the page's merge then holds the new classes."""
     plain = build_panes(workspace, ViewState(model=MODEL), UiState())
-    first = pane_changes(workspace, plain, None)
-    assert "before_style" not in first and "after_style" not in first
-    assert plain.before_style == plain_stylesheet()
-
-    node = workspace.result.snapshots[0].graph.nodes[0].id
-    chosen = build_panes(workspace, ViewState(model=MODEL, node=node), UiState())
-    selected = pane_changes(workspace, chosen, None)
-    assert selected["before_style"] == chosen.before_style != plain_stylesheet()
-    again = pane_changes(workspace, chosen, selected["drawn_key"])
-    assert "before_style" not in again
-    back = pane_changes(workspace, plain, {**selected["drawn_key"], "model": "another"})
-    assert back["before_style"] == plain_stylesheet()
+    drawn = pane_changes(workspace, plain, None)["drawn_key"]
+    held = applied([], pane_changes(workspace, plain, None)["before"])
+    first, second = (n.id for n in workspace.result.snapshots[0].graph.nodes[:2])
+    space = namespace(workspace.key)
+    for chosen, sent in ((first, {first}), (second, {first, second})):
+        payload = build_panes(workspace, ViewState(model=MODEL, node=chosen), UiState())
+        answer = pane_changes(workspace, payload, drawn)
+        update = answer["before"]
+        assert {local_id(e["data"]["id"]) for e in update["upsert"]} == \
+            {f"n{i}" for i in sent} and not update["remove"]
+        held = applied(held, update)
+        lit = [local_id(e["data"]["id"]) for e in held if "hl-selected" in e.get("classes", "")]
+        assert lit == [f"n{chosen}"]
+        assert as_set(held) == as_set(to_page(payload.before, space))
+        drawn = answer["drawn_key"]

@@ -105,7 +105,7 @@ def test_a_clicked_site_lights_its_nodes_in_the_panes(gelu_workspace):
     focus = rule_focus(highlight)
     assert focus.matched == matched and focus.failed == failed
     payload = build_panes(ws, ViewState(model="teach_gelu", highlight=highlight), UiState())
-    lit = " ".join(rule["selector"] for rule in payload.after_style)
-    assert all(f'|n{node_id}"' in lit for node_id in matched + [failed])   # page ids
+    lit = {e["data"]["id"] for e in payload.after if "hl-" in e.get("classes", "")}
+    assert {f"n{node_id}" for node_id in matched + [failed]} <= lit
     assert Highlight.decode("rule-miss:0:0:not/ids/here") is None
     assert rule_focus(Highlight.decode("miss:0:0")) is None

@@ -3,7 +3,7 @@
 This is the hot path of the app ("select a pass" -> payload), measured by benchmarks/app.py.
 Scope groups and histories are precomputed per workspace, and the nested layout caches each
 group's layer order; here we place the visible items, mark the diff, and turn selection /
-pattern focus / search into style rules.  Groups holding the selected or highlighted nodes open
+pattern focus / search into highlight classes on the elements they name.  Groups holding the selected or highlighted nodes open
 by themselves so they can be seen, once: a group the user then closes stays closed (the
 selection is shown on the group) until the focus moves elsewhere.
 """
@@ -22,10 +22,9 @@ from .fault_jobs import kept_wrong_values
 from .graph_analyses import band_classes, group_band_classes
 from .intensity_bands import paint
 from .onnxscript_view import rule_focus
-from .page_ids import namespace, page_id
 from .pattern_editor_view import editor_focus
 from .pattern_view import PatternFocus, resolve_focus
-from .styles import Highlights, stylesheet
+from .styles import Highlights
 from .view_state import ViewState
 from .workbench import Workspace
 
@@ -71,12 +70,15 @@ class Drawn:
     opened: frozenset[int]
     overlay: str = ""         # the target whose intensity bands colour the nodes, ERRORS
                               # + the step whose errors do (`error_heat`), or ''
+    # each pane's highlight classes by element id (`Highlights.classes`), as sorted pairs
+    highlights: tuple[tuple[tuple[str, str], ...], ...] = ((), ())
 
     def to_store(self, ws: Workspace) -> dict:
         index = ws.derived.setdefault("group index", {g: i for i, g in enumerate(ws.scopes.groups)})
         return {"workspace": self.workspace, "step": self.step, "overlay": self.overlay,
                 "expanded": sorted(index[g] for g in self.expanded if g in index),
-                "opened": sorted(self.opened)}
+                "opened": sorted(self.opened),
+                "highlights": [[list(pair) for pair in side] for side in self.highlights]}
 
     @classmethod
     def from_store(cls, data: dict | None, ws: Workspace) -> "Drawn | None":
@@ -86,7 +88,9 @@ class Drawn:
         groups = list(ws.scopes.groups)
         return cls(ws.key, int(data["step"]),
                    frozenset(groups[i] for i in data.get("expanded", []) if i < len(groups)),
-                   frozenset(int(i) for i in data.get("opened", [])), data.get("overlay", ""))
+                   frozenset(int(i) for i in data.get("opened", [])), data.get("overlay", ""),
+                   tuple(tuple((str(e), str(c)) for e, c in side)
+                         for side in data.get("highlights", [[], []])))
 
 
 @dataclass
@@ -94,8 +98,6 @@ class PanesPayload:
     drawn: Drawn              # what the element lists show
     before: list[dict]
     after: list[dict]
-    before_style: list[dict]
-    after_style: list[dict]
     focus: PatternFocus | None
     search_hits: int
 
@@ -107,12 +109,12 @@ def build_panes(ws: Workspace, state: ViewState, ui: UiState) -> PanesPayload:
     hits = search_hits(after, state.search) | search_hits(before, state.search)
     selected = [state.node] if state.node is not None else []
     expanded = _drawn_groups(ws, ui, _focus_groups(ws, step, selected, focus, hits))
-    drawn = Drawn(ws.key, step, frozenset(expanded), ui.opened, drawn_overlay(ws, state, step))
+    highlights = tuple(tuple(sorted(_highlights(ws, graph, expanded, selected, focus, hits)
+                                    .classes().items())) for graph in (before, after))
+    drawn = Drawn(ws.key, step, frozenset(expanded), ui.opened, drawn_overlay(ws, state, step),
+                  highlights)
     left, right = pane_elements_of(ws, drawn)
-    return PanesPayload(drawn, left, right,
-                        _pane_style(ws, before, expanded, selected, focus, hits),
-                        _pane_style(ws, after, expanded, selected, focus, hits),
-                        focus, len(hits))
+    return PanesPayload(drawn, left, right, focus, len(hits))
 
 
 def drawn_overlay(ws: Workspace, state: ViewState, step: int) -> str:
@@ -126,8 +128,18 @@ def drawn_overlay(ws: Workspace, state: ViewState, step: int) -> str:
 
 
 def pane_elements_of(ws: Workspace, drawn: Drawn) -> tuple[list[dict], list[dict]]:
-    """Both panes' elements for ``drawn``."""
-    return _pane_elements(ws, drawn, BEFORE), _pane_elements(ws, drawn, AFTER)
+    """Both panes' elements for ``drawn``, highlights included."""
+    return (_highlighted(_pane_elements(ws, drawn, BEFORE), dict(drawn.highlights[0])),
+            _highlighted(_pane_elements(ws, drawn, AFTER), dict(drawn.highlights[1])))
+
+
+def _highlighted(elements: list[dict], classes: dict[str, str]) -> list[dict]:
+    """``elements`` with the highlighted ones copied with their classes added (the list kept
+    for the view is shared, and the others stay the same objects)."""
+    if not classes:
+        return elements
+    return [{**e, "classes": f"{e.get('classes', '')} {classes[e['data']['id']]}".strip()}
+            if e["data"]["id"] in classes else e for e in elements]
 
 
 def _pane_elements(ws: Workspace, drawn: Drawn, side: str) -> list[dict]:
@@ -268,17 +280,17 @@ def _find_anywhere(ws: Workspace, node_id: int):
     return None
 
 
-def _pane_style(ws: Workspace, graph: Graph, expanded: set[str], selected: list[int],
-                focus: PatternFocus | None, hits: set[int]) -> list[dict]:
-    space = namespace(ws.key)
-
-    def ids(node_ids) -> list[str]:   # as the page holds them (see `page_ids`)
+def _highlights(ws: Workspace, graph: Graph, expanded: set[str], selected: list[int],
+                focus: PatternFocus | None, hits: set[int]) -> Highlights:
+    """What one pane emphasises, by the ids of the elements that show it (a node, or the
+    closed group holding it)."""
+    def ids(node_ids) -> list[str]:
         out: list[str] = []
         for node_id in node_ids:
             if graph.node_by_id(node_id) is None:
                 continue
             group, _ = ws.scopes.representative(node_id, expanded)
-            out.append(page_id(space, group or element_id(node_id)))
+            out.append(group or element_id(node_id))
         return list(dict.fromkeys(out))
 
     chosen = [c for i in selected for c in counterparts(ws, i, graph)]
@@ -287,4 +299,4 @@ def _pane_style(ws: Workspace, graph: Graph, expanded: set[str], selected: list[
         highlights.matched = ids(focus.matched)
         highlights.failed = ids([focus.failed] if focus.failed is not None else [])
         highlights.blocking = ids([focus.blocking] if focus.blocking is not None else [])
-    return stylesheet(highlights)
+    return highlights

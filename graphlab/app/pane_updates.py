@@ -15,7 +15,6 @@ import json
 
 from .page_ids import namespace, update_to_page
 from .pane_payload import Drawn, PanesPayload, pane_elements_of
-from .styles import plain_stylesheet
 from .workbench import Workspace
 
 WHOLE_LIST_SHARE = 0.6   # a change touching more of the list than this sends it whole
@@ -51,33 +50,26 @@ def applied(old: list[dict], update: dict) -> list[dict]:
 
 
 def fingerprint(value) -> str:
-    """A short digest of a JSON value (a stylesheet), to tell whether it changed."""
+    """A short digest of a JSON value (the record of what the panes show)."""
     return hashlib.sha1(json.dumps(value, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def pane_changes(workspace: Workspace, payload: PanesPayload, drawn: dict | None,
                  **kept) -> dict:
     """The panes' outputs that differ from what the page holds (``drawn``: the record of the
-    last answer): "before" / "after" updates, "before_style" / "after_style", and
-    "drawn_key", the new record, when it changed.  Each pane's update is sent every time: it
+    last answer): "before" / "after" updates and "drawn_key", the new record, when it
+    changed; a highlight is a class on the elements it names, so it travels with them.  Each pane's update is sent every time: it
     names the view drawn (model and pass) and how many elements the pane then holds, so the
     page fits a new view once both panes hold it; its elements, in the page's ids, only when
     they changed.  ``kept``: more of what the page shows, recorded with the rest."""
     held = Drawn.from_store(drawn, workspace)
     old = pane_elements_of(workspace, held) if held is not None else (None, None)
-    styles = [fingerprint(payload.before_style), fingerprint(payload.after_style)]
-    # the page's stylesheets: the last ones sent (whatever model they were for), else a fresh
-    # page's own
-    held_styles = drawn.get("styles", [None, None]) if drawn else [fingerprint(plain_stylesheet())] * 2
-    record = {**payload.drawn.to_store(workspace), "styles": styles, **kept}
+    record = {**payload.drawn.to_store(workspace), **kept}
     found: dict = {} if record == drawn else {"drawn_key": record}
     space = namespace(workspace.key)
     view = f"{space}:{payload.drawn.step}"
-    for index, (side, new, style) in enumerate((("before", payload.before, payload.before_style),
-                                                 ("after", payload.after, payload.after_style))):
+    for index, (side, new) in enumerate((("before", payload.before), ("after", payload.after))):
         update = element_update(old[index], new)
         found[side] = {**(update_to_page(update, space) if update is not None else {}),
                        "view": view, "count": len(new), "for": fingerprint(record)}
-        if held_styles[index] != styles[index]:
-            found[f"{side}_style"] = style
     return found

@@ -84,9 +84,27 @@ BASE_STYLESHEET += band_stylesheet()   # the intensity overlay: fills on top, bo
 BASE_STYLESHEET += error_stylesheet()  # the error overlay (first wrong value), the same way
 
 
-# The border of a clicked item's failed node and blocking consumer; no other rule draws this
-# width, so the pane script (assets/graphlab.js) finds them by it to bring them into view.
+# The border of a clicked item's failed node and blocking consumer.
 FOCUS_BORDER = 6
+
+# What a pane highlights, each a class the payload puts on the elements it names
+# (`Highlights.classes`), so a click restyles the few elements it changes, not the whole
+# graph; in the order their rules apply (a later one wins where two set a property).
+HIGHLIGHT_STYLES = (
+    ("search", {"background-color": COLORS["search"]}),
+    ("matched", {"border-color": COLORS["match"], "border-width": 5, "border-style": "solid"}),
+    ("blocking", {"border-color": COLORS["blocking"], "border-width": FOCUS_BORDER,
+                  "border-style": "dashed"}),
+    ("failed", {"border-color": COLORS["failed"], "border-width": FOCUS_BORDER,
+                "border-style": "solid", "shape": FAILED_SHAPE}),
+    ("selected", {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
+                  "overlay-padding": 8, "border-color": COLORS["selected"], "border-width": 4}),
+)
+
+# The panes' one stylesheet: it never changes while the page lives.
+PANE_STYLESHEET = [*BASE_STYLESHEET,
+                   *({"selector": f".hl-{kind}", "style": style} for kind, style in HIGHLIGHT_STYLES),
+                   {"selector": ":parent", "style": {"overlay-opacity": 0}}]   # an opened body
 
 
 @dataclass
@@ -99,31 +117,10 @@ class Highlights:
     blocking: list[str] = field(default_factory=list)
     search: list[str] = field(default_factory=list)
 
-
-def stylesheet(highlights: Highlights) -> list[dict]:
-    rules = list(BASE_STYLESHEET)
-    _add(rules, highlights.search, {"background-color": COLORS["search"]})
-    _add(rules, highlights.matched, {"border-color": COLORS["match"], "border-width": 5,
-                                     "border-style": "solid"})
-    _add(rules, highlights.blocking, {"border-color": COLORS["blocking"],
-                                      "border-width": FOCUS_BORDER, "border-style": "dashed"})
-    _add(rules, highlights.failed, {"border-color": COLORS["failed"],
-                                    "border-width": FOCUS_BORDER, "border-style": "solid",
-                                    "shape": FAILED_SHAPE})
-    _add(rules, highlights.selected, {"overlay-color": COLORS["selected"], "overlay-opacity": 0.18,
-                                      "overlay-padding": 8, "border-color": COLORS["selected"],
-                                      "border-width": 4})
-    rules.append({"selector": ":parent", "style": {"overlay-opacity": 0}})  # an opened body
-    return rules
-
-
-def plain_stylesheet() -> list[dict]:
-    """The panes' stylesheet with nothing highlighted: what a fresh page draws with, so a
-    first answer that highlights nothing sends none."""
-    return stylesheet(Highlights())
-
-
-def _add(rules: list[dict], ids: list[str], style: dict) -> None:
-    if ids:
-        quoted = (i.replace("\\", "\\\\").replace('"', '\\"') for i in ids)
-        rules.append({"selector": ", ".join(f'[id = "{q}"]' for q in quoted), "style": style})
+    def classes(self) -> dict[str, str]:
+        """Element id -> the highlight classes it takes ("hl-matched hl-selected")."""
+        found: dict[str, list[str]] = {}
+        for kind, _ in HIGHLIGHT_STYLES:
+            for element in getattr(self, kind):
+                found.setdefault(element, []).append(f"hl-{kind}")
+        return {element: " ".join(kinds) for element, kinds in found.items()}

@@ -2,9 +2,10 @@
 
 Each answer sends only what changed (`pane_updates`): the page keeps what the panes were drawn
 from, a pane whose elements are the same (a pass that changed nothing) gets nothing, a pane
-where a few changed gets those, merged in the page by `graphlab.applyPanes`; a stylesheet
-(selection, pattern highlights, search) is re-sent only when it changed.  Tapping a group opens
-or closes it; the open groups live in the page (per browser), not in the URL.
+where a few changed gets those, merged in the page by `graphlab.applyPanes`; the selection,
+pattern highlights and search hits are classes on the elements they name, so they travel with
+them and the stylesheet never changes.  Tapping a group opens or closes it; the open groups
+live in the page (per browser), not in the URL.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from ..pane_payload import UiState, build_panes, drawn_groups, regrouped
 from ..pane_updates import pane_changes
 from ..scopes import structure_note
 from ..services import Services
-from ..styles import plain_stylesheet
+from ..styles import PANE_STYLESHEET
 from . import exports, overlay, wrong_value
 from .inspector import OPEN_BODY
 from .on_view import on_view
@@ -103,7 +104,7 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
     return html.Div(className="pane", children=[
         html.Div(className="pane-head", children=[html.H3(id=title_id, className="pane-title"),
                                                   exports.pane_buttons(pane_id)]),
-        cyto.Cytoscape(id=pane_id, className="graph", elements=[], stylesheet=plain_stylesheet(),
+        cyto.Cytoscape(id=pane_id, className="graph", elements=[], stylesheet=PANE_STYLESHEET,
                        layout={"name": "preset", "fit": False},
                        minZoom=0.02, maxZoom=3, wheelSensitivity=0.3,
                        boxSelectionEnabled=False, autounselectify=True,
@@ -114,8 +115,6 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
 def register(app, services: Services) -> None:
     @on_view(app, services, {
         "before": Output(UPDATES[ids.BEFORE], "data"), "after": Output(UPDATES[ids.AFTER], "data"),
-        "before_style": Output(ids.BEFORE, "stylesheet"),
-        "after_style": Output(ids.AFTER, "stylesheet"),
         "before_title": Output(BEFORE_TITLE, "children"),
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
