@@ -100,8 +100,8 @@ def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(sta
 
 def test_opening_a_tab_asks_the_server_only_for_the_tab_and_back_reopens_the_last(started):
     """The page makes the view with the tab itself: its URL names the tab (a new history
-    entry), the navigation reducer that hears the URL sets nothing, and Back reopens the tab
-    that was open before."""
+    entry), the navigation reducer that hears the URL sets nothing, the tab's parts that have
+    nothing to show are not asked, and Back reopens the tab that was open before."""
     dash_duo = started
     settled(dash_duo, "After pass")
     before = dash_duo.driver.execute_script("return window.location.search;")
@@ -113,6 +113,8 @@ def test_opening_a_tab_asks_the_server_only_for_the_tab_and_back_reopens_the_las
     assert "panel=patterns" in search and search.replace("&panel=patterns", "") == before
     asked = answers(dash_duo)
     assert any("patterns.children" in a["output"] for a in asked), asked
+    assert not any("onnxscript-rules-body" in a["output"] for a in asked), \
+        "the rules section, with no rules named, was asked to draw itself empty again"
     navigation = [a for a in asked if "view-state.data" in a["output"]]
     assert all(a["response"] == {} for a in navigation), navigation
 

@@ -27,6 +27,7 @@ FIELD = "onnxscript-rules-field"
 RUN = "onnxscript-rules-run"
 ASKED = "onnxscript-rules-asked"   # time of the last Run click on the rules shown (page store)
 BODY = "onnxscript-rules-body"
+HEARD = "onnxscript-rules-view"    # the view, while rules are named or were (page store)
 SITES_SHOWN = 8                    # closest sites listed per rule
 EXAMPLE = "onnxscript.rewriter.ort_fusions"
 
@@ -36,6 +37,7 @@ def section(services: Services) -> html.Div:
     allowed = services.config.allow_code
     return html.Div(className="onnxscript-rules", children=[
         dcc.Store(id=ASKED, storage_type="memory"),
+        dcc.Store(id=HEARD, storage_type="memory"),
         html.H4("onnxscript rewrite rules, judged by onnxscript"),
         html.Div(className="rules-form", children=[
             dcc.Input(id=FIELD, type="text", debounce=True, className="rules-input",
@@ -50,6 +52,15 @@ def section(services: Services) -> html.Div:
     ])
 
 
+# The patterns tab's view reaches the rules only while rules are named (and once more when
+# they are cleared): with none, each step and each click in the tab would ask the server to
+# draw the same empty section again.
+HEAR_WHILE_NAMED = """function (view, heard) {
+  if (!view || !view.rules && !(heard && heard.rules)) { return window.dash_clientside.no_update; }
+  return view;
+}"""
+
+
 def register(app, services: Services) -> None:
     @on_view(app, services, {"patch": Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                              "asked": Output(ASKED, "data")},
@@ -62,9 +73,14 @@ def register(app, services: Services) -> None:
             return {"patch": {"rules": typed}}
         return {"asked": time.time()}   # the same rules again: judge them afresh
 
+    app.clientside_callback(HEAR_WHILE_NAMED, Output(HEARD, "data"),
+                            Input(ids.tab_view(ids.PATTERNS_TAB), "data"), State(HEARD, "data"),
+                            prevent_initial_call=True)
+
     @on_view(app, services, {"body": Output(BODY, "children"), "field": Output(FIELD, "value")},
-             inputs={"asked": Input(ASKED, "data")}, tab=ids.PATTERNS_TAB, message="body")
-    def render(state, workspace, asked):
+             inputs={"asked": Input(ASKED, "data"), "_heard": Input(HEARD, "data")},
+             view_triggers=False, tab=ids.PATTERNS_TAB, message="body")
+    def render(state, workspace, asked, _heard):
         if not state.rules:
             return {"body": [], "field": ""}
         if not services.config.allow_code:
