@@ -7,7 +7,7 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import navigation, registry, settings_gate, tab_gate, tab_switch
+from .panels import navigation, registry, settings_gate, tab_gate, views_in_page
 from .services import Services
 
 
@@ -21,7 +21,7 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
     app.layout = page(services)
     navigation.register(app, services)
-    tab_switch.register(app, services)
+    views_in_page.register(app, services)
     tab_gate.register(app)
     settings_gate.register(app)
     for panel in registry.PANELS:

@@ -93,6 +93,15 @@ def test_near_miss_shows_reason_and_highlights_blocking_consumer(dash_duo, graph
     colours = pane_js(dash_duo, f"return [before.getElementById('{blocking}').style('border-color'),"
                                 f" before.getElementById('{failed}').style('border-color')];")
     assert colours == ["rgb(194,37,92)", "rgb(232,89,12)"]
+    # the page made the view: the address names the item (a link reproduces it), and Back
+    # lets it go
+    search = dash_duo.driver.execute_script("return window.location.search;")
+    assert "hl=miss" in search and "panel=patterns" in search
+    dash_duo.driver.back()
+    wait_until(dash_duo, lambda: not dash_duo.find_elements(".focus.miss"),
+               message="Back did not let the near miss go")
+    assert pane_js(dash_duo, f"return before.getElementById('{blocking}').hasClass('hl-blocking');") \
+        is False
 
 
 def test_bad_upload_shows_an_error_and_the_app_keeps_working(started, tmp_path):

@@ -30,11 +30,10 @@ from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL, RETRY, failure_message
 from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
 from .panes import SEARCH
-from .patterns import ITEM as PATTERN_ITEM
 from .registry import follows_selection, tab_names
 from .stepper import HIDE_UNCHANGED, NEXT, PREV, ROW as PASS_ROW
 
-CLICKS = {RUN, PREV, NEXT, PASS_ROW, PATTERN_ITEM, RETRY}
+CLICKS = {RUN, PREV, NEXT, PASS_ROW, RETRY}
 
 OUTPUTS = {
     "url": Output(ids.URL, "search"), "view": Output(ids.VIEW, "data"),
@@ -54,13 +53,12 @@ INPUTS = {
     "_prev": Input(PREV, "n_clicks"), "_next": Input(NEXT, "n_clicks"),
     "tap_before": Input(ids.BEFORE, "tapNodeData"), "tap_after": Input(ids.AFTER, "tapNodeData"),
     "hide": Input(HIDE_UNCHANGED, "value"),
-    "_items": Input({"type": PATTERN_ITEM, "index": ALL}, "n_clicks"),
     "query": Input(SEARCH, "value"), "patch": Input(ids.VIEW_PATCH, "data"),
     "_tick": Input(POLL, "n_intervals"), "_retries": Input({"type": RETRY, "index": ALL}, "n_clicks"),
 }
 STATE = {"view": State(ids.VIEW, "data"), "pending": State(PENDING, "data"),
          "upload_b": State(ids.COMPARE_UPLOAD, "data"),
-         "panel": State(ids.TABS, "value")}   # a tab opens on the page (`tab_switch`)
+         "panel": State(ids.TABS, "value")}   # a tab opens on the page (`views_in_page`)
 
 
 def register(app, services: Services) -> None:
@@ -86,7 +84,7 @@ def register(app, services: Services) -> None:
             wanted = from_query(trigger["index"], default, tab_names())
         elif from_url or previous is None:
             wanted = from_query(search, default, tab_names())
-            if wanted == previous:   # the page made this view itself (a tab opened)
+            if wanted == previous:   # the page made this view itself (`views_in_page`)
                 return {}
         else:
             wanted = _apply(previous, kind, trigger, inputs)
@@ -170,8 +168,6 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
                                   if state.panel in follows_selection() else "inspector")
     if kind == HIDE_UNCHANGED:
         return state.with_changes(hide_unchanged=bool(inputs["hide"]))
-    if kind == PATTERN_ITEM:
-        return state.with_changes(highlight=str(trigger["index"]), panel="patterns")
     if kind == SEARCH:
         return state.with_changes(search=(inputs["query"] or "").strip())
     if kind == ids.VIEW_PATCH:
