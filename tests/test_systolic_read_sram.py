@@ -95,7 +95,8 @@ def replay_row_by_row(streams, memory: MemoryConfig) -> dict:
     writer = _Writer(memory.sram("ofmap"), memory.words("ofmap"))
     done = {"ifmap": 0, "filter": 0}
     stalls, stall_rows, written = 0, [], 0
-    for row, writes in enumerate(streams.ofmap_per_row.tolist()):
+    for row in range(streams.total_rows):
+        writes = streams.ofmap_writes.at(row)
         cycle = row + stalls
         waits = {}
         for operand, (sram, refills) in reads.items():
