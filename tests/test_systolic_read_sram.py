@@ -22,7 +22,10 @@ from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.systolic.scalesim_memory import EVENT_LIMIT, replay
 from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
-from compiler_core.hardware.systolic.scalesim_streams import build_streams
+from compiler_core.hardware.systolic.mapping import ConvShape
+from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OfmapWrites,
+                                                              _ifmap_valid, build_streams,
+                                                              ifmap_addresses)
 
 
 def walk_read_sram(read, sram: ReadSram, fold_rows: int) -> list[tuple[int, int]]:
@@ -169,3 +172,36 @@ def test_replay_equals_the_row_by_row_model(seed):
         stalled += run.stall_cycles > 0
     assert stalled >= 5
 
+
+
+def test_ofmap_writes_equal_the_element_by_element_count():
+    """Per-shape prefixes against every written element placed on its row: counts per
+    row, writes before a row, the row of each write, the first and last written row."""
+    rng = random.Random(5)
+    for _ in range(60):
+        base, fold_rows = rng.randint(0, 6), rng.randint(20, 40)
+        spans = []
+        for _ in range(rng.randint(1, 7)):
+            height, width = rng.randint(1, 8), rng.randint(1, 8)
+            spans.append((rng.randint(0, fold_rows - base - height - width), height, width))
+        per_row = [0] * (fold_rows * len(spans))
+        for fold, (first, height, width) in enumerate(spans):
+            for t in range(height):
+                for c in range(width):
+                    per_row[fold * fold_rows + base + first + t + c] += 1
+        writes = OfmapWrites(spans, fold_rows, base)
+        assert [writes.at(row) for row in range(len(per_row))] == per_row
+        assert [writes.before(row) for row in range(len(per_row) + 1)] == \
+            [sum(per_row[:row]) for row in range(len(per_row) + 1)]
+        rows_of = [row for row, count in enumerate(per_row) for _ in range(count)]
+        assert [writes.row_of(element) for element in range(writes.total)] == rows_of
+        assert writes.first_last == (rows_of[0], rows_of[-1])
+
+
+def test_ifmap_address_count_equals_the_im2col_matrix():
+    rng = random.Random(6)
+    for _ in range(200):
+        FH, FW = rng.randint(1, 4), rng.randint(1, 4)
+        conv = ConvShape(rng.randint(FH, 14), rng.randint(FW, 14), FH, FW, rng.randint(1, 3),
+                         2, rng.randint(1, 6))
+        assert _ifmap_valid(conv) == int((ifmap_addresses(conv) != NO_REQUEST).sum()), conv
