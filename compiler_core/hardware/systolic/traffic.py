@@ -71,9 +71,24 @@ class FoldTraffic:
         """Whether the operand's tile changes with the row fold, with the column fold."""
         return self._dependence[operand]
 
+    @cached_property
+    def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+        """Each operand's tile bytes indexed [last row fold?][last column fold?]: every
+        other fold uses the whole array, so a tile's size depends on nothing else."""
+        mapping = self.mapping
+        last_row, last_col = mapping.row_folds - 1, mapping.col_folds - 1
+
+        def size(operand, row_fold, col_fold):
+            elements = mapping.tile_elements(operand, row_fold, col_fold)
+            return math.ceil(elements * self.element_bytes)
+        return {operand: ((size(operand, 0, 0), size(operand, 0, last_col)),
+                          (size(operand, last_row, 0), size(operand, last_row, last_col)))
+                for operand in OPERAND_DIMS}
+
     def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
-        elements = self.mapping.tile_elements(operand, row_fold, col_fold)
-        return math.ceil(elements * self.element_bytes)
+        mapping = self.mapping
+        return self._tile_table[operand][row_fold == mapping.row_folds - 1][
+            col_fold == mapping.col_folds - 1]
 
     def operand_fetch_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Bytes of input tile 'A' or 'B' that fold (row_fold, col_fold) must bring in."""
