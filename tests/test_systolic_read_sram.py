@@ -24,8 +24,8 @@ from compiler_core.hardware.systolic.scalesim_memory import EVENT_LIMIT, replay
 from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
 from compiler_core.hardware.systolic.mapping import ConvShape
 from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OfmapWrites,
-                                                              _ifmap_valid, build_streams,
-                                                              ifmap_addresses)
+                                                              _anti_diagonals, _ifmap_valid,
+                                                              build_streams, ifmap_addresses)
 
 
 def walk_read_sram(read, sram: ReadSram, fold_rows: int) -> list[tuple[int, int]]:
@@ -205,3 +205,11 @@ def test_ifmap_address_count_equals_the_im2col_matrix():
         conv = ConvShape(rng.randint(FH, 14), rng.randint(FW, 14), FH, FW, rng.randint(1, 3),
                          2, rng.randint(1, 6))
         assert _ifmap_valid(conv) == int((ifmap_addresses(conv) != NO_REQUEST).sum()), conv
+
+
+@pytest.mark.parametrize("height, width", [(1, 1), (1, 6), (6, 1), (4, 4), (3, 9), (40, 8)])
+def test_anti_diagonal_order_reads_bottom_first_along_each_anti_diagonal(height, width):
+    cells = sorted(((r + c, -r), r * width + c) for r in range(height) for c in range(width))
+    order, diagonal = _anti_diagonals(height, width)
+    assert order.tolist() == [flat for _, flat in cells]
+    assert diagonal.tolist() == [d for (d, _), _ in cells]

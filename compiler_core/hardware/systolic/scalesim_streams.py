@@ -227,14 +227,11 @@ def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     bottom row first within one (so column ascending): the flat index of each element read,
     and the anti-diagonal it is on."""
     diagonal = np.arange(height + width - 1)
-    length = np.minimum(np.minimum(diagonal + 1, height + width - 1 - diagonal),
-                        min(height, width))
-    before = np.concatenate(([0], np.cumsum(length)[:-1]))
-    rows, cols = np.indices((height, width))
-    d = rows + cols
-    order = np.empty(height * width, dtype=np.int64)
-    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = np.arange(height * width)
-    return order, d.ravel()[order]
+    low = np.maximum(diagonal - (height - 1), 0)            # its first (bottom) column
+    length = np.minimum(diagonal, width - 1) - low + 1
+    d = np.repeat(diagonal, length)
+    column = np.arange(height * width) - (np.cumsum(length) - length - low)[d]
+    return (d - column) * width + column, d
 
 
 def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
