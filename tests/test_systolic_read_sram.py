@@ -207,9 +207,41 @@ def test_ifmap_address_count_equals_the_im2col_matrix():
         assert _ifmap_valid(conv) == int((ifmap_addresses(conv) != NO_REQUEST).sum()), conv
 
 
+def test_only_overlapping_windows_put_an_address_in_several_places():
+    """The read SRAM skips looking for shared addresses where windows cannot overlap."""
+    shared = 0
+    for schedule in random_layers(80, seed=8):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for read in (streams.ifmap, streams.filter):
+            stream = read.streams
+            repeated = len(set(stream.addresses.tolist())) < stream.addresses.size
+            assert stream.may_share or not repeated, schedule
+            shared += repeated
+    assert shared > 5
+
+
 @pytest.mark.parametrize("height, width", [(1, 1), (1, 6), (6, 1), (4, 4), (3, 9), (40, 8)])
 def test_anti_diagonal_order_reads_bottom_first_along_each_anti_diagonal(height, width):
     cells = sorted(((r + c, -r), r * width + c) for r in range(height) for c in range(width))
     order, diagonal = _anti_diagonals(height, width)
     assert order.tolist() == [flat for _, flat in cells]
     assert diagonal.tolist() == [d for (d, _), _ in cells]
+
+
+def test_each_fill_position_is_asked_by_one_tile_once():
+    """Streams built from the layout alone (no address matrix): every position of the fill
+    order belongs to exactly one tile, which asks for it once, row after row (in fill order
+    for a streamed tile; a preloaded tile is read bottom row first)."""
+    for schedule in random_layers(80, seed=9):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for read in (streams.ifmap, streams.filter):
+            stream = read.streams
+            tiles = len(stream.tile_start) - 1
+            asked = []
+            for t in range(tiles):
+                part = slice(stream.tile_start[t], stream.tile_start[t + 1])
+                positions, rows = stream.positions[part].tolist(), stream.rows[part].tolist()
+                assert len(set(positions)) == len(positions) and rows == sorted(rows)
+                asked += positions
+            assert sorted(asked) == list(range(read.valid)) == \
+                list(range(stream.addresses.size)), schedule

@@ -88,9 +88,11 @@ class _Sets:
                                 np.minimum.reduceat(sets, starts[asking]).tolist()))
             self.high.update(zip(asking.tolist(),
                                  np.maximum.reduceat(sets, starts[asking]).tolist()))
-        addresses = stream.addresses
-        counts = np.bincount(addresses)
-        self.shared = counts.size > 0 and int(counts.max()) > 1
+        self.shared = False
+        if stream.may_share:
+            addresses = stream.addresses
+            counts = np.bincount(addresses)
+            self.shared = counts.size > 0 and int(counts.max()) > 1
         if self.shared:
             size = addresses.size
             pairs = np.sort(addresses * (size + 1) + np.arange(size) // per_set)

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from itertools import accumulate
 
@@ -39,26 +40,30 @@ NO_REQUEST = -1
 
 @dataclass(frozen=True)
 class OperandStreams:
-    """One read operand's prefetch order and demand stream, over its distinct tiles.
+    """One read operand's demand stream over its distinct tiles, named by fill order.
 
-    `prefetch` holds the operand's addresses in SRAM fill order, NO_REQUEST kept (SCALE-Sim
-    cuts it into lines padding included). A request is named by its element's position in
-    that order once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's
-    requests are `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with
-    a, b = `tile_start[t]`, `tile_start[t + 1]`, in request order (by cycle row, then array
-    column). Folds that read the same tile (SCALE-Sim re-reads an operand's row or column
-    tiles) share it, so the work is per distinct tile, not per fold."""
+    The operand's addresses are brought into its SRAM in a fill order (SCALE-Sim cuts it
+    into lines padding included); a request is named by its element's position in that order
+    once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's requests are
+    `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with a, b = `tile_start[t]`,
+    `tile_start[t + 1]`, in request order (by cycle row, then array column). Folds that read
+    the same tile (SCALE-Sim re-reads an operand's row or column tiles) share it, so the
+    work is per distinct tile, not per fold. The addresses themselves matter only where one
+    address can sit at several positions (`may_share`: im2col inputs of overlapping
+    windows); `fill_order()` gives them, NO_REQUEST kept, when asked."""
 
-    prefetch: np.ndarray
     fold_tile: list
     tile_start: list
     rows: np.ndarray
     positions: np.ndarray
+    may_share: bool
+    fill_order: Callable[[], np.ndarray] = field(repr=False, compare=False)
 
     @cached_property
     def addresses(self) -> np.ndarray:
         """The address at each position of the fill order."""
-        return self.prefetch[self.prefetch != NO_REQUEST]
+        prefetch = self.fill_order()
+        return prefetch[prefetch != NO_REQUEST]
 
     def _tile(self, t: int) -> slice:
         return slice(self.tile_start[t], self.tile_start[t + 1])
@@ -185,12 +190,12 @@ def _ifmap_valid(conv: ConvShape) -> int:
 
 
 class _Source:
-    """An address matrix known by its shape and its count of addresses; the matrix itself
-    is built only when a stream or a tile with missing addresses needs it (most layers
-    need neither)."""
+    """An address matrix known by its shape, its count of addresses and whether an address
+    can appear in it twice; the matrix itself is built only when a tile with missing
+    addresses or a shared address needs it (most layers need neither)."""
 
-    def __init__(self, shape: tuple[int, int], valid: int, build):
-        self.shape, self.valid, self._build = shape, valid, build
+    def __init__(self, shape: tuple[int, int], valid: int, may_share: bool, build):
+        self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
         self.complete = valid == shape[0] * shape[1]
 
     @cached_property
@@ -199,7 +204,17 @@ class _Source:
 
     @property
     def T(self) -> "_Source":
-        return _Source(self.shape[::-1], self.valid, lambda: self.matrix.T)
+        return _Source(self.shape[::-1], self.valid, self.may_share, lambda: self.matrix.T)
+
+
+def _filled(blocks: int, block_size: int, width: int, used: int) -> np.ndarray | None:
+    """Which cells of `blocks` row-major blocks of `block_size` cells, `width` wide, hold an
+    address when only the last block is cut short at `used` columns (a complete source
+    padded to the array's edge); None when every cell does."""
+    if used == width:
+        return None
+    cell = np.arange(blocks * block_size)
+    return (cell < (blocks - 1) * block_size) | (cell % width < used)
 
 
 def filter_addresses(conv: ConvShape) -> np.ndarray:
@@ -267,18 +282,22 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
         return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
 
     def build() -> OperandStreams:
-        stack = stacked()
-        order, diagonal = _anti_diagonals(*stack.shape)
-        prefetch = stack.ravel()[order]
-        valid = prefetch != NO_REQUEST
-        tile = order[valid] // (width * height)
+        count = -(-columns // width)
+        fill, diagonal = _anti_diagonals(count * height, width)
+        if complete:      # only the last tile's padded columns are empty: no matrix needed
+            filled = _filled(count, height * width, width, columns - (count - 1) * width)
+            valid = None if filled is None else filled[fill]
+        else:
+            valid = stacked().ravel()[fill] != NO_REQUEST
+        order = fill if valid is None else fill[valid]
+        tile = order // (width * height)
         positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
         tile = tile[positions]
-        rows = base + diagonal[valid][positions] - tile * height
-        count = -(-columns // width)
-        return OperandStreams(prefetch, fold_tile,
-                              np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
-                              positions)
+        diagonal = diagonal if valid is None else diagonal[valid]
+        rows = base + diagonal[positions] - tile * height
+        return OperandStreams(fold_tile, np.searchsorted(tile, np.arange(count + 1)).tolist(),
+                              rows, positions, source.may_share,
+                              lambda: stacked().ravel()[fill])
 
     return ReadOperand(source.valid, height * -(-columns // width) * width,
                        _ends(len(fold_tile), fold_rows, local_rows), build)
@@ -299,19 +318,29 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
         asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
+    @cache
+    def prefetch() -> np.ndarray:
+        return _blocks(source.matrix, K, C)[0].ravel()
+
     def build() -> OperandStreams:
-        prefetch = _blocks(source.matrix, K, C)[0].ravel()
         fold = np.arange(blocks * slices)
         k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]      # (folds, R)
         flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
         inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
         flat = np.where(inside, flat, 0).ravel()
-        asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
-        position = np.cumsum(prefetch != NO_REQUEST) - 1
+        if complete:      # only the last slice's padded columns are empty: no matrix needed
+            filled = _filled(slices, K * C, C, source.shape[1] - (slices - 1) * C)
+        else:
+            filled = prefetch() != NO_REQUEST
+        asked = np.flatnonzero(inside.ravel() if filled is None
+                               else inside.ravel() & filled[flat])
+        cells = flat[asked]
         tile, index = np.divmod(asked, R * C)
-        return OperandStreams(prefetch, fold.tolist(),
+        return OperandStreams(fold.tolist(),
                               np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
-                              index // C, position[flat[asked]])
+                              index // C,
+                              cells if filled is None else (np.cumsum(filled) - 1)[cells],
+                              source.may_share, prefetch)
 
     return ReadOperand(source.valid, K * slices * C,
                        _ends(blocks * slices, fold_rows, local_rows), build)
@@ -325,8 +354,10 @@ def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStrea
         conv = ConvShape(gemm.M, gemm.K, 1, gemm.K, 1, gemm.N, 1)
     R, C, dataflow = mapping.rows, mapping.cols, mapping.dataflow
     M, K, N = conv.OH * conv.OW, conv.FH * conv.FW * conv.C, conv.N
-    ifmap = _Source((M, K), _ifmap_valid(conv), lambda: ifmap_addresses(conv))
-    weights = _Source((K, N), K * N, lambda: filter_addresses(conv))
+    # an input element lies in several windows only where windows overlap
+    overlap = (conv.FH > conv.S and conv.OH > 1) or (conv.FW > conv.S and conv.OW > 1)
+    ifmap = _Source((M, K), _ifmap_valid(conv), overlap, lambda: ifmap_addresses(conv))
+    weights = _Source((K, N), K * N, False, lambda: filter_addresses(conv))
     build = {"os": _os, "ws": _ws, "is": _is}[dataflow]
     return build(ifmap, weights, R, C, M, N, K)
 
