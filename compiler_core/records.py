@@ -80,6 +80,10 @@ def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
     record, just these keys, in this order."""
     if value is None or isinstance(value, (bool, str, int)):
         return value
+    if type(value) is dict:       # the commonest containers first: fewer checks each
+        return {key: to_json(item) for key, item in value.items()}
+    if type(value) is list:
+        return [to_json(item) for item in value]
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, enum.Enum):

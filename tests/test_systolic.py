@@ -175,6 +175,9 @@ def test_per_fold_closed_forms_agree_with_a_fold_by_fold_walk():
         start, stalls, reads, writes = timeline.preload, [], 0, 0
         for fold in range(mapping.folds):
             row_fold, col_fold = fold % mapping.row_folds, fold // mapping.row_folds
+            for operand in ("A", "B", "C"):
+                assert traffic.tile_bytes(operand, row_fold, col_fold) == math.ceil(
+                    mapping.tile_elements(operand, row_fold, col_fold) * traffic.element_bytes)
             moved = traffic.window_bytes(row_fold, col_fold)
             window = max(math.ceil(moved[o] / (memory.words(name) * 1)) for o, name in
                          (("A", "ifmap"), ("B", "filter"), ("C", "ofmap")))

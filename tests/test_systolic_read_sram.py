@@ -22,7 +22,10 @@ from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.systolic.scalesim_memory import EVENT_LIMIT, replay
 from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
-from compiler_core.hardware.systolic.scalesim_streams import build_streams
+from compiler_core.hardware.systolic.mapping import ConvShape
+from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OfmapWrites,
+                                                              _anti_diagonals, _ifmap_valid,
+                                                              build_streams, ifmap_addresses)
 
 
 def walk_read_sram(read, sram: ReadSram, fold_rows: int) -> list[tuple[int, int]]:
@@ -95,7 +98,8 @@ def replay_row_by_row(streams, memory: MemoryConfig) -> dict:
     writer = _Writer(memory.sram("ofmap"), memory.words("ofmap"))
     done = {"ifmap": 0, "filter": 0}
     stalls, stall_rows, written = 0, [], 0
-    for row, writes in enumerate(streams.ofmap_per_row.tolist()):
+    for row in range(streams.total_rows):
+        writes = streams.ofmap_writes.at(row)
         cycle = row + stalls
         waits = {}
         for operand, (sram, refills) in reads.items():
@@ -168,3 +172,76 @@ def test_replay_equals_the_row_by_row_model(seed):
         stalled += run.stall_cycles > 0
     assert stalled >= 5
 
+
+
+def test_ofmap_writes_equal_the_element_by_element_count():
+    """Per-shape prefixes against every written element placed on its row: counts per
+    row, writes before a row, the row of each write, the first and last written row."""
+    rng = random.Random(5)
+    for _ in range(60):
+        base, fold_rows = rng.randint(0, 6), rng.randint(20, 40)
+        spans = []
+        for _ in range(rng.randint(1, 7)):
+            height, width = rng.randint(1, 8), rng.randint(1, 8)
+            spans.append((rng.randint(0, fold_rows - base - height - width), height, width))
+        per_row = [0] * (fold_rows * len(spans))
+        for fold, (first, height, width) in enumerate(spans):
+            for t in range(height):
+                for c in range(width):
+                    per_row[fold * fold_rows + base + first + t + c] += 1
+        writes = OfmapWrites(spans, fold_rows, base)
+        assert [writes.at(row) for row in range(len(per_row))] == per_row
+        assert [writes.before(row) for row in range(len(per_row) + 1)] == \
+            [sum(per_row[:row]) for row in range(len(per_row) + 1)]
+        rows_of = [row for row, count in enumerate(per_row) for _ in range(count)]
+        assert [writes.row_of(element) for element in range(writes.total)] == rows_of
+        assert writes.first_last == (rows_of[0], rows_of[-1])
+
+
+def test_ifmap_address_count_equals_the_im2col_matrix():
+    rng = random.Random(6)
+    for _ in range(200):
+        FH, FW = rng.randint(1, 4), rng.randint(1, 4)
+        conv = ConvShape(rng.randint(FH, 14), rng.randint(FW, 14), FH, FW, rng.randint(1, 3),
+                         2, rng.randint(1, 6))
+        assert _ifmap_valid(conv) == int((ifmap_addresses(conv) != NO_REQUEST).sum()), conv
+
+
+def test_only_overlapping_windows_put_an_address_in_several_places():
+    """The read SRAM skips looking for shared addresses where windows cannot overlap."""
+    shared = 0
+    for schedule in random_layers(80, seed=8):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for read in (streams.ifmap, streams.filter):
+            stream = read.streams
+            repeated = len(set(stream.addresses.tolist())) < stream.addresses.size
+            assert stream.may_share or not repeated, schedule
+            shared += repeated
+    assert shared > 5
+
+
+@pytest.mark.parametrize("height, width", [(1, 1), (1, 6), (6, 1), (4, 4), (3, 9), (40, 8)])
+def test_anti_diagonal_order_reads_bottom_first_along_each_anti_diagonal(height, width):
+    cells = sorted(((r + c, -r), r * width + c) for r in range(height) for c in range(width))
+    order, diagonal = _anti_diagonals(height, width)
+    assert order.tolist() == [flat for _, flat in cells]
+    assert diagonal.tolist() == [d for (d, _), _ in cells]
+
+
+def test_each_fill_position_is_asked_by_one_tile_once():
+    """Streams built from the layout alone (no address matrix): every position of the fill
+    order belongs to exactly one tile, which asks for it once, row after row (in fill order
+    for a streamed tile; a preloaded tile is read bottom row first)."""
+    for schedule in random_layers(80, seed=9):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for read in (streams.ifmap, streams.filter):
+            stream = read.streams
+            tiles = len(stream.tile_start) - 1
+            asked = []
+            for t in range(tiles):
+                part = slice(stream.tile_start[t], stream.tile_start[t + 1])
+                positions, rows = stream.positions[part].tolist(), stream.rows[part].tolist()
+                assert len(set(positions)) == len(positions) and rows == sorted(rows)
+                asked += positions
+            assert sorted(asked) == list(range(read.valid)) == \
+                list(range(stream.addresses.size)), schedule

@@ -218,11 +218,19 @@ class Mapping:
         group, row = divmod(self.check_fold(fold), self.row_folds)
         return row, group
 
+    @cached_property
+    def _row_extent(self) -> int:
+        return self.extent(self.row_dim)
+
+    @cached_property
+    def _col_extent(self) -> int:
+        return self.extent(self.col_dim)
+
     def rows_used(self, row_fold: int) -> int:
-        return min(self.rows, self.extent(self.row_dim) - row_fold * self.rows)
+        return min(self.rows, self._row_extent - row_fold * self.rows)
 
     def cols_used(self, col_fold: int) -> int:
-        return min(self.cols, self.extent(self.col_dim) - col_fold * self.cols)
+        return min(self.cols, self._col_extent - col_fold * self.cols)
 
     def dim_range(self, dim: str, row_fold: int, col_fold: int) -> tuple[int, int]:
         """Half-open [start, stop) of `dim` that a fold covers."""
@@ -234,16 +242,24 @@ class Mapping:
             return start, start + self.cols_used(col_fold)
         return 0, self.extent(dim)
 
+    @cached_property
+    def _tile_factors(self) -> dict[str, tuple[bool, bool, int]]:
+        """Per operand: whether its tile spans the row dim, the column dim, and the
+        product of its other dims (whole in every fold)."""
+        factors = {}
+        for operand, dims in OPERAND_DIMS.items():
+            whole = math.prod(self.extent(d) for d in dims
+                              if d not in (self.row_dim, self.col_dim))
+            factors[operand] = (self.row_dim in dims, self.col_dim in dims, whole)
+        return factors
+
     def tile_elements(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Elements of operand 'A', 'B' or 'C' that one fold touches."""
-        count = 1
-        for dim in OPERAND_DIMS[operand]:
-            if dim == self.row_dim:
-                count *= self.rows_used(row_fold)
-            elif dim == self.col_dim:
-                count *= self.cols_used(col_fold)
-            else:
-                count *= getattr(self.gemm, dim)
+        on_rows, on_cols, count = self._tile_factors[operand]
+        if on_rows:
+            count *= self.rows_used(row_fold)
+        if on_cols:
+            count *= self.cols_used(col_fold)
         return count
 
     def operand_tiles(self, fold: int) -> dict[str, dict[str, list[int]]]:

@@ -17,7 +17,7 @@ macs / ((cycles + 1) x R x C): `cycles` numbers the last busy cycle, so cycles +
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 
 from compiler_core.hardware.systolic.memory_report import memory_figures
 from compiler_core.records import to_json
@@ -65,6 +65,7 @@ def build_report(schedule) -> dict:
         phases["overlapped"] = 0
         phases["overlapped"] = sum(phases.values()) - (schedule.cycles + 1)
     if schedule.conv is not None:
-        report["conv"] = {**asdict(schedule.conv), "OH": schedule.conv.OH,
-                          "OW": schedule.conv.OW}
+        conv = schedule.conv
+        report["conv"] = {**{f.name: getattr(conv, f.name) for f in fields(conv)},
+                          "OH": conv.OH, "OW": conv.OW}
     return report

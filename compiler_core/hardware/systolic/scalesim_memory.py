@@ -30,15 +30,13 @@ alternates between e and D - e), and so does the write in a row that drains or w
 
 from __future__ import annotations
 
-import bisect
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
 
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
-from compiler_core.hardware.systolic.scalesim_streams import LayerStreams
+from compiler_core.hardware.systolic.scalesim_streams import LayerStreams, OfmapWrites
 
 EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use them all
 
@@ -79,8 +77,7 @@ class _ReadState:
 class _WriteState:
     words: int
     bandwidth: int
-    per_row: np.ndarray
-    first_element: np.ndarray   # index of each row's first write (cumulative counts)
+    writes: OfmapWrites
     free: int = 0
     drain_end: int = 0
     consumed: int = 0           # writes taken so far
@@ -94,7 +91,6 @@ class _WriteState:
     drains: list = field(default_factory=list)
 
     def __post_init__(self):
-        self.starts = self.first_element.tolist()
         self.active = math.ceil(self.words * 0.5)
         self.drain_lines = math.ceil((self.words - self.active) / self.bandwidth)
 
@@ -107,7 +103,7 @@ class _WriteState:
 
     def take_until(self, row: int) -> None:
         """Writes of the rows before `row`, none of which starts or waits for a drain."""
-        self._take(self.starts[row] - self.consumed)
+        self._take(self.writes.before(row) - self.consumed)
 
     def drain(self, cycle: int) -> int:
         if self.line_fill:
@@ -131,21 +127,18 @@ class _WriteState:
     def next_row(self, stalls: int) -> float:
         """The first row whose writes start a drain or wait for one, were nothing to change
         the stall count before it."""
-        total = self.starts[-1]
+        total = self.writes.total
         if self.consumed >= total:
             return math.inf
         waits = max(self.consumed, self.consumed + self.free - 1)
         if waits < total:
-            row = self._row_of(waits)
+            row = self.writes.row_of(waits)
             if row + stalls < self.drain_end:
                 return row
-        boundary = min(max(0, self.drain_end - stalls), self.per_row.size)
+        boundary = min(max(0, self.drain_end - stalls), self.writes.total_rows)
         starts = max(self.consumed, self.consumed + self.free - self.active,
-                     self.starts[boundary])
-        return self._row_of(starts) if starts < total else math.inf
-
-    def _row_of(self, element: int) -> int:
-        return bisect.bisect_right(self.starts, element) - 1
+                     self.writes.before(boundary))
+        return self.writes.row_of(starts) if starts < total else math.inf
 
     def serve(self, row: int, cycle: int) -> int:
         """The row's writes; returns the cycle its last write is taken. Only two writes
@@ -153,7 +146,7 @@ class _WriteState:
         waits for the drain's end); otherwise the one that leaves less than half the SRAM
         free (it starts a drain)."""
         self.take_until(row)
-        current, left = cycle, int(self.per_row[row])
+        current, left = cycle, self.writes.at(row)
         while left:
             draining = current < self.drain_end
             take = max(1, self.free if draining else self.free - self.active + 1)
@@ -212,10 +205,8 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         readers[operand] = _ReadState(sram, dict(zip(rows, refills)))
         events.update(rows)
     ifmap, weights = readers["ifmap"], readers["filter"]
-    per_row = streams.ofmap_per_row
-    first_element = np.concatenate(([0], np.cumsum(per_row)))
-    writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"), per_row,
-                         first_element, free=1024 * memory.sram("ofmap"))
+    writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"),
+                         streams.ofmap_writes, free=1024 * memory.sram("ofmap"))
     watched = _first_last_rows(streams)
     forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
     events = sorted(events | forced)    # rows that miss or are reported; the writer adds
@@ -286,6 +277,5 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
 
 def _first_last_rows(streams: LayerStreams) -> dict:
     """Each operand's first and last cycle row with a request (SRAM start and stop)."""
-    writes = np.flatnonzero(streams.ofmap_per_row)
     return {"ifmap": streams.ifmap.first_last, "filter": streams.filter.first_last,
-            "ofmap": (int(writes[0]), int(writes[-1]))}
+            "ofmap": streams.ofmap_writes.first_last}

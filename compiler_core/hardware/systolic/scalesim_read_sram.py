@@ -88,9 +88,11 @@ class _Sets:
                                 np.minimum.reduceat(sets, starts[asking]).tolist()))
             self.high.update(zip(asking.tolist(),
                                  np.maximum.reduceat(sets, starts[asking]).tolist()))
-        addresses = stream.addresses
-        counts = np.bincount(addresses)
-        self.shared = counts.size > 0 and int(counts.max()) > 1
+        self.shared = False
+        if stream.may_share:
+            addresses = stream.addresses
+            counts = np.bincount(addresses)
+            self.shared = counts.size > 0 and int(counts.max()) > 1
         if self.shared:
             size = addresses.size
             pairs = np.sort(addresses * (size + 1) + np.arange(size) // per_set)
@@ -115,7 +117,7 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
         return [], []
     stream = operand.streams
     located = _Sets(stream, sram.per_set, n - A)
-    sets, bounds, local_rows = located.own, located.bounds, stream.rows
+    sets, bounds, local_rows, shared = located.own, located.bounds, stream.rows, located.shared
     tile_start = stream.tile_start
     rows: list[int] = []
     refills: list[int] = []
@@ -134,7 +136,7 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 # the window after request j: from the first position at or after u * P
                 # that holds its address, h(x) = ceil((x - A + 1) / P)
                 own = sets[j]
-                if located.shared:      # the first of its sets at or after the window start
+                if shared:      # the first of its sets at or after the window start
                     held, start = located.candidates(j), floor % n
                     first = bisect_left(held, start)
                     reach = floor + (held[first] - start if first < len(held)

@@ -25,8 +25,11 @@ when its SRAM can miss (`ReadOperand`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from functools import cached_property
+from bisect import bisect_right
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from itertools import accumulate
 
 import numpy as np
 
@@ -37,26 +40,30 @@ NO_REQUEST = -1
 
 @dataclass(frozen=True)
 class OperandStreams:
-    """One read operand's prefetch order and demand stream, over its distinct tiles.
+    """One read operand's demand stream over its distinct tiles, named by fill order.
 
-    `prefetch` holds the operand's addresses in SRAM fill order, NO_REQUEST kept (SCALE-Sim
-    cuts it into lines padding included). A request is named by its element's position in
-    that order once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's
-    requests are `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with
-    a, b = `tile_start[t]`, `tile_start[t + 1]`, in request order (by cycle row, then array
-    column). Folds that read the same tile (SCALE-Sim re-reads an operand's row or column
-    tiles) share it, so the work is per distinct tile, not per fold."""
+    The operand's addresses are brought into its SRAM in a fill order (SCALE-Sim cuts it
+    into lines padding included); a request is named by its element's position in that order
+    once the padding is dropped. Fold f reads tile `fold_tile[f]`; tile t's requests are
+    `positions[a:b]` at the fold's local cycle rows `rows[a:b]`, with a, b = `tile_start[t]`,
+    `tile_start[t + 1]`, in request order (by cycle row, then array column). Folds that read
+    the same tile (SCALE-Sim re-reads an operand's row or column tiles) share it, so the
+    work is per distinct tile, not per fold. The addresses themselves matter only where one
+    address can sit at several positions (`may_share`: im2col inputs of overlapping
+    windows); `fill_order()` gives them, NO_REQUEST kept, when asked."""
 
-    prefetch: np.ndarray
     fold_tile: list
     tile_start: list
     rows: np.ndarray
     positions: np.ndarray
+    may_share: bool
+    fill_order: Callable[[], np.ndarray] = field(repr=False, compare=False)
 
     @cached_property
     def addresses(self) -> np.ndarray:
         """The address at each position of the fill order."""
-        return self.prefetch[self.prefetch != NO_REQUEST]
+        prefetch = self.fill_order()
+        return prefetch[prefetch != NO_REQUEST]
 
     def _tile(self, t: int) -> slice:
         return slice(self.tile_start[t], self.tile_start[t + 1])
@@ -88,6 +95,56 @@ class ReadOperand:
         return self._build()
 
 
+class OfmapWrites:
+    """The ofmap writes the array makes at each cycle row, kept per distinct tile shape:
+    fold f writes the rows [first, first + height) and the columns [0, width) of its skewed
+    tile, `spans[f]` = (first, height, width), and element (t, c) is written at local row
+    base + t + c, so a row gets one write per element of its anti-diagonal. Counts and
+    running totals are read per row without listing the layer's rows."""
+
+    def __init__(self, spans: list, fold_rows: int, base: int):
+        self.fold_rows, self.total_rows = fold_rows, fold_rows * len(spans)
+        prefixes: dict = {}
+        self._prefix, self._fold_first = [], [0]
+        for span in spans:
+            if span not in prefixes:
+                prefixes[span] = list(accumulate(self._pattern(span, base), initial=0))
+            self._prefix.append(prefixes[span])
+            self._fold_first.append(self._fold_first[-1] + prefixes[span][-1])
+        self.total = self._fold_first[-1]
+        (first, height, width), last = spans[0], spans[-1]
+        self.first_last = (base + first,
+                           self.total_rows - fold_rows + base + last[0] + last[1] + last[2] - 2)
+
+    def _pattern(self, span: tuple, base: int) -> list[int]:
+        """Writes per local row: none before the tile's first anti-diagonal, then 1, 2 ..
+        up to the tile's narrow side, level, back down to 1, none after."""
+        first, height, width = span
+        side, diagonals = min(height, width), height + width - 1
+        before = base + first
+        return [*(0,) * before, *range(1, side), *(side,) * (diagonals - 2 * side + 2),
+                *range(side - 1, 0, -1), *(0,) * (self.fold_rows - before - diagonals)]
+
+    def before(self, row: int) -> int:
+        """Writes of the rows before `row` (0 <= row <= total_rows)."""
+        fold, local = divmod(row, self.fold_rows)
+        if fold == len(self._prefix):
+            return self.total
+        return self._fold_first[fold] + self._prefix[fold][local]
+
+    def at(self, row: int) -> int:
+        """Writes of cycle row `row`."""
+        fold, local = divmod(row, self.fold_rows)
+        prefix = self._prefix[fold]
+        return prefix[local + 1] - prefix[local]
+
+    def row_of(self, element: int) -> int:
+        """The row of write number `element` (0-based, below `total`)."""
+        fold = bisect_right(self._fold_first, element) - 1
+        local = bisect_right(self._prefix[fold], element - self._fold_first[fold]) - 1
+        return fold * self.fold_rows + local
+
+
 @dataclass(frozen=True)
 class LayerStreams:
     """Everything SCALE-Sim's memory model consumes for one layer on one array."""
@@ -96,7 +153,7 @@ class LayerStreams:
     folds: int
     ifmap: ReadOperand
     filter: ReadOperand
-    ofmap_per_row: np.ndarray       # ofmap writes the array makes at each cycle row
+    ofmap_writes: OfmapWrites       # ofmap writes the array makes at each cycle row
     sram_reads: dict
     sram_writes: dict
     compute_utilization: float      # SCALE-Sim's "Compute Util %" / 100
@@ -120,6 +177,44 @@ def ifmap_addresses(conv: ConvShape) -> np.ndarray:
     valid = ((out_row * conv.S)[:, None] + f_row[None, :] < conv.H) \
         & ((out_col * conv.S)[:, None] + f_col[None, :] < conv.W)
     return np.where(valid, address, NO_REQUEST)
+
+
+def _ifmap_valid(conv: ConvShape) -> int:
+    """How many entries of the im2col matrix hold an address: a window row (column) is
+    inside the input where its output row times the stride plus the filter row is."""
+    if (conv.OH - 1) * conv.S + conv.FH <= conv.H and (conv.OW - 1) * conv.S + conv.FW <= conv.W:
+        return conv.OH * conv.OW * conv.FH * conv.FW * conv.C
+    rows = sum(max(0, min(conv.FH, conv.H - oh * conv.S)) for oh in range(conv.OH))
+    cols = sum(max(0, min(conv.FW, conv.W - ow * conv.S)) for ow in range(conv.OW))
+    return rows * cols * conv.C
+
+
+class _Source:
+    """An address matrix known by its shape, its count of addresses and whether an address
+    can appear in it twice; the matrix itself is built only when a tile with missing
+    addresses or a shared address needs it (most layers need neither)."""
+
+    def __init__(self, shape: tuple[int, int], valid: int, may_share: bool, build):
+        self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
+        self.complete = valid == shape[0] * shape[1]
+
+    @cached_property
+    def matrix(self) -> np.ndarray:
+        return self._build()
+
+    @property
+    def T(self) -> "_Source":
+        return _Source(self.shape[::-1], self.valid, self.may_share, lambda: self.matrix.T)
+
+
+def _filled(blocks: int, block_size: int, width: int, used: int) -> np.ndarray | None:
+    """Which cells of `blocks` row-major blocks of `block_size` cells, `width` wide, hold an
+    address when only the last block is cut short at `used` columns (a complete source
+    padded to the array's edge); None when every cell does."""
+    if used == width:
+        return None
+    cell = np.arange(blocks * block_size)
+    return (cell < (blocks - 1) * block_size) | (cell % width < used)
 
 
 def filter_addresses(conv: ConvShape) -> np.ndarray:
@@ -147,14 +242,11 @@ def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     bottom row first within one (so column ascending): the flat index of each element read,
     and the anti-diagonal it is on."""
     diagonal = np.arange(height + width - 1)
-    length = np.minimum(np.minimum(diagonal + 1, height + width - 1 - diagonal),
-                        min(height, width))
-    before = np.concatenate(([0], np.cumsum(length)[:-1]))
-    rows, cols = np.indices((height, width))
-    d = rows + cols
-    order = np.empty(height * width, dtype=np.int64)
-    order[(before[d] + np.minimum(d, height - 1) - rows).ravel()] = np.arange(height * width)
-    return order, d.ravel()[order]
+    low = np.maximum(diagonal - (height - 1), 0)            # its first (bottom) column
+    length = np.minimum(diagonal, width - 1) - low + 1
+    d = np.repeat(diagonal, length)
+    column = np.arange(height * width) - (np.cumsum(length) - length - low)[d]
+    return (d - column) * width + column, d
 
 
 def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
@@ -168,90 +260,90 @@ def _ends(folds: int, fold_rows: int, local_rows) -> tuple[int, int]:
     return first, last
 
 
-def _streamed(source: np.ndarray, width: int, fold_tile, base: int,
+def _streamed(source: _Source, width: int, fold_tile: list, base: int,
               fold_rows: int) -> ReadOperand:
     """A streamed operand: `source` cut into tiles of `width` columns (all its rows), stacked
     into one matrix and filled in anti-diagonal order. Within a fold the array asks for tile
     element (t, c) at local row base + t + c, column ascending: the fill order restricted
     to the tile."""
     height, columns = source.shape
-    stacked = _blocks(source, height, width)[0].reshape(-1, width)
-    complete = not bool((source == NO_REQUEST).any())
-    fold_tile = [int(t) for t in fold_tile]
+    complete = source.complete
+
+    @cache
+    def stacked() -> np.ndarray:
+        return _blocks(source.matrix, height, width)[0].reshape(-1, width)
 
     def local_rows(fold):
         t = fold_tile[fold]
         if complete:      # every element asked for: rows base .. base + height + used - 2
             return base, base + height + min(width, columns - t * width) - 2
-        tile, column = np.nonzero(stacked[t * height:(t + 1) * height] != NO_REQUEST)
+        tile, column = np.nonzero(stacked()[t * height:(t + 1) * height] != NO_REQUEST)
         diagonal = tile + column
         return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
 
     def build() -> OperandStreams:
-        order, diagonal = _anti_diagonals(*stacked.shape)
-        prefetch = stacked.ravel()[order]
-        valid = prefetch != NO_REQUEST
-        tile = order[valid] // (stacked.shape[1] * height)
+        count = -(-columns // width)
+        fill, diagonal = _anti_diagonals(count * height, width)
+        if complete:      # only the last tile's padded columns are empty: no matrix needed
+            filled = _filled(count, height * width, width, columns - (count - 1) * width)
+            valid = None if filled is None else filled[fill]
+        else:
+            valid = stacked().ravel()[fill] != NO_REQUEST
+        order = fill if valid is None else fill[valid]
+        tile = order // (width * height)
         positions = np.argsort(tile, kind="stable")      # grouped by tile, fill order kept
         tile = tile[positions]
-        rows = base + diagonal[valid][positions] - tile * height
-        count = stacked.shape[0] // height
-        return OperandStreams(prefetch, fold_tile,
-                              np.searchsorted(tile, np.arange(count + 1)).tolist(), rows,
-                              positions)
+        diagonal = diagonal if valid is None else diagonal[valid]
+        rows = base + diagonal[positions] - tile * height
+        return OperandStreams(fold_tile, np.searchsorted(tile, np.arange(count + 1)).tolist(),
+                              rows, positions, source.may_share,
+                              lambda: stacked().ravel()[fill])
 
-    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
-    return ReadOperand(valid, stacked.size, _ends(len(fold_tile), fold_rows, local_rows),
-                       build)
+    return ReadOperand(source.valid, height * -(-columns // width) * width,
+                       _ends(len(fold_tile), fold_rows, local_rows), build)
 
 
-def _preloaded(source: np.ndarray, R: int, C: int, fold_rows: int) -> ReadOperand:
+def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
     """A preloaded operand (ws filter, is ifmap): the K x cols `source` filled column slice
     after column slice (C wide), row by row; fold (slice s, row block b), slice outer, reads
     rows b*R .. b*R + R - 1 of its slice bottom first, one row a cycle, column ascending."""
     K = source.shape[0]
     blocks, slices = -(-K // R), -(-source.shape[1] // C)
-    complete = not bool((source == NO_REQUEST).any())
+    complete = source.complete
 
     def local_rows(fold):
         b, s = fold % blocks * R, fold // blocks * C
         if complete:      # every row of the block asked for, the padded ones first
             return R - min(R, K - b), R - 1
-        asked = np.flatnonzero((source[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
+        asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
+    @cache
+    def prefetch() -> np.ndarray:
+        return _blocks(source.matrix, K, C)[0].ravel()
+
     def build() -> OperandStreams:
-        prefetch = _blocks(source, K, C)[0].ravel()
         fold = np.arange(blocks * slices)
         k = (fold % blocks * R + R - 1)[:, None] - np.arange(R)[None, :]      # (folds, R)
         flat = ((fold // blocks)[:, None, None] * K + k[:, :, None]) * C + np.arange(C)
         inside = np.broadcast_to((k < K)[:, :, None], flat.shape)
         flat = np.where(inside, flat, 0).ravel()
-        asked = np.flatnonzero(inside.ravel() & (prefetch[flat] != NO_REQUEST))
-        position = np.cumsum(prefetch != NO_REQUEST) - 1
+        if complete:      # only the last slice's padded columns are empty: no matrix needed
+            filled = _filled(slices, K * C, C, source.shape[1] - (slices - 1) * C)
+        else:
+            filled = prefetch() != NO_REQUEST
+        asked = np.flatnonzero(inside.ravel() if filled is None
+                               else inside.ravel() & filled[flat])
+        cells = flat[asked]
         tile, index = np.divmod(asked, R * C)
-        return OperandStreams(prefetch, fold.tolist(),
+        return OperandStreams(fold.tolist(),
                               np.searchsorted(tile, np.arange(fold.size + 1)).tolist(),
-                              index // C, position[flat[asked]])
+                              index // C,
+                              cells if filled is None else (np.cumsum(filled) - 1)[cells],
+                              source.may_share, prefetch)
 
-    valid = source.size if complete else int(np.count_nonzero(source != NO_REQUEST))
-    return ReadOperand(valid, K * slices * C, _ends(blocks * slices, fold_rows, local_rows),
-                       build)
-
-
-def _row_counts(spans: list, fold_rows: int, base: int) -> np.ndarray:
-    """Writes per cycle row when fold f writes the rows [first, first + height) and the
-    columns [0, width) of its skewed tile, `spans[f]` = (first, height, width): element
-    (t, c) is written at local row base + t + c, so a row gets one write per element of its
-    anti-diagonal."""
-    offset = np.arange(fold_rows) - base
-    patterns: dict = {}
-    for first, height, width in spans:
-        if (first, height, width) not in patterns:
-            e = offset - first
-            count = np.minimum(np.minimum(e, height + width - 2 - e), min(height, width) - 1)
-            patterns[first, height, width] = np.maximum(count + 1, 0)
-    return np.concatenate([patterns[span] for span in spans])
+    return ReadOperand(source.valid, K * slices * C,
+                       _ends(blocks * slices, fold_rows, local_rows), build)
 
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
@@ -261,17 +353,19 @@ def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStrea
         gemm = mapping.gemm
         conv = ConvShape(gemm.M, gemm.K, 1, gemm.K, 1, gemm.N, 1)
     R, C, dataflow = mapping.rows, mapping.cols, mapping.dataflow
-    ifmap, weights = ifmap_addresses(conv), filter_addresses(conv)
-    M, K = ifmap.shape
-    N = weights.shape[1]
+    M, K, N = conv.OH * conv.OW, conv.FH * conv.FW * conv.C, conv.N
+    # an input element lies in several windows only where windows overlap
+    overlap = (conv.FH > conv.S and conv.OH > 1) or (conv.FW > conv.S and conv.OW > 1)
+    ifmap = _Source((M, K), _ifmap_valid(conv), overlap, lambda: ifmap_addresses(conv))
+    weights = _Source((K, N), K * N, False, lambda: filter_addresses(conv))
     build = {"os": _os, "ws": _ws, "is": _is}[dataflow]
     return build(ifmap, weights, R, C, M, N, K)
 
 
-def _fold_index(row_folds: int, col_folds: int) -> tuple[np.ndarray, np.ndarray]:
+def _fold_index(row_folds: int, col_folds: int) -> tuple[list[int], list[int]]:
     """(row fold, column fold) of every fold, in SCALE-Sim's order."""
-    folds = np.arange(row_folds * col_folds)
-    return folds % row_folds, folds // row_folds
+    folds = range(row_folds * col_folds)
+    return [f % row_folds for f in folds], [f // row_folds for f in folds]
 
 
 def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int) -> float:
@@ -293,7 +387,7 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
         fold_rows=fold_rows, folds=len(used),
         ifmap=_streamed(ifmap.T, R, row_of, 0, fold_rows),
         filter=_streamed(weights, C, col_of, 0, fold_rows),
-        ofmap_per_row=_row_counts(spans, fold_rows, K - 1),
+        ofmap_writes=OfmapWrites(spans, fold_rows, K - 1),
         sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
                     "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
         sram_writes={"ofmap": writes},
@@ -310,7 +404,7 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
         fold_rows=fold_rows, folds=len(used),
         ifmap=_streamed(ifmap, R, row_of, R, fold_rows),
         filter=_preloaded(weights, R, C, fold_rows),
-        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
+        ofmap_writes=OfmapWrites(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
                     "filter": sum(used)},
         sram_writes={"ofmap": M * N * len(k_slices)},
@@ -327,7 +421,7 @@ def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
         fold_rows=fold_rows, folds=len(used),
         ifmap=_preloaded(ifmap.T, R, C, fold_rows),
         filter=_streamed(weights.T, R, row_of, R, fold_rows),
-        ofmap_per_row=_row_counts(spans, fold_rows, 2 * R - 1),
+        ofmap_writes=OfmapWrites(spans, fold_rows, 2 * R - 1),
         sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
                     * len(m_slices)},
         sram_writes={"ofmap": M * N * len(k_slices)},

@@ -61,13 +61,34 @@ class FoldTraffic:
     def sram_bytes(self, operand: str) -> int:
         return self.memory.sram_bytes(_MEMORY_OF[operand])
 
+    @cached_property
+    def _dependence(self) -> dict[str, tuple[bool, bool]]:
+        mapping = self.mapping
+        return {operand: (mapping.row_dim in dims, mapping.col_dim in dims)
+                for operand, dims in OPERAND_DIMS.items()}
+
     def _depends(self, operand: str) -> tuple[bool, bool]:
-        dims = OPERAND_DIMS[operand]
-        return self.mapping.row_dim in dims, self.mapping.col_dim in dims
+        """Whether the operand's tile changes with the row fold, with the column fold."""
+        return self._dependence[operand]
+
+    @cached_property
+    def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
+        """Each operand's tile bytes indexed [last row fold?][last column fold?]: every
+        other fold uses the whole array, so a tile's size depends on nothing else."""
+        mapping = self.mapping
+        last_row, last_col = mapping.row_folds - 1, mapping.col_folds - 1
+
+        def size(operand, row_fold, col_fold):
+            elements = mapping.tile_elements(operand, row_fold, col_fold)
+            return math.ceil(elements * self.element_bytes)
+        return {operand: ((size(operand, 0, 0), size(operand, 0, last_col)),
+                          (size(operand, last_row, 0), size(operand, last_row, last_col)))
+                for operand in OPERAND_DIMS}
 
     def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
-        elements = self.mapping.tile_elements(operand, row_fold, col_fold)
-        return math.ceil(elements * self.element_bytes)
+        mapping = self.mapping
+        return self._tile_table[operand][row_fold == mapping.row_folds - 1][
+            col_fold == mapping.col_folds - 1]
 
     def operand_fetch_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Bytes of input tile 'A' or 'B' that fold (row_fold, col_fold) must bring in."""
@@ -104,9 +125,17 @@ class FoldTraffic:
         moved = self.window_bytes(row_fold, col_fold)
         return max(math.ceil(b / self.bytes_per_cycle(o)) for o, b in moved.items())
 
-    def _sum_over_blocks(self, per_fold) -> int:
-        return sum(per_fold(block.row_lo, block.group_lo) * block.size
-                   for block in self.mapping.fold_blocks)
+    @cached_property
+    def _block_totals(self) -> dict[str, int]:
+        """Bytes fetched (A, B) and stored (C) over all folds: one term per block of
+        identical folds, computed once for the totals that share them."""
+        totals = {"A": 0, "B": 0, "C": 0}
+        for block in self.mapping.fold_blocks:
+            row_fold, col_fold, size = block.row_lo, block.group_lo, block.size
+            totals["A"] += self.operand_fetch_bytes("A", row_fold, col_fold) * size
+            totals["B"] += self.operand_fetch_bytes("B", row_fold, col_fold) * size
+            totals["C"] += self.store_bytes(row_fold, col_fold) * size
+        return totals
 
     @cached_property
     def working_set_bytes(self) -> dict[str, int]:
@@ -121,16 +150,16 @@ class FoldTraffic:
     def double_buffered(self) -> bool:
         return all(2 * b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
 
-    @cached_property
+    @property
     def dram_read_bytes(self) -> int:
-        return self._sum_over_blocks(self.fetch_bytes)
+        return self._block_totals["A"] + self._block_totals["B"]
 
     def operand_read_bytes(self, operand: str) -> int:
-        return self._sum_over_blocks(lambda r, c: self.operand_fetch_bytes(operand, r, c))
+        return self._block_totals[operand]
 
-    @cached_property
+    @property
     def dram_write_bytes(self) -> int:
-        return self._sum_over_blocks(self.store_bytes)
+        return self._block_totals["C"]
 
     @property
     def initial_load_cycles(self) -> int:
