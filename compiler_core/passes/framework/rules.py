@@ -194,7 +194,7 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
     """Rewrite every match of ``rule``; record its report and its declines in ``result``."""
     pattern = rule.named_pattern()  # reports and near-miss declines carry its name
     if rule.reported:
-        report = pattern_report(graph, pattern, ctx)
+        report = pattern_report(graph, pattern, ctx, declines=rule.declines)
     else:
         report = PatternReport(rule.name, "", match_all(graph, pattern))
     if rule.declines:
