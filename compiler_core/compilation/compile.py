@@ -110,9 +110,9 @@ def compile_model(source: Graph, pipeline: str | Sequence[PipelineEntry] | None 
     """Compile ``source`` (a loaded graph, never changed): ``bindings`` are the user's sizes
     of symbolic dims, ``size_hints`` a sample's usual sizes, ``target`` a target name or file
     (default asic32); ``verify`` True, False or VERIFY_IF_RUNNABLE; ``check`` runs the graph
-    and property checks after every pass (tests); without ``all_near_misses`` the snapshots'
-    pattern reports leave out the near misses no rule declines for (a caller that shows only
-    the declines saves re-running every failed site)."""
+    and property checks after every pass (tests); without ``all_near_misses`` near misses are judged
+    only where a rule declines for them, and the snapshots' pattern reports list matches
+    alone (a caller that shows only the declines saves re-running every failed site)."""
     passes = resolve_passes(pipeline)
     decisions = decided_for(source, passes, pipeline_text(pipeline), bindings, target,
                             size_hints)
