@@ -7,6 +7,7 @@ stderr and exit with status 2 — never a traceback.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 import traceback
@@ -15,33 +16,37 @@ from compiler_core.errors import GraphLabError
 from compiler_core.plugins import load_plugins
 
 from .version import __version__
-from .commands import bisect as bisect_command
-from .commands import compile as compile_command
-from .commands import diff as diff_command
-from .commands import edit as edit_command
-from .commands import (explain, info, memory, passes, profile, reduce, report, roofline, samples,
-                       schedule, serve, show, targets, worker)
 
-# In the order `graphlab --help` lists them: look at a model, compile it, compare, analyse it,
-# serve.
-COMMANDS = [samples, info, show, explain, edit_command, passes, compile_command, diff_command,
-            bisect_command, reduce, targets, roofline, profile, schedule, memory, report, serve, worker]
+# The modules in graphlab/commands, in the order `graphlab --help` lists them: look at a model,
+# compile it, compare, analyse it, serve.  A run imports only the module of the command it
+# names (their imports reach from onnxruntime to the Dash app); `--help` imports them all.
+COMMANDS = ["samples", "info", "show", "explain", "edit", "passes", "compile", "diff", "bisect",
+            "reduce", "targets", "roofline", "profile", "schedule", "memory", "report", "serve",
+            "worker"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line, or, given a command's name, the part that parses it."""
     parser = argparse.ArgumentParser(
         prog="graphlab",
         description="GraphLab: see what each compiler pass does to an ONNX model.")
     parser.add_argument("--version", action="version", version=f"graphlab {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for command in COMMANDS:
-        command.add_parser(subparsers)
+    for name in COMMANDS if command is None else [command]:
+        importlib.import_module(f"{__package__}.commands.{name}").add_parser(subparsers)
     return parser
 
 
+def _command_named(argv: list[str]) -> str | None:
+    """The command ``argv`` runs (the top level has only --help and --version), or None when
+    it names none: then the whole parser prints the help or says what is wrong."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_command_named(argv)).parse_args(argv)
     try:
         if hasattr(args, "plugins"):   # the commands with --plugins (common.add_plugins_option)
             load_plugins(args.plugins)

@@ -63,3 +63,21 @@ def test_a_pass_that_rewrote_after_judging_leaves_no_report_behind(judged):
     assert len(_layernorm(result, "recognize_layernorm").matches) == 1
     assert judged["layernorm"] == 2
     assert _layernorm(result, "fold_norm_affine").matches == ()
+
+
+def test_a_run_that_shows_only_declines_judges_near_misses_only_where_rules_decline(judged):
+    """`graphlab compile` prints declines, not near misses: fold_norm_affine only looks for
+    LayerNorms (its near misses are never declines) so its report is matches alone, and
+    recognize_layernorm's rule, which declines, judges the pattern itself; the declines are
+    those of a run with all near misses, and the reports list matches alone."""
+    passes = ["fold_norm_affine", "recognize_layernorm", "fuse_linear_bias_act"]
+    full = PassManager(passes).run(from_proto(element_wise_chain(60)))
+    judged.clear()
+    lean = PassManager(passes, all_near_misses=False).run(from_proto(element_wise_chain(60)))
+    assert judged["layernorm"] == 1
+    assert _layernorm(lean, "fold_norm_affine").near_misses == ()
+    assert _layernorm(lean, "recognize_layernorm").near_misses == ()
+    assert _layernorm(full, "recognize_layernorm").near_misses != ()
+    declines = [[(d.rule, d.site, d.reason) for d in s.declined] for s in lean.snapshots]
+    assert declines == [[(d.rule, d.site, d.reason) for d in s.declined] for s in full.snapshots]
+    assert len(declines[2]) == 11   # every Relu reading an Add of a Mul: "expected MatMul"

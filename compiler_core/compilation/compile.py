@@ -105,11 +105,14 @@ def compile_model(source: Graph, pipeline: str | Sequence[PipelineEntry] | None 
                   verify_inputs: dict | None = None,
                   calibration_inputs: list[dict] | None = None,
                   instruments: Sequence[Instrument] = (), check: bool = False,
-                  on_progress: Progress | None = None) -> Compilation:
+                  on_progress: Progress | None = None,
+                  all_near_misses: bool = True) -> Compilation:
     """Compile ``source`` (a loaded graph, never changed): ``bindings`` are the user's sizes
     of symbolic dims, ``size_hints`` a sample's usual sizes, ``target`` a target name or file
     (default asic32); ``verify`` True, False or VERIFY_IF_RUNNABLE; ``check`` runs the graph
-    and property checks after every pass (tests)."""
+    and property checks after every pass (tests); without ``all_near_misses`` near misses are judged
+    only where a rule declines for them, and the snapshots' pattern reports list matches
+    alone (a caller that shows only the declines saves re-running every failed site)."""
     passes = resolve_passes(pipeline)
     decisions = decided_for(source, passes, pipeline_text(pipeline), bindings, target,
                             size_hints)
@@ -119,7 +122,8 @@ def compile_model(source: Graph, pipeline: str | Sequence[PipelineEntry] | None 
                            target=decisions.target, verify=checked,
                            verify_inputs=verify_inputs if checked else None,
                            calibration_inputs=calibration_inputs, instruments=instruments,
-                           check=check).run(source, on_progress=on_progress)
+                           check=check, all_near_misses=all_near_misses
+                           ).run(source, on_progress=on_progress)
 
     if verify != VERIFY_IF_RUNNABLE:
         return Compilation(decisions, run(bool(verify)))

@@ -97,6 +97,7 @@ class Walk:
         self.contents: dict[str, np.ndarray | None] = {}
         self.spans: dict[str, tuple[Poly, Poly]] = {}   # (least, greatest) element
         self._fresh = itertools.count(1)
+        self._ir_shapes: dict[tuple, tuple[Poly, ...]] = {}   # a shape as read (``ir_shape``)
         plain = {d for v in graph.inputs if v.stored is None for d in v.shape or ()
                  if isinstance(d, str) and parse_dim(d) == Poly.symbol(d)}
         for value in graph.inputs:
@@ -111,7 +112,7 @@ class Walk:
         inner = Walk.__new__(Walk)
         inner.graph, inner.facts, inner.input_dims = body, self.facts, self.input_dims
         inner.shapes, inner.contents, inner.spans = {}, {}, {}
-        inner._fresh = self._fresh
+        inner._fresh, inner._ir_shapes = self._fresh, self._ir_shapes
         for value, given in zip(body.inputs, outer):
             inner.shapes[value.name] = self.shape(given)
             if self.content(given) is not None:
@@ -145,10 +146,17 @@ class Walk:
         return None if any(n is None for n in numbers) else numbers
 
     def ir_shape(self, value: Value) -> tuple[Poly, ...] | None:
-        """The shape the IR holds, its dims read as polynomials (a fresh unknown for '?')."""
-        if value.shape is None:
+        """The shape the IR holds, its dims read as polynomials (a fresh unknown for '?');
+        read once per distinct shape without a '?' (most values share a few shapes)."""
+        shape = value.shape
+        if shape is None:
             return None
-        return tuple(self.dim(d) for d in value.shape)
+        read = self._ir_shapes.get(shape)
+        if read is None:
+            read = tuple(self.dim(d) for d in shape)
+            if None not in shape:
+                self._ir_shapes[shape] = read
+        return read
 
     def dim(self, dim) -> Poly:
         if isinstance(dim, int):

@@ -133,11 +133,18 @@ def write_pieces(write: Callable[[bytes | memoryview], object], pieces) -> None:
             write(piece)
 
 
+# A stored tensor at least this big is copied by the kernel; a smaller one is written from
+# the mapping (opening its file to copy a few kilobytes costs more than writing them).
+KERNEL_COPY_BYTES = 1 << 20
+
+
 def write_to_file(handle, pieces) -> None:
-    """``write_pieces`` into an open file; a stored tensor is copied by the kernel from its
-    own file when it can be (``StoredTensor.copy_into``), which costs a third of the time."""
+    """``write_pieces`` into an open file; a large stored tensor is copied by the kernel from
+    its own file when it can be (``StoredTensor.copy_into``), which costs a third of the
+    time."""
     for piece in pieces:
-        if not (isinstance(piece, StoredTensor) and piece.copy_into(handle)):
+        if not (isinstance(piece, StoredTensor) and piece.nbytes >= KERNEL_COPY_BYTES
+                and piece.copy_into(handle)):
             write_pieces(handle.write, [piece])
 
 

@@ -65,8 +65,10 @@ class MatchState:
         """The part a failure here is in: the groups around it and the innermost stage
         ("key", "rotary"); an outer stage is not named (the scores are not "in" the head
         merge because the pattern reaches them through it)."""
+        if not self.parts:
+            return ()
         chain = [name for name, group in self.parts if group]
-        if self.parts and not self.parts[-1][1]:
+        if not self.parts[-1][1]:
             chain.append(self.parts[-1][0])
         return tuple(chain)
 
@@ -79,9 +81,10 @@ class MatchState:
              failed_node: Node | None, **extra: Any) -> bool:
         """Record why the attempt failed here and return False.  Explain mode only: callers
         write ``return st.explain and st.fail(...)`` so fast matching never builds the texts."""
-        extra.setdefault("part", self.part_chain())
+        if "part" not in extra:
+            extra["part"] = self.part_chain()
         self.last = Failure(path or (), label, subject, expected, found, failed_node,
-                            matched_nodes=tuple(n for n, _, _ in self.nodes),
+                            matched_nodes=tuple([n for n, _, _ in self.nodes]),
                             matched=self.matched, extra_size=self.extra_size, **extra)
         return False
 

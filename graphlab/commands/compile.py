@@ -81,7 +81,8 @@ def run(args) -> int:
         verify_inputs=load_inputs(args.inputs, graph) if args.inputs else None,
         calibration_inputs=[load_inputs(args.calibrate, graph)] if args.calibrate else None,
         instruments=[IRPrinter(args.print_ir_after, sys.stderr if args.json else sys.stdout)]
-        if args.print_ir_after else [])
+        if args.print_ir_after else [],
+        all_near_misses=False)   # the report shows the declines, not the patterns' near misses
     result = compiled.result
     lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
     saved = None

@@ -79,6 +79,9 @@ class PassContext:
     bindings: dict[str, int] = field(default_factory=dict)
     pass_name: str = ""
     explain: bool = True          # collect near misses for the patterns the pass uses
+    # False: near misses judged only where a rule turns them into declines (all `graphlab
+    # compile` prints); the patterns' reports then list their matches alone
+    all_near_misses: bool = True
     fold_size_limit: int = 1 << 20  # constant folding never creates a constant larger (bytes)
     target: "TargetLike" = None   # the chip passes plan for (a name, a file, or None: the default)
     # Inputs a pass may run the model on to observe real values (quantization calibration):

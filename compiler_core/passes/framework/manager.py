@@ -41,7 +41,7 @@ class PassManager:
                  bindings: dict[str, int] | None = None, verify: bool = False,
                  verify_inputs: dict | None = None, check: bool = False,
                  target=None, calibration_inputs: list[dict] | None = None,
-                 instruments: Sequence[Instrument] = ()):
+                 instruments: Sequence[Instrument] = (), all_near_misses: bool = True):
         self.passes = resolve_passes(pipeline)
         self.bindings = dict(bindings or {})
         self.verify = verify
@@ -51,6 +51,7 @@ class PassManager:
         self.target = target  # PassContext.target: a target name, file or Target
         self.calibration_inputs = calibration_inputs
         self.instruments = list(instruments)
+        self.all_near_misses = all_near_misses   # False: only those rules turn into declines
 
     @collection_paused
     def run(self, graph: Graph,
@@ -68,7 +69,7 @@ class PassManager:
         for index, the_pass in enumerate(self.passes):
             ctx = PassContext(bindings=self.bindings, pass_name=the_pass.name,
                               target=self.target, calibration_inputs=self.calibration_inputs,
-                              reports=reports)
+                              reports=reports, all_near_misses=self.all_near_misses)
             step = PassStep(index, len(self.passes), the_pass, current, current, ctx)
             for instrument in instruments:
                 instrument.before_pass(step)

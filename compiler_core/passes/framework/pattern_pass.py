@@ -5,7 +5,9 @@ app shows per pass what matched and what almost did.  Rewrite passes are rule se
 (``rules.RuleSet``); a pass that uses a pattern only to find candidates, not to rewrite them,
 calls ``find_matches``.  A report is made once per pattern while nobody changes the graph
 (``ReportCache``): fold_norm_affine and recognize_layernorm both judge the LayerNorm pattern,
-and on a graph the first leaves as it was, the second reads the first's report.
+and on a graph the first leaves as it was, the second reads the first's report.  Near misses
+cost a re-run of every failed site in explain mode: a run that shows only the declines
+(``PassContext.all_near_misses`` off) judges them only for the rules that decline.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class ReportCache:
     def __init__(self):
         self._graph: Graph | None = None
         self._unchanged: Callable[[], bool] = lambda: False
-        self._reports: dict[int, tuple[Pattern, PatternReport]] = {}
+        # pattern id -> (pattern, its report, whether the report has its near misses)
+        self._reports: dict[int, tuple[Pattern, PatternReport, bool]] = {}
 
     def watch(self, graph: Graph, unchanged: Callable[[], bool]) -> None:
         if graph is not self._graph:
@@ -38,27 +41,34 @@ class ReportCache:
     def forget(self) -> None:
         self._reports.clear()
 
-    def report(self, graph: Graph, pattern: Pattern) -> PatternReport:
-        """``explain``'s report of ``pattern`` on ``graph``, made once while it is unchanged."""
+    def report(self, graph: Graph, pattern: Pattern, near_misses: bool) -> PatternReport:
+        """The report of ``pattern`` on ``graph`` (with its near misses when asked), made once
+        while the graph is unchanged."""
         kept = graph is self._graph and self._unchanged()
         found = self._reports.get(id(pattern)) if kept else None
-        if found is not None and found[0] is pattern:
+        if found is not None and found[0] is pattern and (found[2] or not near_misses):
             return found[1]
-        report = explain(graph, [pattern])[0]
+        report = _report(graph, pattern, near_misses)
         if kept:
-            self._reports[id(pattern)] = (pattern, report)
+            self._reports[id(pattern)] = (pattern, report, near_misses)
         return report
 
 
-def pattern_report(graph: Graph, pattern: Pattern, ctx: PassContext) -> PatternReport:
-    """The pattern's matches in ``graph``; its near misses too when ``ctx.explain`` is on (they
-    cost a re-run of every failed site, so a pipeline run without explanations skips them)."""
-    if not ctx.explain:
-        return PatternReport(pattern.title or "pattern", pattern.describe(),
-                             match_all(graph, pattern))
+def pattern_report(graph: Graph, pattern: Pattern, ctx: PassContext, *,
+                   declines: bool = False) -> PatternReport:
+    """The pattern's matches in ``graph``; its near misses too when ``ctx.explain`` is on and
+    someone reads them: every report's (``ctx.all_near_misses``), or ``declines``, a rule's
+    that turns them into declined rewrites.  They cost a re-run of every failed site."""
+    near_misses = ctx.explain and (ctx.all_near_misses or declines)
     if ctx.reports is not None:
-        return ctx.reports.report(graph, pattern)
-    return explain(graph, [pattern])[0]
+        return ctx.reports.report(graph, pattern, near_misses)
+    return _report(graph, pattern, near_misses)
+
+
+def _report(graph: Graph, pattern: Pattern, near_misses: bool) -> PatternReport:
+    if near_misses:
+        return explain(graph, [pattern])[0]
+    return PatternReport(pattern.title or "pattern", pattern.describe(), match_all(graph, pattern))
 
 
 def find_matches(graph: Graph, pattern: Pattern, ctx: PassContext,

@@ -194,7 +194,7 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
     """Rewrite every match of ``rule``; record its report and its declines in ``result``."""
     pattern = rule.named_pattern()  # reports and near-miss declines carry its name
     if rule.reported:
-        report = pattern_report(graph, pattern, ctx)
+        report = pattern_report(graph, pattern, ctx, declines=rule.declines)
     else:
         report = PatternReport(rule.name, "", match_all(graph, pattern))
     if rule.declines:
@@ -229,6 +229,8 @@ def _apply(rule: Rule, graph: Graph, ctx: PassContext, result: PassResult) -> li
                 report, matches=[m for i, m in enumerate(report.matches) if i not in refused],
                 near_misses=sorted([*refused.values(), *report.near_misses],
                                    key=lambda m: -m.score))
+        if not ctx.all_near_misses:   # judged for the declines only: nobody reads them
+            report = replace(report, near_misses=[])
         record = report.record()
         result.pattern_reports.append(replace(record, matches=tuple(
             _with_rewrite(m, made_by.get(i)) for m, i in zip(record.matches, kept))))
