@@ -150,17 +150,6 @@ def test_a_tapped_node_is_selected_in_the_page_and_opens_the_inspector(started):
     assert f"node={node}" in search and "panel=" not in search   # the inspector: the default
     navigation = [a for a in answers(dash_duo) if "view-state.data" in a["output"]]
     assert navigation and all(a["response"] == {} for a in navigation), navigation
-    # a chart tab follows the selection: tapping another node keeps it open
-    tab = next(t for t in dash_duo.find_elements(".tab") if t.text.strip() == "Roofline")
-    tab.click()
-    wait_until(dash_duo, lambda: "panel=roofline" in dash_duo.driver.execute_script(
-        "return window.location.search;"), 20, "the Roofline tab did not open")
-    other = pane_js(dash_duo, "return before.nodes('.op')[1].data('node_id');")
-    pane_js(dash_duo, "before.$id(before.nodes('.op')[1].id()).emit('tap');")
-    wait_until(dash_duo, lambda: f"node={other}" in dash_duo.driver.execute_script(
-        "return window.location.search;"), 20, "the second node was not selected")
-    selected = "return document.querySelector('#side-tabs .tab--selected').textContent;"
-    assert dash_duo.driver.execute_script(selected) == "Roofline"
 
 
 def test_a_step_made_in_the_page_clears_the_message_about_an_earlier_view(started):
