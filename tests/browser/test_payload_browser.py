@@ -132,26 +132,6 @@ def test_a_step_is_made_in_the_page_and_skips_hidden_passes(started, graphlab_ap
     wait_until(dash_duo, lambda: at() == walked[-2], 20, "Prev did not come back")
 
 
-def test_a_tapped_node_is_selected_in_the_page_and_opens_the_inspector(started):
-    """A node tapped in a pane: the view with the node (and the inspector) is made in the page,
-    its URL names the node, the reducer sets nothing, and the inspector shows the node."""
-    dash_duo = started
-    settled(dash_duo, "After pass")
-    tab = next(t for t in dash_duo.find_elements(".tab") if t.text.strip() == "Patterns")
-    tab.click()
-    dash_duo.wait_for_contains_text("#patterns", "Patterns in pass", timeout=20)
-    node, label = pane_js(dash_duo, "var n = before.nodes('.op')[0];"
-                                    "return [n.data('node_id'), n.data('label')];")
-    dash_duo.driver.execute_script(RECORD_ANSWERS)
-    pane_js(dash_duo, f"before.$id(before.nodes('.op')[0].id()).emit('tap');")
-    dash_duo.wait_for_contains_text("#inspector", label.split()[0], timeout=20)
-    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(IDLE), 20, "still busy")
-    search = dash_duo.driver.execute_script("return window.location.search;")
-    assert f"node={node}" in search and "panel=" not in search   # the inspector: the default
-    navigation = [a for a in answers(dash_duo) if "view-state.data" in a["output"]]
-    assert navigation and all(a["response"] == {} for a in navigation), navigation
-
-
 def test_a_step_made_in_the_page_clears_the_message_about_an_earlier_view(started):
     dash_duo = started
     settled(dash_duo, "After pass")

@@ -1,5 +1,5 @@
 """The one place the server changes the view: every control, click and the URL feed one reducer.
-The clicks whose view the page can work out alone (a step, a tab, an item, a node) are made in
+The clicks whose view the page can work out alone (a step, a tab, an item in a list) are made in
 the page (`views_in_page`), and reach the reducer as a URL naming the view it already holds.
 
 It is not a panel (it draws nothing): the factory registers it before the panels' callbacks.
@@ -32,7 +32,7 @@ from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL, RETRY, failure_message
 from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
 from .panes import SEARCH
-from .registry import tab_names
+from .registry import follows_selection, tab_names
 from .stepper import HIDE_UNCHANGED
 
 CLICKS = {RUN, RETRY}
@@ -51,6 +51,7 @@ INPUTS = {
     "upload": Input(ids.UPLOAD_TOKEN, "data"), "preset": Input(PRESET, "value"),
     "_run": Input(RUN, "n_clicks"), "passes": Input(PASSES, "value"),
     "target": Input(TARGET, "value"), "bindings": Input(BINDINGS, "value"),
+    "tap_before": Input(ids.BEFORE, "tapNodeData"), "tap_after": Input(ids.AFTER, "tapNodeData"),
     "hide": Input(HIDE_UNCHANGED, "value"),
     "query": Input(SEARCH, "value"), "patch": Input(ids.VIEW_PATCH, "data"),
     "_tick": Input(POLL, "n_intervals"), "_retries": Input({"type": RETRY, "index": ALL}, "n_clicks"),
@@ -153,6 +154,12 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         return state.with_changes(target=inputs["target"])
     if kind == BINDINGS:
         return state.with_changes(bindings=(inputs["bindings"] or "").replace(" ", ""))
+    if kind in (ids.BEFORE, ids.AFTER):
+        data = inputs["tap_before" if kind == ids.BEFORE else "tap_after"] or {}
+        if data.get("kind") != "node":
+            return None   # groups open and close elsewhere; inputs/outputs select nothing
+        return state.with_changes(node=int(data["node_id"]), panel=state.panel
+                                  if state.panel in follows_selection() else "inspector")
     if kind == HIDE_UNCHANGED:
         return state.with_changes(hide_unchanged=bool(inputs["hide"]))
     if kind == SEARCH:
