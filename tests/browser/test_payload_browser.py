@@ -5,8 +5,6 @@ and draws what a fresh page draws, and a graph without name scopes opens grouped
 
 from __future__ import annotations
 
-import json
-
 import onnx
 import pytest
 
@@ -98,48 +96,6 @@ def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(sta
     dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
     dash_duo.wait_for_contains_text("#patterns", "Patterns in pass 3", timeout=20)
     assert any("patterns.children" in a["output"] for a in answers(dash_duo))
-
-
-def test_a_step_is_made_in_the_page_and_skips_hidden_passes(started, graphlab_app, tmp_path):
-    """Next is answered in the page (the reducer, hearing the URL, sets nothing) and, with
-    "hide passes that changed nothing", lands on each pass that changed the graph in turn;
-    Prev comes back the same way."""
-    dash_duo = started
-    settled(dash_duo, "After pass")
-    services = Services.from_config(AppConfig(cache_dir=str(tmp_path / "probe")))
-    snapshots = services.workspace(services.default_state, None).result.snapshots
-    changed = [s.index for s in snapshots if s.changed]
-    dash_duo.find_element("#hide-unchanged input").click()
-    wait_until(dash_duo, lambda: len(dash_duo.find_elements(".pass-row")) == len(changed), 20,
-               "the list still shows the passes that changed nothing")
-    selected = "return document.querySelector('.pass-row.selected').id;"
-    at = lambda: json.loads(dash_duo.driver.execute_script(selected))["index"]  # noqa: E731
-    start = at()
-    dash_duo.driver.execute_script(RECORD_ANSWERS)
-    walked, ahead = [start], changed[changed.index(start) + 1:]
-    assert ahead, changed
-    for _ in ahead:
-        dash_duo.find_element("#step-next").click()
-        wait_until(dash_duo, lambda: at() != walked[-1], 20, "Next did not move")
-        settled(dash_duo, f"After pass {at() + 1}:")
-        walked.append(at())
-    assert walked == [start, *ahead]
-    search = dash_duo.driver.execute_script("return window.location.search;")
-    assert f"pass={walked[-1] + 1}" in search
-    navigation = [a for a in answers(dash_duo) if "view-state.data" in a["output"]]
-    assert navigation and all(a["response"] == {} for a in navigation), navigation
-    dash_duo.find_element("#step-prev").click()
-    wait_until(dash_duo, lambda: at() == walked[-2], 20, "Prev did not come back")
-
-
-def test_a_step_made_in_the_page_clears_the_message_about_an_earlier_view(started):
-    dash_duo = started
-    settled(dash_duo, "After pass")
-    dash_duo.driver.get(f"{dash_duo.server_url}/?pipeline=no_such_pass")
-    dash_duo.wait_for_contains_text("#nav-message", "no_such_pass", timeout=20)
-    dash_duo.find_element("#step-next").click()
-    wait_until(dash_duo, lambda: dash_duo.find_element("#nav-message").text == "", 20,
-               "the message about the refused view stayed after a step")
 
 
 def test_opening_a_tab_asks_the_server_only_for_the_tab_and_back_reopens_the_last(started):

@@ -1,9 +1,8 @@
-"""The clicks that change the view in a way the page can work out alone: it makes that view,
-and its URL, without a round trip.  A step (Prev, Next, a row of the pass list: the view's
-`step`, the highlight let go), opening a tab (its `panel`) and clicking a match, near miss or
-decline in a list (its `highlight`, and the patterns tab).  What hears the view is asked at once
-(`tab_gate`, `settings_gate`); the navigation reducer still hears the URL (a new history entry,
-for Back) and, finding the view it already holds, leaves everything as it is.
+"""Two clicks change the view in a way the page can work out alone, so it makes that view, and
+its URL, without a round trip: opening a tab (the view's `panel`) and clicking a match, near
+miss or decline in a list (its `highlight`, and the patterns tab).  What hears the view is
+asked at once (`tab_gate`, `settings_gate`); the navigation reducer still hears the URL (a new
+history entry, for Back) and, finding the view it already holds, leaves everything as it is.
 
 It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
 """
@@ -17,64 +16,41 @@ from dash import ALL, Input, Output, State
 from .. import ids
 from ..services import Services
 from ..view_state import URL_KEY_ORDER
-from .stepper import NEXT, PREV, ROW
 
-# The view with ``changes`` (view field -> [URL key, its value in the view, in the URL, and the
-# URL's text the address leaves out]), and its query, written as `view_state.to_query` writes
-# it: keys in their order, values percent-encoded (a step's number, the highlight's text and a
-# tab's name need no other escaping).
-WITH_CHANGES = """function withChanges(view, search, changes, message) {
+# The view with ``changes`` (view field -> [URL key, value, the default the URL leaves out]),
+# and its query, written as `view_state.to_query` writes it: keys in their order, values
+# percent-encoded (the highlight's text and a tab's name need no other escaping).
+WITH_CHANGES = """function withChanges(view, search, changes) {
   var order = %s, pairs = (search || "").replace(/^\\?/, "").split("&").filter(Boolean)
     .map(function (p) { return [decodeURIComponent(p.split("=")[0]), p]; });
   var next = Object.assign({}, view);
   Object.keys(changes).forEach(function (field) {
-    var key = changes[field][0], text = changes[field][2], fallback = changes[field][3];
-    next[field] = changes[field][1];
+    var key = changes[field][0], value = changes[field][1], fallback = changes[field][2];
+    next[field] = value;
     pairs = pairs.filter(function (pair) { return pair[0] !== key; });
-    if (text !== fallback) { pairs.push([key, key + "=" + encodeURIComponent(text)]); }
+    if (value !== fallback) { pairs.push([key, key + "=" + encodeURIComponent(value)]); }
   });
   pairs.sort(function (a, b) { return order.indexOf(a[0]) - order.indexOf(b[0]); });
   var query = pairs.map(function (pair) { return pair[1]; }).join("&");
-  return [next, query ? "?" + query : "", message ? "" : window.dash_clientside.no_update];
+  return [next, query ? "?" + query : ""];
 }"""
 
-# A step to the next or previous pass the list shows (with "hide passes that changed nothing",
-# one that changed the graph), or to the row clicked; the highlight is let go, as the reducer did.
-STEP = """function (prevClicks, nextClicks, rowClicks, classes, rows, view, search, message) {
+OPEN_TAB = """function (tab, view, search) {
   %s
-  var skip = window.dash_clientside.no_update, context = window.dash_clientside.callback_context;
-  var trigger = context.triggered_id, click = context.triggered[0];
-  if (!view || view.step === null || !trigger || !click || !click.value) {
-    return [skip, skip, skip];
-  }
-  var shown = rows.map(function (row) { return row.index; }).filter(function (index, i) {
-    return !(view.hide_unchanged && / unchanged\\b/.test(classes[i] || "") && index !== view.step);
-  });
-  var step;
-  if (typeof trigger === "object") { step = trigger.index; }
-  else if (trigger === %s) { step = shown.filter(function (i) { return i > view.step; })[0]; }
-  else { step = shown.filter(function (i) { return i < view.step; }).pop(); }
-  if (step === undefined || step === view.step && !view.highlight) { return [skip, skip, skip]; }
-  return withChanges(view, search, {step: ["pass", step, String(step + 1), null],
-                                    highlight: ["hl", "", "", ""]}, message);
+  if (!view || !tab || view.panel === tab) { return [window.dash_clientside.no_update,
+                                                      window.dash_clientside.no_update]; }
+  return withChanges(view, search, {panel: ["panel", tab, %s]});
 }"""
 
-OPEN_TAB = """function (tab, view, search, message) {
-  %s
-  var skip = window.dash_clientside.no_update;
-  if (!view || !tab || view.panel === tab) { return [skip, skip, skip]; }
-  return withChanges(view, search, {panel: ["panel", tab, tab, %s]}, message);
-}"""
-
-PICK_ITEM = """function (clicks, view, search, message) {
+PICK_ITEM = """function (clicks, view, search) {
   %s
   var skip = window.dash_clientside.no_update, context = window.dash_clientside.callback_context;
   var picked = context.triggered_id, click = context.triggered[0];
-  if (!view || !picked || !click || !click.value) { return [skip, skip, skip]; }   // fresh
+  if (!view || !picked || !click || !click.value) { return [skip, skip]; }   // a fresh button
   var text = String(picked.index);
-  if (view.highlight === text && view.panel === %s) { return [skip, skip, skip]; }
-  return withChanges(view, search, {highlight: ["hl", text, text, ""],
-                                    panel: ["panel", %s, %s, %s]}, message);
+  if (view.highlight === text && view.panel === %s) { return [skip, skip]; }
+  return withChanges(view, search, {highlight: ["hl", text, ""],
+                                    panel: ["panel", %s, %s]});
 }"""
 
 
@@ -82,20 +58,12 @@ def register(app, services: Services) -> None:
     helper = WITH_CHANGES % json.dumps(URL_KEY_ORDER)
     home = json.dumps(services.default_state.panel)   # the tab the URL leaves out
     patterns = json.dumps(ids.PATTERNS_TAB)
-    # the view, its URL, and the reducer's message about an earlier view cleared
-    made = (Output(ids.VIEW, "data", allow_duplicate=True),
-                    Output(ids.URL, "search", allow_duplicate=True),
-                    Output(ids.NAV_MESSAGE, "children", allow_duplicate=True))
-    held = (State(ids.VIEW, "data"), State(ids.URL, "search"),
-            State(ids.NAV_MESSAGE, "children"))
-    app.clientside_callback(OPEN_TAB % (helper, home), *made,
-                            Input(ids.TABS, "value"), *held, prevent_initial_call=True)
-    app.clientside_callback(STEP % (helper, json.dumps(NEXT)), *made,
-                            Input(PREV, "n_clicks"), Input(NEXT, "n_clicks"),
-                            Input({"type": ROW, "index": ALL}, "n_clicks"),
-                            State({"type": ROW, "index": ALL}, "className"),
-                            State({"type": ROW, "index": ALL}, "id"),
-                            *held, prevent_initial_call=True)
-    app.clientside_callback(PICK_ITEM % (helper, patterns, patterns, patterns, home), *made,
+    view_and_url = (Output(ids.VIEW, "data", allow_duplicate=True),
+                    Output(ids.URL, "search", allow_duplicate=True))
+    app.clientside_callback(OPEN_TAB % (helper, home), *view_and_url,
+                            Input(ids.TABS, "value"), State(ids.VIEW, "data"),
+                            State(ids.URL, "search"), prevent_initial_call=True)
+    app.clientside_callback(PICK_ITEM % (helper, patterns, patterns, home), *view_and_url,
                             Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
-                            *held, prevent_initial_call=True)
+                            State(ids.VIEW, "data"), State(ids.URL, "search"),
+                            prevent_initial_call=True)
