@@ -6,13 +6,14 @@ keeps every component's props, and after each change fires the callbacks whose i
 the payloads the renderer builds (`POST /_dash-update-component`).  Components drawn by a
 callback (pattern-matching ids included) join the page and fire their initial callbacks;
 enabled dcc.Interval components tick.  Clientside callbacks are skipped (no JavaScript here)
-unless the caller gives a Python stand-in for one (by its output, "id.prop"); answers that
+unless the caller gives a Python stand-in for one (see `Tab.open`); answers that
 are `dash.Patch` updates are applied to the props they patch.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,23 @@ import requests
 CONNECTIONS = 6   # a browser's parallel requests to one host
 BACKGROUND_POLLS = {"service-banner-poll"}   # tick for the page's whole life: never "settled"
 NO_UPDATE = object()   # what a clientside stand-in returns to change nothing
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """One prop that set a clientside callback off: what the page's ``callback_context.
+    triggered`` holds (``id`` is a dict for a pattern-matching component)."""
+    id: object
+    prop: str
+    value: object
+
+
+def stand_in_key(output: str, first_input: str) -> str:
+    """How a stand-in is named: the callback's outputs as Dash names them ("id.prop", several
+    as "..a.p...b.q..") without the marks ``allow_duplicate`` adds ("@hash"), and the id of its
+    first input as Dash writes it (a pattern as '{"index":["ALL"],"type":"row"}'): two
+    callbacks may share their outputs, not their first input."""
+    return f"{re.sub(r'@[0-9a-f]+', '', output)} <- {first_input}"
 
 
 def patched(value, patch: dict):
@@ -75,7 +93,7 @@ class Callback:
     state: list[Dependency]
     multi: bool
     initial: bool
-    local: Callable | None = None   # a clientside callback's stand-in: inputs, state -> value
+    local: Callable | None = None   # a clientside callback's stand-in (see `Tab.open`)
 
     @classmethod
     def parse(cls, spec: dict) -> "Callback":
@@ -129,17 +147,19 @@ class Tab:
     @classmethod
     def open(cls, base_url: str, search: str = "",
              clientside: dict[str, Callable] | None = None, **kwargs) -> "Tab":
-        """``clientside``: Python stand-ins for clientside callbacks, by output ("id.prop");
-        called with the inputs' then the state's values, they return the output's value (or
+        """``clientside``: Python stand-ins for clientside callbacks, by `stand_in_key`;
+        called with what triggered them (`Trigger`s, as the page's ``callback_context``), then
+        the inputs' and the state's values, they return the output's value (or
         ``NO_UPDATE``)."""
         http = requests.Session()
         clientside = clientside or {}
         callbacks = []
         for spec in http.get(f"{base_url}/_dash-dependencies").json():
-            if spec.get("clientside_function") and spec["output"] not in clientside:
+            key = stand_in_key(spec["output"], spec["inputs"][0]["id"] if spec["inputs"] else "")
+            if spec.get("clientside_function") and key not in clientside:
                 continue
             callbacks.append(Callback.parse(spec))
-            callbacks[-1].local = clientside.get(spec["output"])
+            callbacks[-1].local = clientside.get(key)
         tab = cls(base_url, callbacks, http.get(f"{base_url}/_dash-layout").json(), http, **kwargs)
         for key, props in tab.props.items():
             if props.get("_type") == "Location":
@@ -255,7 +275,8 @@ class Tab:
             out = []
             for dep in deps:
                 items = [{"id": self.ids[k], "property": dep.prop,
-                          **({"value": self.props[k].get(dep.prop)} if with_value else {})}
+                          **({"value": self.ids[k] if dep.prop == "id"
+                              else self.props[k].get(dep.prop)} if with_value else {})}
                          for k in self._matching(dep)]
                 out.append(items if dep.wildcard else items[0])
             return out
@@ -270,7 +291,7 @@ class Tab:
     def _fire(self, callback: Callback, changed: list[tuple[str, str]]):
         """POST one callback; apply its response.  Returns (callback, props changed, added)."""
         if callback.local is not None:
-            return self._run_locally(callback)
+            return self._run_locally(callback, changed)
         sent, started = time.time(), time.perf_counter()
         try:
             reply = self.http.post(f"{self.base_url}/_dash-update-component",
@@ -290,18 +311,22 @@ class Tab:
         body = reply.json()
         return (callback, *self._apply([body.get("sideUpdate") or {}, body.get("response") or {}]))
 
-    def _run_locally(self, callback: Callback):
+    def _run_locally(self, callback: Callback, changed: list[tuple[str, str]]):
         """A clientside callback, by its Python stand-in (a value per output when it has more
         than one)."""
         payload = self._payload(callback, [])
         values = [[i.get("value") for i in d] if isinstance(d, list) else d.get("value")
                   for d in payload["inputs"] + payload["state"]]
-        value = callback.local(*values)
+        heard = {(key, d.prop) for d in callback.inputs for key in self._matching(d)}
+        with self._lock:
+            triggered = [Trigger(self.ids.get(key, key), prop, self.props.get(key, {}).get(prop))
+                         for key, prop in dict.fromkeys(changed) if (key, prop) in heard]
+        value = callback.local(triggered, *values)
         answers = value if len(callback.outputs) > 1 else [value]
         section: dict[str, dict] = {}
         for target, answer in zip(callback.outputs, answers):
             if answer is not NO_UPDATE:
-                section.setdefault(id_key(target.id), {})[target.prop] = answer
+                section.setdefault(id_key(target.id), {})[target.prop.split("@")[0]] = answer
         if not section:
             return callback, [], []
         return (callback, *self._apply([section]))

@@ -1,21 +1,31 @@
 """What the GraphLab page's clientside callbacks do, in Python, for `dash_client.Tab`: a tab
 hears the view only while it is open (`panels/tab_gate`), some panels only when more than the
 place in the view changed, the others outside the tabs only when more than the open tab
-changed (`panels/settings_gate`), and a pane merges the server's element update into the
-elements it holds (`pane_updates`).  Keep in step with the page."""
+changed (`panels/settings_gate`), a pane merges the server's element update into the
+elements it holds (`pane_updates`), and a step, a tab, an item in a list or a tapped node
+makes the view and its URL in the page (`panels/views_in_page`).  Keep in step with the page."""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Callable
+from urllib.parse import parse_qsl, urlencode
 
-from benchmarks.dash_client import NO_UPDATE, Tab
+from benchmarks.dash_client import NO_UPDATE, Tab, Trigger, stand_in_key
 from graphlab.app import ids
 from graphlab.app.pane_updates import applied
+from graphlab.app.panels.inspector import NAME as INSPECTOR
 from graphlab.app.panels.panel import TAB
 from graphlab.app.panels.panes import UPDATES
-from graphlab.app.panels.registry import placed
+from graphlab.app.panels.registry import follows_selection, placed
 from graphlab.app.panels.settings_gate import GATES
+from graphlab.app.panels.stepper import NEXT, PREV, ROW
+from graphlab.app.view_state import URL_KEY_ORDER, ViewState
+
+SKIP = (NO_UPDATE,) * 4   # a view made in the page: view, URL, message, tab
+MADE = [f"{ids.VIEW}.data", f"{ids.URL}.search", f"{ids.NAV_MESSAGE}.children",
+        f"{ids.TABS}.value"]
 
 
 def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
@@ -24,21 +34,35 @@ def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
 
 
 def clientside() -> dict[str, Callable]:
-    """Stand-ins by output, for `Tab.open(..., clientside=clientside())`."""
+    """Stand-ins by `stand_in_key`, for `Tab.open(..., clientside=clientside())`."""
     tabs = [panel.name for panel in placed(TAB)]
     gates = [f"{store}.data...{key}.data" for _, store, key in GATES]
     about_a_node = [panel.about_a_node for panel in placed(TAB)]
-    return {_key([f"{ids.tab_view(tab)}.data" for tab in tabs]): _forward(tabs, about_a_node),
-            _key([f"{pane}.elements" for pane in UPDATES]): _apply_panes,
-            _key(gates): _gates}
+    home = ViewState(model="").panel   # the tab the URL leaves out (a server's first
+    # view may name another: then the page's own URL shows it)
+    return {
+        _key([f"{ids.tab_view(tab)}.data" for tab in tabs], ids.VIEW): _forward(tabs, about_a_node),
+        _key([f"{pane}.elements" for pane in UPDATES], UPDATES[ids.BEFORE]): _apply_panes,
+        _key(gates, ids.VIEW): _gates,
+        _key(MADE, ids.TABS): _open_tab(home),
+        _key(MADE, PREV): _step,
+        _key(MADE, _every(ids.PATTERN_ITEM)): _pick_item(home),
+        _key(MADE, ids.BEFORE): _pick_node(home),
+    }
 
 
-def _key(outputs: list[str]) -> str:
-    """A callback's output as Dash names it: several outputs as ``..a...b..``."""
-    return outputs[0] if len(outputs) == 1 else f"..{'...'.join(outputs)}.."
+def _key(outputs: list[str], first_input: str) -> str:
+    """A callback's name as Dash writes it: several outputs as ``..a...b..``."""
+    return stand_in_key(outputs[0] if len(outputs) == 1 else f"..{'...'.join(outputs)}..",
+                        first_input)
 
 
-def _gates(view, upload, upload_b, *lasts):
+def _every(type_name: str) -> str:
+    """A pattern-matching input's id as Dash writes it: every component of one type."""
+    return json.dumps({"index": ["ALL"], "type": type_name}, separators=(",", ":"))
+
+
+def _gates(_triggered, view, upload, upload_b, *lasts):
     """Each gate's store gets the view when it changed in more than the gate ignores."""
     out: list = []
     for (ignored, _, _), last in zip(GATES, lasts):
@@ -57,14 +81,14 @@ def _forward(tabs: list[str], about_a_node: list[bool]) -> Callable:
                 and {k: v for k, v in view.items() if k != "step"}
                 == {k: v for k, v in last.items() if k != "step"})
 
-    def forward(view, *lasts):
+    def forward(_triggered, view, *lasts):
         return tuple(NO_UPDATE if not view or view.get("panel") != tab
                      or (node_only and only_stepped(view, last)) else view
                      for tab, node_only, last in zip(tabs, about_a_node, lasts))
     return forward
 
 
-def _apply_panes(*values):
+def _apply_panes(_triggered, *values):
     updates, held = values[:len(UPDATES)], values[len(UPDATES):]
     return tuple(_apply_elements(update, elements) for update, elements in zip(updates, held))
 
@@ -73,3 +97,86 @@ def _apply_elements(update, elements):
     if not update or not {"full", "upsert", "remove"} & set(update):
         return NO_UPDATE   # the update only names the view the pane shows
     return applied(elements or [], update)
+
+
+# ---- views made in the page (`views_in_page`) ------------------------------------------------
+
+def _with_changes(view: dict, search: str, message, changes: dict) -> tuple:
+    """The view with ``changes`` (field -> (URL key, value, its text, the text the address
+    leaves out)), its URL, the message cleared and the tab opened if it changed."""
+    pairs = [(k, v) for k, v in parse_qsl((search or "").lstrip("?"))
+             if k not in {key for key, _, _, _ in changes.values()}]
+    made = dict(view)
+    for field, (key, value, text, fallback) in changes.items():
+        made[field] = value
+        if text != fallback:
+            pairs.append((key, text))
+    pairs.sort(key=lambda pair: URL_KEY_ORDER.index(pair[0]) if pair[0] in URL_KEY_ORDER
+               else len(URL_KEY_ORDER))
+    query = urlencode(pairs)
+    return (made, f"?{query}" if query else "", "" if message else NO_UPDATE,
+            made["panel"] if made.get("panel") != view.get("panel") else NO_UPDATE)
+
+
+def _clicked(triggered: list[Trigger]) -> Trigger | None:
+    """The click that set a callback off (a freshly drawn button has no clicks: none)."""
+    return triggered[0] if triggered and triggered[0].value else None
+
+
+def _step(triggered, _prev, _next, _rows, classes, rows, view, search, message):
+    """Prev, Next (to the next pass the list shows) or a row of the pass list."""
+    click = _clicked(triggered)
+    if not view or view.get("step") is None or click is None:
+        return SKIP
+    current = view["step"]
+    shown = [row["index"] for row, names in zip(rows, classes)
+             if not (view.get("hide_unchanged") and re.search(r" unchanged\b", names or "")
+                     and row["index"] != current)]
+    if isinstance(click.id, dict):
+        step = click.id["index"]
+    elif click.id == NEXT:
+        step = next((i for i in shown if i > current), None)
+    else:
+        step = next((i for i in reversed(shown) if i < current), None)
+    if step is None or (step == current and not view.get("highlight")):
+        return SKIP
+    return _with_changes(view, search, message, {"step": ("pass", step, str(step + 1), None),
+                                                 "highlight": ("hl", "", "", "")})
+
+
+def _open_tab(home: str) -> Callable:
+    def open_tab(_triggered, tab, view, search, message):
+        if not view or not tab or view.get("panel") == tab:
+            return SKIP
+        return _with_changes(view, search, message, {"panel": ("panel", tab, tab, home)})
+    return open_tab
+
+
+def _pick_item(home: str) -> Callable:
+    def pick_item(triggered, _clicks, view, search, message):
+        click = _clicked(triggered)
+        if not view or click is None:
+            return SKIP
+        text = str(click.id["index"])
+        patterns = ids.PATTERNS_TAB
+        if view.get("highlight") == text and view.get("panel") == patterns:
+            return SKIP
+        return _with_changes(view, search, message, {"highlight": ("hl", text, text, ""),
+                                                     "panel": ("panel", patterns, patterns, home)})
+    return pick_item
+
+
+def _pick_node(home: str) -> Callable:
+    follows = sorted(follows_selection())
+
+    def pick_node(triggered, _before, _after, view, search, message):
+        data = triggered[0].value if triggered else None
+        if not view or not data or data.get("kind") != "node":
+            return SKIP
+        node = int(data["node_id"])
+        panel = view["panel"] if view.get("panel") in follows else INSPECTOR
+        if node == view.get("node") and panel == view.get("panel"):
+            return SKIP
+        return _with_changes(view, search, message, {"node": ("node", node, str(node), ""),
+                                                     "panel": ("panel", panel, panel, home)})
+    return pick_node

@@ -394,12 +394,8 @@ def test_patches_change_only_what_panels_may_change():
                                          panel="inspector")
 
 
-def test_tapping_a_node_keeps_a_chart_panel_open_but_leaves_patterns():
-    tap = {"tap_after": {"kind": "node", "node_id": 5}}
-    for panel, expected in (("roofline", "roofline"), ("systolic", "systolic"),
-                            ("patterns", "inspector")):
-        state = _apply(ViewState(model="m", panel=panel), ids.AFTER, ids.AFTER, tap)
-        assert (state.node, state.panel) == (5, expected)
+def test_a_panels_patch_changes_the_view():
+    """(A tapped node is selected in the page: tests/browser/test_payload_browser.py.)"""
     patched = _apply(ViewState(model="m"), ids.VIEW_PATCH, ids.VIEW_PATCH,
                      {"patch": {"compare": True}})
     assert patched.compare

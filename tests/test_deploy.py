@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
+from graphlab.app import ids
 from onnx import TensorProto, helper, numpy_helper
 
 from benchmarks.graphlab_page import open_page
@@ -128,9 +130,10 @@ def test_nginx_with_the_shipped_config_sends_clicks_on_when_a_server_dies(
     process.wait(timeout=10)
     port = int(url.rsplit(":", 1)[1])
     wait_until(lambda: not listening(port), 20, "its orphaned gunicorn worker left")
-    for _ in range(3):   # every click: half of them go first to the dead server
-        tab.click("step-next")
-        tab.settle()
+    step = tab.get(ids.VIEW, "data")["step"]
+    for later in range(step + 2, step + 5):   # every step (made in the page, its URL heard by
+        tab.set(ids.URL, search=f"?model=teach_conv_bn&pipeline=O2&pass={later}")   # the server):
+        tab.settle()                           # half of them go first to the dead server
     assert tab.get("pane-before-title", "children") != title
     assert not tab.errors
     dead = cluster.urls[0].removeprefix("http://")

@@ -5,6 +5,8 @@ and draws what a fresh page draws, and a graph without name scopes opens grouped
 
 from __future__ import annotations
 
+import json
+
 import onnx
 import pytest
 
@@ -96,6 +98,79 @@ def test_a_step_asks_nothing_of_closed_tabs_nor_of_what_a_step_cannot_change(sta
     dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
     dash_duo.wait_for_contains_text("#patterns", "Patterns in pass 3", timeout=20)
     assert any("patterns.children" in a["output"] for a in answers(dash_duo))
+
+
+def test_a_step_is_made_in_the_page_and_skips_hidden_passes(started, graphlab_app, tmp_path):
+    """Next is answered in the page (the reducer, hearing the URL, sets nothing) and, with
+    "hide passes that changed nothing", lands on each pass that changed the graph in turn;
+    Prev comes back the same way."""
+    dash_duo = started
+    settled(dash_duo, "After pass")
+    services = Services.from_config(AppConfig(cache_dir=str(tmp_path / "probe")))
+    snapshots = services.workspace(services.default_state, None).result.snapshots
+    changed = [s.index for s in snapshots if s.changed]
+    dash_duo.find_element("#hide-unchanged input").click()
+    wait_until(dash_duo, lambda: len(dash_duo.find_elements(".pass-row")) == len(changed), 20,
+               "the list still shows the passes that changed nothing")
+    selected = "return document.querySelector('.pass-row.selected').id;"
+    at = lambda: json.loads(dash_duo.driver.execute_script(selected))["index"]  # noqa: E731
+    start = at()
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    walked, ahead = [start], changed[changed.index(start) + 1:]
+    assert ahead, changed
+    for _ in ahead:
+        dash_duo.find_element("#step-next").click()
+        wait_until(dash_duo, lambda: at() != walked[-1], 20, "Next did not move")
+        settled(dash_duo, f"After pass {at() + 1}:")
+        walked.append(at())
+    assert walked == [start, *ahead]
+    search = dash_duo.driver.execute_script("return window.location.search;")
+    assert f"pass={walked[-1] + 1}" in search
+    navigation = [a for a in answers(dash_duo) if "view-state.data" in a["output"]]
+    assert navigation and all(a["response"] == {} for a in navigation), navigation
+    dash_duo.find_element("#step-prev").click()
+    wait_until(dash_duo, lambda: at() == walked[-2], 20, "Prev did not come back")
+
+
+def test_a_tapped_node_is_selected_in_the_page_and_opens_the_inspector(started):
+    """A node tapped in a pane: the view with the node (and the inspector) is made in the page,
+    its URL names the node, the reducer sets nothing, and the inspector shows the node."""
+    dash_duo = started
+    settled(dash_duo, "After pass")
+    tab = next(t for t in dash_duo.find_elements(".tab") if t.text.strip() == "Patterns")
+    tab.click()
+    dash_duo.wait_for_contains_text("#patterns", "Patterns in pass", timeout=20)
+    node, label = pane_js(dash_duo, "var n = before.nodes('.op')[0];"
+                                    "return [n.data('node_id'), n.data('label')];")
+    dash_duo.driver.execute_script(RECORD_ANSWERS)
+    pane_js(dash_duo, f"before.$id(before.nodes('.op')[0].id()).emit('tap');")
+    dash_duo.wait_for_contains_text("#inspector", label.split()[0], timeout=20)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(IDLE), 20, "still busy")
+    search = dash_duo.driver.execute_script("return window.location.search;")
+    assert f"node={node}" in search and "panel=" not in search   # the inspector: the default
+    navigation = [a for a in answers(dash_duo) if "view-state.data" in a["output"]]
+    assert navigation and all(a["response"] == {} for a in navigation), navigation
+    # a chart tab follows the selection: tapping another node keeps it open
+    tab = next(t for t in dash_duo.find_elements(".tab") if t.text.strip() == "Roofline")
+    tab.click()
+    wait_until(dash_duo, lambda: "panel=roofline" in dash_duo.driver.execute_script(
+        "return window.location.search;"), 20, "the Roofline tab did not open")
+    other = pane_js(dash_duo, "return before.nodes('.op')[1].data('node_id');")
+    pane_js(dash_duo, "before.$id(before.nodes('.op')[1].id()).emit('tap');")
+    wait_until(dash_duo, lambda: f"node={other}" in dash_duo.driver.execute_script(
+        "return window.location.search;"), 20, "the second node was not selected")
+    selected = "return document.querySelector('#side-tabs .tab--selected').textContent;"
+    assert dash_duo.driver.execute_script(selected) == "Roofline"
+
+
+def test_a_step_made_in_the_page_clears_the_message_about_an_earlier_view(started):
+    dash_duo = started
+    settled(dash_duo, "After pass")
+    dash_duo.driver.get(f"{dash_duo.server_url}/?pipeline=no_such_pass")
+    dash_duo.wait_for_contains_text("#nav-message", "no_such_pass", timeout=20)
+    dash_duo.find_element("#step-next").click()
+    wait_until(dash_duo, lambda: dash_duo.find_element("#nav-message").text == "", 20,
+               "the message about the refused view stayed after a step")
 
 
 def test_opening_a_tab_asks_the_server_only_for_the_tab_and_back_reopens_the_last(started):

@@ -1,4 +1,6 @@
-"""The one place the view changes: every control, click and the URL feed one reducer.
+"""The one place the server changes the view: every control, click and the URL feed one reducer.
+The clicks whose view the page can work out alone (a step, a tab, an item, a node) are made in
+the page (`views_in_page`), and reach the reducer as a URL naming the view it already holds.
 
 It is not a panel (it draws nothing): the factory registers it before the panels' callbacks.
 
@@ -30,10 +32,10 @@ from ..workbench import UPLOAD_MODEL, Workspace
 from .build_progress import PENDING, POLL, RETRY, failure_message
 from .controls import BINDINGS, MODEL, PASSES, PRESET, RUN, TARGET
 from .panes import SEARCH
-from .registry import follows_selection, tab_names
-from .stepper import HIDE_UNCHANGED, NEXT, PREV, ROW as PASS_ROW
+from .registry import tab_names
+from .stepper import HIDE_UNCHANGED
 
-CLICKS = {RUN, PREV, NEXT, PASS_ROW, RETRY}
+CLICKS = {RUN, RETRY}
 
 OUTPUTS = {
     "url": Output(ids.URL, "search"), "view": Output(ids.VIEW, "data"),
@@ -49,9 +51,6 @@ INPUTS = {
     "upload": Input(ids.UPLOAD_TOKEN, "data"), "preset": Input(PRESET, "value"),
     "_run": Input(RUN, "n_clicks"), "passes": Input(PASSES, "value"),
     "target": Input(TARGET, "value"), "bindings": Input(BINDINGS, "value"),
-    "_rows": Input({"type": PASS_ROW, "index": ALL}, "n_clicks"),
-    "_prev": Input(PREV, "n_clicks"), "_next": Input(NEXT, "n_clicks"),
-    "tap_before": Input(ids.BEFORE, "tapNodeData"), "tap_after": Input(ids.AFTER, "tapNodeData"),
     "hide": Input(HIDE_UNCHANGED, "value"),
     "query": Input(SEARCH, "value"), "patch": Input(ids.VIEW_PATCH, "data"),
     "_tick": Input(POLL, "n_intervals"), "_retries": Input({"type": RETRY, "index": ALL}, "n_clicks"),
@@ -90,11 +89,10 @@ def register(app, services: Services) -> None:
             wanted = _apply(previous, kind, trigger, inputs)
             if wanted is None:
                 return {}
-        backwards = kind == PREV
         try:
             if kind == RETRY:
                 services.forget_failure(wanted, token, upload_b)
-            checked = _checked(services, wanted, token, upload_b, backwards)
+            checked = _checked(services, wanted, token, upload_b)
             message = ""
         except SharedCacheUnreachable as err:   # Redis away: the view waits and the poll retries
             return {"message": html.Div(str(err), className="message error"),
@@ -104,7 +102,7 @@ def register(app, services: Services) -> None:
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = failure_message(err, to_query(wanted, default))
             wanted, from_url = previous or default, False
-            checked = _checked(services, wanted, token, upload_b, backwards)
+            checked = _checked(services, wanted, token, upload_b)
         if isinstance(checked, BuildStatus):
             return {"message": message, "poll_off": False,
                     "pending": {"view": to_json(wanted), "from_url": from_url,
@@ -155,17 +153,6 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
         return state.with_changes(target=inputs["target"])
     if kind == BINDINGS:
         return state.with_changes(bindings=(inputs["bindings"] or "").replace(" ", ""))
-    if kind == PASS_ROW:
-        return state.with_changes(step=int(trigger["index"]), highlight="")
-    if kind in (PREV, NEXT):
-        return state.with_changes(step=state.step + (1 if kind == NEXT else -1),
-                                  highlight="", node=state.node)
-    if kind in (ids.BEFORE, ids.AFTER):
-        data = inputs["tap_before" if kind == ids.BEFORE else "tap_after"] or {}
-        if data.get("kind") != "node":
-            return None   # groups open and close elsewhere; inputs/outputs select nothing
-        return state.with_changes(node=int(data["node_id"]), panel=state.panel
-                                  if state.panel in follows_selection() else "inspector")
     if kind == HIDE_UNCHANGED:
         return state.with_changes(hide_unchanged=bool(inputs["hide"]))
     if kind == SEARCH:
@@ -175,8 +162,8 @@ def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | No
     return None
 
 
-def _checked(services: Services, state: ViewState, token: str | None, upload_b: dict | None,
-             backwards: bool) -> tuple[ViewState, Workspace] | BuildStatus:
+def _checked(services: Services, state: ViewState, token: str | None, upload_b: dict | None
+             ) -> tuple[ViewState, Workspace] | BuildStatus:
     """The state on its workspace, with the step on a pass that exists (and is shown) — a
     view that names none opens on the first pass that changed the graph; or the status of the
     build the workspace waits for."""
@@ -185,19 +172,19 @@ def _checked(services: Services, state: ViewState, token: str | None, upload_b: 
         return workspace
     step = workspace.clamp_step(state.step)
     if state.hide_unchanged:
-        step = _nearest_changed(workspace, step, backwards)
+        step = _nearest_changed(workspace, step)
     return state.with_changes(step=step), workspace
 
 
-def _nearest_changed(workspace: Workspace, step: int, backwards: bool) -> int:
-    """The changed pass nearest ``step``, looking first in the direction of travel."""
+def _nearest_changed(workspace: Workspace, step: int) -> int:
+    """The changed pass nearest ``step``, looking first at the later ones (a step in the page
+    lands on a shown pass: this is for an address that names a hidden one)."""
     changed = [s.index for s in workspace.result.snapshots if s.changed]
     if not changed or step in changed:
         return step
     later = [i for i in changed if i > step]
     earlier = [i for i in changed if i < step]
-    first, second = (earlier[::-1], later) if backwards else (later, earlier[::-1])
-    return (first or second)[0]
+    return (later or earlier[::-1])[0]
 
 
 def _passes_text(state: ViewState, workspace: Workspace) -> str:
