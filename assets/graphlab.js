@@ -15,6 +15,15 @@
   var fitted = null;          // the view the panes were last fitted to
   var linked = null;          // {before, after}: the panes' graph instances, once drawn
 
+  /* The graph component fits the whole graph whenever its elements change and the graph lies
+   * out of view; finding that out measures every element with its label at once (a second on
+   * a first render).  The viewport here is ours to set (below), so the component is told the
+   * graph is never out of view. */
+  var graphs = window.dash_cytoscape && window.dash_cytoscape.Cytoscape;
+  if (graphs && graphs.prototype && graphs.prototype.graphOutOfView) {
+    graphs.prototype.graphOutOfView = function () { return false; };
+  }
+
   /* Clientside callbacks.  applyPanes: both panes' updates from the server (one callback, so
    * the renderer does its bookkeeping once) merged into the elements each pane holds — the
    * whole list, or the elements to drop and the new or changed ones (replaced in place, new

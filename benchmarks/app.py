@@ -17,6 +17,10 @@ medians, with the machine's load average.  Goals (issue 17): both 10,000-node gr
 first in <= 3 s and every step takes <= 1 s; BERT-base stays where it was (1.4 s first
 render, 0.5 s a step).  A --cache-dir kept between runs keeps the built workspaces (a
 10,000-node build takes minutes).
+
+`--journeys [--browsers 3] [--workers 2]`: people using the app at once (`journeys`), each
+figure against the issue's goals, and beside them the floor: the first render of a page with
+the same libraries and no callback (`page_floor`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # runs from a plain checkout
 
-from benchmarks import browser_timing  # noqa: E402
+from benchmarks import browser_timing, page_floor  # noqa: E402
 from compiler_core.patterns.text import EXAMPLES, example_text  # noqa: E402
 from graphlab.app import AppConfig  # noqa: E402
 from graphlab.app.nested_layout import NestedLayout  # noqa: E402
@@ -279,6 +283,11 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
         met &= ok
         print(f"  {name:<16} {len(values):>4} {figures['p50']:>6.2f} {figures['p95']:>6.2f} "
               f"{figures['max']:>6.2f}   {which} <= {goal} s: {'met' if ok else 'MISSED'}")
+    floor = sorted(page_floor.floor_times(browsers, runs))
+    print(f"  {'floor':<16} {len(floor):>4} {statistics.median(floor):>6.2f} "
+          f"{floor[min(len(floor) - 1, int(0.95 * len(floor)))]:>6.2f} {floor[-1]:>6.2f}   "
+          f"first render of a page with the same libraries and no callback "
+          f"(benchmarks/page_floor.py), {browsers} at once")
     return met
 
 

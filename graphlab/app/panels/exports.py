@@ -118,8 +118,13 @@ def _serve_file(services: Services):
     return serve
 
 
+def load_graph_bundle() -> None:
+    """The graph component's bundle with cytoscape's SVG exporter (before the first page)."""
+    cyto.load_extra_layouts()
+
+
 def register(app, services: Services) -> None:
-    cyto.load_extra_layouts()   # the bundle with cytoscape's SVG exporter (before first page)
+    load_graph_bundle()
     app.server.add_url_rule(f"{FILE_ROUTE}/<token>/<name>", "graphlab_model_file",
                             _serve_file(services))
 

@@ -1,0 +1,132 @@
+"""What a first render costs before GraphLab does anything: a page with the libraries the pass
+debugger loads (Dash's renderer, its core and HTML components, the graph component with the
+same bundle) and two graph panes of a short labelled chain, no callback at all.  Timed as the
+journeys time GraphLab's first render (`journeys.timed_journey`): from the address entered
+to the page idle and painted, ``browsers`` cold browsers at once.  No page built on these
+libraries renders first faster on this machine, so it is the floor the journeys' figure
+stands on.
+
+    python benchmarks/page_floor.py [--browsers 3] [--runs 2]
+
+(`python benchmarks/app.py --journeys` prints it beside the journeys.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))   # runs from a plain checkout
+
+NODES = 40   # per pane: a chain of labelled nodes, as a small model's collapsed graph
+
+# Both panes hold their nodes, then one paint.
+DRAWN = """
+var done = arguments[arguments.length - 1];
+var cys = ["a", "b"].map(function (id) { var e = document.getElementById(id);
+                                         return e && e._cyreg && e._cyreg.cy; });
+if (!cys[0] || !cys[1] || cys[0].nodes().length < %d || cys[1].nodes().length < %d) {
+  done(false); return;
+}
+requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });
+""" % (NODES, NODES)
+
+
+def floor_app():
+    """The page: the libraries GraphLab's page loads, two panes, no callback."""
+    import dash_cytoscape as cyto
+    from dash import Dash, dcc, html
+
+    from graphlab.app.panels import exports   # loads the graph component's bundle as the app does
+
+    exports.load_graph_bundle()
+    elements = [{"data": {"id": f"n{i}", "label": f"node {i}: MatMul"},
+                 "position": {"x": 0, "y": 70 * i}} for i in range(NODES)]
+    elements += [{"data": {"id": f"e{i}", "source": f"n{i}", "target": f"n{i + 1}"}}
+                 for i in range(NODES - 1)]
+    app = Dash(__name__)
+    app.layout = html.Div([
+        dcc.Dropdown(["model a", "model b"], "model a"),
+        *[cyto.Cytoscape(id=pane, elements=elements, layout={"name": "preset"},
+                         style={"width": "45vw", "height": "80vh", "display": "inline-block"})
+          for pane in ("a", "b")]])
+    return app
+
+
+def serve(port: int) -> None:
+    from werkzeug.serving import make_server
+
+    make_server("127.0.0.1", port, floor_app().server, threaded=True).serve_forever()
+
+
+def first_render(url: str) -> float:
+    """Seconds from the address entered to both panes drawn and painted, in a cold browser."""
+    from benchmarks.journeys import chromium
+
+    driver = chromium()
+    try:
+        driver.get("about:blank")
+        start = time.perf_counter()
+        driver.get(url)
+        deadline = start + 120
+        while not driver.execute_async_script(DRAWN):
+            if time.perf_counter() > deadline:
+                raise AssertionError("the floor page never drew its panes")
+            time.sleep(0.02)
+        return time.perf_counter() - start
+    finally:
+        driver.quit()
+
+
+def floor_times(browsers: int, runs: int) -> list[float]:
+    """First renders of the floor page, ``browsers`` at once, ``runs`` times."""
+    from benchmarks.load import free_port, wait_until
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        wait_until(lambda: _answers(url), 60, "the floor page's server to answer")
+        times: list[float] = []
+        for _ in range(runs):
+            with ThreadPoolExecutor(browsers) as pool:
+                times += pool.map(lambda _: first_render(url), range(browsers))
+        return times
+    finally:
+        server.terminate()
+        server.wait(30)
+
+
+def _answers(url: str) -> bool:
+    import requests
+
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--browsers", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=2)
+    parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)   # the server's child
+    args = parser.parse_args(argv)
+    if args.serve:
+        serve(args.serve)
+        return 0
+    times = floor_times(args.browsers, args.runs)
+    print(f"floor: first render of a page with the same libraries and two {NODES}-node panes, "
+          f"{args.browsers} browsers at once: p50 {statistics.median(times):.2f} s, "
+          f"max {max(times):.2f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
