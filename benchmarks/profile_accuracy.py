@@ -9,14 +9,18 @@ TorchScript export's form (`fault_finding.encoder_model`: 12 layers, hidden 768,
 FFN 3072), a ResNet-50 (Conv + BatchNormalization + Relu bottlenecks [3, 4, 6, 3], 224x224)
 and a Llama-shaped decoder (`decoder_models`: RMSNorm, rotary embeddings, grouped-query
 attention, SwiGLU; float16 weights) at hidden 512, 4 layers.  Each is profiled as loaded and
-after GraphLab's O2, in onnxruntime's profiler at ORT_ENABLE_ALL and ORT_DISABLE_ALL
+after GraphLab's O2 as written for onnxruntime (`--runtime onnxruntime`: its fused nodes as
+onnxruntime's operators where it has them; the portable export's model-local functions are
+written inline by onnxruntime and run op by op), in onnxruntime's profiler at ORT_ENABLE_ALL and ORT_DISABLE_ALL
 (`compiler_core.profiling`), and priced on this machine's measured target, measured again
 first (a shared machine's rates change with its load; `--keep-target` keeps the last one).  For each, over ``--rounds`` whole profiles:
 
 - Spearman's rank correlation of predicted and measured per-op times (goal >= 0.8), with
   each op's median and with its best run (a busy machine's waits land in medians);
 - the total predicted beside the measured run time, median and best (goal: within 2x; the
-  ratio is taken with the best run, which a busy machine delays least);
+  ratio is taken with the best run, which a busy machine delays least), and beside the
+  kernels' own best times summed (each kernel's fastest run: what is left of a run when no
+  kernel waited for a CPU);
 - the profiler's own overhead: the same model in two sessions, profiling on and off, run in
   turns, median run time with over without.
 
@@ -45,6 +49,7 @@ from benchmarks.fault_finding import encoder_model  # noqa: E402
 from compiler_core.ir import load_model  # noqa: E402
 from compiler_core.ir.model_file import model_for_runtime  # noqa: E402
 from compiler_core.compilation import compile_model  # noqa: E402
+from compiler_core.lowering import lower_for_onnxruntime  # noqa: E402
 from compiler_core.profiling.compare import compare  # noqa: E402
 from compiler_core.profiling.machine import busy_note, machine_target, measure_machine  # noqa: E402,E501
 from compiler_core.profiling.pass_latency import pass_latencies  # noqa: E402
@@ -189,8 +194,9 @@ def main(argv: list[str] | None = None) -> int:
           f"{target.measured['when']})\n")
     settings = ProfileSettings(repeats=args.repeats, warmup=2)
     rows = ["| model | graph | level | ops | Spearman ρ (medians) | ρ (best runs) | predicted ms "
-            "| measured ms, median | measured ms, best | best/predicted | profiler overhead |",
-            "|---|---|---|---:|---|---|---:|---|---|---|---|"]
+            "| measured ms, median | measured ms, best | best/predicted | kernels' best, summed "
+            "| kernels/predicted | profiler overhead |",
+            "|---|---|---|---:|---|---|---:|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="graphlab-accuracy-") as scratch:
         files = model_files(Path(scratch), args.models)
         first_result = None
@@ -200,9 +206,10 @@ def main(argv: list[str] | None = None) -> int:
             result = compile_model(initial, "O2", bindings).result
             first_result = first_result or (name, result, bindings)
             inputs = make_inputs(initial, bindings)
-            graphs = {"as loaded": initial, "GraphLab O2": result.final}
+            graphs = {"as loaded": initial,
+                      "GraphLab O2, for onnxruntime": lower_for_onnxruntime(result.final).graph}
             figures = {(g, level): {"rho": [], "rho_best": [], "measured": [], "best": [],
-                                    "predicted": [], "ops": 0}
+                                    "kernels": [], "predicted": [], "ops": 0}
                        for g in graphs for level in settings.levels}
             for _ in range(args.rounds):
                 profiles = profile_graphs(list(graphs.values()), inputs, settings)
@@ -214,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
                         cell["rho_best"].append(comparison.spearman_best)
                         cell["measured"].append(profile.total_ms)
                         cell["best"].append(min(profile.wall_ms))
+                        cell["kernels"].append(sum(op.profiled.best_ms
+                                                   for op in comparison.ops))
                         cell["predicted"].append(comparison.predicted_total_ms)
                         cell["ops"] = len(comparison.ops)
             busy = busy_note()
@@ -223,12 +232,14 @@ def main(argv: list[str] | None = None) -> int:
                          for label, graph in graphs.items()}
             for (label, level), cell in figures.items():
                 ratios = [m / p for m, p in zip(cell["best"], cell["predicted"])]
+                kernel_ratios = [k / p for k, p in zip(cell["kernels"], cell["predicted"])]
                 over, low, high = overheads[label]
                 rows.append(f"| {name} | {label} | {LEVELS[level]} | {cell['ops']} | "
                             f"{spread(cell['rho'])} | {spread(cell['rho_best'])} | "
                             f"{statistics.median(cell['predicted']):.1f}"
                             f" | {spread(cell['measured'], 1)} | {spread(cell['best'], 1)} | "
-                            f"{spread(ratios)} | "
+                            f"{spread(ratios)} | {spread(cell['kernels'], 1)} | "
+                            f"{spread(kernel_ratios)} | "
                             + (f"{over - 1:+.1%} ({low - 1:+.0%}…{high - 1:+.0%})"
                                if level == "all" else "") + " |")
             print("\n".join(rows[-len(figures):]), flush=True)
@@ -238,7 +249,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nper pass, {name} (best run in ms; predicted on {target.name}):")
         inputs = make_inputs(result.initial, bindings)
         previous = None
-        for row in pass_latencies(result, inputs, target, bindings, settings):
+        for row in pass_latencies(result, inputs, target, bindings, settings,
+                                  for_onnxruntime=True):
             measured = " ".join(f"{LEVELS[k]} {v:.2f}" for k, v in row.best_ms.items())
             change = "" if previous is None else (
                 f"  ({previous.best_ms['all']:.2f} → {row.best_ms['all']:.2f} ms "

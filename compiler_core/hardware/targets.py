@@ -15,7 +15,8 @@ With no dtype given, the target's default dtype is used: the first one its file 
 
 A target measured on this machine (`graphlab targets --measure`, `compiler_core.profiling.machine`)
 is written to the user's data folder (`user_targets_dir`), not into the package, and carries a
-`measured` record saying when, how and with how many threads; it is found by name like a
+`measured` record saying when, how and with how many threads, and the rates of the kinds of
+op that run at a rate of their own (`rate_kinds`, `Target.rate`); it is found by name like a
 built-in one.
 """
 
@@ -33,6 +34,7 @@ from typing import Any, Mapping
 
 from compiler_core.errors import GraphLabError
 from compiler_core.hardware.dtypes import ELEMENT_BYTES, canonical_dtype, element_bytes
+from compiler_core.hardware.rate_kinds import RATE_KINDS
 from compiler_core.records import record_field, to_json
 
 TARGETS_DIR = Path(__file__).with_name("targets")
@@ -63,7 +65,9 @@ FIELD_HELP = {
                     "from compiler_core/hardware/energy_tables (default: horowitz45)",
     "measured": "optional: for a target measured on a machine, {\"when\": ISO time, \"how\": "
                 "text, \"threads\": count, \"runtime\": name and version, "
-                "\"overhead_seconds_per_op\": the time an op costs beyond its work}",
+                "\"overhead_seconds_per_op\": the time an op costs beyond its work, "
+                "\"ops_per_s_by_kind\": {kind: the float32 rate of a kind of op that runs "
+                "at its own rate, e.g. \"conv\"}}",
     "host": "optional: the CPU the chip is attached to, {\"peak_ops_per_s\": its float32 "
             "rate, \"bandwidth_bytes_per_s\": its memory bandwidth, \"link_bytes_per_s\": "
             "the link to the chip} (partitioning weighs offloading against it)",
@@ -177,6 +181,15 @@ class Target:
     def peak(self, dtype: str | None = None) -> float:
         """Peak operations per second for `dtype` (fallback rule: module docstring)."""
         return self.peak_ops_per_s[self.peak_dtype(dtype)]
+
+    def rate(self, dtype: str | None = None, kind: str | None = None) -> float:
+        """The rate an op of ``kind`` (`rate_kinds.rate_kind`) runs at in ``dtype``: its kind's
+        measured rate on a measured target (float32, the dtype it was measured in), else the
+        dtype's peak, as on every target priced from papers."""
+        by_kind = (self.measured or {}).get("ops_per_s_by_kind", {})
+        if kind in by_kind and self.peak_dtype(dtype) == "float32":
+            return float(by_kind[kind])
+        return self.peak(dtype)
 
     def ridge_point(self, dtype: str | None = None) -> float:
         """Arithmetic intensity (ops/byte) where the roofline's two limits meet."""
@@ -366,6 +379,12 @@ def _measured(value: Any, bad) -> Mapping[str, Any] | None:
     overhead = value.get("overhead_seconds_per_op", 0.0)
     if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
         raise bad("measured", f"has a bad overhead_seconds_per_op: {overhead!r}")
+    by_kind = value.get("ops_per_s_by_kind", {})
+    if not isinstance(by_kind, dict) or not all(
+            kind in RATE_KINDS and not isinstance(rate, bool) and isinstance(rate, (int, float))
+            and math.isfinite(rate) and rate > 0 for kind, rate in by_kind.items()):
+        raise bad("measured", f"has a bad ops_per_s_by_kind: {by_kind!r} (kinds "
+                              f"{', '.join(RATE_KINDS)}, each with a positive rate)")
     return MappingProxyType(dict(value))
 
 

@@ -3,10 +3,13 @@
 The prediction of a group of nodes (one of ours, or several onnxruntime fused) is the sum of
 three terms over its nodes, on the target (normally this machine, measured):
 
-    compute  = FLOPs / peak(dtype)       traffic = bytes / bandwidth
+    compute  = FLOPs / rate(kind, dtype) traffic = bytes / bandwidth
     overhead = the target's measured cost of an op beyond its work, once per kernel
                onnxruntime runs for the group
     predicted = max(compute, traffic) + overhead   (the roofline time plus the overhead)
+
+rate(kind, dtype) is the dtype's peak, except for the kinds of op a measured target gives a
+rate of their own (`hardware.rate_kinds`: convolutions, strided ones apart), which run at it.
 
 Nodes onnxruntime fused itself run as one kernel: their traffic is what crosses the group's
 boundary, not the sum of each node's.  A fused node onnxruntime has no operator for is written inline (its function's body, kernel
@@ -26,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..hardware.cost import graph_cost
+from ..hardware.rate_kinds import rate_kind
 from ..compilation import sized
 from ..hardware.targets import Target, get_target
 from ..hardware.tensor_sizes import SizeResolver
@@ -179,11 +183,13 @@ def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = N
 
 def _terms(cost, node: Node, target: Target, inline: bool) -> tuple[float, float, int]:
     """(compute s, traffic s, bytes) of one node as onnxruntime runs it: a fused node written
-    inline as its body op by op, anything else as the roofline prices it."""
+    inline as its body op by op, anything else as the roofline prices it; its operations at
+    the rate of its kind."""
     moved = cost.bytes
     if inline and node.body is not None and cost.unfused_bytes is not None:
         moved = cost.unfused_bytes
-    return cost.flops / target.peak(cost.dtype), moved / target.bandwidth_bytes_per_s, moved
+    rate = target.rate(cost.dtype, rate_kind(node))
+    return cost.flops / rate, moved / target.bandwidth_bytes_per_s, moved
 
 
 def _boundary_bytes(nodes: list[Node], sizes: SizeResolver) -> int | None:

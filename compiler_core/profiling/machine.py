@@ -1,10 +1,12 @@
 """This machine as a hardware target: its peak rates and bandwidth measured, not quoted.
 
 `measure_machine` runs micro-benchmarks in onnxruntime in a child process (`machine_child`):
-a large matmul per dtype for the peak (at the thread count profiling uses), a large copy for
-the bandwidth, and a chain of one-element ops for what an op costs beyond its work.  The
-target file it writes says it was measured, when and how (`measured`), lives in the user's
-data folder (`targets.user_targets_dir`), and is then found by name like a built-in target.
+a large matmul per dtype for the peak (at the thread count profiling uses), a ResNet-sized
+3x3 convolution at stride 1 and 2 for the rates of convolutions (`hardware.rate_kinds`), a
+large copy for the bandwidth, and a chain of one-element ops for what an op costs beyond its
+work.  The target file it writes says it was measured, when and how (`measured`), lives in
+the user's data folder (`targets.user_targets_dir`), and is then found by name like a
+built-in target.
 """
 
 from __future__ import annotations
@@ -100,17 +102,19 @@ def target_record(measured: dict, threads: int) -> dict:
         "clock_hz": clock,
         "notes": (f"Measured on {platform.node() or 'this machine'} ({cpu}) at {when} with "
                   f"{measured['runtime']} and {threads} threads. Peaks: {how['matmul']}. "
-                  f"Bandwidth: {how['copy']}. Per-op overhead: {how['overhead']}. Not "
+                  f"Convolutions: {how['conv']}. Bandwidth: {how['copy']}. Per-op overhead: "
+                  f"{how['overhead']}. Not "
                   f"measured: sram_bytes is the largest CPU cache the OS reports; a CPU has "
                   f"no systolic array, so array_rows x array_cols stands for cores x float32 "
                   f"SIMD lanes and clock_hz is the clock the OS reports."),
         "sources": [{"title": "Micro-benchmarks run by graphlab targets --measure",
                      "publication": f"{measured['runtime']} on {cpu}, {when}",
-                     "supports": "the peak rate per dtype, the bandwidth and the per-op "
-                                 "overhead"}],
+                     "supports": "the peak rate per dtype, the rates of convolutions, the "
+                                 "bandwidth and the per-op overhead"}],
         "measured": {"when": when, "how": "; ".join(f"{k}: {v}" for k, v in how.items()),
                      "threads": threads, "runtime": measured["runtime"],
-                     "overhead_seconds_per_op": measured["overhead_seconds_per_op"]},
+                     "overhead_seconds_per_op": measured["overhead_seconds_per_op"],
+                     "ops_per_s_by_kind": measured["ops_per_s_by_kind"]},
     }
 
 

@@ -1,8 +1,8 @@
 """The child process of `machine`: micro-benchmarks of this machine in onnxruntime.
 
 Usage: ``python -m compiler_core.profiling.machine_child THREADS OUT.json``.  Prints nothing;
-writes {"peak_ops_per_s": {dtype: rate}, "bandwidth_bytes_per_s": rate,
-"overhead_seconds_per_op": seconds, "how": {...}} to OUT.json.  It runs in a child so that
+writes {"peak_ops_per_s": {dtype: rate}, "ops_per_s_by_kind": {kind: rate},
+"bandwidth_bytes_per_s": rate, "overhead_seconds_per_op": seconds, "how": {...}} to OUT.json.  It runs in a child so that
 onnxruntime's thread pool, and the memory the big copy takes, leave with it.
 """
 
@@ -16,12 +16,16 @@ import time
 import numpy as np
 import onnx
 import onnxruntime as ort
-from onnx import TensorProto, helper
+from onnx import TensorProto, helper, numpy_helper
 
 MATMUL_SIZE = 1024               # N of the N x N x N matmul: 2.1 GFLOP, large enough for MLAS
 COPY_ELEMENTS = 32 * 1024 * 1024  # 128 MiB of float32 read and 128 MiB written per run
 CHAIN_LENGTH = 64                 # tiny ops in a row, to see what one op costs beyond its work
 RUNS = 15                         # timed runs after one warm-up; the best counts as the peak
+# kind -> (channels in, out, input height and width, stride) of a float32 3x3 convolution the
+# size of ResNet-50's: a convolution runs at its own rate, not the matmul's, and a strided one
+# at a lower rate still (a 1x1 convolution runs at about the 3x3's: it has no kind of its own)
+CONVS = {"conv": (64, 64, 56, 1), "strided_conv": (128, 128, 56, 2)}
 MATMULS = {   # dtype -> (A's element type, B's, the op, its output's element type)
     "float32": (TensorProto.FLOAT, TensorProto.FLOAT, "MatMul", TensorProto.FLOAT),
     "float16": (TensorProto.FLOAT16, TensorProto.FLOAT16, "MatMul", TensorProto.FLOAT16),
@@ -41,8 +45,8 @@ def session(model: onnx.ModelProto, threads: int, profile_prefix: str | None = N
                                 providers=["CPUExecutionProvider"])
 
 
-def model_of(nodes, inputs, outputs) -> onnx.ModelProto:
-    graph = helper.make_graph(nodes, "bench", inputs, outputs)
+def model_of(nodes, inputs, outputs, weights=()) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "bench", inputs, outputs, list(weights))
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     model.ir_version = 8
     return model
@@ -76,6 +80,23 @@ def matmul_rate(dtype: str, threads: int) -> float | None:
     except Exception:  # noqa: BLE001 - no kernel for this dtype: the target leaves it out
         return None
     return 2 * n ** 3 / seconds
+
+
+def conv_rate(kind: str, threads: int) -> float:
+    """Operations per second of the 3x3 convolution CONVS[kind] (2 per multiply-accumulate)."""
+    cin, cout, size, stride = CONVS[kind]
+    out = (size + 2 - 3) // stride + 1
+    rng = np.random.default_rng(0)
+    weight = rng.standard_normal((cout, cin, 3, 3)).astype(np.float32)
+    # the weight a constant, as in a model: onnxruntime then lays it out for its own kernels
+    model = model_of([helper.make_node("Conv", ["x", "w"], ["y"], kernel_shape=[3, 3],
+                                       strides=[stride, stride], pads=[1, 1, 1, 1])],
+                     [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, cin, size, size])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, cout, out, out])],
+                     [numpy_helper.from_array(weight, "w")])
+    feed = {"x": rng.standard_normal((1, cin, size, size)).astype(np.float32)}
+    ran = session(model, threads)
+    return 2 * cout * out * out * cin * 9 / best_seconds(lambda: ran.run(None, feed))
 
 
 def copy_rate(threads: int) -> float:
@@ -117,11 +138,17 @@ def main(threads: str, out: str) -> None:
              if (rate := matmul_rate(dtype, count)) is not None}
     record = {
         "peak_ops_per_s": peaks,
+        "ops_per_s_by_kind": {kind: conv_rate(kind, count) for kind in CONVS},
         "bandwidth_bytes_per_s": copy_rate(count),
         "overhead_seconds_per_op": overhead_per_op(count),
         "how": {"matmul": f"{MATMUL_SIZE}x{MATMUL_SIZE}x{MATMUL_SIZE} MatMul (MatMulInteger "
                           f"for int8) in onnxruntime, 2*N^3 operations over the best of "
                           f"{RUNS} runs",
+                "conv": "float32 3x3 Conv in onnxruntime, "
+                        + ", ".join(f"{kind}: {cin}->{cout} channels on {size}x{size} at "
+                                    f"stride {stride}" for kind, (cin, cout, size, stride)
+                                    in CONVS.items())
+                        + f", 2 operations per multiply-accumulate over the best of {RUNS} runs",
                 "copy": f"x * 1 over {COPY_ELEMENTS * 4 // 2 ** 20} MiB of float32 in "
                         f"onnxruntime, bytes read plus written over the best of {RUNS} runs",
                 "overhead": f"median kernel time of {CHAIN_LENGTH} one-element Adds in "
