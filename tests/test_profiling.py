@@ -9,16 +9,22 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
+import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 from compiler_core.hardware.cost import graph_cost
-from compiler_core.hardware.targets import get_target, measured_targets, user_targets_dir
+from compiler_core.hardware.rate_kinds import RATE_KINDS
+from compiler_core.hardware.targets import get_target, measured_targets, target_from_dict, \
+    user_targets_dir
 from compiler_core.ir import load_model
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.passes import PassManager
 from compiler_core.profiling.compare import ComparedOp, compare, ranks, spearman
 from compiler_core.profiling.machine import MACHINE_TARGET, measure_machine
-from compiler_core.profiling.runner import ProfiledOp, ProfileSettings, profile_graphs
+from compiler_core.profiling.runner import LevelProfile, ProfiledOp, ProfileSettings, \
+    profile_graphs
 from compiler_core.records import to_json
 from compiler_core.verify import make_inputs
 from graphlab.cli import main
@@ -127,6 +133,54 @@ def test_a_prediction_off_by_more_than_twice_names_the_term_that_dominates():
     assert close.miss() is None
 
 
+def _convolutions(tmp_path):
+    """Three float32 3x3 convolutions in a row: at stride 1, at stride 2, depthwise."""
+    rng = np.random.default_rng(0)
+    weights = [numpy_helper.from_array(rng.standard_normal(shape).astype(np.float32), name)
+               for name, shape in (("w1", (8, 8, 3, 3)), ("w2", (8, 8, 3, 3)),
+                                   ("w3", (8, 1, 3, 3)))]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["a"], name="unit", kernel_shape=[3, 3],
+                              pads=[1] * 4),
+             helper.make_node("Conv", ["a", "w2"], ["b"], name="strided", kernel_shape=[3, 3],
+                              strides=[2, 2], pads=[1] * 4),
+             helper.make_node("Conv", ["b", "w3"], ["y"], name="depthwise", group=8,
+                              kernel_shape=[3, 3], pads=[1] * 4)]
+    graph = helper.make_graph(
+        nodes, "convs", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 32, 32])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 16, 16])], weights)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    path = tmp_path / "convs.onnx"
+    onnx.save(model, path)
+    return load_model(str(path))
+
+
+def _measured_like(paper: str, **by_kind):
+    data = to_json(get_target(paper))
+    data.update(name="measured_here", measured={"when": "now", "how": "timed",
+                                                "ops_per_s_by_kind": by_kind})
+    return target_from_dict(data)
+
+
+def test_a_measured_target_prices_a_convolution_at_its_kinds_rate(tmp_path):
+    graph = _convolutions(tmp_path)
+    profile = LevelProfile("all", [1.0], [1.0], [
+        ProfiledOp((n.id,), (n.name,), (n.op_type,), (f"{n.name} (Conv)",), (100.0,), "name")
+        for n in graph.nodes])
+    flops = {op.node: op.flops for op in graph_cost(graph, "asic32").ops}
+    measured = _measured_like("asic32", conv=2e11, strided_conv=5e10)
+    priced = {op.profiled.node: op.compute_ms
+              for op in compare(graph, profile, measured).ops}
+    peak = measured.peak("float32")
+    assert priced == pytest.approx({"unit": flops["unit"] / 2e11 * 1000,
+                                    "strided": flops["strided"] / 5e10 * 1000,
+                                    "depthwise": flops["depthwise"] / peak * 1000})
+    paper = get_target("asic32")   # priced from papers: every op at its dtype's peak, as before
+    on_paper = {op.profiled.node: op.compute_ms for op in compare(graph, profile, paper).ops}
+    assert on_paper == pytest.approx({name: f / paper.peak("float32") * 1000
+                                      for name, f in flops.items()})
+    assert measured.rate("float16", "conv") == measured.peak("float16")  # measured in float32
+
+
 def test_a_compared_group_is_written_flat_its_profiled_keys_first():
     fused = ProfiledOp((3, 4), ("mm", "add"), ("MatMul", "Add"), ("k (FusedMatMul)",),
                        (1000.0, 4000.0, 2000.0), "name", 64.0)
@@ -160,6 +214,9 @@ def test_the_measured_target_is_written_to_the_data_folder_and_prices_a_model(ma
     data = json.loads(path.read_text())
     assert data["measured"]["when"] and "MatMul" in data["measured"]["how"]
     assert data["peak_ops_per_s"]["float32"] > 1e8 and data["bandwidth_bytes_per_s"] > 1e8
+    rates = data["measured"]["ops_per_s_by_kind"]
+    assert set(rates) == set(RATE_KINDS) and all(rate > 1e8 for rate in rates.values())
+    assert "3x3 Conv" in data["measured"]["how"] and "stride 2" in data["measured"]["how"]
     target = get_target(MACHINE_TARGET)
     assert target.measured is not None and target.overhead_seconds_per_op > 0
     cost = graph_cost(sample("cnn_bn"), MACHINE_TARGET, BINDINGS)

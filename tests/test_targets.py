@@ -136,6 +136,10 @@ def test_user_target_missing_a_field_is_rejected_naming_it(tmp_path, field):
     ("peak_ops_per_s", {}, "non-empty"),
     ("sources", [{"title": "x", "supports": "y"}], "neither 'url' nor 'publication'"),
     ("name", "my npu", "characters"),
+    ("measured", {"when": "now", "how": "timed", "ops_per_s_by_kind": {"gemm": 1e9}},
+     "kinds conv, strided_conv"),
+    ("measured", {"when": "now", "how": "timed", "ops_per_s_by_kind": {"conv": 0}},
+     "positive rate"),
 ])
 def test_user_target_bad_values_are_rejected_naming_the_field(tmp_path, field, value, words):
     data = _user_target()
