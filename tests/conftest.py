@@ -42,3 +42,18 @@ def cluster(local_cluster):
     """The cluster whole again, whatever the test before stopped (a server, a worker, Redis)."""
     local_cluster.revive()
     return local_cluster
+
+
+# Tests that start servers, browsers or a cluster run one after another in one worker when the
+# suite runs in parallel (`pytest -n 2 --dist loadgroup`, as CI does): two browsers or two
+# clusters at once would only fight over the cores; everything else is shared out.
+SERIAL_FILES = ("test_app_serve.py", "test_background.py", "test_cluster.py", "test_deploy.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        path = item.path
+        if path.parent.name == "browser" or path.name in SERIAL_FILES:
+            item.add_marker(pytest.mark.xdist_group("servers"))
