@@ -167,3 +167,24 @@ def test_a_browser_that_does_not_open_is_said_in_one_line(capsys, monkeypatch):
     monkeypatch.setattr(webbrowser, "open", lambda url: pytest.fail("tried a browser"))
     assert serve.open_browser("http://127.0.0.1:8050/") is False
     assert "(no display)" in capsys.readouterr().out
+
+
+def test_a_default_view_that_cannot_be_shown_says_why_instead_of_failing(tmp_path):
+    """Nothing to fall back on (the first view itself fails): the page says why, no HTTP 500."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from benchmarks.graphlab_page import open_page
+    from graphlab.app import AppConfig, create_app
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path), default_model="gone_sample"))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = open_page(f"http://127.0.0.1:{server.server_port}")
+        message = page.get("nav-message", "children")
+        assert page.errors == []
+        assert "there is no model named 'gone_sample' here" in message["props"]["children"]
+    finally:
+        server.shutdown()

@@ -101,8 +101,13 @@ def register(app, services: Services) -> None:
                     "poll_off": False}
         except Exception as err:  # noqa: BLE001 - the page shows it; the view stays usable
             message = failure_message(err, to_query(wanted, default))
+            if wanted == (previous or default):   # nothing else to show: the message says why
+                return {"message": message}
             wanted, from_url = previous or default, False
-            checked = _checked(services, wanted, token, upload_b)
+            try:
+                checked = _checked(services, wanted, token, upload_b)
+            except Exception:  # noqa: BLE001 - the view to fall back on fails too
+                return {"message": message}
         if isinstance(checked, BuildStatus):
             return {"message": message, "poll_off": False,
                     "pending": {"view": to_json(wanted), "from_url": from_url,
