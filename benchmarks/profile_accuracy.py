@@ -3,6 +3,7 @@
     python benchmarks/profile_accuracy.py                 # BERT-base, ResNet-50, Llama-shaped
     python benchmarks/profile_accuracy.py --rounds 5 --repeats 10 --seq 128
     python benchmarks/profile_accuracy.py --models resnet50 --per-pass
+    python benchmarks/profile_accuracy.py --threads 1     # a shared machine: no thread waits
 
 The models are built with the onnx library alone (random weights): BERT-base in the
 TorchScript export's form (`fault_finding.encoder_model`: 12 layers, hidden 768, 12 heads,
@@ -51,7 +52,8 @@ from compiler_core.ir.model_file import model_for_runtime  # noqa: E402
 from compiler_core.compilation import compile_model  # noqa: E402
 from compiler_core.lowering import lower_for_onnxruntime  # noqa: E402
 from compiler_core.profiling.compare import compare  # noqa: E402
-from compiler_core.profiling.machine import busy_note, machine_target, measure_machine  # noqa: E402,E501
+from compiler_core.profiling.machine import (  # noqa: E402
+    DEFAULT_THREADS, busy_note, machine_target, measure_machine)
 from compiler_core.profiling.pass_latency import pass_latencies  # noqa: E402
 from compiler_core.profiling.runner import ProfileSettings, profile_graphs  # noqa: E402
 from compiler_core.runtime_check import LEVELS  # noqa: E402
@@ -136,7 +138,8 @@ def model_files(folder: Path, names: list[str]) -> dict[str, Path]:
     return files
 
 
-def profile_overhead(graph, inputs: dict, runs: int) -> tuple[float, float, float]:
+def profile_overhead(graph, inputs: dict, runs: int, threads: int
+                     ) -> tuple[float, float, float]:
     """Median run time with profiling over without (and the spread of the paired ratios):
     two sessions at ORT_ENABLE_ALL, one run of each in turn."""
     import onnxruntime as ort
@@ -146,6 +149,7 @@ def profile_overhead(graph, inputs: dict, runs: int) -> tuple[float, float, floa
         for profiling in (False, True):
             options = ort.SessionOptions()
             options.log_severity_level = 3
+            options.intra_op_num_threads = threads
             if profiling:
                 options.enable_profiling = True
                 options.profile_file_prefix = f"{folder}/overhead"
@@ -185,14 +189,18 @@ def main(argv: list[str] | None = None) -> int:
                              "the machine in the same state)")
     parser.add_argument("--per-pass", action="store_true",
                         help="also measure every pass of O2 on the first model")
+    parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
+                        help="onnxruntime's threads, for the target's micro-benchmarks and "
+                             "every profile (default: one per core; on a shared machine one "
+                             "thread does not wait for another at each parallel kernel)")
     args = parser.parse_args(argv)
-    target = machine_target() if args.keep_target else measure_machine()
+    target = machine_target(args.threads) if args.keep_target else measure_machine(args.threads)
     print(f"target {target.name}: {target.display_name}; float32 peak "
           f"{target.peak('float32') / 1e9:.1f} GFLOP/s, bandwidth "
           f"{target.bandwidth_bytes_per_s / 1e9:.1f} GB/s, per-op overhead "
-          f"{target.overhead_seconds_per_op * 1e6:.1f} µs (measured "
+          f"{target.overhead_seconds_per_op * 1e6:.1f} µs, {args.threads} thread(s) (measured "
           f"{target.measured['when']})\n")
-    settings = ProfileSettings(repeats=args.repeats, warmup=2)
+    settings = ProfileSettings(repeats=args.repeats, warmup=2, threads=args.threads)
     rows = ["| model | graph | level | ops | Spearman ρ (medians) | ρ (best runs) | predicted ms "
             "| measured ms, median | measured ms, best | best/predicted | kernels' best, summed "
             "| kernels/predicted | profiler overhead |",
@@ -228,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             busy = busy_note()
             if busy:
                 print(f"note ({name}): {busy}", flush=True)
-            overheads = {label: profile_overhead(graph, inputs, args.repeats * 2)
+            overheads = {label: profile_overhead(graph, inputs, args.repeats * 2, args.threads)
                          for label, graph in graphs.items()}
             for (label, level), cell in figures.items():
                 ratios = [m / p for m, p in zip(cell["best"], cell["predicted"])]
