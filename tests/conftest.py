@@ -45,11 +45,13 @@ def cluster(local_cluster):
 
 
 # Tests that start servers, browsers or a cluster run one after another in one worker when the
-# suite runs in parallel (`pytest -n 2 --dist loadgroup`, as CI does): two browsers or two
-# clusters at once would only fight over the cores; everything else is shared out.
+# suite runs in parallel (`pytest -n 2 --dist loadgroup`, as CI does): the browser tests' app
+# servers share a port, and two browsers or clusters at once would only fight over the cores;
+# everything else is shared out.
 SERIAL_FILES = ("test_app_serve.py", "test_background.py", "test_cluster.py", "test_deploy.py")
 
 
+@pytest.hookimpl(tryfirst=True)   # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
     if not config.pluginmanager.hasplugin("xdist"):
         return
