@@ -243,7 +243,7 @@ class Mapping:
         return 0, self.extent(dim)
 
     @cached_property
-    def _tile_factors(self) -> dict[str, tuple[bool, bool, int]]:
+    def tile_factors(self) -> dict[str, tuple[bool, bool, int]]:
         """Per operand: whether its tile spans the row dim, the column dim, and the
         product of its other dims (whole in every fold)."""
         factors = {}
@@ -255,7 +255,7 @@ class Mapping:
 
     def tile_elements(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Elements of operand 'A', 'B' or 'C' that one fold touches."""
-        on_rows, on_cols, count = self._tile_factors[operand]
+        on_rows, on_cols, count = self.tile_factors[operand]
         if on_rows:
             count *= self.rows_used(row_fold)
         if on_cols:

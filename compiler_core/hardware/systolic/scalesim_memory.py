@@ -53,24 +53,23 @@ class _ReadState:
         period = self.sram.refill_lines + 1
         return list(range(period - 1, self.kept * period, period))
 
-    def serve(self, row: int, cycle: int) -> int:
-        """The row's service cycle. Refill r arrives at L_r, D = refill_lines + 1 apart;
-        each moves the service to L + max(0, L - a), so after the first the excess over
-        L alternates between e and D - e: a closed form in the row's refill count."""
-        count = self.refills.get(row)
-        if count is None:
-            return cycle + 1
+    def serve(self, count: int, cycle: int) -> int:
+        """The service cycle of a row at `cycle` that waits for `count` refills. Refill r
+        arrives at L_r, D = refill_lines + 1 apart; each moves the service to
+        L + max(0, L - a), so after the first the excess over L alternates between e and
+        D - e: a closed form in the row's refill count."""
         if self.kept < EVENT_LIMIT:
             self.kept += count
-        first = self.sram.refill_arrival(self.done + 1)
+        period = self.sram.refill_lines + 1
+        first = self.done * period + period - 1         # refill_arrival(done + 1)
         self.done += count
-        excess = max(0, first - cycle - 1)
+        excess = first - cycle - 1
+        if excess < 0:
+            excess = 0
         if count == 1:
             return first + excess
-        period = self.sram.refill_lines + 1
-        second = max(0, period - excess)
-        return self.sram.refill_arrival(self.done) + (second if count % 2 == 0
-                                                      else period - second)
+        second = period - excess if excess < period else 0
+        return self.done * period - 1 + (second if count % 2 == 0 else period - second)
 
 
 @dataclass
@@ -97,9 +96,8 @@ class _WriteState:
     def _take(self, count: int) -> None:
         self.free -= count
         self.consumed += count
-        self.line_fill += count
-        self.closed_lines += self.line_fill // self.bandwidth
-        self.line_fill %= self.bandwidth
+        lines, self.line_fill = divmod(self.line_fill + count, self.bandwidth)
+        self.closed_lines += lines
 
     def take_until(self, row: int) -> None:
         """Writes of the rows before `row`, none of which starts or waits for a drain."""
@@ -149,7 +147,9 @@ class _WriteState:
         current, left = cycle, self.writes.at(row)
         while left:
             draining = current < self.drain_end
-            take = max(1, self.free if draining else self.free - self.active + 1)
+            take = self.free if draining else self.free - self.active + 1
+            if take < 1:
+                take = 1
             if take > left:
                 self._take(left)
                 break
@@ -214,27 +214,31 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     # the writer's next drain or wait holds until it acts or the stalls change during a
     # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
-    index, last_served = 0, 0
+    index, last_served, count = 0, 0, len(events)
+    ifmap_misses, filter_misses = ifmap.refills, weights.refills
     write_row = writer.next_row(stalls)
     while True:
-        read_row = events[index] if index < len(events) else math.inf
-        row = min(read_row, write_row)
-        if row == math.inf:
-            break
-        if row == read_row:
-            index += 1
+        read_row = events[index] if index < count else math.inf
+        if read_row <= write_row:
+            if read_row == math.inf:
+                break
+            row, index = read_row, index + 1
+        else:
+            row = write_row
         cycle = row + stalls
-        waits = (ifmap.serve(row, cycle) - cycle - 1 if row in ifmap.refills else 0,
-                 weights.serve(row, cycle) - cycle - 1 if row in weights.refills else 0)
+        misses = ifmap_misses.get(row)
+        ifmap_wait = ifmap.serve(misses, cycle) - cycle - 1 if misses else 0
+        misses = filter_misses.get(row)
+        filter_wait = weights.serve(misses, cycle) - cycle - 1 if misses else 0
         refresh = row == write_row        # the writer drains or waits in this row
         written = writer.serve(row, cycle) if refresh else cycle
         last_served = written
         if row in forced:
-            served_at[row] = (waits[0] + cycle + 1, waits[1] + cycle + 1, written)
-        stall = max(waits[0], waits[1], written - cycle)
+            served_at[row] = (ifmap_wait + cycle + 1, filter_wait + cycle + 1, written)
+        stall = max(ifmap_wait, filter_wait, written - cycle)
         if stall > 0:
             if len(stall_rows) < EVENT_LIMIT:
-                cause = ("ifmap" if stall == waits[0] else "filter" if stall == waits[1]
+                cause = ("ifmap" if stall == ifmap_wait else "filter" if stall == filter_wait
                          else "ofmap")
                 stall_rows.append([row, cycle, stall, cause])
             stalls += stall

@@ -75,20 +75,30 @@ class FoldTraffic:
     def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
         """Each operand's tile bytes indexed [last row fold?][last column fold?]: every
         other fold uses the whole array, so a tile's size depends on nothing else."""
-        mapping = self.mapping
-        last_row, last_col = mapping.row_folds - 1, mapping.col_folds - 1
-
-        def size(operand, row_fold, col_fold):
-            elements = mapping.tile_elements(operand, row_fold, col_fold)
-            return math.ceil(elements * self.element_bytes)
-        return {operand: ((size(operand, 0, 0), size(operand, 0, last_col)),
-                          (size(operand, last_row, 0), size(operand, last_row, last_col)))
-                for operand in OPERAND_DIMS}
+        mapping, size = self.mapping, self.element_bytes
+        rows = (mapping.rows_used(0), mapping.rows_used(mapping.row_folds - 1))
+        cols = (mapping.cols_used(0), mapping.cols_used(mapping.col_folds - 1))
+        table = {}
+        for operand, (on_rows, on_cols, whole) in mapping.tile_factors.items():
+            table[operand] = tuple(
+                tuple(math.ceil(whole * (r if on_rows else 1) * (c if on_cols else 1) * size)
+                      for c in cols) for r in rows)
+        return table
 
     def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         mapping = self.mapping
         return self._tile_table[operand][row_fold == mapping.row_folds - 1][
             col_fold == mapping.col_folds - 1]
+
+    def _row_sum(self, operand: str, last_row: bool) -> int:
+        """The operand's tile bytes summed over the column folds of one row fold (the
+        last row fold or another)."""
+        tiles = self._tile_table[operand][last_row]
+        return (self.mapping.col_folds - 1) * tiles[False] + tiles[True]
+
+    def _all_folds_sum(self, operand: str) -> int:
+        return (self.mapping.row_folds - 1) * self._row_sum(operand, False) \
+            + self._row_sum(operand, True)
 
     def operand_fetch_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Bytes of input tile 'A' or 'B' that fold (row_fold, col_fold) must bring in."""
@@ -127,14 +137,24 @@ class FoldTraffic:
 
     @cached_property
     def _block_totals(self) -> dict[str, int]:
-        """Bytes fetched (A, B) and stored (C) over all folds: one term per block of
-        identical folds, computed once for the totals that share them."""
-        totals = {"A": 0, "B": 0, "C": 0}
-        for block in self.mapping.fold_blocks:
-            row_fold, col_fold, size = block.row_lo, block.group_lo, block.size
-            totals["A"] += self.operand_fetch_bytes("A", row_fold, col_fold) * size
-            totals["B"] += self.operand_fetch_bytes("B", row_fold, col_fold) * size
-            totals["C"] += self.store_bytes(row_fold, col_fold) * size
+        """Bytes fetched (A, B) and stored (C) over all folds, in closed form: an input
+        tile is fetched by every fold when it changes with the row fold, else by the first
+        row fold of each column fold when it changes with the column fold, else once; the
+        output tile is stored after every fold when it changes with the row fold, else
+        after the last row fold of each column fold."""
+        mapping = self.mapping
+        totals = {}
+        for operand in ("A", "B"):
+            on_rows, on_cols = self._depends(operand)
+            if on_rows and mapping.row_folds > 1:
+                totals[operand] = self._all_folds_sum(operand)
+            elif on_cols:
+                totals[operand] = self._row_sum(operand, mapping.row_folds == 1)
+            else:
+                totals[operand] = self._tile_table[operand][mapping.row_folds == 1][
+                    mapping.col_folds == 1]
+        totals["C"] = (self._all_folds_sum("C") if self._depends("C")[0]
+                       else self._row_sum("C", True))
         return totals
 
     @cached_property
