@@ -43,19 +43,3 @@ def cluster(local_cluster):
     local_cluster.revive()
     return local_cluster
 
-
-# Tests that start servers, browsers or a cluster run one after another in one worker when the
-# suite runs in parallel (`pytest -n 2 --dist loadgroup`, as CI does): the browser tests' app
-# servers share a port, and two browsers or clusters at once would only fight over the cores;
-# everything else is shared out.
-SERIAL_FILES = ("test_app_serve.py", "test_background.py", "test_cluster.py", "test_deploy.py")
-
-
-@pytest.hookimpl(tryfirst=True)   # before xdist reads the groups
-def pytest_collection_modifyitems(config, items):
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    for item in items:
-        path = item.path
-        if path.parent.name == "browser" or path.name in SERIAL_FILES:
-            item.add_marker(pytest.mark.xdist_group("servers"))
