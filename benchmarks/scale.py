@@ -221,7 +221,7 @@ def _tail(log: Path) -> str:
 
 def graphlab(*args: str) -> str:
     """A step body running the `graphlab` command as a user does."""
-    return f"from graphlab.cli import main\nsys.exit(main({list(args)!r}))"
+    return f"from graphlab.cli import program\nsys.exit(program({list(args)!r}))"
 
 
 def measure_serve(model: Path, work: Path) -> Measure:
@@ -313,10 +313,10 @@ def _compile(model: Model, work: Path) -> Measure:
     args = ["compile", str(model.path), "-p", "O2", "-o", str(out), "--json"]
     measure = run_step(f"""
         import contextlib, io
-        from graphlab.cli import main
+        from graphlab.cli import program
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed):
-            status = main({args!r})
+            status = program({args!r})
         extra = {{"passes": [[p["name"], p["seconds"], p["cpu_seconds"]] for p in
                              json.loads(printed.getvalue())["passes"]]}}
         sys.exit(status)

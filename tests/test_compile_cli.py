@@ -208,3 +208,20 @@ def test_passes_json_lists_passes_and_presets(capsys):
     assert {"clean", "O1", "O2"} <= set(presets)
     assert presets["O1"]["passes"][:6] == presets["clean"]["passes"]
     assert all(p["description"] for p in presets.values())
+
+
+def test_the_program_runs_main_then_freezes_what_the_process_holds(tmp_path, capsys):
+    """`graphlab` as a process: main's status, then its objects out of the cycle collector's
+    reach, so the exit does not walk them (the process ends next)."""
+    import gc
+
+    from graphlab.cli import program
+
+    out = tmp_path / "compiled.onnx"
+    try:
+        assert program(["compile", "teach_gelu", "-p", "O2", "-o", str(out), "--json"]) == 0
+        assert gc.get_freeze_count() > 0
+        assert json.loads(capsys.readouterr().out)["output"] == str(out)
+        assert program(["compile", str(tmp_path / "missing.onnx")]) == 2
+    finally:
+        gc.unfreeze()   # this test process goes on

@@ -221,3 +221,51 @@ def test_pickle_round_trip_of_a_deep_graph():
     again.check()
     assert [n.id for n in again.nodes] == [n.id for n in graph.nodes]
     assert again.outputs[0].name == current.name
+
+
+def _uses(graph: Graph) -> dict[str, list[tuple[int, int]]]:
+    return {name: [(node.id, index) for node, index in value.uses]
+            for name, value in graph.values.items()}
+
+
+def test_copy_is_the_graph_its_records_rebuild():
+    """``copy`` builds object to object what ``__setstate__(__getstate__())`` builds from
+    records: the same fields, and every value's readers in the same order (after a rewiring
+    that put them out of node order), implicit readers included."""
+    then_graph = helper.make_graph([helper.make_node("Neg", ["outer"], ["t"])], "then", [],
+                                   [helper.make_tensor_value_info("t", 1, [2])])
+    nodes = [helper.make_node("Relu", ["x"], ["outer"], name="relu"),
+             helper.make_node("Abs", ["outer"], ["a"], name="abs"),
+             helper.make_node("If", ["cond"], ["y"], name="branch", then_branch=then_graph,
+                              else_branch=then_graph)]
+    model = helper.make_model(helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", 1, [2]),
+                     helper.make_tensor_value_info("cond", 9, [])],
+        [helper.make_tensor_value_info("y", 1, [2]), helper.make_tensor_value_info("a", 1, [2])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = load_model(model.SerializeToString())
+    neg = graph.add_node("Neg", [graph.values["x"]], 1, name="neg")
+    graph.node_by_name("abs").replace_input(0, neg.outputs[0])
+    graph.node_by_name("abs").replace_input(0, graph.values["outer"])  # now read after If
+    copy = graph.copy()
+    rebuilt = Graph.__new__(Graph)
+    rebuilt.__setstate__(graph.__getstate__())
+    copy.check()
+    assert copy.structure_key() == rebuilt.structure_key()
+    assert _uses(copy) == _uses(rebuilt)
+    assert _uses(copy)["outer"] == [(1, 0), (2, -1)]   # node order, not the rewiring's
+    assert [n.id for n in copy.nodes] == [n.id for n in graph.nodes]
+    assert all(a is not b for a, b in zip(copy.nodes, graph.nodes))
+
+
+def test_nodes_added_out_of_order_are_sorted_and_a_cycle_is_caught():
+    graph = Graph("g")
+    x = graph.add_input(Value("x", TensorProto.FLOAT, (2,)))
+    late = graph.add_node("Relu", [x], 1, name="late")
+    early = graph.add_node("Neg", [x], 1, name="early", order=late.order - 0.5)
+    reader = graph.add_node("Abs", [late.outputs[0]], 1, name="reader")
+    assert [n.name for n in graph.nodes] == ["early", "late", "reader"]
+    graph.set_outputs([reader.outputs[0], early.outputs[0]])
+    late.replace_input(0, reader.outputs[0])   # late reads reader, which reads late
+    with pytest.raises(InvalidGraphError, match="cycle"):
+        graph.check()

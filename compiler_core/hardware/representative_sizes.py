@@ -153,7 +153,6 @@ def _sequence(dim: str, positions: int | None, why: str) -> ChosenSize:
 def _largest_position_table(graph: Graph) -> int | None:
     """Rows of the largest 2-D weight named like a position embedding (None: none held)."""
     rows = [value.shape[0] for name, value in graph.values.items()
-            if _POSITION_TABLE.search(name) and value.is_initializer
-            and value.shape is not None and len(value.shape) == 2
-            and isinstance(value.shape[0], int)]
+            if value.is_initializer and value.shape is not None and len(value.shape) == 2
+            and isinstance(value.shape[0], int) and _POSITION_TABLE.search(name)]
     return max(rows, default=None)

@@ -4,6 +4,7 @@ fused nodes and of model-local function calls."""
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from ..ir.collection import collection_paused
 from ..ir.function_bodies import body_of
 from . import shape_rules, shape_values, value_ranges
 from .walk import SizeFacts, Walk
@@ -12,10 +13,12 @@ from .walk import SizeFacts, Walk
 _RULE_ERRORS = (IndexError, ValueError, TypeError, ArithmeticError, KeyError, AttributeError)
 
 
+@collection_paused
 def collect_facts(graph: Graph) -> SizeFacts:
     """Walk the graph in order; every node's outputs get a shape, small integer outputs
     their contents, index tensors their least and greatest element, and every constraint
-    between sizes an equation or a bound."""
+    between sizes an equation or a bound (with the cycle collector paused: a fact per value
+    lives on, ``ir.collection``)."""
     walk = Walk(graph)
     for node in graph.nodes:
         _visit(walk, node)

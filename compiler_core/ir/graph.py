@@ -330,6 +330,9 @@ class Graph:
 
     # ------------------------------------------------------------------ order
     def _toposort(self) -> list[Node]:
+        as_added = self._order_as_added()
+        if as_added is not None:
+            return as_added
         indegree: dict[int, int] = {}
         consumers: dict[int, list[Node]] = {}
         heap: list[tuple[float, int]] = []
@@ -358,14 +361,74 @@ class Graph:
                                     hint="an ONNX graph must be acyclic")
         return ordered
 
+    def _order_as_added(self) -> list[Node] | None:
+        """The nodes as they were added, when that is already the sorted order: each reads
+        only nodes added before it and comes after them by (order, id), as the nodes of a
+        model file or of a fused body are added.  One scan instead of a sort (the sort would
+        give this same order); None when a node breaks either rule."""
+        nodes = self._nodes
+        seen: set[int] = set()
+        last = (float("-inf"), -1)
+        for node in nodes.values():
+            key = (node.order, node.id)
+            if key <= last:
+                return None
+            for value in _all_inputs(node):
+                producer = value.producer
+                if producer is not None and producer.id not in seen and producer.id in nodes:
+                    return None
+            seen.add(node.id)
+            last = key
+        return list(nodes.values())
+
     # ------------------------------------------------------------------ copy and pickle
     def copy(self) -> "Graph":
-        """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays."""
+        """Structural copy: new Graph/Node/Value objects, same ids, shared weight arrays.
+
+        The same graph as ``__setstate__(__getstate__())`` builds (values, nodes and each
+        value's uses in the same order), made object to object: no records in between."""
         g = Graph.__new__(Graph)
-        g.__setstate__(self.__getstate__())
+        Graph.__init__(g)
+        g._copy_fields_from(self)
+        twin: dict[int, Value] = {}
+        values = g.values
+        for name, old in self.values.items():
+            value = Value(name, old.elem_type, old.shape, old.stored, old.type_proto)
+            value.doc_string = old.doc_string
+            values[name] = twin[id(old)] = value
+        g.initializers = {name: values[name] for name in self.initializers}
+        for old in self._inputs:
+            value = twin[id(old)]
+            value.is_graph_input = True
+            g._inputs.append(value)
+        for old in self._nodes.values():
+            node = Node(old.id, old.op_type, old.domain, old.name)
+            node.overload, node.attrs, node.attr_types = old.overload, dict(old.attrs), \
+                old.attr_types
+            node.body, node.provenance, node.metadata = old.body, old.provenance, old.metadata
+            node.doc_string, node.order = old.doc_string, old.order
+            node.attach_inputs([twin[id(v)] if v is not None else None for v in old.inputs])
+            node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
+            node.outputs = [twin[id(v)] if v is not None else None for v in old.outputs]
+            _wire_outputs_and_implicit(node)
+            g._nodes[node.id] = node
+            g._node_names[node.name] = node
+        g.set_outputs(twin[id(v)] for v in self._outputs)
         if self._order is not None:   # the same order: no need to sort again
             g._order = [g._nodes[n.id] for n in self._order]
         return g
+
+    def _copy_fields_from(self, other: "Graph") -> None:
+        """The graph-wide fields of ``other`` (containers copied, functions shared)."""
+        for key in _SCALARS:
+            setattr(self, key, getattr(other, key))
+        self.opset_imports = dict(other.opset_imports)
+        self.functions = dict(other.functions)
+        self.model_info = ModelInfo(**{**other.model_info.__dict__, "metadata_props": dict(
+            other.model_info.metadata_props)})
+        self.metadata = dict(other.metadata)
+        self.warnings = list(other.warnings)
+        self._name_counters = dict(other._name_counters)
 
     def renumbered(self, new_id: dict[int, int]) -> "Graph":
         """A structural copy whose node ids are mapped through ``new_id`` (every id, one to one),
@@ -403,8 +466,7 @@ class Graph:
                   [v.name if v is not None else None for v in n.outputs],
                   n.body, n.provenance, n.metadata, n.doc_string, n.order)
                  for n in self._nodes.values()]
-        scalars = {key: getattr(self, key) for key in (
-            "name", "doc_string", "next_id", "_max_order")}
+        scalars = {key: getattr(self, key) for key in _SCALARS}
         return {"scalars": scalars, "opset_imports": dict(self.opset_imports),
                 "functions": dict(self.functions), "model_info": ModelInfo(**{
                     **self.model_info.__dict__,
@@ -461,12 +523,7 @@ class Graph:
             node.attach_inputs([values[n] if n is not None else None for n in inputs])
             node.implicit_inputs = [values[n] for n in implicit]
             node.outputs = [values[n] if n is not None else None for n in outputs]
-            for k, value in enumerate(node.implicit_inputs):
-                value.uses.append((node, -1 - k))
-            for index, value in enumerate(node.outputs):
-                if value is not None:
-                    value.producer = node
-                    value.output_index = index
+            _wire_outputs_and_implicit(node)
             self._nodes[node_id] = node
             self._node_names[name] = node
         self.set_outputs(values[name] for name in state["outputs"])
@@ -512,6 +569,20 @@ class Graph:
                                         where=value.name)
         self._order = None
         self._toposort()
+
+
+_SCALARS = ("name", "doc_string", "next_id", "_max_order")   # copied as they are
+
+
+def _wire_outputs_and_implicit(node: Node) -> None:
+    """A node just rebuilt from another: it is its outputs' producer and a reader of the
+    outer values its subgraphs read."""
+    for k, value in enumerate(node.implicit_inputs):
+        value.uses.append((node, -1 - k))
+    for index, value in enumerate(node.outputs):
+        if value is not None:
+            value.producer = node
+            value.output_index = index
 
 
 def _all_inputs(node: Node) -> Iterable[Value]:
