@@ -297,15 +297,16 @@
     }, 300);
     var lastLit = "";
     setInterval(function () {   // a clicked near miss or decline: bring what failed into view
-      // the failed node and the blocking consumer (styles.HIGHLIGHT_STYLES); the blocking
-      // one is the one to see
+      // the failed node and the blocking consumer (styles.HIGHLIGHT_STYLES): both when they
+      // fit in the panes at this zoom, else the blocking one, the one to see
       var lit = a.nodes(".hl-failed, .hl-blocking");
       var key = lit.map(function (n) { return n.id(); }).join(" ");
       if (key === lastLit) { return; }
       lastLit = key;
       if (!lit.length) { return; }
-      var dashed = lit.filter(".hl-blocking");
-      var box = (dashed.length ? dashed : lit).boundingBox(), ext = a.extent();
+      var dashed = lit.filter(".hl-blocking"), ext = a.extent(), box = lit.boundingBox();
+      var fits = box.x2 - box.x1 <= ext.x2 - ext.x1 && box.y2 - box.y1 <= ext.y2 - ext.y1;
+      if (!fits && dashed.length) { box = dashed.boundingBox(); }
       if (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1 && box.y2 <= ext.y2) {
         return;
       }

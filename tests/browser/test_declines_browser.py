@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from compiler_core.ir import load_model
 from graphlab.app import AppConfig, create_app
+from graphlab.samples import resolve_model as sample_path
 from decline_models import BLOCKING, DECLINED_ROOT, write_declined_attention
 from pane_helpers import pane_js, wait_for_nodes, wait_until
 
@@ -58,3 +59,35 @@ def test_clicking_a_decline_highlights_the_node_that_blocked_it(dash_duo, tmp_pa
     wait_until(dash_duo, lambda: pane_js(dash_duo, in_view),
                message="the blocking consumer is not drawn in view")
     assert pane_js(dash_duo, f"return before.getElementById('{blocking}').hasClass('hl-blocking');")
+    wait_until(dash_duo, lambda: pane_js(dash_duo, both_in_view(blocking)),
+               message="the declined site or its blocker is cut at the pane's edge")
+
+
+def both_in_view(blocking: str) -> str:
+    """The declined site and its blocker both wholly in the left pane when they fit in it at
+    its zoom (else the blocker), not cut at its edge."""
+    return (f"var c = before.container(), lit = before.nodes('.hl-failed, .hl-blocking');"
+            f"var inside = function (b) {{ return b.x1 >= -1 && b.y1 >= -1 &&"
+            f" b.x2 <= c.clientWidth + 1 && b.y2 <= c.clientHeight + 1; }};"
+            f"var all = lit.renderedBoundingBox();"
+            f"var fits = all.w <= c.clientWidth && all.h <= c.clientHeight;"
+            f"return lit.length === 2 && inside(before.getElementById('{blocking}')"
+            f".renderedBoundingBox()) && (!fits || inside(all));")
+
+
+def test_a_teaching_samples_decline_shows_the_site_and_its_blocker_whole(dash_duo, tmp_path):
+    """teach_conv_bn opens on fold_batchnorm; its decline at bn_shared, clicked, brings the
+    BatchNormalization and the Relu that blocks it into view together."""
+    app = create_app(AppConfig(cache_dir=str(tmp_path / "sessions")))
+    dash_duo.start_server(app)
+    dash_duo.driver.set_window_size(1600, 1000)
+    dash_duo.driver.get(dash_duo.server_url + "/?model=teach_conv_bn")
+    wait_for_nodes(dash_duo)
+    dash_duo.wait_for_contains_text("#pane-before-title", "fold_batchnorm", timeout=20)
+    dash_duo.find_element("#side-tabs > div:nth-child(2)").click()   # the Patterns tab
+    dash_duo.wait_for_element_by_css_selector(".pattern-item.decline", timeout=10)
+    dash_duo.find_elements(".pattern-item.decline")[0].click()
+    dash_duo.wait_for_contains_text(".focus.decline", "declined at bn_shared", timeout=10)
+    blocking = f"n{load_model(sample_path('teach_conv_bn')).node_by_name('relu_side').id}"
+    wait_until(dash_duo, lambda: pane_js(dash_duo, both_in_view(blocking)),
+               message="the declined site or its blocker is cut at the pane's edge")
