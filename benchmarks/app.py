@@ -276,19 +276,27 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
         if not values:
             print(f"  {name:<16} not measured")
             continue
-        figures = {"p50": statistics.median(values),
-                   "p95": values[min(len(values) - 1, int(0.95 * len(values)))],
-                   "max": values[-1]}
+        figures = _spread(values)
         ok = figures[which] <= goal
         met &= ok
-        print(f"  {name:<16} {len(values):>4} {figures['p50']:>6.2f} {figures['p95']:>6.2f} "
-              f"{figures['max']:>6.2f}   {which} <= {goal} s: {'met' if ok else 'MISSED'}")
-    floor = sorted(page_floor.floor_times(browsers, runs))
-    print(f"  {'floor':<16} {len(floor):>4} {statistics.median(floor):>6.2f} "
-          f"{floor[min(len(floor) - 1, int(0.95 * len(floor)))]:>6.2f} {floor[-1]:>6.2f}   "
-          f"first render of a page with the same libraries and no callback "
-          f"(benchmarks/page_floor.py), {browsers} at once")
+        print(f"{_row(name, values)}   {which} <= {goal} s: {'met' if ok else 'MISSED'}")
+    print(f"{_row('floor', page_floor.floor_times(browsers, runs))}   first render of a page "
+          f"with the same libraries and no callback (benchmarks/page_floor.py), {browsers} at "
+          f"once")
     return met
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    """p50, p95 and max of a non-empty list of seconds."""
+    values = sorted(values)
+    return {"p50": statistics.median(values),
+            "p95": values[min(len(values) - 1, int(0.95 * len(values)))], "max": values[-1]}
+
+
+def _row(name: str, values: list[float]) -> str:
+    figures = _spread(values)
+    return (f"  {name:<16} {len(values):>4} {figures['p50']:>6.2f} {figures['p95']:>6.2f} "
+            f"{figures['max']:>6.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,14 +86,16 @@ def first_render(url: str) -> float:
 
 def floor_times(browsers: int, runs: int) -> list[float]:
     """First renders of the floor page, ``browsers`` at once, ``runs`` times."""
-    from benchmarks.load import free_port, wait_until
+    from benchmarks.load import free_port, wait_for_server
 
     port = free_port()
-    server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/"
+    folder = tempfile.mkdtemp(prefix="graphlab-floor-")
+    with open(Path(folder) / "server.log", "w") as log:   # what `wait_for_server` shows if it dies
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(port)],
+                                  stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
     try:
-        wait_until(lambda: _answers(url), 60, "the floor page's server to answer")
+        wait_for_server(server, url, folder)
         times: list[float] = []
         for _ in range(runs):
             with ThreadPoolExecutor(browsers) as pool:
@@ -101,15 +104,6 @@ def floor_times(browsers: int, runs: int) -> list[float]:
     finally:
         server.terminate()
         server.wait(30)
-
-
-def _answers(url: str) -> bool:
-    import requests
-
-    try:
-        return requests.get(url, timeout=2).status_code == 200
-    except requests.RequestException:
-        return False
 
 
 def main(argv: list[str] | None = None) -> int:
