@@ -258,6 +258,8 @@
   function link() {
     var a = cyOf("pane-before"), b = cyOf("pane-after");
     if (!a || !b) { return null; }
+    var core = Object.getPrototypeOf(a);   // every graph's: the panes' SVG download (graph_svg.js)
+    if (!core.svg) { core.svg = function (options) { return window.graphlabGraphSvg(this, options); }; }
     function follow(source, target) {
       source.on("viewport", function () {
         if (syncing) { return; }

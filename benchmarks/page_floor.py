@@ -39,13 +39,11 @@ requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); 
 
 
 def floor_app():
-    """The page: the libraries GraphLab's page loads, two panes, no callback."""
+    """The page: the libraries GraphLab's page loads (the graph component's default bundle),
+    two panes, no callback."""
     import dash_cytoscape as cyto
     from dash import Dash, dcc, html
 
-    from graphlab.app.panels import exports   # loads the graph component's bundle as the app does
-
-    exports.load_graph_bundle()
     elements = [{"data": {"id": f"n{i}", "label": f"node {i}: MatMul"},
                  "position": {"x": 0, "y": 70 * i}} for i in range(NODES)]
     elements += [{"data": {"id": f"e{i}", "source": f"n{i}", "target": f"n{i + 1}"}}

@@ -21,6 +21,7 @@ from compiler_core.hardware.node_schedule import schedule_problem
 from compiler_core.hardware.systolic import IDLE, LOADING
 from compiler_core.ir import load_model
 from graphlab.app.roofline_view import op_points
+from graphlab.app.styles import COLORS
 from graphlab.app.systolic_view import array_problem
 from graphlab.cli import main
 from graphlab.samples import resolve_model, size_hints
@@ -185,8 +186,11 @@ def test_a_pane_downloads_as_a_valid_svg(started):
     root = ElementTree.parse(path).getroot()   # raises unless the file is well-formed XML
     assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert float(root.get("width")) > 100 and float(root.get("height")) > 100
-    labels = {t.text for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    labels = {" ".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")}
     assert {"MaxPool", "block1", "image"} <= labels   # node, group and input labels drawn
+    modified = "rgb({},{},{})".format(*bytes.fromhex(COLORS["modified"][1:]))
+    assert any(shape.get("stroke") == modified for shape in root.iter()), \
+        "the pass's modified node is not drawn with its mark"
 
 
 def test_the_optimized_model_downloads_as_onnx(started):

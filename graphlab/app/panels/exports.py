@@ -1,7 +1,8 @@
-"""Downloads: either graph pane as SVG or PNG (drawn by cytoscape in the browser, the whole
-graph as shown: open groups, marks, overlay), and the optimized model — the pipeline's last
-snapshot — as portable ONNX (fused nodes as model-local functions) or as ONNX for onnxruntime
-(fused nodes as its own operators, see ``compiler_core.lowering``).
+"""Downloads: either graph pane as SVG or PNG (drawn in the browser, the whole graph as shown:
+open groups, marks, overlay; the SVG by `assets/graph_svg.js`, the PNG by cytoscape), and the
+optimized model — the pipeline's last snapshot — as portable ONNX (fused nodes as model-local
+functions) or as ONNX for onnxruntime (fused nodes as its own operators, see
+``compiler_core.lowering``).
 
 A model too large for one ONNX file (protobuf's 2 GiB) is written to the cache dir as the
 model and its external data file, and the page offers both as links to a route of this
@@ -16,7 +17,6 @@ import re
 import shutil
 import tempfile
 
-import dash_cytoscape as cyto
 from dash import Input, Output, State, ctx, dcc, html, no_update
 from flask import abort, send_from_directory
 
@@ -118,13 +118,7 @@ def _serve_file(services: Services):
     return serve
 
 
-def load_graph_bundle() -> None:
-    """The graph component's bundle with cytoscape's SVG exporter (before the first page)."""
-    cyto.load_extra_layouts()
-
-
 def register(app, services: Services) -> None:
-    load_graph_bundle()
     app.server.add_url_rule(f"{FILE_ROUTE}/<token>/<name>", "graphlab_model_file",
                             _serve_file(services))
 
