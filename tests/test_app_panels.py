@@ -28,8 +28,8 @@ from graphlab.app.panels.exports import image_name, model_file
 from graphlab.app.panels.navigation import _apply
 from graphlab.app.panels.systolic import _note, chosen_gemm, chosen_problem, graph_gemms, \
     parse_choice
-from graphlab.app.roofline_view import left_out_caption, op_points, pass_change, \
-    roofline_figure
+from graphlab.app.roofline_view import OpPoint, RooflinePoints, left_out_caption, op_points, \
+    pass_change, roofline_figure
 from graphlab.app.services import Services
 from graphlab.app.systolic_view import ArrayProblem, advance, array_problem, array_shape, \
     heatmap_figure, operands_figure, phase_marks, retreat, timeline_figure, totals_rows, \
@@ -92,6 +92,20 @@ def test_roofline_draws_one_point_per_op_with_arithmetic_and_the_target_ridge(cn
                for a in figure["layout"]["annotations"])
     assert figure["layout"]["xaxis"]["type"] == figure["layout"]["yaxis"]["type"] == "log"
     assert "Flatten ×2" in left_out_caption(found)
+
+
+def test_the_ridge_label_stands_on_the_side_of_the_ridge_with_room_for_it():
+    """Right of the ridge when ops reach far right of it, else left: the side panel's chart
+    is narrow, and a label right of a ridge near the axis's end was cut off."""
+    def side(intensities):
+        points = [OpPoint(i, f"op{i}", "MatMul", x, 1e9, 1e-6, "memory", "float32")
+                  for i, x in enumerate(intensities)]
+        label, = [a for a in roofline_figure(TARGET, RooflinePoints(points), "t")["layout"][
+            "annotations"] if a["text"].startswith("<b>ridge")]
+        assert (label["ax"] > 0) == (label["xanchor"] == "left")
+        return label["xanchor"]
+    assert side([0.01, 1.0]) == "right"    # the ridge (13.3) a decade from the axis's end
+    assert side([1.0, 1e5]) == "left"      # ops far right of it leave room
 
 
 def test_points_sit_on_the_roof_and_are_coloured_by_their_bound(cnn):

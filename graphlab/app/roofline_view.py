@@ -236,11 +236,15 @@ def _add_roof(traces: list[dict], shapes: list[dict], annotations: list[dict], t
     shapes.append({"type": "line", "x0": ridge, "x1": ridge, "yref": "paper",
                    "y0": 0, "y1": 1, "line": {"color": ROOF, "width": 1.5, "dash": "dot"}})
     at_ridge = math.log10(ridge)
+    # the ridge's label right of it, or left where the right half of a narrow chart cannot
+    # hold it (the side panel is some 350 px of plot at 1280 px)
+    right = (math.log10(x_high) - at_ridge) / (math.log10(x_high) - math.log10(x_low)) >= 0.5
     annotations += [
-        {"x": at_ridge, "y": math.log10(peak), "ax": 12, "ay": 44, "showarrow": True,
-         "arrowhead": 0, "arrowwidth": 1.5, "arrowcolor": ROOF,
+        {"x": at_ridge, "y": math.log10(peak), "ax": 12 if right else -12, "ay": 44,
+         "showarrow": True, "arrowhead": 0, "arrowwidth": 1.5, "arrowcolor": ROOF,
          "text": f"<b>ridge {ridge:.3g} FLOP/byte</b>{suffix}", "font": {"size": 15},
-         "bgcolor": "rgba(255,255,255,0.9)", "xanchor": "left", "yanchor": "top"},
+         "bgcolor": "rgba(255,255,255,0.9)", "xanchor": "left" if right else "right",
+         "yanchor": "top"},
         {"x": at_ridge, "y": 1, "yref": "paper", "yanchor": "top", "xanchor": "right",
          "xshift": -8, "showarrow": False, "text": "◀ memory-bound",
          "font": {"color": MEMORY_BOUND, "size": 15}},
