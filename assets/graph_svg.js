@@ -124,11 +124,8 @@
   }
 
   function edgeSvg(edge) {
-    var path = [edge.sourceEndpoint()];
-    var bends = edge.style("curve-style") === "straight" ? null : edge.segmentPoints() ||
-      edge.controlPoints();
-    (bends || []).forEach(function (p) { path.push(p); });
-    path.push(edge.targetEndpoint());
+    // the panes' edges are straight (styles.py); a segmented one keeps its bends
+    var path = [edge.sourceEndpoint()].concat(edge.segmentPoints() || [], [edge.targetEndpoint()]);
     var coords = path.map(function (p) { return [p.x, p.y]; });
     var colour = edge.style("line-color"), width = pixels(edge, "width");
     var out = ['<polyline points="' + points(coords) + '" fill="none" stroke="' + colour +
