@@ -59,6 +59,11 @@ class ScoreBound:
     def _value(self, element: Pattern, value: Value | None) -> float:
         if value is None:
             return 0
+        if type(element) is OpPattern:   # most elements: the producer's op type decides
+            producer = value.producer
+            if (producer is None or value.output_index != 0
+                    or producer.op_type not in element.op_types):
+                return 0
         key = (id(element), id(value))
         count = self._counts.get(key)
         if count is None:
@@ -68,9 +73,7 @@ class ScoreBound:
     def _count(self, element: Pattern, value: Value) -> float:
         kind = type(element)
         if kind is OpPattern:
-            producer = value.producer
-            return 0 if producer is None or value.output_index != 0 else \
-                self._node(element, producer)
+            return self._node(element, value.producer)
         if kind is OutputOf:
             producer = value.producer
             return 0 if producer is None or value.output_index != element.index else \
@@ -92,18 +95,20 @@ class ScoreBound:
     def _node(self, element: OpPattern, node: Node) -> float:
         if node.op_type not in element.op_types:
             return 0
-        inputs = node.inputs
-        patterns = element.inputs
-
-        def at(index: int, pattern: Pattern) -> float:
-            return self._value(pattern, inputs[index] if index < len(inputs) else None)
-
+        inputs, count_of = node.inputs, self._value
+        present = len(inputs)
         if element.commutative:
-            first, second = patterns
-            count = max(at(0, first) + at(1, second), at(1, first) + at(0, second))
+            first, second = element.inputs
+            a = inputs[0] if present > 0 else None
+            b = inputs[1] if present > 1 else None
+            count = max(count_of(first, a) + count_of(second, b),
+                        count_of(first, b) + count_of(second, a))
         else:
-            count = sum(at(index, pattern) for index, pattern in enumerate(patterns))
+            count = 0
+            for pattern, value in zip(element.inputs, inputs):
+                count += count_of(pattern, value)
         if isinstance(element.rest, Variadic):
-            count += sum(at(index, element.rest.element)
-                         for index in range(len(patterns), len(inputs)))
+            rest = element.rest.element
+            for value in inputs[len(element.inputs):]:
+                count += count_of(rest, value)
         return 1 + count
