@@ -4,7 +4,9 @@
 that fails its ``reaches`` test, without running the attempt.  Here every registered pattern
 is attempted at every candidate node of every graph the O2 pipeline hands a pass, on each
 bundled sample and on an element-wise chain: where a test says no, the attempt must agree
-(no match; no near miss, i.e. nothing matched past the root)."""
+(no match; no near miss, i.e. nothing matched past the root).  ``ScoreBound`` bounds the
+score a site's near miss can reach: no attempt may score above it, and a report cut at a
+decline's score keeps exactly the near misses the whole report has from that score up."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from benchmarks.generated_graphs import element_wise_chain
 from compiler_core.compilation import compile_model
 from compiler_core.ir import Graph, from_proto, load_model
 from compiler_core.passes.framework.rulebook import registered_patterns
-from compiler_core.patterns import Failure, Match, NodeIndex, any_value, const, op
+from compiler_core.passes.framework.pattern_pass import DECLINE_SCORE
+from compiler_core.patterns import Failure, Match, NodeIndex, any_value, const, explain, op
 from compiler_core.patterns.explain import ROOT_ONLY
 from compiler_core.patterns.matcher import attempt, compile_pattern
+from compiler_core.patterns.score_bound import ScoreBound
 from graphlab.samples import list_samples, resolve_model
 
 
@@ -61,11 +65,56 @@ def _rejects_agree(graph: Graph, patterns) -> tuple[int, int]:
     return spared_matches, spared_explanations
 
 
+def _bounds_hold(graph: Graph, patterns) -> int:
+    """Assert that no attempt scores above its site's bound; how many sites the bound keeps
+    below a decline's score."""
+    below = 0
+    for pattern in patterns:
+        compiled = compile_pattern(pattern)
+        bound = ScoreBound(compiled.pattern, compiled.root_output)
+        for node in NodeIndex.of(graph).candidates(compiled.root_ops):
+            best = bound.best_score(node)
+            below += best < DECLINE_SCORE
+            found = attempt(compiled, node, explain=True)
+            assert not isinstance(found, Failure) or found.score <= best, \
+                f"{compiled.name} at {node.name} scores {found.score}, above its bound {best}"
+    return below
+
+
+def _near_misses(report) -> list[tuple]:
+    return [(m.site.id, m.score, m.reason, m.failure.path_text) for m in report.near_misses]
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_early_rejects_never_hide_a_match_or_a_near_miss(name):
     patterns = list(registered_patterns().values())
     spared = [_rejects_agree(g, patterns) for g in _graphs(_model(name))]
     assert sum(s[1] for s in spared) > 0   # the test judged something
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_score_bounds_never_hide_a_decline(name):
+    patterns = list(registered_patterns().values())
+    graphs = _graphs(_model(name))
+    assert sum(_bounds_hold(g, patterns) for g in graphs) > 0   # the bound spared something
+    for graph in graphs:
+        for whole, cut in zip(explain(graph, patterns),
+                              explain(graph, patterns, floor=DECLINE_SCORE)):
+            assert _near_misses(cut) == [m for m in _near_misses(whole)
+                                         if m[1] >= DECLINE_SCORE], whole.name
+
+
+def test_score_bound_spares_the_layernorm_sites_of_a_chain():
+    """On a Mul/Add chain the LayerNorm forms get two elements of a dozen: no site is judged
+    when only declines are wanted; an activation on an Add of a Mul, half of matmul_bias_act,
+    still is."""
+    graph = from_proto(element_wise_chain(50))
+    for name, judged in (("layernorm", False), ("skip_layernorm", False),
+                         ("matmul_bias_act", True)):
+        compiled = compile_pattern(registered_patterns()[name])
+        bound = ScoreBound(compiled.pattern, compiled.root_output)
+        sites = NodeIndex.of(graph).candidates(compiled.root_ops)
+        assert sites and any(bound.best_score(n) >= DECLINE_SCORE for n in sites) == judged
 
 
 def test_reaches_spares_the_rmsnorm_spellings_on_a_chain():

@@ -2,23 +2,25 @@
 systolic-array simulator and a memory planner.
 
     from compiler_core.hardware import get_target, graph_cost, plan_memory, schedule_gemm
+
+Each name is imported from its module when first asked for (``lazy_exports``): a pass that
+reads only the targets does not import the simulator and the planner with them.
 """
 
-from compiler_core.hardware.cost import CostComparison, GraphCost, OpCost, compare_costs, \
-    graph_cost, node_cost
-from compiler_core.hardware.gemm_shapes import GemmProblem, gemm_problems, has_gemm
-from compiler_core.hardware.memory import MemoryPlan, plan_memory
-from compiler_core.hardware.node_schedule import schedule_node
-from compiler_core.hardware.roofline import attainable_ops_per_s, classify, estimate_seconds, \
-    ridge_point
-from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
-from compiler_core.hardware.targets import DEFAULT_TARGET, Target, TargetError, get_target, \
-    list_targets
+from compiler_core.lazy_exports import lazy_exports
 
-__all__ = [
-    "DEFAULT_TARGET", "CostComparison", "GemmProblem", "GraphCost", "MemoryPlan", "OpCost",
-    "Target", "TargetError", "attainable_ops_per_s", "classify", "compare_costs",
-    "estimate_seconds", "gemm_problems", "get_target", "graph_cost", "has_gemm",
-    "list_targets", "node_cost", "plan_memory", "ridge_point", "schedule_conv",
-    "schedule_gemm", "schedule_node",
-]
+_MODULE_OF = {
+    "CostComparison": "cost", "GraphCost": "cost", "OpCost": "cost", "compare_costs": "cost",
+    "graph_cost": "cost", "node_cost": "cost",
+    "GemmProblem": "gemm_shapes", "gemm_problems": "gemm_shapes", "has_gemm": "gemm_shapes",
+    "MemoryPlan": "memory", "plan_memory": "memory",
+    "schedule_node": "node_schedule",
+    "attainable_ops_per_s": "roofline", "classify": "roofline", "estimate_seconds": "roofline",
+    "ridge_point": "roofline",
+    "schedule_conv": "systolic", "schedule_gemm": "systolic",
+    "DEFAULT_TARGET": "targets", "Target": "targets", "TargetError": "targets",
+    "get_target": "targets", "list_targets": "targets",
+}
+
+__all__ = sorted(_MODULE_OF)
+__getattr__ = lazy_exports(__name__, _MODULE_OF, globals())

@@ -17,6 +17,7 @@ from .failure import Failure
 from .language import Pattern
 from .matcher import CompiledPattern, Match, NodeIndex, attempt, compile_pattern, match_all
 from .records import NearMissRecord, NodeRef, PatternRecord, rank_groups
+from .score_bound import ScoreBound
 
 
 ROOT_ONLY = 1  # pattern elements matched when only the root's op type matched
@@ -82,7 +83,7 @@ class PatternReport:
 
 def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None = None, *,
             all_sites: bool = False, budget: MatchBudget | None = None,
-            rooted: bool | None = None) -> list[PatternReport]:
+            rooted: bool | None = None, floor: float | None = None) -> list[PatternReport]:
     """Report every pattern on ``graph`` (the passes' own: ``passes.framework.rulebook``).
 
     Without ``node``: all matches, and a near miss for every site whose root op matches and
@@ -95,7 +96,9 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
     whose attempt reached it (a Conv whose BN fusion was blocked), or else, for patterns asked
     for by name (``rooted``: default, when ``patterns`` is given), the attempt rooted at the
     node itself.  A ``budget`` limits the time of the
-    whole call (``MatchTimeout`` names the pattern at work when it runs out).
+    whole call (``MatchTimeout`` names the pattern at work when it runs out).  With ``floor``,
+    only near misses scoring at least that are kept, and a site whose attempt cannot reach it
+    (``score_bound``) is not tried.
     """
     index = NodeIndex.of(graph)
     target = _resolve_node(graph, node)
@@ -114,6 +117,9 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
             prefilter, reaches = compiled.prefilter, compiled.reaches
             sites = [n for n in paced(budget, sites)
                      if (prefilter is None or prefilter(n)) and (reaches is None or reaches(n))]
+        if floor is not None and target is None and pattern.anchor is None:
+            bound = ScoreBound(compiled.pattern, compiled.root_output)
+            sites = [n for n in sites if bound.best_score(n) >= floor]
         misses = []
         for site in paced(budget, sites):
             failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)
@@ -132,6 +138,8 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
             failure = attempt(compiled, target, explain=True, claimed=covered, budget=budget)
             if isinstance(failure, Failure):
                 misses.append(NearMiss(target, failure))
+        if floor is not None:
+            misses = [m for m in misses if m.score >= floor]
         misses.sort(key=lambda m: -m.score)
         reports.append(PatternReport(compiled.name, pattern.describe(), matches, misses))
     return reports

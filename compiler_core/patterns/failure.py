@@ -87,7 +87,7 @@ class Failure:
         stack = [self]
         while stack:
             failure = stack.pop()
-            failure.score = _score(failure.matched, size + failure.extra_size)
+            failure.score = score_of(failure.matched, size + failure.extra_size)
             stack.extend(failure.alternatives)
         return self
 
@@ -96,7 +96,7 @@ class Failure:
                 "found": self.found, "reason": self.reason}
 
 
-def _score(matched: int, size: int) -> float:
+def score_of(matched: int, size: int) -> float:
     """Share of the pattern matched before the failure, kept below 1 (1 means a match)."""
     if size <= 0:
         return 0.0

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-
-from compiler_core.editing import EditedModel, apply_edits, read_edits_text
 from compiler_core.errors import GraphLabError
 from compiler_core.ir import Graph, load_model
 from compiler_core.records import to_json
 
 from ..samples import resolve_model
+
+if TYPE_CHECKING:   # the editing package is imported only when a command is given edits
+    from compiler_core.editing import EditedModel
 
 
 def add_model_argument(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +49,10 @@ def load_graph(model: str) -> Graph:
 def load_edited(model: str, edits: str | None) -> tuple[Graph, EditedModel | None]:
     """The model (edited when ``edits`` names an edit file) and the edits' record."""
     path = resolve_model(model)
-    edited = apply_edits(path, read_edits_file(edits)) if edits else None
+    edited = None
+    if edits:
+        from compiler_core.editing import apply_edits
+        edited = apply_edits(path, read_edits_file(edits))
     graph = edited.graph if edited else load_model(path)
     for warning in graph.warnings:
         print(f"graphlab: warning: {warning}", file=sys.stderr)
@@ -62,6 +67,7 @@ def read_edits_file(path: str) -> list:
     except OSError as err:
         raise GraphLabError(f"cannot read edits from {path}: {err.strerror}", where=path
                             ) from None
+    from compiler_core.editing import read_edits_text
     return read_edits_text(text, where=path)
 
 

@@ -14,10 +14,10 @@ after all of them, as the passes run: on stdout before the report, or on stderr 
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from compiler_core.compilation import Compilation, compile_model
 from compiler_core.ir import SavedModel, save_model
-from compiler_core.lowering import Lowering, lower_for_onnxruntime
 from compiler_core.passes.framework.instruments import PRINT_ALL, PRINT_CHANGED, IRPrinter
 from compiler_core.records import to_json
 from compiler_core.runtime_check import LEVELS
@@ -31,6 +31,9 @@ from .common import (add_edits_option, add_json_flag, add_model_argument, add_pl
 from .model_options import add_target_option
 from .runtime_options import (add_runtime_check_options, run_runtime_check, runtime_cell,
                               wants_verify)
+
+if TYPE_CHECKING:   # the lowering is imported only when --runtime onnxruntime asks for it
+    from compiler_core.lowering import Lowering
 
 MAX_DECLINES_SHOWN = 10  # per pass, in the text report
 RUNTIMES = ("onnx", "onnxruntime")
@@ -84,7 +87,10 @@ def run(args) -> int:
         if args.print_ir_after else [],
         all_near_misses=False)   # the report shows the declines, not the patterns' near misses
     result = compiled.result
-    lowering = lower_for_onnxruntime(result.final) if args.runtime == "onnxruntime" else None
+    lowering = None
+    if args.runtime == "onnxruntime":
+        from compiler_core.lowering import lower_for_onnxruntime
+        lowering = lower_for_onnxruntime(result.final)
     saved = None
     if args.output:
         saved = save_model(lowering.graph if lowering else result.final, args.output,

@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from compiler_core.compilation import Compilation, compile_model, decide_sizes, sized
-from compiler_core.editing import EditedModel
 from compiler_core.hardware.representative_sizes import ChosenSizes
 from compiler_core.hardware.targets import DEFAULT_TARGET, list_targets
 from compiler_core.ir import Graph
@@ -26,6 +26,9 @@ from ..user_input import parse_bindings
 from compiler_core.records import to_json
 
 from .common import add_edits_option, edits_line, load_edited
+
+if TYPE_CHECKING:   # the editing package is imported only when a command is given edits
+    from compiler_core.editing import EditedModel
 
 
 def add_target_option(parser: argparse.ArgumentParser) -> None:

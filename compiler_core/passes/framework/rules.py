@@ -25,11 +25,10 @@ from ...ir import Graph, Node, Value
 from ...patterns import (Failure, Match, MatchRecord, NearMiss, NodeRef, Pattern, PatternReport,
                         match_all)
 from .base import Pass, PassContext, PassResult
-from .pattern_pass import pattern_report
+from .pattern_pass import DECLINE_SCORE, pattern_report
 from .rewrite import fuse_nodes, outside_reader, replace_by_op
 
 CYCLE = "fusing would create a cycle: a value leaves the matched ops and comes back"
-DECLINE_SCORE = 0.5  # share of the pattern a near miss matched to count as a declined rewrite
 _PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the directory holding compiler_core
 
 Outcome = Node | str | Failure | None
