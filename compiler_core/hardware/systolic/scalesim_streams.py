@@ -79,16 +79,34 @@ class OperandStreams:
                                               for t in self.fold_tile])]
 
 
+@dataclass(frozen=True)
+class PreloadedTiles:
+    """A preloaded operand whose every address sits at one place of its fill order, known
+    by its layout alone: fold f = (slice s, row block b) = divmod(f, blocks) reads rows
+    k = min(K, bR + R) - 1 down to bR of slice s, one a cycle (local cycle row
+    bR + R - 1 - k), and row k of slice s fills the positions s*K*C + k*w .. s*K*C + k*w +
+    w - 1, w being the slice's width (C, the last slice's `last_width`)."""
+
+    K: int
+    R: int
+    C: int
+    blocks: int
+    slices: int
+    last_width: int
+
+
 class ReadOperand:
     """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
     holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
     first and last request (`first_last`), and its demand stream (`streams`), built only
     when asked: an SRAM whose window spans the whole fill order never misses, so most small
-    layers need no stream at all."""
+    layers need no stream at all; a preloaded operand with one place per address is read
+    from its layout (`preloaded`) and needs none either."""
 
-    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build):
+    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build,
+                 preloaded: PreloadedTiles | None = None):
         self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
-        self._build = build
+        self._build, self.preloaded = build, preloaded
 
     @cached_property
     def streams(self) -> OperandStreams:
@@ -342,8 +360,11 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
                               cells if filled is None else (np.cumsum(filled) - 1)[cells],
                               source.may_share, prefetch)
 
+    layout = None
+    if complete and not source.may_share:
+        layout = PreloadedTiles(K, R, C, blocks, slices, source.shape[1] - (slices - 1) * C)
     return ReadOperand(source.valid, K * slices * C,
-                       _ends(blocks * slices, fold_rows, local_rows), build)
+                       _ends(blocks * slices, fold_rows, local_rows), build, layout)
 
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
