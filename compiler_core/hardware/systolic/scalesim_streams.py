@@ -150,6 +150,13 @@ class OfmapWrites:
             return self.total
         return self._fold_first[fold] + self._prefix[fold][local]
 
+    def before_and_at(self, row: int) -> tuple[int, int]:
+        """Writes of the rows before `row`, and of row `row`."""
+        fold, local = divmod(row, self.fold_rows)
+        prefix = self._prefix[fold]
+        before = prefix[local]
+        return self._fold_first[fold] + before, prefix[local + 1] - before
+
     def at(self, row: int) -> int:
         """Writes of cycle row `row`."""
         fold, local = divmod(row, self.fold_rows)
