@@ -28,11 +28,12 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache
 from itertools import accumulate
 
 import numpy as np
 
+from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import ConvShape, Mapping
 
 NO_REQUEST = -1
@@ -59,7 +60,7 @@ class OperandStreams:
     may_share: bool
     fill_order: Callable[[], np.ndarray] = field(repr=False, compare=False)
 
-    @cached_property
+    @cached
     def addresses(self) -> np.ndarray:
         """The address at each position of the fill order."""
         prefetch = self.fill_order()
@@ -108,7 +109,7 @@ class ReadOperand:
         self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
         self._build, self.preloaded = build, preloaded
 
-    @cached_property
+    @cached
     def streams(self) -> OperandStreams:
         return self._build()
 
@@ -223,7 +224,7 @@ class _Source:
         self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
         self.complete = valid == shape[0] * shape[1]
 
-    @cached_property
+    @cached
     def matrix(self) -> np.ndarray:
         return self._build()
 
