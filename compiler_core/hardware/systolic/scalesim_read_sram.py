@@ -120,20 +120,17 @@ class _Window:
         self.rows: list[int] = []
         self.refills: list[int] = []
 
-    def meet(self, own: int, row: int) -> int:
-        """A request for an address held by set `own` alone, at cycle row `row`: moves the
-        window until it holds the set; returns the set's position in it (its reach)."""
-        n = self.sets
-        reach = own - ((own - self.floor) // n) * n
+    def move_to(self, reach: int, row: int) -> None:
+        """A request at cycle row `row` that misses, its address coming first at unrolled
+        position `reach` (at or past the window's end): the window moves on, a refill at a
+        time, until it holds that position, h(reach) = ceil((reach - A + 1) / P)."""
         moved = -((self.active - 1 - reach) // self.step)
-        if moved > self.moves:
-            if self.rows and self.rows[-1] == row:
-                self.refills[-1] += moved - self.moves
-            else:
-                self.rows.append(row)
-                self.refills.append(moved - self.moves)
-            self.moves, self.floor = moved, moved * self.step
-        return reach
+        if self.rows and self.rows[-1] == row:
+            self.refills[-1] += moved - self.moves
+        else:
+            self.rows.append(row)
+            self.refills.append(moved - self.moves)
+        self.moves, self.floor = moved, moved * self.step
 
 
 def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
@@ -174,8 +171,11 @@ def _walk_rising(stream: OperandStreams, per_set: int, fold_rows: int,
         base = fold * fold_rows
         while j < stop:
             own = positions[j] // per_set
-            reach = window.meet(own, base + int(local_rows[j]))
-            j = bisect_left(positions, (own + window.floor + A - reach) * per_set, j + 1, stop)
+            reach = own - ((own - floor) // n) * n
+            if reach >= floor + A:
+                window.move_to(reach, base + int(local_rows[j]))
+                floor = window.floor
+            j = bisect_left(positions, (own + floor + A - reach) * per_set, j + 1, stop)
 
 
 def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
@@ -199,8 +199,10 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
         position = start + k * width
         while True:
             own = position // per_set
-            reach = window.meet(own, top_row - k)
-            floor = window.floor
+            reach = own - ((own - floor) // n) * n
+            if reach >= floor + A:
+                window.move_to(reach, top_row - k)
+                floor = window.floor
             position = (own + floor + A - reach) * per_set  # first past the window's end
             if position < start + (k + 1) * width:
                 continue
