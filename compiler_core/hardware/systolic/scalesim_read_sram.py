@@ -11,17 +11,20 @@ Unrolled, the model is a walk on a line: after u refills the window holds the po
 [uP, uP + A), and set s sits at every position s + kn. A request for an address held in the
 sets S moves u to max(u, h(X)), where X is the first position at or after uP holding one of
 S and h(x) = ceil((x - A + 1) / P) the first window that reaches x. So the walk only needs
-the requests where it moves, and those are found without visiting the others: along a run
-of requests whose own prefetch sets rise by at most n - A from one to the next (a fold's
-skewed tile is read along anti-diagonals, in fill order), the window reaches each request's
-own position first, so the next move is the first request of the run past the window's end,
-a binary search. A run starts afresh (an exact step over all of the address's sets) where
-its sets fall back or jump, and a fold whose whole tile lies in the window is skipped in one
-test. P <= A, so every position is in some window and a miss always ends; P = 0 only when
-the window spans the whole ring, where nothing misses. The Python work is per distinct tile
-(folds re-reading a tile share its arrays), per run and per move, and per request only
-while an address filled more than once is held by another of its sets than its own;
-`tests/test_systolic_read_sram.py` checks it against the request-by-request walk.
+the requests where it moves, and those are found without visiting the others. A request
+whose own set the window holds hits, and so does every later one whose set lies between
+it and the window's end. Three walks use this: a streamed tile (read along anti-diagonals,
+in fill order) has rising positions, so the next request that can miss is the first at or
+past the window's end, a binary search; a preloaded tile whose addresses sit in one place
+each is known by its layout (`PreloadedTiles`: rows of consecutive positions, read bottom
+row first), so the next is found by arithmetic, in the row or below a row that hits to its
+end, and no stream is built; where an address can sit in several sets (im2col inputs of
+overlapping windows) runs of rising sets are searched the same way and a request whose
+own set is out of the window is stepped exactly over all of its address's sets. A fold
+whose whole tile lies in the window is skipped in one test. P <= A, so every position is
+in some window and a miss always ends; P = 0 only when the window spans the whole ring,
+where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
+request-by-request walk.
 """
 
 from __future__ import annotations
