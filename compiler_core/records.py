@@ -107,12 +107,14 @@ def to_json(value: Any, *, only: tuple[str, ...] | None = None) -> Any:
 
 def _record(record, only: tuple[str, ...] | None) -> dict:
     data: dict[str, Any] = {}
-    for field in dataclasses.fields(record):
-        spec = field.metadata.get(_SPEC, _PLAIN)
-        key = spec.key or field.name
-        if spec.omit or (only is not None and key not in only):
+    written, derived, class_order = _plan(type(record))
+    for name, key, spec in written:
+        if only is not None and key not in only:
             continue
-        value = getattr(record, field.name)
+        value = getattr(record, name)
+        if spec is _PLAIN:
+            data[key] = to_json(value)
+            continue
         if spec.convert is not None and value is not None:
             value = spec.convert(value)
         if value is OMIT or (spec.omit_none and value is None) or (
@@ -122,22 +124,46 @@ def _record(record, only: tuple[str, ...] | None) -> dict:
         if spec.digits is not None and isinstance(value, float):
             value = round(value, spec.digits)
         data[key] = value
-    for entry in getattr(type(record), "json_derived", ()):
-        key, path, *convert = (entry, entry) if isinstance(entry, str) else entry
+    for key, path, convert in derived:
         if only is None or key in only:
             value = _read(record, path)
-            if convert and value is not None:
-                value = convert[0](value)
+            if convert is not None and value is not None:
+                value = convert(value)
             if value is not OMIT:
                 data[key] = to_json(value)
-    order = only or getattr(type(record), "json_order", ())
+    order = only or class_order
+    if not order:
+        return data
     return {**{key: data[key] for key in order if key in data}, **data}
 
 
-def _read(record, path: str):
-    """``record.a.b`` for path "a.b" (None once a step is None); a method is called."""
+_PLANS: dict[type, tuple] = {}
+
+
+def _plan(cls: type) -> tuple:
+    """How a record class is written, worked out once per class: its written fields as
+    (name, key, spec), its derived values as (key, path steps, convert or None), its
+    json_order."""
+    plan = _PLANS.get(cls)
+    if plan is None:
+        written = []
+        for field in dataclasses.fields(cls):
+            spec = field.metadata.get(_SPEC, _PLAIN)
+            if not spec.omit:
+                written.append((field.name, spec.key or field.name, spec))
+        derived = []
+        for entry in getattr(cls, "json_derived", ()):
+            key, path, *convert = (entry, entry) if isinstance(entry, str) else entry
+            derived.append((key, tuple(path.split(".")), convert[0] if convert else None))
+        plan = _PLANS[cls] = (tuple(written), tuple(derived),
+                              tuple(getattr(cls, "json_order", ())))
+    return plan
+
+
+def _read(record, path: tuple[str, ...]):
+    """``record.a.b`` for path ("a", "b") (None once a step is None); a method is called."""
     value = record
-    for step in path.split("."):
+    for step in path:
         if value is None:
             return None
         value = getattr(value, step)

@@ -21,8 +21,8 @@ from __future__ import annotations
 import math
 import operator
 from dataclasses import dataclass
-from functools import cached_property
 
+from compiler_core.cached import cached
 from compiler_core.errors import GraphLabError
 
 DATAFLOW_MEANINGS = {"os": "output-stationary", "ws": "weight-stationary",
@@ -163,15 +163,15 @@ class Mapping:
         object.__setattr__(self, "dataflow",
                            checked_choice("dataflow", self.dataflow, DATAFLOW_MEANINGS))
 
-    @cached_property
+    @cached
     def row_dim(self) -> str:
         return _LAYOUT[self.dataflow][0]
 
-    @cached_property
+    @cached
     def col_dim(self) -> str:
         return _LAYOUT[self.dataflow][1]
 
-    @cached_property
+    @cached
     def stream_dim(self) -> str:
         return _LAYOUT[self.dataflow][2]
 
@@ -183,24 +183,24 @@ class Mapping:
     def extent(self, dim: str) -> int:
         return getattr(self.gemm, dim)
 
-    @cached_property
+    @cached
     def stream_length(self) -> int:
         """T: how many elements of the streamed dimension pass every PE in one fold."""
         return self.extent(self.stream_dim)
 
-    @cached_property
+    @cached
     def row_folds(self) -> int:
         return -(-self.extent(self.row_dim) // self.rows)
 
-    @cached_property
+    @cached
     def col_folds(self) -> int:
         return -(-self.extent(self.col_dim) // self.cols)
 
-    @cached_property
+    @cached
     def folds(self) -> int:
         return self.row_folds * self.col_folds
 
-    @cached_property
+    @cached
     def mapping_efficiency(self) -> float:
         """Useful PE-slots / all PE-slots over the folds (1.0 when both dims divide)."""
         used = self.extent(self.row_dim) * self.extent(self.col_dim)
@@ -218,11 +218,11 @@ class Mapping:
         group, row = divmod(self.check_fold(fold), self.row_folds)
         return row, group
 
-    @cached_property
+    @cached
     def _row_extent(self) -> int:
         return self.extent(self.row_dim)
 
-    @cached_property
+    @cached
     def _col_extent(self) -> int:
         return self.extent(self.col_dim)
 
@@ -242,7 +242,7 @@ class Mapping:
             return start, start + self.cols_used(col_fold)
         return 0, self.extent(dim)
 
-    @cached_property
+    @cached
     def tile_factors(self) -> dict[str, tuple[bool, bool, int]]:
         """Per operand: whether its tile spans the row dim, the column dim, and the
         product of its other dims (whole in every fold)."""
@@ -271,7 +271,7 @@ class Mapping:
                               "cols": list(self.dim_range(col_dim, row_fold, col_fold))}
         return tiles
 
-    @cached_property
+    @cached
     def fold_blocks(self) -> tuple[FoldBlock, ...]:
         """The folds split into blocks of identical folds (at most nine; see FoldBlock).
 

@@ -72,52 +72,57 @@ class _ReadState:
         return self.done * period - 1 + (second if count % 2 == 0 else period - second)
 
 
-@dataclass
 class _WriteState:
-    words: int
-    bandwidth: int
-    writes: OfmapWrites
-    free: int = 0
-    drain_end: int = 0
-    consumed: int = 0           # writes taken so far
-    closed_lines: int = 0
-    line_fill: int = 0
-    partial: dict = field(default_factory=dict)
-    drained_lines: int = 0
-    written: int = 0
-    first_drain: float = math.inf
-    last_drain: float = -math.inf
-    drains: list = field(default_factory=list)
+    """The ofmap SRAM between events. Lines are counted only when a drain closes one: the
+    writes since the last drain fill (consumed - aligned) // bandwidth whole lines after the
+    `closed` lines counted then, and a line left part-filled is closed by the drain."""
 
-    def __post_init__(self):
-        self.active = math.ceil(self.words * 0.5)
-        self.drain_lines = math.ceil((self.words - self.active) / self.bandwidth)
+    __slots__ = ("words", "bandwidth", "writes", "active", "drain_lines", "free", "drain_end",
+                 "consumed", "aligned", "closed", "partial", "drained_lines", "written",
+                 "first_drain", "last_drain", "drains")
 
-    def _take(self, count: int) -> None:
-        self.free -= count
-        self.consumed += count
-        lines, self.line_fill = divmod(self.line_fill + count, self.bandwidth)
-        self.closed_lines += lines
+    def __init__(self, words: int, bandwidth: int, writes: OfmapWrites):
+        self.words, self.bandwidth, self.writes = words, bandwidth, writes
+        self.active = math.ceil(words * 0.5)
+        self.drain_lines = math.ceil((words - self.active) / bandwidth)
+        self.free = words
+        self.drain_end = self.consumed = self.aligned = self.closed = 0
+        self.partial: dict = {}
+        self.drained_lines = self.written = 0
+        self.first_drain, self.last_drain = math.inf, -math.inf
+        self.drains: list = []
 
     def take_until(self, row: int) -> None:
         """Writes of the rows before `row`, none of which starts or waits for a drain."""
-        self._take(self.writes.before(row) - self.consumed)
+        consumed = self.writes.before(row)
+        self.free -= consumed - self.consumed
+        self.consumed = consumed
+
+    def pending(self) -> bool:
+        """Whether words written are still to drain (a line being filled or not drained)."""
+        return self.consumed > self.aligned or self.drained_lines < self.closed
 
     def drain(self, cycle: int) -> int:
-        if self.line_fill:
-            self.partial[self.closed_lines] = self.line_fill
-            self.closed_lines += 1
-            self.line_fill = 0
-        end = min(self.drained_lines + self.drain_lines, self.closed_lines)
+        bandwidth = self.bandwidth
+        lines, fill = divmod(self.consumed - self.aligned, bandwidth)
+        closed = self.closed + lines
+        if fill:
+            self.partial[closed] = fill
+            closed += 1
+        self.closed, self.aligned = closed, self.consumed
+        end = self.drained_lines + self.drain_lines
+        if end > closed:
+            end = closed
         lines = end - self.drained_lines
-        words = lines * self.bandwidth - (self.bandwidth - self.partial.get(end - 1,
-                                                                           self.bandwidth))
+        words = lines * bandwidth - (bandwidth - self.partial.get(end - 1, bandwidth))
         self.written += words
         self.free += words
         self.drained_lines = end
         stop = cycle + lines - 1
-        self.first_drain = min(self.first_drain, cycle)
-        self.last_drain = max(self.last_drain, stop)
+        if cycle < self.first_drain:
+            self.first_drain = cycle
+        if stop > self.last_drain:
+            self.last_drain = stop
         if len(self.drains) < EVENT_LIMIT:
             self.drains.append([int(cycle), int(stop), int(words)])
         return stop
@@ -125,40 +130,50 @@ class _WriteState:
     def next_row(self, stalls: int) -> float:
         """The first row whose writes start a drain or wait for one, were nothing to change
         the stall count before it."""
-        total = self.writes.total
-        if self.consumed >= total:
+        writes, consumed = self.writes, self.consumed
+        total = writes.total
+        if consumed >= total:
             return math.inf
-        waits = max(self.consumed, self.consumed + self.free - 1)
+        waits = consumed + self.free - 1
+        if waits < consumed:
+            waits = consumed
         if waits < total:
-            row = self.writes.row_of(waits)
+            row = writes.row_of(waits)
             if row + stalls < self.drain_end:
                 return row
-        boundary = min(max(0, self.drain_end - stalls), self.writes.total_rows)
-        starts = max(self.consumed, self.consumed + self.free - self.active,
-                     self.writes.before(boundary))
-        return self.writes.row_of(starts) if starts < total else math.inf
+        boundary = self.drain_end - stalls
+        boundary = 0 if boundary < 0 else min(boundary, writes.total_rows)
+        starts = max(consumed, consumed + self.free - self.active, writes.before(boundary))
+        return writes.row_of(starts) if starts < total else math.inf
 
     def serve(self, row: int, cycle: int) -> int:
         """The row's writes; returns the cycle its last write is taken. Only two writes
         matter, found by counting: during a drain, the one that leaves no word free (it
         waits for the drain's end); otherwise the one that leaves less than half the SRAM
         free (it starts a drain)."""
-        self.take_until(row)
-        current, left = cycle, self.writes.at(row)
+        before, left = self.writes.before_and_at(row)
+        free = self.free - (before - self.consumed)
+        self.consumed = before
+        current = cycle
         while left:
             draining = current < self.drain_end
-            take = self.free if draining else self.free - self.active + 1
+            take = free if draining else free - self.active + 1
             if take < 1:
                 take = 1
             if take > left:
-                self._take(left)
+                free -= left
+                self.consumed += left
                 break
-            self._take(take)
+            free -= take
+            self.consumed += take
             left -= take
             if draining:
                 current = self.drain_end
             else:
+                self.free = free
                 self.drain_end = self.drain(current)
+                free = self.free
+        self.free = free
         return current
 
 
@@ -206,7 +221,7 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         events.update(rows)
     ifmap, weights = readers["ifmap"], readers["filter"]
     writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"),
-                         streams.ofmap_writes, free=1024 * memory.sram("ofmap"))
+                         streams.ofmap_writes)
     watched = _first_last_rows(streams)
     forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
     events = sorted(events | forced)    # rows that miss or are reported; the writer adds
@@ -249,9 +264,9 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         if refresh:
             write_row = writer.next_row(stalls)
     writer.take_until(streams.total_rows)
-    if writer.line_fill or writer.drained_lines < writer.closed_lines:
+    if writer.pending():
         cycle = last_served
-        while writer.line_fill or writer.drained_lines < writer.closed_lines:
+        while writer.pending():
             writer.drain_end = writer.drain(cycle)
             cycle = writer.drain_end + 1
 

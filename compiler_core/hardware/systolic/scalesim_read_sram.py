@@ -11,17 +11,20 @@ Unrolled, the model is a walk on a line: after u refills the window holds the po
 [uP, uP + A), and set s sits at every position s + kn. A request for an address held in the
 sets S moves u to max(u, h(X)), where X is the first position at or after uP holding one of
 S and h(x) = ceil((x - A + 1) / P) the first window that reaches x. So the walk only needs
-the requests where it moves, and those are found without visiting the others: along a run
-of requests whose own prefetch sets rise by at most n - A from one to the next (a fold's
-skewed tile is read along anti-diagonals, in fill order), the window reaches each request's
-own position first, so the next move is the first request of the run past the window's end,
-a binary search. A run starts afresh (an exact step over all of the address's sets) where
-its sets fall back or jump, and a fold whose whole tile lies in the window is skipped in one
-test. P <= A, so every position is in some window and a miss always ends; P = 0 only when
-the window spans the whole ring, where nothing misses. The Python work is per distinct tile
-(folds re-reading a tile share its arrays), per run and per move, and per request only
-while an address filled more than once is held by another of its sets than its own;
-`tests/test_systolic_read_sram.py` checks it against the request-by-request walk.
+the requests where it moves, and those are found without visiting the others. A request
+whose own set the window holds hits, and so does every later one whose set lies between
+it and the window's end. Three walks use this: a streamed tile (read along anti-diagonals,
+in fill order) has rising positions, so the next request that can miss is the first at or
+past the window's end, a binary search; a preloaded tile whose addresses sit in one place
+each is known by its layout (`PreloadedTiles`: rows of consecutive positions, read bottom
+row first), so the next is found by arithmetic, in the row or below a row that hits to its
+end, and no stream is built; where an address can sit in several sets (im2col inputs of
+overlapping windows) runs of rising sets are searched the same way and a request whose
+own set is out of the window is stepped exactly over all of its address's sets. A fold
+whose whole tile lies in the window is skipped in one test. P <= A, so every position is
+in some window and a miss always ends; P = 0 only when the window spans the whole ring,
+where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
+request-by-request walk.
 """
 
 from __future__ import annotations
@@ -32,8 +35,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler_core.hardware.systolic.scalesim_streams import (OperandStreams, ReadOperand,
-                                                              fetch_rows)
+from compiler_core.hardware.systolic.scalesim_streams import (OperandStreams, PreloadedTiles,
+                                                              ReadOperand, fetch_rows)
 
 
 @dataclass(frozen=True)
@@ -108,19 +111,120 @@ class _Sets:
         return self.held[self.start[address]:self.start[address + 1]]
 
 
+class _Window:
+    """The walk's state: `moves` refills so far, the window from position `floor` =
+    moves * P, and the rows that missed with their refills."""
+
+    __slots__ = ("sets", "active", "step", "moves", "floor", "rows", "refills")
+
+    def __init__(self, sram: ReadSram):
+        self.sets, self.active, self.step = sram.sets, sram.active_sets, sram.step_sets
+        self.moves = self.floor = 0
+        self.rows: list[int] = []
+        self.refills: list[int] = []
+
+    def move_to(self, reach: int, row: int) -> None:
+        """A request at cycle row `row` that misses, its address coming first at unrolled
+        position `reach` (at or past the window's end): the window moves on, a refill at a
+        time, until it holds that position, h(reach) = ceil((reach - A + 1) / P)."""
+        moved = -((self.active - 1 - reach) // self.step)
+        if self.rows and self.rows[-1] == row:
+            self.refills[-1] += moved - self.moves
+        else:
+            self.rows.append(row)
+            self.refills.append(moved - self.moves)
+        self.moves, self.floor = moved, moved * self.step
+
+
 def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 ) -> tuple[list[int], list[int]]:
     """(cycle row, refills) of every row that misses, in row order; their refills sum to
     the operand's refill count."""
-    n, A, P = sram.sets, sram.active_sets, sram.step_sets
-    if P == 0:            # the window is the whole ring: every request hits
+    if sram.step_sets == 0:   # the window is the whole ring: every request hits
         return [], []
-    stream = operand.streams
-    located = _Sets(stream, sram.per_set, n - A)
-    sets, bounds, local_rows, shared = located.own, located.bounds, stream.rows, located.shared
+    window = _Window(sram)
+    if operand.preloaded is not None:
+        _walk_preloaded(operand.preloaded, sram.per_set, fold_rows, window)
+    else:
+        stream = operand.streams
+        located = stream.may_share and _Sets(stream, sram.per_set, sram.sets - sram.active_sets)
+        if located and located.shared:
+            _walk_shared(stream, located, sram, fold_rows, window)
+        else:
+            _walk_rising(stream, sram.per_set, fold_rows, window)
+    return window.rows, window.refills
+
+
+def _walk_rising(stream: OperandStreams, per_set: int, fold_rows: int,
+                 window: _Window) -> None:
+    """Streamed tiles, one place per address: a tile's requests rise through the fill
+    order, so from a request the window holds, the next that can miss is the first at or
+    past the window's end (a binary search on positions); any it skips over hit."""
+    n, A = window.sets, window.active
+    positions = stream.positions.tolist()
+    local_rows = stream.rows
     tile_start = stream.tile_start
-    rows: list[int] = []
-    refills: list[int] = []
+    for fold, t in enumerate(stream.fold_tile):
+        j, stop = tile_start[t], tile_start[t + 1]
+        if j == stop:
+            continue
+        low, floor = positions[j] // per_set, window.floor
+        if low - ((low - floor) // n) * n + positions[stop - 1] // per_set - low < floor + A:
+            continue      # the whole tile is in the window: every request hits
+        base = fold * fold_rows
+        while j < stop:
+            own = positions[j] // per_set
+            reach = own - ((own - floor) // n) * n
+            if reach >= floor + A:
+                window.move_to(reach, base + int(local_rows[j]))
+                floor = window.floor
+            j = bisect_left(positions, (own + floor + A - reach) * per_set, j + 1, stop)
+
+
+def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
+                    window: _Window) -> None:
+    """Preloaded tiles, one place per address, from their layout alone: a row's positions
+    are consecutive, so the next request that can miss is found by arithmetic, in the row
+    (the first position past the window's end) or below it (the rows beneath a row that
+    hits to its end hold lower positions and hit down to the window's start)."""
+    n, A = window.sets, window.active
+    K, R, C, blocks = tiles.K, tiles.R, tiles.C, tiles.blocks
+    for fold in range(blocks * tiles.slices):
+        s, b = divmod(fold, blocks)
+        width = C if s < tiles.slices - 1 else tiles.last_width
+        start, bottom = s * K * C, b * R
+        k = min(K, bottom + R) - 1              # the row read first
+        low, high = (start + bottom * width) // per_set, (start + (k + 1) * width - 1) // per_set
+        floor = window.floor
+        if low - ((low - floor) // n) * n + high - low < floor + A:
+            continue      # the whole tile is in the window: every request hits
+        top_row = fold * fold_rows + bottom + R - 1        # row k is read at top_row - k
+        position = start + k * width
+        while True:
+            own = position // per_set
+            reach = own - ((own - floor) // n) * n
+            if reach >= floor + A:
+                window.move_to(reach, top_row - k)
+                floor = window.floor
+            position = (own + floor + A - reach) * per_set  # first past the window's end
+            if position < start + (k + 1) * width:
+                continue
+            low = own - reach + floor       # the window's start, as a set of this lap
+            k = min(k - 1, -(-(low * per_set - start) // width) - 1)
+            if k < bottom:
+                break
+            position = start + k * width
+
+
+def _walk_shared(stream: OperandStreams, located: _Sets, sram: ReadSram, fold_rows: int,
+                 window: _Window) -> None:
+    """Any stream, an address possibly held by several sets (im2col inputs): runs of
+    requests whose own sets rise by at most n - A are searched as in `_walk_rising`; a
+    request held by another of its sets than its own is stepped exactly, alone."""
+    n, A, P = sram.sets, sram.active_sets, sram.step_sets
+    sets, bounds, local_rows = located.own, located.bounds, stream.rows
+    tile_start = stream.tile_start
+    rows, refills = window.rows, window.refills
     u = floor = 0
     for fold, t in enumerate(stream.fold_tile):
         low = located.low[t]
@@ -136,13 +240,10 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 # the window after request j: from the first position at or after u * P
                 # that holds its address, h(x) = ceil((x - A + 1) / P)
                 own = sets[j]
-                if shared:      # the first of its sets at or after the window start
-                    held, start = located.candidates(j), floor % n
-                    first = bisect_left(held, start)
-                    reach = floor + (held[first] - start if first < len(held)
-                                     else held[0] + n - start)
-                else:
-                    reach = own - ((own - floor) // n) * n
+                held, start = located.candidates(j), floor % n
+                first = bisect_left(held, start)
+                reach = floor + (held[first] - start if first < len(held)
+                                 else held[0] + n - start)
                 moved = -((A - 1 - reach) // P)
                 if moved > u:
                     row = base + int(local_rows[j])
@@ -159,4 +260,3 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
                 # along the run the window moves when a request passes its end
                 j = bisect_left(sets, own + floor + A - position, j + 1, stop)
             begin, cut = stop, cut + 1
-    return rows, refills

@@ -28,11 +28,12 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache
 from itertools import accumulate
 
 import numpy as np
 
+from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import ConvShape, Mapping
 
 NO_REQUEST = -1
@@ -59,7 +60,7 @@ class OperandStreams:
     may_share: bool
     fill_order: Callable[[], np.ndarray] = field(repr=False, compare=False)
 
-    @cached_property
+    @cached
     def addresses(self) -> np.ndarray:
         """The address at each position of the fill order."""
         prefetch = self.fill_order()
@@ -79,18 +80,36 @@ class OperandStreams:
                                               for t in self.fold_tile])]
 
 
+@dataclass(frozen=True)
+class PreloadedTiles:
+    """A preloaded operand whose every address sits at one place of its fill order, known
+    by its layout alone: fold f = (slice s, row block b) = divmod(f, blocks) reads rows
+    k = min(K, bR + R) - 1 down to bR of slice s, one a cycle (local cycle row
+    bR + R - 1 - k), and row k of slice s fills the positions s*K*C + k*w .. s*K*C + k*w +
+    w - 1, w being the slice's width (C, the last slice's `last_width`)."""
+
+    K: int
+    R: int
+    C: int
+    blocks: int
+    slices: int
+    last_width: int
+
+
 class ReadOperand:
     """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
     holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
     first and last request (`first_last`), and its demand stream (`streams`), built only
     when asked: an SRAM whose window spans the whole fill order never misses, so most small
-    layers need no stream at all."""
+    layers need no stream at all; a preloaded operand with one place per address is read
+    from its layout (`preloaded`) and needs none either."""
 
-    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build):
+    def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build,
+                 preloaded: PreloadedTiles | None = None):
         self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
-        self._build = build
+        self._build, self.preloaded = build, preloaded
 
-    @cached_property
+    @cached
     def streams(self) -> OperandStreams:
         return self._build()
 
@@ -131,6 +150,13 @@ class OfmapWrites:
         if fold == len(self._prefix):
             return self.total
         return self._fold_first[fold] + self._prefix[fold][local]
+
+    def before_and_at(self, row: int) -> tuple[int, int]:
+        """Writes of the rows before `row`, and of row `row`."""
+        fold, local = divmod(row, self.fold_rows)
+        prefix = self._prefix[fold]
+        before = prefix[local]
+        return self._fold_first[fold] + before, prefix[local + 1] - before
 
     def at(self, row: int) -> int:
         """Writes of cycle row `row`."""
@@ -198,7 +224,7 @@ class _Source:
         self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
         self.complete = valid == shape[0] * shape[1]
 
-    @cached_property
+    @cached
     def matrix(self) -> np.ndarray:
         return self._build()
 
@@ -342,8 +368,11 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
                               cells if filled is None else (np.cumsum(filled) - 1)[cells],
                               source.may_share, prefetch)
 
+    layout = None
+    if complete and not source.may_share:
+        layout = PreloadedTiles(K, R, C, blocks, slices, source.shape[1] - (slices - 1) * C)
     return ReadOperand(source.valid, K * slices * C,
-                       _ends(blocks * slices, fold_rows, local_rows), build)
+                       _ends(blocks * slices, fold_rows, local_rows), build, layout)
 
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property
 
+from compiler_core.cached import cached
 from compiler_core.hardware.dtypes import canonical_dtype, element_bytes
 from compiler_core.hardware.systolic.events import FoldSteps, Step, step
 from compiler_core.hardware.systolic.mapping import ConvShape, Gemm, Mapping, ScheduleError, \
@@ -53,7 +53,7 @@ class Schedule:
         requests = self.folds * self.timeline.fold_alone * (m.rows + m.cols)
         return requests <= REPLAY_LIMIT
 
-    @cached_property
+    @cached
     def memory_run(self):
         """SCALE-Sim's memory figures (`MemoryRun`), or None when not replayed."""
         if not self.replayable:

@@ -38,8 +38,8 @@ per block of identical folds (`Mapping.fold_blocks`), so any fold's start is O(1
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
+from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import FoldBlock, Mapping, ScheduleError
 from compiler_core.hardware.systolic.traffic import FoldTraffic
 
@@ -99,7 +99,7 @@ class Timeline:
         """Sum of the stalls of folds 0 .. fold - 1."""
         return sum(self._block_stall(b) * b.count_before(fold) for b in self.mapping.fold_blocks)
 
-    @cached_property
+    @cached
     def stall_cycles(self) -> int:
         if self.timing == "scalesim":
             return 0
@@ -131,7 +131,7 @@ class Timeline:
             start += length
         return spans
 
-    @cached_property
+    @cached
     def cycles(self) -> int:
         if self.timing == "scalesim":      # folds back to back, each P + S + T cycles
             return self.mapping.folds * self.fold_alone - 1

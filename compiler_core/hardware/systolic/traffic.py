@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
+from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import Mapping, OPERAND_DIMS
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig, by_operand
 from compiler_core.records import record_field
@@ -61,7 +61,7 @@ class FoldTraffic:
     def sram_bytes(self, operand: str) -> int:
         return self.memory.sram_bytes(_MEMORY_OF[operand])
 
-    @cached_property
+    @cached
     def _dependence(self) -> dict[str, tuple[bool, bool]]:
         mapping = self.mapping
         return {operand: (mapping.row_dim in dims, mapping.col_dim in dims)
@@ -71,7 +71,7 @@ class FoldTraffic:
         """Whether the operand's tile changes with the row fold, with the column fold."""
         return self._dependence[operand]
 
-    @cached_property
+    @cached
     def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
         """Each operand's tile bytes indexed [last row fold?][last column fold?]: every
         other fold uses the whole array, so a tile's size depends on nothing else."""
@@ -80,9 +80,10 @@ class FoldTraffic:
         cols = (mapping.cols_used(0), mapping.cols_used(mapping.col_folds - 1))
         table = {}
         for operand, (on_rows, on_cols, whole) in mapping.tile_factors.items():
-            table[operand] = tuple(
-                tuple(math.ceil(whole * (r if on_rows else 1) * (c if on_cols else 1) * size)
-                      for c in cols) for r in rows)
+            (r0, r1), (c0, c1) = rows if on_rows else (1, 1), cols if on_cols else (1, 1)
+            ceil = math.ceil
+            table[operand] = ((ceil(whole * r0 * c0 * size), ceil(whole * r0 * c1 * size)),
+                              (ceil(whole * r1 * c0 * size), ceil(whole * r1 * c1 * size)))
         return table
 
     def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
@@ -135,7 +136,7 @@ class FoldTraffic:
         moved = self.window_bytes(row_fold, col_fold)
         return max(math.ceil(b / self.bytes_per_cycle(o)) for o, b in moved.items())
 
-    @cached_property
+    @cached
     def _block_totals(self) -> dict[str, int]:
         """Bytes fetched (A, B) and stored (C) over all folds, in closed form: an input
         tile is fetched by every fold when it changes with the row fold, else by the first
@@ -157,18 +158,22 @@ class FoldTraffic:
                        else self._row_sum("C", True))
         return totals
 
-    @cached_property
+    @cached
     def working_set_bytes(self) -> dict[str, int]:
         """Each operand's largest tile in bytes (the first fold's tiles are the largest)."""
-        return {operand: self.tile_bytes(operand, 0, 0) for operand in OPERAND_DIMS}
+        last_row, last_col = self.mapping.row_folds == 1, self.mapping.col_folds == 1
+        return {operand: tiles[last_row][last_col]
+                for operand, tiles in self._tile_table.items()}
 
-    @cached_property
+    @cached
     def fits(self) -> bool:
-        return all(b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
+        return all(b <= 1024 * kb for b, kb in zip(self.working_set_bytes.values(),
+                                                  self.memory.sram_kb))
 
-    @cached_property
+    @cached
     def double_buffered(self) -> bool:
-        return all(2 * b <= self.sram_bytes(o) for o, b in self.working_set_bytes.items())
+        return all(2 * b <= 1024 * kb for b, kb in zip(self.working_set_bytes.values(),
+                                                      self.memory.sram_kb))
 
     @property
     def dram_read_bytes(self) -> int:
@@ -183,10 +188,13 @@ class FoldTraffic:
 
     @property
     def initial_load_cycles(self) -> int:
-        return max(math.ceil(self.operand_fetch_bytes(o, 0, 0) / self.bytes_per_cycle(o))
-                   for o in ("A", "B"))
+        """The first fold's fetch: its A and B tiles, each on its own interface."""
+        ifmap, weights, _ = self.working_set_bytes.values()
+        words, size = self.memory.bandwidth, self.memory.word_bytes
+        return max(-(-ifmap // (words[0] * size)), -(-weights // (words[1] * size)))
 
     @property
     def final_store_cycles(self) -> int:
-        last_row, last_col = self.mapping.row_folds - 1, self.mapping.col_folds - 1
-        return math.ceil(self.store_bytes(last_row, last_col) / self.bytes_per_cycle("C"))
+        """The last fold's store: its C tile (always stored)."""
+        return -(-self._tile_table["C"][True][True] // (self.memory.bandwidth[2]
+                                                       * self.memory.word_bytes))
