@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from benchmarks.load import wait_until
 from compiler_core.errors import GraphLabError
 from graphlab.app import builds, held_workspaces
 from graphlab.app.build_launchers import LocalLauncher
@@ -221,7 +222,8 @@ def test_builders_are_limited_and_the_rest_wait(board, tmp_path, monkeypatch):
     second = board.get_or_start(job(tmp_path, "second", seconds=0.1), grace=0)
     assert first.state == "queued" and second.state == "waiting"
     assert "waiting for a free builder (1 build running)" in second.text()
-    wait_for(board, "first")
+    wait_for(board, "first")   # its workspace is stored a moment before its record says done
+    wait_until(lambda: board.status("first").state == "done", 30, "the first build never ended")
     assert isinstance(board.get_or_start(job(tmp_path, "second", seconds=0.1), grace=10), dict)
 
 

@@ -16,6 +16,11 @@ from pane_helpers import wait_for_nodes
 def pytest_configure(config):
     if hasattr(config.option, "headless"):
         config.option.headless = True
+    # dash[testing] numbers its servers' ports from one constant: the processes running the
+    # tests side by side (pytest-xdist's workers gw0, gw1, ...) each count from their own
+    # thousand
+    from dash.testing.application_runners import BaseDashRunner
+    BaseDashRunner._next_port += 1000 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
 
 
 @pytest.fixture
