@@ -194,15 +194,15 @@ def test_the_file_written_for_onnxruntime_is_the_one_checked(capsys, norm_then_l
     assert report["runtime_check"]["export"]["ok"]
     assert "the file written for onnxruntime too" in report["runtime_check"]["summary"]
 
-    from graphlab.commands import compile as compile_command
-    real = compile_command.lower_for_onnxruntime
+    import compiler_core.lowering as lowering_package   # `compile` imports it when asked
+    real = lowering_package.lower_for_onnxruntime
 
     def broken_lowering(graph):
         lowering = real(graph)
         lowering.graph.nodes[0].op_type = "NoSuchOp"  # a translation bug, not a pass's
         return lowering
 
-    monkeypatch.setattr(compile_command, "lower_for_onnxruntime", broken_lowering)
+    monkeypatch.setattr(lowering_package, "lower_for_onnxruntime", broken_lowering)
     code, report, err = _compile(capsys, [norm_then_linear, "-p", "O2", "--verify",
                                           "--runtime", "onnxruntime"])
     runtime = report["runtime_check"]
