@@ -161,17 +161,22 @@ def overlapping_convs(count: int, seed: int):
                             memory=memory)
 
 
+def walked_like_each_request(schedule):
+    """Each read operand of ``schedule`` and its rows' refills, checked equal to the plain
+    request-by-request walk."""
+    streams = build_streams(schedule.mapping, schedule.conv)
+    for operand in ("ifmap", "filter"):
+        read = getattr(streams, operand)
+        sram = ReadSram.build(schedule.memory.sram(operand), schedule.memory.words(operand),
+                              read)
+        fast = list(zip(*row_refills(read, sram, streams.fold_rows)))
+        assert fast == walk_read_sram(read, sram, streams.fold_rows), (schedule, operand)
+        yield read, fast
+
+
 def test_read_sram_misses_equal_the_request_by_request_walk():
-    moved = 0
-    for schedule in random_layers(120, seed=3):
-        streams = build_streams(schedule.mapping, schedule.conv)
-        for operand in ("ifmap", "filter"):
-            read = getattr(streams, operand)
-            sram = ReadSram.build(schedule.memory.sram(operand),
-                                  schedule.memory.words(operand), read)
-            fast = list(zip(*row_refills(read, sram, streams.fold_rows)))
-            assert fast == walk_read_sram(read, sram, streams.fold_rows), (schedule, operand)
-            moved += sum(refills for _, refills in fast)
+    moved = sum(refills for schedule in random_layers(120, seed=3)
+                for _, fast in walked_like_each_request(schedule) for _, refills in fast)
     assert moved > 1000      # the layers do miss, often and by whole turns of the ring
 
 
@@ -182,14 +187,7 @@ def test_each_walk_equals_the_request_by_request_walk():
     Each must agree with the plain walk, and each is made to miss here."""
     refills = Counter()
     for schedule in [*random_layers(240, seed=31), *overlapping_convs(40, seed=34)]:
-        streams = build_streams(schedule.mapping, schedule.conv)
-        for operand in ("ifmap", "filter"):
-            read = getattr(streams, operand)
-            sram = ReadSram.build(schedule.memory.sram(operand),
-                                  schedule.memory.words(operand), read)
-            fast = list(zip(*row_refills(read, sram, streams.fold_rows)))
-            assert fast == walk_read_sram(read, sram, streams.fold_rows), \
-                (schedule, operand)
+        for read, fast in walked_like_each_request(schedule):
             addresses = read.streams.addresses.tolist()
             kind = ("layout" if read.preloaded is not None
                     else "shared" if len(set(addresses)) < len(addresses) else "rising")
