@@ -200,6 +200,7 @@
       // A pass that changed nothing leaves the view where the person put it; another model
       // is fitted whole.
       together(function () { fitChange() || sameModel || fitAll(); });
+      if (!sameModel) { linked.reveal(true); }   // a link's selected node wins over the fit
       var row = document.querySelector(".pass-row.selected");
       if (row) { row.scrollIntoView({ block: "nearest" }); }
       lastActivity = Date.now();
@@ -279,48 +280,50 @@
     a.on("add remove", regrouped);
     b.on("add remove", regrouped);
     [a, b].forEach(function (cy) { cy.on("tap", "node.op", function () { foldSide(false); }); });
-    var lastNode = null;
-    setInterval(function () {   // a node selected from a link or history: bring it into view
-      var node = new URLSearchParams(window.location.search).get("node");
-      if (node === lastNode) { return; }
-      if (!node) { lastNode = node; return; }
-      var selector = "[node_id = " + Number(node) + "]";
-      var target = a.nodes(selector).length ? a.nodes(selector) : b.nodes(selector);
-      if (!target.length) { return; }   // not drawn yet: try again on the next tick
-      lastNode = node;
-      var ext = a.extent(), p = target.position();
-      if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) {
-        together(function () {
-          [a, b].forEach(function (cy) {
-            cy.pan({ x: cy.width() / 2 - cy.zoom() * p.x, y: cy.height() / 2 - cy.zoom() * p.y });
-          });
-        });
-      }
-    }, 300);
-    var lastLit = "";
-    setInterval(function () {   // a clicked near miss or decline: bring what failed into view
-      // the failed node and the blocking consumer (styles.HIGHLIGHT_STYLES): both when they
-      // fit in the panes at this zoom, else the blocking one, the one to see
-      var lit = a.nodes(".hl-failed, .hl-blocking");
-      var key = lit.map(function (n) { return n.id(); }).join(" ");
-      if (key === lastLit) { return; }
-      lastLit = key;
-      if (!lit.length) { return; }
-      var dashed = lit.filter(".hl-blocking"), ext = a.extent(), box = lit.boundingBox();
-      var fits = box.x2 - box.x1 <= ext.x2 - ext.x1 && box.y2 - box.y1 <= ext.y2 - ext.y1;
-      if (!fits && dashed.length) { box = dashed.boundingBox(); }
-      if (box.x1 >= ext.x1 && box.x2 <= ext.x2 && box.y1 >= ext.y1 && box.y2 <= ext.y2) {
-        return;
-      }
+    /* What a pane update points at, brought into view as soon as the update is drawn: a
+     * node selected from a link or history, a clicked near miss's or decline's nodes. */
+    var lastSelected = "", lastLit = "", revealing = false;
+    function keyOf(nodes) { return nodes.map(function (n) { return n.id(); }).join(" "); }
+    function centre(box) {
       together(function () {
         [a, b].forEach(function (cy) {
           cy.pan({ x: cy.width() / 2 - cy.zoom() * (box.x1 + box.x2) / 2,
                    y: cy.height() / 2 - cy.zoom() * (box.y1 + box.y2) / 2 });
         });
       });
-    }, 300);
+    }
+    function revealSelected() {
+      var target = a.nodes(".hl-selected").length ? a.nodes(".hl-selected") : b.nodes(".hl-selected");
+      var key = keyOf(target);
+      if (key === lastSelected) { return; }
+      lastSelected = key;
+      if (!target.length) { return; }
+      var box = target.boundingBox(), ext = a.extent();
+      var x = (box.x1 + box.x2) / 2, y = (box.y1 + box.y2) / 2;
+      if (x < ext.x1 || x > ext.x2 || y < ext.y1 || y > ext.y2) { centre(box); }
+    }
+    function revealLit() {
+      // the failed node and the blocking consumer (styles.HIGHLIGHT_STYLES): both when they
+      // fit in the panes at this zoom, else the blocking one, the one to see
+      var lit = a.nodes(".hl-failed, .hl-blocking"), key = keyOf(lit);
+      if (key === lastLit) { return; }
+      lastLit = key;
+      if (!lit.length) { return; }
+      var dashed = lit.filter(".hl-blocking"), ext = a.extent(), box = lit.boundingBox();
+      var fits = box.x2 - box.x1 <= ext.x2 - ext.x1 && box.y2 - box.y1 <= ext.y2 - ext.y1;
+      if (!fits && dashed.length) { box = dashed.boundingBox(); }
+      if (box.x1 < ext.x1 || box.x2 > ext.x2 || box.y1 < ext.y1 || box.y2 > ext.y2) { centre(box); }
+    }
+    function reveal(again) {   // again: after a refit, even what was brought into view before
+      if (again === true) { lastSelected = lastLit = ""; }
+      if (revealing) { return; }
+      revealing = true;
+      requestAnimationFrame(function () { revealing = false; revealSelected(); revealLit(); });
+    }
+    [a, b].forEach(function (cy) { cy.on("add class", reveal); });
     // `shown()`: the view (model and pass) both panes hold and were fitted to.
-    window.graphlabPanes = { before: a, after: b, shown: function () { return fitted; } };
+    window.graphlabPanes = { before: a, after: b, reveal: reveal,
+                             shown: function () { return fitted; } };
     return window.graphlabPanes;
   }
 
