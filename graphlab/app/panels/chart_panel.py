@@ -17,6 +17,17 @@ GRAPH_CONFIG = {"displaylogo": False, "responsive": True,
                 "toImageButtonOptions": {"format": "svg"}}
 
 
+# What a chart holds until its first answer: no axes to draw.  dcc.Graph plots whatever it
+# holds when it mounts, as each tab's charts do on every opening; an empty figure still draws
+# its axes and grid, 20-100 ms a chart, before the real figure draws them again.
+BLANK = {"data": [], "layout": {"xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+
+
+def chart(chart_id: str, config: dict, style: dict) -> dcc.Graph:
+    """A chart of a tab, blank until its callback answers."""
+    return dcc.Graph(id=chart_id, figure=BLANK, config=config, style=style)
+
+
 def compare_toggle(toggle_id: str) -> dcc.Checklist:
     return dcc.Checklist(id=toggle_id, className="compare-toggle", value=[], options=[
         {"label": " compare: before → after the selected pass", "value": COMPARE}])

@@ -11,7 +11,7 @@ from ..graph_analyses import memory_plan_of
 from ..memory_view import PlanSummary, memory_figure, summary_rows
 from ..services import Services
 from ..view_state import ViewState
-from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
+from .chart_panel import GRAPH_CONFIG, chart, compare_toggle, compare_value, picked_node, \
     register_compare_toggle
 from .on_view import on_view
 from .panel import TAB, Panel
@@ -29,9 +29,9 @@ COMPARED = {"height": "330px"}   # both charts of a comparison: one height, one 
 def layout(_: Services) -> html.Div:
     return html.Div(id=NAME, className="wide-panel chart-panel", children=[
         compare_toggle(TOGGLE),
-        html.Div(dcc.Graph(id=BEFORE_GRAPH, config=GRAPH_CONFIG, style=COMPARED),
+        html.Div(chart(BEFORE_GRAPH, GRAPH_CONFIG, COMPARED),
                  id=BEFORE_BOX, hidden=True),
-        dcc.Graph(id=AFTER_GRAPH, config=GRAPH_CONFIG, style=ALONE),
+        chart(AFTER_GRAPH, GRAPH_CONFIG, ALONE),
         html.Div(id=SUMMARY, className="chart-caption"),
         html.P("Each rectangle is an intermediate tensor: across, the steps it is live; up, "
                "the bytes it reserves in the arena. Graph inputs, outputs and weights live "

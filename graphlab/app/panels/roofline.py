@@ -19,7 +19,7 @@ from ..roofline_view import assumed_caption, left_out_caption, op_points, pass_c
 from ..services import Services
 from ..step_latency import cached_latency
 from ..view_state import ViewState
-from .chart_panel import GRAPH_CONFIG, compare_toggle, compare_value, picked_node, \
+from .chart_panel import GRAPH_CONFIG, chart, compare_toggle, compare_value, picked_node, \
     register_compare_toggle
 from . import latency
 from .on_view import on_view
@@ -44,14 +44,14 @@ FORWARD_WHILE_OPEN = """function (_result, view) {
 def layout(_: Services) -> html.Div:
     return html.Div(id=NAME, className="wide-panel chart-panel", children=[
         compare_toggle(TOGGLE),
-        dcc.Graph(id=GRAPH, config=GRAPH_CONFIG, style={"height": "600px"}),
+        chart(GRAPH, GRAPH_CONFIG, {"height": "600px"}),
         html.Div(id=CAPTION, className="chart-caption"),
         html.Div(id=MEASURED, className="chart-caption"),
         dcc.Store(id=MEASURED_WHILE_OPEN),
         html.P("Each point is an op, on the roof at its arithmetic intensity (the cost model "
                "runs every op at its roofline bound); its area is its share of the estimated "
                "time. Click a point to select the node.", className="muted"),
-        dcc.Graph(id=TRAFFIC, config=GRAPH_CONFIG, style={"height": "300px"}),
+        chart(TRAFFIC, GRAPH_CONFIG, {"height": "300px"}),
         html.Div(id=TRAFFIC_CAPTION, className="chart-caption"),
     ])
 
@@ -101,13 +101,14 @@ def roofline_view(workspace, state: ViewState):
     found = op_points(after, after_cost)
     where = f"pass {step + 1} ({snapshot.pass_name})"
     change = None
-    title = f"Roofline of {after_cost.target.name}: the ops after {where}"
+    # two lines: a pass's name is long, and a plotly title never wraps in the side column
+    title = f"Roofline of {after_cost.target.name}:<br>the ops after {where}"
     if state.compare:
         before_cost = cost_of(workspace, before, state.target)
         change = pass_change(before, op_points(before, before_cost), after, found,
                              snapshot.diff, before_cost.total_est_seconds,
                              after_cost.total_est_seconds)
-        title = f"Roofline of {after_cost.target.name}: what {where} did"
+        title = f"Roofline of {after_cost.target.name}:<br>what {where} did"
     figure = roofline_figure(after_cost.target, found, title, state.node, change,
                              subtitle=_change_summary(change) if change else "")
     lines = [assumed_caption(found), left_out_caption(found), *after_cost.notes]

@@ -45,6 +45,7 @@ from ..systolic_view import DATAFLOW_NAMES, STRIDES, TIMING_NAMES, ArrayProblem,
     timeline_figure, totals_rows, typed_memory, typed_problem
 from ..view_state import ViewState
 from ..workbench import Workspace
+from .chart_panel import chart
 from .on_view import error_message, on_view
 from .panel import TAB, Panel
 
@@ -152,17 +153,16 @@ def layout(_: Services) -> html.Div:
                                          tooltip={"placement": "top"})]),
                 ]),
             ]),
-            dcc.Graph(id=HEATMAP, config=STATIC, style={"height": "460px"}),
-            dcc.Graph(id=SRAM_FIGURE, config=STATIC, style={"height": "330px"}),
-            dcc.Graph(id=DRAM_FIGURE, config=STATIC, style={"height": "300px"}),
-            dcc.Graph(id=OPERANDS, config=STATIC, style={"height": "290px"}),
-            dcc.Graph(id=TIMELINE, config=STATIC, style={"height": "300px"}),
+            chart(HEATMAP, STATIC, {"height": "460px"}),
+            chart(SRAM_FIGURE, STATIC, {"height": "330px"}),
+            chart(DRAM_FIGURE, STATIC, {"height": "300px"}),
+            chart(OPERANDS, STATIC, {"height": "290px"}),
+            chart(TIMELINE, STATIC, {"height": "300px"}),
             html.Div(className="systolic-choices", children=[
                 html.Button("Compare dataflows · sweep SRAM and bandwidth",
                             id=CHOICES_BUTTON, className="button"),
                 dcc.Loading(html.Div(id=CHOICES), type="dot"),
-                dcc.Graph(id=SWEEP, config=STATIC, style={"height": "430px",
-                                                          "display": "none"}),
+                chart(SWEEP, STATIC, {"height": "430px", "display": "none"}),
             ]),
             html.Div(className="systolic-passes", children=[
                 html.Button("Whole model, pass by pass", id=PASSES_BUTTON,
