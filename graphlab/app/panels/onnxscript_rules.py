@@ -79,7 +79,8 @@ def register(app, services: Services) -> None:
 
     @on_view(app, services, {"body": Output(BODY, "children"), "field": Output(FIELD, "value")},
              inputs={"asked": Input(ASKED, "data"), "_heard": Input(HEARD, "data")},
-             view_triggers=False, tab=ids.PATTERNS_TAB, message="body")
+             view_triggers=False, tab=ids.PATTERNS_TAB, message="body",
+             prevent_initial_call=True)   # the tab's store fills it once the tab is open
     def render(state, workspace, asked, _heard):
         if not state.rules:
             return {"body": [], "field": ""}

@@ -375,7 +375,7 @@ def register(app, services: Services) -> None:
 
     @on_view(app, services, {"passes": Output(PASSES, "children")},
              inputs={"_asked": Input(PASSES_ASKED, "data")}, view_triggers=False,
-             message="passes")
+             message="passes", prevent_initial_call=True)   # not as the page loads: on request
     def passes(state, workspace, _asked):
         """On request: every GEMM and convolution of the graph after each pass, summed
         under the panel's array, dataflow, timing and memory."""
