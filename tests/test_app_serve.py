@@ -188,3 +188,32 @@ def test_a_default_view_that_cannot_be_shown_says_why_instead_of_failing(tmp_pat
         assert "there is no model named 'gone_sample' here" in message["props"]["children"]
     finally:
         server.shutdown()
+
+
+def test_opening_the_page_computes_nothing_for_a_tab_nobody_opened(tmp_path):
+    """The systolic tab's whole-model table schedules every GEMM of every pass: as the page
+    loads (on the inspector) it is neither asked for nor computed, nor are the onnxscript
+    rules' verdicts of the closed Patterns tab."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from benchmarks.graphlab_page import open_page
+    from graphlab.app import AppConfig, create_app
+    from graphlab.app import ids
+    from graphlab.app.panels import onnxscript_rules, systolic
+    from graphlab.app.panels.panes import UPDATES
+
+    app = create_app(AppConfig(cache_dir=str(tmp_path)))
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        page = open_page(f"http://127.0.0.1:{server.server_port}", "?model=cnn_bn")
+        page.settle()   # the build of cnn_bn, then the page's first view
+        asked = {timing.callback for timing in page.timings}
+        assert page.errors == []
+        assert f"{UPDATES[ids.BEFORE]}.data" in asked   # the page did load its view
+        assert f"{systolic.PASSES}.children" not in asked
+        assert f"{onnxscript_rules.BODY}.children" not in asked
+    finally:
+        server.shutdown()
