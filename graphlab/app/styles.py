@@ -51,7 +51,7 @@ BASE_STYLESHEET = [
         "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
         "border-width": 2, "border-color": COLORS["group_border"], "font-size": LABEL_FONT,
         "line-height": 1.3, "text-max-width": "data(text_w)", "text-margin-x": "data(text_dx)",
-        "text-justify": "left", "color": "#1f2933"}},
+        "text-justification": "left", "color": "#1f2933"}},
     {"selector": ".badge", "style": {
         "width": "data(w)", "height": "data(h)", "font-size": BADGE_FONT, "font-weight": "bold",
         "color": "#ffffff", "border-width": 0, "z-index": 20, "events": "no"}},
