@@ -31,6 +31,23 @@ def test_default_sample_opens_on_the_first_pass_that_changed_it(started):
     assert dash_duo.find_element("#bindings-source").text == "(representative)"
 
 
+def test_the_page_runs_the_browsers_own_trim_and_parse_float(started):
+    """Dash's polyfill replaces them with versions 25-40x slower; the page takes them back.
+    A fresh frame's Function.prototype.toString shows a polyfill's source, not native code."""
+    dash_duo = started
+    dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
+    sources = dash_duo.driver.execute_script("""
+        var frame = document.createElement('iframe'); document.body.appendChild(frame);
+        var show = frame.contentWindow.Function.prototype.toString;
+        var out = [String.prototype.trim, window.parseFloat, window.parseInt, Number.parseFloat]
+          .map(function (f) { return show.call(f); });
+        frame.remove();
+        return out;""")
+    assert all("[native code]" in source for source in sources), sources
+    assert dash_duo.driver.execute_script("return ' 2.5px '.trim() + parseFloat('2.5px');") \
+        == "2.5px2.5"
+
+
 def test_stepping_changes_panes_and_diff_and_back_restores(started):
     dash_duo = started
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
