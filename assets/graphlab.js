@@ -182,30 +182,40 @@
     try { action(); } finally { syncing = false; }
   }
 
-  /* Once both panes hold what they were last sent, a new view is fitted to its change. */
+  /* Once both panes hold what they were last sent, a new view is fitted to its change: as
+   * soon as the graph component has added the elements (`link` hears it), before its first
+   * frame draws them, so no frame is spent on a viewport that is about to change; else
+   * (the panes not linked yet) on a timer. */
   var waiting = null;
   function whenDrawn(tries) {
     clearTimeout(waiting);
     tries = tries || 0;
     waiting = setTimeout(function () {
-      if (!linked) { linked = link(); }
-      var a = sent["pane-before"], b = sent["pane-after"];
-      if (!linked || !a || !b || a.view !== b.view) { return tries < 100 && whenDrawn(tries + 1); }
-      if (linked.before.elements().length !== a.count || linked.after.elements().length !== b.count) {
-        return tries < 100 && whenDrawn(tries + 1);
-      }
-      if (a.view === fitted) { return; }
-      var sameModel = fitted && fitted.split(":")[0] === a.view.split(":")[0];
-      fitted = a.view;
-      // A pass that changed nothing leaves the view where the person put it; another model
-      // is fitted whole.
-      together(function () { fitChange() || sameModel || fitAll(); });
-      if (!sameModel) { linked.reveal(true); }   // a link's selected node wins over the fit
-      var row = document.querySelector(".pass-row.selected");
-      if (row) { row.scrollIntoView({ block: "nearest" }); }
-      lastActivity = Date.now();
-      preloadCharts();
+      if (!fitNow() && tries < 100) { whenDrawn(tries + 1); }
     }, tries ? 40 : 0);
+  }
+
+  /* False while the panes do not both hold the view they were last sent. */
+  function fitNow() {
+    if (!linked) { linked = link(); }
+    var a = sent["pane-before"], b = sent["pane-after"];
+    if (!linked || !a || !b || a.view !== b.view) { return false; }
+    if (linked.before.elements().length !== a.count || linked.after.elements().length !== b.count) {
+      return false;
+    }
+    clearTimeout(waiting);
+    if (a.view === fitted) { return true; }
+    var sameModel = fitted && fitted.split(":")[0] === a.view.split(":")[0];
+    fitted = a.view;
+    // A pass that changed nothing leaves the view where the person put it; another model
+    // is fitted whole.
+    together(function () { fitChange() || sameModel || fitAll(); });
+    if (!sameModel) { linked.reveal(true); }   // a link's selected node wins over the fit
+    var row = document.querySelector(".pass-row.selected");
+    if (row) { row.scrollIntoView({ block: "nearest" }); }
+    lastActivity = Date.now();
+    preloadCharts();
+    return true;
   }
 
   /* The charts' library (plotly.js, some 5 MB) is loaded by the first chart a tab draws,
@@ -279,6 +289,14 @@
     }
     a.on("add remove", regrouped);
     b.on("add remove", regrouped);
+    var added = false;
+    function fitSoon() {   // once the component is done adding (one task adds both panes')
+      if (added) { return; }
+      added = true;
+      Promise.resolve().then(function () { added = false; fitNow(); });
+    }
+    a.on("add remove", fitSoon);
+    b.on("add remove", fitSoon);
     [a, b].forEach(function (cy) { cy.on("tap", "node.op", function () { foldSide(false); }); });
     /* What a pane update points at, brought into view as soon as the update is drawn: a
      * node selected from a link or history, a clicked near miss's or decline's nodes. */
