@@ -3,7 +3,8 @@ hears the view only while it is open (`panels/tab_gate`), some panels only when 
 place in the view changed, the others outside the tabs only when more than the open tab
 changed (`panels/settings_gate`), a pane merges the server's element update into the
 elements it holds (`pane_updates`), and a step, a tab, an item in a list or a tapped node
-makes the view and its URL in the page (`panels/views_in_page`).  Keep in step with the page."""
+makes the view and its URL in the page (`panels/views_in_page`), which the reducer does not
+hear.  Keep in step with the page."""
 
 from __future__ import annotations
 
@@ -23,9 +24,9 @@ from graphlab.app.panels.settings_gate import GATES
 from graphlab.app.panels.stepper import NEXT, PREV, ROW
 from graphlab.app.view_state import URL_KEY_ORDER, ViewState
 
-SKIP = (NO_UPDATE,) * 4   # a view made in the page: view, URL, message, tab
+SKIP = (NO_UPDATE,) * 5   # a view made in the page: view, URL, message, tab, the URL as its own
 MADE = [f"{ids.VIEW}.data", f"{ids.URL}.search", f"{ids.NAV_MESSAGE}.children",
-        f"{ids.TABS}.value"]
+        f"{ids.TABS}.value", f"{ids.PAGE_URL}.data"]
 
 
 def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
@@ -48,6 +49,7 @@ def clientside() -> dict[str, Callable]:
         _key(MADE, PREV): _step,
         _key(MADE, _every(ids.PATTERN_ITEM)): _pick_item(home),
         _key(MADE, ids.BEFORE): _pick_node(home),
+        _key([f"{ids.URL_HEARD}.data", f"{ids.PAGE_URL}.data"], ids.URL): _hear_url,
     }
 
 
@@ -114,8 +116,16 @@ def _with_changes(view: dict, search: str, message, changes: dict) -> tuple:
     pairs.sort(key=lambda pair: URL_KEY_ORDER.index(pair[0]) if pair[0] in URL_KEY_ORDER
                else len(URL_KEY_ORDER))
     query = urlencode(pairs)
-    return (made, f"?{query}" if query else "", "" if message else NO_UPDATE,
-            made["panel"] if made.get("panel") != view.get("panel") else NO_UPDATE)
+    address = f"?{query}" if query else ""
+    return (made, address, "" if message else NO_UPDATE,
+            made["panel"] if made.get("panel") != view.get("panel") else NO_UPDATE, address)
+
+
+def _hear_url(_triggered, search, written):
+    """The address the reducer hears: not the one the page (or the reducer) just wrote."""
+    if written is not None and search == written:
+        return NO_UPDATE, None
+    return search, NO_UPDATE
 
 
 def _clicked(triggered: list[Trigger]) -> Trigger | None:

@@ -2,6 +2,8 @@
 graph panes, which several panels draw into.  Every other id lives in the panel that draws it."""
 
 URL = "url"
+URL_HEARD = "url-heard"      # the address the navigation reducer hears: not one the page wrote
+PAGE_URL = "page-url"        # the address the page (or the reducer) last wrote itself
 VIEW = "view-state"          # the parsed view (written only by the navigation callback)
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)
 UPLOAD_TOKEN = "upload-token"

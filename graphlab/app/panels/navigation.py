@@ -1,6 +1,6 @@
 """The one place the server changes the view: every control, click and the URL feed one reducer.
 The clicks whose view the page can work out alone (a step, a tab, an item, a node) are made in
-the page (`views_in_page`), and reach the reducer as a URL naming the view it already holds.
+the page (`views_in_page`), and their URL does not reach the reducer (`ids.URL_HEARD`).
 
 It is not a panel (it draws nothing): the factory registers it before the panels' callbacks.
 
@@ -45,9 +45,10 @@ OUTPUTS = {
     "hide": Output(HIDE_UNCHANGED, "value"), "query": Output(SEARCH, "value"),
     "message": Output(ids.NAV_MESSAGE, "children"),
     "pending": Output(PENDING, "data"), "poll_off": Output(POLL, "disabled"),
+    "written": Output(ids.PAGE_URL, "data", allow_duplicate=True),   # the URL it writes: its own
 }
 INPUTS = {
-    "search": Input(ids.URL, "search"), "model": Input(MODEL, "value"),
+    "search": Input(ids.URL_HEARD, "data"), "model": Input(MODEL, "value"),
     "upload": Input(ids.UPLOAD_TOKEN, "data"), "preset": Input(PRESET, "value"),
     "_run": Input(RUN, "n_clicks"), "passes": Input(PASSES, "value"),
     "target": Input(TARGET, "value"), "bindings": Input(BINDINGS, "value"),
@@ -57,24 +58,28 @@ INPUTS = {
 }
 STATE = {"view": State(ids.VIEW, "data"), "pending": State(PENDING, "data"),
          "upload_b": State(ids.COMPARE_UPLOAD, "data"),
-         "panel": State(ids.TABS, "value")}   # a tab opens on the page (`views_in_page`)
+         "panel": State(ids.TABS, "value"),   # a tab opens on the page (`views_in_page`)
+         "address": State(ids.URL, "search")}   # as the page loads, before it is heard
 
 
 def register(app, services: Services) -> None:
     default = services.default_state
 
-    @app.callback(output=OUTPUTS, inputs=INPUTS, state=STATE)
+    @app.callback(output=OUTPUTS, inputs=INPUTS, state=STATE,
+                  prevent_initial_call="initial_duplicate")
     def navigate(**values):
         return _every_output(_navigate(**values))
 
-    def _navigate(search, upload, view, pending, upload_b, **inputs) -> dict:
+    def _navigate(search, upload, view, pending, upload_b, address, **inputs) -> dict:
         trigger = ctx.triggered_id
+        if search is None:   # as the page loads, before anything was heard: the address
+            search = address
         kind = trigger.get("type") if isinstance(trigger, dict) else trigger
         if kind in CLICKS and not ctx.triggered[0]["value"]:
             return {}   # a freshly drawn button, not a click
         token = (upload or {}).get("token")
         previous = ViewState.from_dict(view) if view else None
-        from_url = trigger is None or trigger == ids.URL
+        from_url = trigger is None or trigger == ids.URL_HEARD
         if kind == POLL:
             if not pending:
                 return {"pending": None, "poll_off": True}
@@ -83,7 +88,7 @@ def register(app, services: Services) -> None:
             wanted = from_query(trigger["index"], default, tab_names())
         elif from_url or previous is None:
             wanted = from_query(search, default, tab_names())
-            if wanted == previous:   # the page made this view itself (`views_in_page`)
+            if wanted == previous:   # the address names the view the page holds
                 return {}
         else:
             wanted = _apply(previous, kind, trigger, inputs)
@@ -124,7 +129,7 @@ def register(app, services: Services) -> None:
         answer = {name: value for name, value in shown.items() if value != inputs.get(name)}
         answer["view"] = to_json(state)
         if not (from_url and not message):
-            answer["url"] = to_query(state, default)
+            answer["url"] = answer["written"] = to_query(state, default)
         if not (kind == POLL and message == ""):
             answer["message"] = message
         if pending:
