@@ -2,7 +2,8 @@
 
 Usage: ``python -m compiler_core.profiling.machine_child THREADS OUT.json``.  Prints nothing;
 writes {"peak_ops_per_s": {dtype: rate}, "ops_per_s_by_kind": {kind: rate},
-"bandwidth_bytes_per_s": rate, "overhead_seconds_per_op": seconds, "how": {...}} to OUT.json.  It runs in a child so that
+"bandwidth_bytes_per_s": rate, "recast_bytes_per_s": rate,
+"overhead_seconds_per_op": seconds, "how": {...}} to OUT.json.  It runs in a child so that
 onnxruntime's thread pool, and the memory the big copy takes, leave with it.
 """
 
@@ -24,7 +25,8 @@ CHAIN_LENGTH = 64                 # tiny ops in a row, to see what one op costs 
 RUNS = 15                         # timed runs after one warm-up; the best counts as the peak
 # kind -> (channels in, out, input height and width, stride) of a float32 3x3 convolution the
 # size of ResNet-50's: a convolution runs at its own rate, not the matmul's, and a strided one
-# at a lower rate still (a 1x1 convolution runs at about the 3x3's: it has no kind of its own)
+# at a lower rate still (a 1x1 convolution, and ResNet's 7x7 stem on three channels, run at
+# about the 3x3's: they have no kind of their own)
 CONVS = {"conv": (64, 64, 56, 1), "strided_conv": (128, 128, 56, 2)}
 MATMULS = {   # dtype -> (A's element type, B's, the op, its output's element type)
     "float32": (TensorProto.FLOAT, TensorProto.FLOAT, "MatMul", TensorProto.FLOAT),
@@ -110,6 +112,17 @@ def copy_rate(threads: int) -> float:
     return 2 * 4 * COPY_ELEMENTS / best_seconds(lambda: ran.run(None, feed))
 
 
+def recast_rate(threads: int) -> float:
+    """Bytes per second of a large float16 -> float32 Cast (2 bytes read and 4 written per
+    element): the cast onnxruntime's CPU inserts before an op it has no float16 kernel for."""
+    model = model_of([helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)],
+                     [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [COPY_ELEMENTS])],
+                     [helper.make_tensor_value_info("y", TensorProto.FLOAT, [COPY_ELEMENTS])])
+    feed = {"x": np.ones(COPY_ELEMENTS, np.float16)}
+    ran = session(model, threads)
+    return (2 + 4) * COPY_ELEMENTS / best_seconds(lambda: ran.run(None, feed))
+
+
 def overhead_per_op(threads: int) -> float:
     """The median kernel time onnxruntime's profiler gives a one-element Add: what an op costs
     when it does (almost) no work."""
@@ -140,6 +153,7 @@ def main(threads: str, out: str) -> None:
         "peak_ops_per_s": peaks,
         "ops_per_s_by_kind": {kind: conv_rate(kind, count) for kind in CONVS},
         "bandwidth_bytes_per_s": copy_rate(count),
+        "recast_bytes_per_s": recast_rate(count),
         "overhead_seconds_per_op": overhead_per_op(count),
         "how": {"matmul": f"{MATMUL_SIZE}x{MATMUL_SIZE}x{MATMUL_SIZE} MatMul (MatMulInteger "
                           f"for int8) in onnxruntime, 2*N^3 operations over the best of "
@@ -151,6 +165,9 @@ def main(threads: str, out: str) -> None:
                         + f", 2 operations per multiply-accumulate over the best of {RUNS} runs",
                 "copy": f"x * 1 over {COPY_ELEMENTS * 4 // 2 ** 20} MiB of float32 in "
                         f"onnxruntime, bytes read plus written over the best of {RUNS} runs",
+                "recast": f"Cast of {COPY_ELEMENTS // 2 ** 20} Mi float16 elements to float32 "
+                          f"in onnxruntime, bytes read plus written over the best of {RUNS} "
+                          f"runs",
                 "overhead": f"median kernel time of {CHAIN_LENGTH} one-element Adds in "
                             f"onnxruntime's profiler"},
         "runtime": f"onnxruntime {ort.__version__}",
