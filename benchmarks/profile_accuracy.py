@@ -188,7 +188,8 @@ def round_target(threads: int, keep: bool, last: Target | None) -> Target:
 def describe(target: Target) -> str:
     """The measured rates a round is priced on, in one line."""
     kinds = target.measured.get("ops_per_s_by_kind", {})
-    return (f"float32 peak {target.peak('float32') / 1e9:.0f} GFLOP/s, convolutions "
+    return (f"peak float32 {target.peak('float32') / 1e9:.0f}, float16 "
+            f"{target.peak('float16') / 1e9:.0f} GFLOP/s, convolutions "
             + ", ".join(f"{kind} {rate / 1e9:.0f}" for kind, rate in kinds.items())
             + f" GFLOP/s, bandwidth {target.bandwidth_bytes_per_s / 1e9:.1f} GB/s, casts "
               f"{target.recast_bytes_per_s / 1e9:.1f} GB/s, per-op overhead "

@@ -33,8 +33,10 @@ def main(folder: str) -> None:
     where = Path(folder)
     with open(where / "groups.pkl", "rb") as handle:
         groups = pickle.load(handle)
-    with open(where / "0.job.pkl", "rb") as handle:   # every job asks for the same threads
-        ort.set_global_thread_pool_sizes(pickle.load(handle)["threads"], 1)
+    first = next((job for group in groups for job in group), None)
+    if first is not None:   # every job asks for the same threads
+        with open(where / f"{first}.job.pkl", "rb") as handle:
+            ort.set_global_thread_pool_sizes(pickle.load(handle)["threads"], 1)
     for group in groups:
         specs = {}
         for job in group:
