@@ -44,8 +44,9 @@ MATMULS = {   # dtype -> (A's element type, B's, the op, its output's element ty
 
 
 def session(model: onnx.ModelProto, profile_prefix: str | None = None):
-    """A session on the one thread pool every benchmark shares (`main` sizes it): run in turns,
-    sessions with pools of their own would spin while another runs and take its cores."""
+    """The model loaded in onnxruntime on the one thread pool every benchmark shares (`main`
+    sizes it): run in turns, models with pools of their own would spin while another runs
+    and take its cores."""
     options = ort.SessionOptions()
     options.use_per_session_threads = False
     options.log_severity_level = 3
