@@ -12,12 +12,16 @@ and a Llama-shaped decoder (`decoder_models`: RMSNorm, rotary embeddings, groupe
 attention, SwiGLU; float16 weights) at hidden 512, 4 layers.  Each is profiled as loaded and
 after GraphLab's O2 as written for onnxruntime (`--runtime onnxruntime`: its fused nodes as
 onnxruntime's operators where it has them; the portable export's model-local functions are
-written inline by onnxruntime and run op by op), in onnxruntime's profiler at ORT_ENABLE_ALL and ORT_DISABLE_ALL
-(`compiler_core.profiling`), and priced on this machine's measured target, measured again
-first (a shared machine's rates change with its load; `--keep-target` keeps the last one).  For each, over ``--rounds`` whole profiles:
+written inline by onnxruntime and run op by op), in onnxruntime's profiler at ORT_ENABLE_ALL
+and ORT_DISABLE_ALL (`compiler_core.profiling`), and priced on this machine's measured
+target, measured again just before each round's profile (a shared machine's rates change
+with its load from minute to minute, and the prediction should see the machine the profile
+sees; `--keep-target` prices every round on the last one).  For each, over ``--rounds``
+whole profiles:
 
 - Spearman's rank correlation of predicted and measured per-op times (goal >= 0.8), with
-  each op's median and with its best run (a busy machine's waits land in medians);
+  each op's median and with its best run in each round (a busy machine's waits land in
+  medians), and with its best run over all rounds;
 - the total predicted beside the measured run time, median and best (goal: within 2x; the
   ratio is taken with the best run, which a busy machine delays least), and beside the
   kernels' own best times summed (each kernel's fastest run: what is left of a run when no
@@ -26,12 +30,14 @@ first (a shared machine's rates change with its load; `--keep-target` keeps the 
   turns, median run time with over without.
 
 The machine this runs on is usually shared: the table gives each figure's spread over the
-rounds, and the overhead's over paired runs.
+rounds, the overhead's over paired runs, and the one-minute load average before and after
+each round (its range).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -50,10 +56,11 @@ from benchmarks.fault_finding import encoder_model  # noqa: E402
 from compiler_core.ir import load_model  # noqa: E402
 from compiler_core.ir.model_file import model_for_runtime  # noqa: E402
 from compiler_core.compilation import compile_model  # noqa: E402
+from compiler_core.hardware.targets import Target  # noqa: E402
 from compiler_core.lowering import lower_for_onnxruntime  # noqa: E402
-from compiler_core.profiling.compare import compare  # noqa: E402
+from compiler_core.profiling.compare import compare, spearman  # noqa: E402
 from compiler_core.profiling.machine import (  # noqa: E402
-    DEFAULT_THREADS, busy_note, machine_target, measure_machine)
+    DEFAULT_THREADS, machine_target, measure_machine)
 from compiler_core.profiling.pass_latency import pass_latencies  # noqa: E402
 from compiler_core.profiling.runner import ProfileSettings, profile_graphs  # noqa: E402
 from compiler_core.runtime_check import LEVELS  # noqa: E402
@@ -169,6 +176,36 @@ def profile_overhead(graph, inputs: dict, runs: int, threads: int
     return statistics.median(times[1]) / statistics.median(times[0]), min(ratios), max(ratios)
 
 
+def round_target(threads: int, keep: bool, last: Target | None) -> Target:
+    """The target a round is priced on: measured just before it (the machine's load changes
+    from minute to minute, and the profile should see the machine the target saw), or the
+    one measured before, with --keep-target."""
+    if keep:
+        return last or machine_target(threads)
+    return measure_machine(threads)
+
+
+def describe(target: Target) -> str:
+    """The measured rates a round is priced on, in one line."""
+    kinds = target.measured.get("ops_per_s_by_kind", {})
+    return (f"peak float32 {target.peak('float32') / 1e9:.0f}, float16 "
+            f"{target.peak('float16') / 1e9:.0f} GFLOP/s, convolutions "
+            + ", ".join(f"{kind} {rate / 1e9:.0f}" for kind, rate in kinds.items())
+            + f" GFLOP/s, bandwidth {target.bandwidth_bytes_per_s / 1e9:.1f} GB/s, casts "
+              f"{target.recast_bytes_per_s / 1e9:.1f} GB/s, per-op overhead "
+              f"{target.overhead_seconds_per_op * 1e6:.0f} µs")
+
+
+def pooled_figures(pooled: dict[tuple, tuple[list[float], list[float]]]
+                   ) -> tuple[float, float]:
+    """Spearman's rho of each op's median prediction and its fastest run over every round, and
+    those fastest runs summed over the predictions summed: the more runs a kernel has, the
+    likelier one of them found both cores free on a busy machine, as the prediction assumes."""
+    best = [min(runs) / 1000 for runs, _ in pooled.values()]
+    predicted = [statistics.median(p) for _, p in pooled.values()]
+    return spearman(predicted, best), sum(best) / sum(predicted)
+
+
 def spread(values: list[float], digits: int = 2) -> str:
     middle = statistics.median(values)
     if len(values) == 1:
@@ -184,9 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5, help="timed runs per profile")
     parser.add_argument("--seq", type=int, default=128, help="sequence length (transformers)")
     parser.add_argument("--keep-target", action="store_true",
-                        help="price on the machine's target as measured before (default: "
-                             "measure it again first, so the prediction and the profile see "
-                             "the machine in the same state)")
+                        help="price every round on the machine's target as measured before "
+                             "(default: measure it again just before each round, so the "
+                             "prediction and the profile see the machine in the same state)")
     parser.add_argument("--per-pass", action="store_true",
                         help="also measure every pass of O2 on the first model")
     parser.add_argument("--threads", type=int, default=DEFAULT_THREADS,
@@ -194,17 +231,16 @@ def main(argv: list[str] | None = None) -> int:
                              "every profile (default: one per core; on a shared machine one "
                              "thread does not wait for another at each parallel kernel)")
     args = parser.parse_args(argv)
-    target = machine_target(args.threads) if args.keep_target else measure_machine(args.threads)
-    print(f"target {target.name}: {target.display_name}; float32 peak "
-          f"{target.peak('float32') / 1e9:.1f} GFLOP/s, bandwidth "
-          f"{target.bandwidth_bytes_per_s / 1e9:.1f} GB/s, per-op overhead "
-          f"{target.overhead_seconds_per_op * 1e6:.1f} µs, {args.threads} thread(s) (measured "
-          f"{target.measured['when']})\n")
+    print("target: this machine, " + ("as measured before" if args.keep_target else
+                                       "measured again just before each round's profile")
+          + f"; {args.threads} thread(s)\n")
     settings = ProfileSettings(repeats=args.repeats, warmup=2, threads=args.threads)
-    rows = ["| model | graph | level | ops | Spearman ρ (medians) | ρ (best runs) | predicted ms "
-            "| measured ms, median | measured ms, best | best/predicted | kernels' best, summed "
-            "| kernels/predicted | profiler overhead |",
-            "|---|---|---|---:|---|---|---:|---|---|---|---|---|---|"]
+    rows = ["| model | graph | level | ops | Spearman ρ (medians) | ρ (best runs) | ρ (best of "
+            "all rounds) | predicted ms | measured ms, median | measured ms, best | "
+            "best/predicted | kernels' best, summed | kernels/predicted | kernels' best of all "
+            "rounds / predicted | profiler overhead | load |",
+            "|---|---|---|---:|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    target = None
     with tempfile.TemporaryDirectory(prefix="graphlab-accuracy-") as scratch:
         files = model_files(Path(scratch), args.models)
         first_result = None
@@ -217,10 +253,16 @@ def main(argv: list[str] | None = None) -> int:
             graphs = {"as loaded": initial,
                       "GraphLab O2, for onnxruntime": lower_for_onnxruntime(result.final).graph}
             figures = {(g, level): {"rho": [], "rho_best": [], "measured": [], "best": [],
-                                    "kernels": [], "predicted": [], "ops": 0}
+                                    "kernels": [], "predicted": [], "ops": 0, "pooled": {}}
                        for g in graphs for level in settings.levels}
-            for _ in range(args.rounds):
+            loads = []
+            for number in range(1, args.rounds + 1):
+                target = round_target(args.threads, args.keep_target, target)
+                loads.append(os.getloadavg()[0])
+                print(f"{name}, round {number}: load {loads[-1]:.1f}; {describe(target)}",
+                      flush=True)
                 profiles = profile_graphs(list(graphs.values()), inputs, settings)
+                loads.append(os.getloadavg()[0])
                 for (label, graph), levels in zip(graphs.items(), profiles):
                     for level, profile in levels.items():
                         comparison = compare(graph, profile, target, bindings)
@@ -233,27 +275,32 @@ def main(argv: list[str] | None = None) -> int:
                                                    for op in comparison.ops))
                         cell["predicted"].append(comparison.predicted_total_ms)
                         cell["ops"] = len(comparison.ops)
-            busy = busy_note()
-            if busy:
-                print(f"note ({name}): {busy}", flush=True)
+                        for op in comparison.ops:   # each op's runs and predictions, all rounds
+                            runs, predicted = cell["pooled"].setdefault(op.profiled.ids,
+                                                                        ([], []))
+                            runs.extend(op.profiled.micros)
+                            predicted.append(op.predicted_ms)
             overheads = {label: profile_overhead(graph, inputs, args.repeats * 2, args.threads)
                          for label, graph in graphs.items()}
+            load = f"{min(loads):.1f}–{max(loads):.1f}"
             for (label, level), cell in figures.items():
                 ratios = [m / p for m, p in zip(cell["best"], cell["predicted"])]
                 kernel_ratios = [k / p for k, p in zip(cell["kernels"], cell["predicted"])]
+                pooled_rho, pooled_ratio = pooled_figures(cell["pooled"])
                 over, low, high = overheads[label]
                 rows.append(f"| {name} | {label} | {LEVELS[level]} | {cell['ops']} | "
                             f"{spread(cell['rho'])} | {spread(cell['rho_best'])} | "
-                            f"{statistics.median(cell['predicted']):.1f}"
+                            f"{pooled_rho:.2f} | {spread(cell['predicted'], 1)}"
                             f" | {spread(cell['measured'], 1)} | {spread(cell['best'], 1)} | "
                             f"{spread(ratios)} | {spread(cell['kernels'], 1)} | "
-                            f"{spread(kernel_ratios)} | "
+                            f"{spread(kernel_ratios)} | {pooled_ratio:.2f} | "
                             + (f"{over - 1:+.1%} ({low - 1:+.0%}…{high - 1:+.0%})"
-                               if level == "all" else "") + " |")
+                               if level == "all" else "") + f" | {load} |")
             print("\n".join(rows[-len(figures):]), flush=True)
     print("\n" + "\n".join(rows))
     if args.per_pass and first_result:
         name, result, bindings = first_result
+        target = round_target(args.threads, args.keep_target, target)
         print(f"\nper pass, {name} (best run in ms; predicted on {target.name}):")
         inputs = make_inputs(result.initial, bindings)
         previous = None

@@ -181,6 +181,59 @@ def test_a_measured_target_prices_a_convolution_at_its_kinds_rate(tmp_path):
     assert measured.rate("float16", "conv") == measured.peak("float16")  # measured in float32
 
 
+def test_onnxruntimes_fused_convolution_runs_at_the_convolution_rate():
+    """O2 written for onnxruntime turns Conv + Relu into com.microsoft FusedConv: it runs
+    onnxruntime's convolution kernels, so it is priced at the measured convolution rate, not
+    at the matmul peak (it was, and ResNet-50's O2 ranked its convolutions apart)."""
+    lowered = lower_for_onnxruntime(sample("cnn_bn", "O2")).graph
+    fused = [n for n in lowered.nodes if (n.op_type, n.domain) == ("FusedConv", "com.microsoft")]
+    assert fused
+    profile = LevelProfile("all", [1.0], [1.0], [
+        ProfiledOp((n.id,), (n.name,), (n.op_type,), (f"{n.name} (FusedConv)",), (100.0,),
+                   "name") for n in fused])
+    measured = _measured_like("asic32", conv=2e11, strided_conv=5e10)
+    flops = {op.node: op.flops for op in graph_cost(lowered, measured, BINDINGS).ops}
+    for op in compare(lowered, profile, measured, BINDINGS).ops:
+        assert op.flops > 0
+        assert op.compute_ms == pytest.approx(flops[op.profiled.node] / 2e11 * 1000)
+
+
+def _float16_matmul(tmp_path):
+    """x (16x64, float16) @ a float16 weight (64x32), then Relu: onnxruntime's CPU has no
+    float16 MatMul or Relu, so it casts to float32 and back around them."""
+    weight = numpy_helper.from_array(np.ones((64, 32), np.float16), "w")
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"], name="mm"),
+         helper.make_node("Relu", ["y"], ["z"], name="relu")], "half",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [16, 64])],
+        [helper.make_tensor_value_info("z", TensorProto.FLOAT16, [16, 32])], [weight])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, tmp_path / "half.onnx")
+    return load_model(str(tmp_path / "half.onnx"))
+
+
+def test_the_casts_onnxruntime_inserts_are_priced_at_the_measured_cast_rate(tmp_path):
+    graph = _float16_matmul(tmp_path)
+    inputs = {"x": np.ones((16, 64), np.float16)}
+    profiles = profile_graphs([graph], inputs, SHORT)[0]
+    target = _measured_like("asic32", conv=2e11)
+    target = target_from_dict({**to_json(target), "measured": {**target.measured,
+                                                               "recast_bytes_per_s": 1e9}})
+    # each cast moves its value once in float16 (2 bytes) and once in float32 (4 bytes)
+    expected = {"all": {"mm": 16 * 64 * 6, "relu": 16 * 32 * 6},   # the weight cast once
+                "disabled": {"mm": (16 * 64 + 64 * 32) * 6, "relu": 16 * 32 * 6}}
+    for level, profile in profiles.items():
+        ops = {op.profiled.node: op for op in compare(graph, profile, target).ops}
+        assert {name: op.cast_bytes for name, op in ops.items()} == expected[level]
+        for op in ops.values():
+            assert sum("InsertedPrecisionFreeCast_" in k for k in op.profiled.kernels) >= 1
+            assert op.cast_ms == pytest.approx(op.cast_bytes / 1e9 * 1000)
+            assert op.predicted_ms == pytest.approx(op.roofline_ms + op.cast_ms
+                                                    + op.overhead_ms)
+    assert get_target("asic32").recast_bytes_per_s == get_target("asic32").bandwidth_bytes_per_s
+
+
 def test_a_compared_group_is_written_flat_its_profiled_keys_first():
     fused = ProfiledOp((3, 4), ("mm", "add"), ("MatMul", "Add"), ("k (FusedMatMul)",),
                        (1000.0, 4000.0, 2000.0), "name", 64.0)
@@ -189,8 +242,8 @@ def test_a_compared_group_is_written_flat_its_profiled_keys_first():
     assert list(data) == ["node", "ids", "op_type", "measured_ms", "measured_min_ms",
                           "measured_max_ms", "measured_bytes", "kernels", "traced_by",
                           "fused_by_onnxruntime", "note", "predicted_ms", "ratio", "compute_ms",
-                          "traffic_ms", "overhead_ms", "roofline_ms", "flops", "bytes",
-                          "dominant", "miss"]
+                          "traffic_ms", "cast_ms", "overhead_ms", "roofline_ms", "flops",
+                          "bytes", "cast_bytes", "dominant", "miss"]
     assert (data["node"], data["ids"], data["op_type"]) == ("mm + add", [3, 4], "MatMul+Add")
     assert (data["measured_ms"], data["measured_min_ms"], data["measured_max_ms"]) == (2, 1, 4)
     assert data["note"] == "onnxruntime ran these 2 nodes as 1 kernel(s) of its own fusion"
@@ -217,6 +270,7 @@ def test_the_measured_target_is_written_to_the_data_folder_and_prices_a_model(ma
     rates = data["measured"]["ops_per_s_by_kind"]
     assert set(rates) == set(RATE_KINDS) and all(rate > 1e8 for rate in rates.values())
     assert "3x3 Conv" in data["measured"]["how"] and "stride 2" in data["measured"]["how"]
+    assert data["measured"]["recast_bytes_per_s"] > 1e8 and "Cast of" in data["measured"]["how"]
     target = get_target(MACHINE_TARGET)
     assert target.measured is not None and target.overhead_seconds_per_op > 0
     cost = graph_cost(sample("cnn_bn"), MACHINE_TARGET, BINDINGS)

@@ -140,6 +140,8 @@ def test_user_target_missing_a_field_is_rejected_naming_it(tmp_path, field):
      "kinds conv, strided_conv"),
     ("measured", {"when": "now", "how": "timed", "ops_per_s_by_kind": {"conv": 0}},
      "positive rate"),
+    ("measured", {"when": "now", "how": "timed", "recast_bytes_per_s": -5},
+     "bad recast_bytes_per_s: -5"),
 ])
 def test_user_target_bad_values_are_rejected_naming_the_field(tmp_path, field, value, words):
     data = _user_target()

@@ -67,7 +67,8 @@ FIELD_HELP = {
                 "text, \"threads\": count, \"runtime\": name and version, "
                 "\"overhead_seconds_per_op\": the time an op costs beyond its work, "
                 "\"ops_per_s_by_kind\": {kind: the float32 rate of a kind of op that runs "
-                "at its own rate, e.g. \"conv\"}}",
+                "at its own rate, e.g. \"conv\"}, \"recast_bytes_per_s\": bytes read plus "
+                "written per second by a float16 to float32 Cast}",
     "host": "optional: the CPU the chip is attached to, {\"peak_ops_per_s\": its float32 "
             "rate, \"bandwidth_bytes_per_s\": its memory bandwidth, \"link_bytes_per_s\": "
             "the link to the chip} (partitioning weighs offloading against it)",
@@ -142,6 +143,13 @@ class Target:
         """What one op costs beyond its arithmetic and traffic (measured targets only; 0 for
         the targets priced from papers)."""
         return float((self.measured or {}).get("overhead_seconds_per_op", 0.0))
+
+    @property
+    def recast_bytes_per_s(self) -> float:
+        """The rate of a float16 to float32 Cast, bytes read plus written (measured targets;
+        the memory bandwidth where it was not measured)."""
+        return float((self.measured or {}).get("recast_bytes_per_s",
+                                                self.bandwidth_bytes_per_s))
 
     def __getstate__(self) -> dict:
         """Pickled with its peaks as a plain dict (a read-only mapping does not pickle), so a
@@ -379,6 +387,10 @@ def _measured(value: Any, bad) -> Mapping[str, Any] | None:
     overhead = value.get("overhead_seconds_per_op", 0.0)
     if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
         raise bad("measured", f"has a bad overhead_seconds_per_op: {overhead!r}")
+    recast = value.get("recast_bytes_per_s", 1.0)
+    if isinstance(recast, bool) or not isinstance(recast, (int, float)) \
+            or not math.isfinite(recast) or recast <= 0:
+        raise bad("measured", f"has a bad recast_bytes_per_s: {recast!r} (a positive rate)")
     by_kind = value.get("ops_per_s_by_kind", {})
     if not isinstance(by_kind, dict) or not all(
             kind in RATE_KINDS and not isinstance(rate, bool) and isinstance(rate, (int, float))

@@ -8,6 +8,12 @@ gets busier halfway slows them all alike and their times stay comparable.  Job i
 ``i.answer.pkl``, is (stage, error, events, wall seconds per timed run), and onnxruntime's
 optimized model is saved as ``i.optimized.onnx`` (what the profiled node names refer to).
 Only onnxruntime and numpy are imported here.
+
+Every model loaded here runs on one thread pool of the asked size (onnxruntime's global
+pool), as a model loaded alone would: with a pool for each model, the pools of the models
+that just ran keep spinning while the next one runs, and on a 2-core machine those spinning
+threads took the cores from it (a 512x512 matmul run in turns with five others had a median
+rate of 2-9 GFLOP/s on pools of their own and 10-17 on one shared pool, at load 10-16).
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ def main(folder: str) -> None:
     where = Path(folder)
     with open(where / "groups.pkl", "rb") as handle:
         groups = pickle.load(handle)
+    first = next((job for group in groups for job in group), None)
+    if first is not None:   # every job asks for the same threads
+        with open(where / f"{first}.job.pkl", "rb") as handle:
+            ort.set_global_thread_pool_sizes(pickle.load(handle)["threads"], 1)
     for group in groups:
         specs = {}
         for job in group:
@@ -79,7 +89,7 @@ def profile_group(ort, specs: dict[int, dict], where: Path) -> dict[int, tuple]:
 def _options(ort, spec: dict, stem: Path):
     options = ort.SessionOptions()
     options.graph_optimization_level = getattr(ort.GraphOptimizationLevel, spec["level"])
-    options.intra_op_num_threads = spec["threads"]
+    options.use_per_session_threads = False   # the global pool (module docstring)
     options.log_severity_level = 3
     options.enable_profiling = True
     options.profile_file_prefix = str(stem) + ".profile"

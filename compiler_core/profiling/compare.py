@@ -1,21 +1,28 @@
 """Prediction beside measurement: the roofline's time per op joined to onnxruntime's profile.
 
 The prediction of a group of nodes (one of ours, or several onnxruntime fused) is the sum of
-three terms over its nodes, on the target (normally this machine, measured):
+terms over its nodes, on the target (normally this machine, measured):
 
     compute  = FLOPs / rate(kind, dtype) traffic = bytes / bandwidth
     overhead = the target's measured cost of an op beyond its work, once per kernel
                onnxruntime runs for the group
-    predicted = max(compute, traffic) + overhead   (the roofline time plus the overhead)
+    casts    = bytes of the casts onnxruntime inserted / the target's measured Cast rate
+    predicted = max(compute, traffic) + casts + overhead
 
 rate(kind, dtype) is the dtype's peak, except for the kinds of op a measured target gives a
-rate of their own (`hardware.rate_kinds`: convolutions, strided ones apart), which run at it.
+rate of their own (`hardware.rate_kinds`: convolutions, strided ones apart), which
+run at it.
+
+onnxruntime's CPU has no float16 kernel for MatMul and several other ops: it inserts casts
+(``InsertedPrecisionFreeCast_<value>``) that convert the value to float32 and back on every
+run (at ORT_DISABLE_ALL the float16 weights too), each its own kernel; a cast moves its value
+once in float16 and once in float32, at the rate the target measured for a Cast.
 
 Nodes onnxruntime fused itself run as one kernel: their traffic is what crosses the group's
-boundary, not the sum of each node's.  A fused node onnxruntime has no operator for is written inline (its function's body, kernel
-names ``_inlfunc_…``) and runs op by op: its intermediates go through memory, so it is priced
-as its body run one op after another (`OpCost.unfused_bytes`), not as the fused kernel the
-roofline assumes.
+boundary, not the sum of each node's.  A fused node onnxruntime has no operator for is
+written inline (its function's body, kernel names ``_inlfunc_…``) and runs op by op: its
+intermediates go through memory, so it is priced as its body run one op after another
+(`OpCost.unfused_bytes`), not as the fused kernel the roofline assumes.
 
 Where measured and predicted differ by more than 2x, the term that dominates the prediction is
 named as the one the machine does not deliver as modelled, with the rate it did reach (a
@@ -26,6 +33,7 @@ does, whatever the scale.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..hardware.cost import graph_cost
@@ -35,6 +43,7 @@ from ..hardware.targets import Target, get_target
 from ..hardware.tensor_sizes import SizeResolver
 from ..ir import Graph, Node
 from ..records import name_of, record_field
+from .node_map import value_name
 from .runner import LevelProfile, ProfiledOp
 
 MISS_FACTOR = 2.0   # a prediction off by more than this says which term dominates
@@ -52,6 +61,8 @@ class ComparedOp:
     roofline_ms: float
     flops: int
     bytes: int
+    cast_ms: float = 0.0   # the casts onnxruntime inserted for the group
+    cast_bytes: int = 0
 
     json_derived = (("node", "profiled.node"), ("ids", "profiled.ids"),
                     ("op_type", "profiled.op_type"), "measured_ms",
@@ -62,11 +73,12 @@ class ComparedOp:
                     ("fused_by_onnxruntime", "profiled.fused_by_onnxruntime"),
                     ("note", "profiled.note"), "predicted_ms", "ratio", "dominant", "miss")
     json_order = (*ProfiledOp.json_order, "predicted_ms", "ratio", "compute_ms", "traffic_ms",
-                  "overhead_ms", "roofline_ms", "flops", "bytes", "dominant", "miss")
+                  "cast_ms", "overhead_ms", "roofline_ms", "flops", "bytes", "cast_bytes",
+                  "dominant", "miss")
 
     @property
     def predicted_ms(self) -> float:
-        return self.roofline_ms + self.overhead_ms
+        return self.roofline_ms + self.cast_ms + self.overhead_ms
 
     @property
     def measured_ms(self) -> float:
@@ -79,9 +91,9 @@ class ComparedOp:
 
     @property
     def dominant(self) -> str:
-        """The largest term of the prediction: compute, traffic or overhead."""
+        """The largest term of the prediction: compute, traffic, casts or overhead."""
         terms = {"compute": self.compute_ms, "traffic": self.traffic_ms,
-                 "overhead": self.overhead_ms}
+                 "casts": self.cast_ms, "overhead": self.overhead_ms}
         return max(terms, key=terms.get)
 
     def miss(self) -> str | None:
@@ -95,6 +107,8 @@ class ComparedOp:
             reached = f"it reached {self.flops / seconds / 1e9:.3g} GFLOP/s"
         elif self.dominant == "traffic":
             reached = f"it moved {self.bytes / seconds / 1e9:.3g} GB/s"
+        elif self.dominant == "casts":
+            reached = f"onnxruntime's casts moved {self.cast_bytes / 1e6:.3g} MB"
         else:
             reached = f"{len(self.profiled.ids)} node(s), {len(self.profiled.kernels)} kernel(s)"
         return f"{ratio:.2g}x {slower} than predicted; {self.dominant} dominates ({reached})"
@@ -157,6 +171,7 @@ def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = N
     ops = []
     priced_by_id = {node.id: node for node in priced.nodes}
     sizes = SizeResolver(bindings)
+    values = {v.name: v for n in priced.nodes for v in (*n.inputs, *n.outputs) if v is not None}
     for profiled in profile.ops:
         inline = any(k.startswith(INLINE_PREFIX) for k in profiled.kernels)
         terms = {i: _terms(costs[i], by_id[i], chosen, inline)
@@ -167,11 +182,13 @@ def compare(graph: Graph, profile: LevelProfile, target: Target | str | None = N
         if profiled.fused_by_onnxruntime:   # one kernel: only its boundary goes to memory
             moved = _boundary_bytes([priced_by_id[i] for i in terms], sizes) or moved
             roofline = max(compute, moved / chosen.bandwidth_bytes_per_s)
+        recast = _recast_bytes(profiled.kernels, values, sizes)
         ops.append(ComparedOp(
             profiled, compute_ms=compute * 1000,
             traffic_ms=moved / chosen.bandwidth_bytes_per_s * 1000,
             overhead_ms=overhead_ms * len(profiled.kernels), roofline_ms=roofline * 1000,
-            flops=sum(costs[i].flops for i in terms), bytes=moved))
+            flops=sum(costs[i].flops for i in terms), bytes=moved,
+            cast_ms=recast / chosen.recast_bytes_per_s * 1000, cast_bytes=recast))
     profiled_ids = {i for op in profile.ops for i in op.ids}
     # the groups as predicted, and the nodes no kernel ran at their roofline time
     total = sum(op.predicted_ms for op in ops) + sum(
@@ -190,6 +207,19 @@ def _terms(cost, node: Node, target: Target, inline: bool) -> tuple[float, float
         moved = cost.unfused_bytes
     rate = target.rate(cost.dtype, rate_kind(node))
     return cost.flops / rate, moved / target.bandwidth_bytes_per_s, moved
+
+
+def _recast_bytes(kernels: tuple[str, ...], values: dict, sizes: SizeResolver) -> int:
+    """Bytes moved by the casts onnxruntime inserted among ``kernels`` ("name (op)"): each
+    recast value once in its own type and once in float32 (a value of unknown size, none)."""
+    moved = 0
+    for kernel in kernels:
+        name = kernel.rsplit(" (", 1)[0]
+        value = values.get(value_name(name)) if value_name(name) != name else None
+        shape = sizes.shape(value) if value is not None else None
+        if shape is not None:
+            moved += sizes.nbytes(value) + 4 * math.prod(shape)
+    return moved
 
 
 def _boundary_bytes(nodes: list[Node], sizes: SizeResolver) -> int | None:
