@@ -58,11 +58,19 @@ def _tensor_type_read(serialized: bytes) -> tuple[int | None, tuple | None]:
 
 
 def to_value_info(value: Value) -> onnx.ValueInfoProto:
-    info = onnx.ValueInfoProto(name=value.name)
     if value.type_proto is not None:
+        info = onnx.ValueInfoProto(name=value.name)
         info.type.CopyFrom(value.type_proto)
-    elif value.elem_type is not None:
-        info.type.CopyFrom(_tensor_type_proto(value.elem_type, value.shape))
+        return info
+    if value.elem_type is None:
+        return onnx.ValueInfoProto(name=value.name)
+    return tensor_value_info(value.name, value.elem_type, value.shape)
+
+
+def tensor_value_info(name: str, elem_type: int, shape: tuple | None) -> onnx.ValueInfoProto:
+    """A tensor's value info (``onnx.helper.make_tensor_value_info``'s, without its cost)."""
+    info = onnx.ValueInfoProto(name=name)
+    info.type.CopyFrom(_tensor_type_proto(elem_type, shape))
     return info
 
 
