@@ -55,7 +55,7 @@ def norm_then_linear(tmp_path) -> str:
 def old_exporter(monkeypatch):
     """The exporter as it was before canonical export: optional inputs left out at the end are
     written as empty names, which crashes onnxruntime's LayerNorm fusion."""
-    monkeypatch.setattr(exporter, "_drop_empty_tails", lambda nodes: None)
+    monkeypatch.setattr(exporter, "_empty_tail_dropped", lambda names, keep: names)
 
 
 def _compile(capsys, argv) -> tuple[int, dict, str]:

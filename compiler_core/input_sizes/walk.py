@@ -186,7 +186,7 @@ class Walk:
         ir = self.ir_shape(value)
         if shape is None or ir is not None and len(ir) != len(shape):
             shape = ir
-        elif ir is not None:
+        elif ir is not None and not _same_dims(shape, ir):
             shape = tuple(self._reconcile(mine, theirs, node, value)
                           for mine, theirs in zip(shape, ir))
         self.shapes[value.name] = shape
@@ -234,6 +234,13 @@ class Walk:
 
 def _output(node: Node, index: int) -> Value | None:
     return node.outputs[index] if index < len(node.outputs) else None
+
+
+def _same_dims(shape: tuple[Poly, ...], ir: tuple[Poly, ...]) -> bool:
+    """Every dim the very object the IR's shape holds: nothing to reconcile (the usual case,
+    since a shape read from the IR is read once per distinct shape and rules pass their
+    inputs' dims on)."""
+    return all(mine is theirs for mine, theirs in zip(shape, ir))
 
 
 def _only_opaque(poly: Poly) -> bool:

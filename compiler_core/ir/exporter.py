@@ -73,10 +73,9 @@ def to_model_proto(graph: Graph, *, weights: str = "all", value_info: bool = Tru
     model = helper.make_model(g, opset_imports=[helper.make_opsetid(d, v)
                                                 for d, v in opsets.items()])
     model.functions.extend(graph.functions.values())
-    model.functions.extend(functions.protos)
-    _drop_empty_tails(model.graph.node)
-    for function in model.functions:
+    for function in model.functions:   # the imported ones (ours are written canonical)
         _drop_empty_tails(function.node)
+    model.functions.extend(functions.protos)
     model.ir_version = ir_version or _ir_version(graph, opsets, bool(model.functions))
     if model.ir_version < 4:  # before IR 4 every initializer must also be listed as an input
         listed = {i.name for i in model.graph.input}
@@ -306,24 +305,33 @@ def node_to_proto(node: Node) -> onnx.NodeProto:
     """One plain (unfused) node as a NodeProto, e.g. to evaluate it on its own."""
     if node.body is not None:
         raise ValueError(f"{node.name!r} is fused: it exports as a call of a function")
-    proto = _node_proto(node, None)
-    _drop_empty_tails([proto])
-    return proto
+    return _node_proto(node, None)
 
 
 def _drop_empty_tails(nodes: Iterable[onnx.NodeProto]) -> None:
-    """Omit trailing empty input and output names, in place, also inside control-flow bodies.
-
-    Outputs are kept down to the count the op's schema requires (at least one)."""
+    """Omit trailing empty input and output names of written nodes, in place, also inside
+    control-flow bodies (the nodes of imported functions and of subgraph attributes; the
+    exporter writes its own nodes without them: ``_empty_tail_dropped``)."""
     for node in nodes:
-        while node.input and not node.input[-1]:
-            del node.input[-1]
-        keep = _required_outputs(node.op_type, node.domain)
-        while len(node.output) > keep and not node.output[-1]:
-            del node.output[-1]
+        inputs, outputs = list(node.input), list(node.output)
+        kept = _empty_tail_dropped(inputs, 0)
+        if len(kept) < len(inputs):
+            del node.input[len(kept):]
+        kept = _empty_tail_dropped(outputs, _required_outputs(node.op_type, node.domain))
+        if len(kept) < len(outputs):
+            del node.output[len(kept):]
         for attr in node.attribute:
             for body in ([attr.g] if attr.HasField("g") else []) + list(attr.graphs):
                 _drop_empty_tails(body.node)
+
+
+def _empty_tail_dropped(names: list[str], keep: int) -> list[str]:
+    """``names`` without the empty ones at the end, down to ``keep`` names: the canonical
+    form (tests put back the old spelling by making this return ``names``)."""
+    end = len(names)
+    while end > keep and not names[end - 1]:
+        end -= 1
+    return names[:end] if end < len(names) else names
 
 
 def _required_outputs(op_type: str, domain: str) -> int:
@@ -343,18 +351,29 @@ def _schema_outputs(op_type: str, domain: str) -> int:
 
 
 def _node_proto(node: Node, functions: "_FunctionTable", skip: str = "") -> onnx.NodeProto:
-    """``skip``: an attribute the caller writes itself."""
-    proto = onnx.NodeProto(op_type=node.op_type, domain=node.domain, name=node.name,
+    """The node in canonical form (no empty names at the end of its inputs and outputs);
+    ``skip``: an attribute the caller writes itself."""
+    if node.body is not None:  # a call of its body's function; its attributes only describe it
+        op_type, domain = functions.name_for(node), FUSED_DOMAIN
+    else:
+        op_type, domain = node.op_type, node.domain
+    proto = onnx.NodeProto(op_type=op_type, domain=domain, name=node.name,
                            doc_string=node.doc_string, overload=node.overload)
-    proto.input.extend(v.name if v is not None else "" for v in node.inputs)
-    proto.output.extend(v.name if v is not None else "" for v in node.outputs)
+    proto.input.extend(_empty_tail_dropped(
+        [v.name if v is not None else "" for v in node.inputs], 0))
+    proto.output.extend(_empty_tail_dropped(
+        [v.name if v is not None else "" for v in node.outputs],
+        _required_outputs(op_type, domain)))
     for key, value in node.metadata.items():
         proto.metadata_props.add(key=key, value=value)
-    if node.body is not None:
-        proto.domain, proto.op_type = FUSED_DOMAIN, functions.name_for(node)
-        return proto  # a fused node's attributes describe it; its body carries the semantics
-    proto.attribute.extend(attributes.to_proto(k, v, node.attr_types.get(k))
-                           for k, v in node.attrs.items() if k != skip)
+    if node.body is None and node.attrs:
+        written = [attributes.to_proto(k, v, node.attr_types.get(k))
+                   for k, v in node.attrs.items() if k != skip]
+        for attr in written:
+            if attr.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+                for body in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs:
+                    _drop_empty_tails(body.node)
+        proto.attribute.extend(written)
     return proto
 
 

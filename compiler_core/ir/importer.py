@@ -22,7 +22,8 @@ from .external_data import external_tensor, iter_tensors, load_external_data
 from .graph import Graph
 from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
 from .model_limits import PROTOBUF_LIMIT, format_size
-from .proto_types import FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, value_from_type
+from .proto_types import (FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, tensor_value_info,
+                          value_from_type)
 from .schema_checks import check_schemas, opset_versions
 from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
@@ -206,8 +207,7 @@ def _light_model(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
     model.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in opsets.items())
     g = model.graph
     if stored:
-        g.input.extend(onnx.helper.make_tensor_value_info(data.name, data.elem_type,
-                                                          list(data.shape))
+        g.input.extend(tensor_value_info(data.name, data.elem_type, tuple(data.shape))
                        for data in stored.values())
         for index in sorted(stored, reverse=True):
             del g.node[index]
@@ -217,8 +217,8 @@ def _light_model(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
         if not isinstance(data, LazyTensor):
             small.append((tensor, data))
         elif tensor.name not in listed:
-            g.input.append(onnx.helper.make_tensor_value_info(tensor.name, tensor.data_type,
-                                                              list(tensor.dims)))
+            g.input.append(tensor_value_info(tensor.name, tensor.data_type,
+                                             tuple(tensor.dims)))
     if len(small) != len(g.initializer) or any(
             t.data_location == onnx.TensorProto.EXTERNAL for t, _ in small):
         kept = [_small_tensor(tensor, data) for tensor, data in small]

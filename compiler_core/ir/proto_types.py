@@ -6,6 +6,7 @@ model and reads types back) depends on neither direction's module as a whole.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import onnx
@@ -36,12 +37,7 @@ def fused_op_of(op_type: str, domain: str, calls_function: bool) -> str:
 def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
     """A Value carrying what a ValueInfo says about type and shape."""
     if type_proto.HasField("tensor_type"):
-        tensor_type = type_proto.tensor_type
-        shape = None
-        if tensor_type.HasField("shape"):
-            shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                          for d in tensor_type.shape.dim)
-        return Value(name, tensor_type.elem_type or None, shape)
+        return Value(name, *_tensor_type_read(type_proto.SerializeToString()))
     if type_proto.WhichOneof("value") is None:
         return Value(name)
     copy = onnx.TypeProto()
@@ -49,23 +45,49 @@ def value_from_type(name: str, type_proto: onnx.TypeProto) -> Value:
     return Value(name, type_proto=copy)
 
 
+@functools.lru_cache(maxsize=4096)
+def _tensor_type_read(serialized: bytes) -> tuple[int | None, tuple | None]:
+    """(elem type, shape) of a tensor type, read once per distinct type: a graph's values
+    share a few, and reading a shape dim by dim costs more than serialising it."""
+    tensor_type = onnx.TypeProto.FromString(serialized).tensor_type
+    shape = None
+    if tensor_type.HasField("shape"):
+        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                      for d in tensor_type.shape.dim)
+    return tensor_type.elem_type or None, shape
+
+
 def to_value_info(value: Value) -> onnx.ValueInfoProto:
     if value.type_proto is not None:
         info = onnx.ValueInfoProto(name=value.name)
         info.type.CopyFrom(value.type_proto)
         return info
-    info = onnx.ValueInfoProto(name=value.name)
     if value.elem_type is None:
-        return info
-    tensor_type = info.type.tensor_type
-    tensor_type.elem_type = value.elem_type
-    if value.shape is not None:
-        shape = tensor_type.shape
-        shape.SetInParent()
-        for dim in value.shape:
-            entry = shape.dim.add()
+        return onnx.ValueInfoProto(name=value.name)
+    return tensor_value_info(value.name, value.elem_type, value.shape)
+
+
+def tensor_value_info(name: str, elem_type: int, shape: tuple | None) -> onnx.ValueInfoProto:
+    """A tensor's value info (``onnx.helper.make_tensor_value_info``'s, without its cost)."""
+    info = onnx.ValueInfoProto(name=name)
+    info.type.CopyFrom(_tensor_type_proto(elem_type, shape))
+    return info
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensor_type_proto(elem_type: int, shape: tuple | None) -> onnx.TypeProto:
+    """A tensor type, built once per distinct (elem type, shape) and copied from there (never
+    handed out to be changed)."""
+    type_proto = onnx.TypeProto()
+    tensor_type = type_proto.tensor_type
+    tensor_type.elem_type = elem_type
+    if shape is not None:
+        shape_proto = tensor_type.shape
+        shape_proto.SetInParent()
+        for dim in shape:
+            entry = shape_proto.dim.add()
             if isinstance(dim, int):
                 entry.dim_value = dim
             elif dim is not None:
                 entry.dim_param = dim
-    return info
+    return type_proto

@@ -55,11 +55,12 @@ def split_inline_weights(buffer, min_bytes: int) -> tuple[bytes, InlineWeights]:
         return _tensor_without_data(view, begin, end, found.initializers, min_bytes)
 
     def node(begin: int, end: int) -> bytes | None:
+        if end - begin < min_bytes or not _is_constant(view, begin, end):
+            found.constants.append(None)   # too small to hold a large value, or no Constant
+            return None
         spans: list[Span | None] = []
-        rewritten = None
-        if end - begin >= min_bytes and _is_constant(view, begin, end):
-            rewritten = _with_fields_rewritten(view, begin, end, {NODE_ATTRIBUTE: lambda b, e:
-                _constant_value_without_data(view, b, e, spans, min_bytes)})
+        rewritten = _with_fields_rewritten(view, begin, end, {NODE_ATTRIBUTE: lambda b, e:
+            _constant_value_without_data(view, b, e, spans, min_bytes)})
         found.constants.append(next((span for span in spans if span), None))
         return rewritten
 
@@ -77,17 +78,18 @@ def _with_fields_rewritten(view: memoryview, begin: int, end: int, rewrites: dic
     ``rewrites`` lists replaced by ``rewrite(payload start, payload end)`` where that gives
     bytes; None when none gave any (the message stays as it is: no copy)."""
     pieces: list[bytes | memoryview] = []
-    moved = False
+    kept_from = begin   # the fields from here to the one being read are copied as one run
     for field, wire_type, start, tag_end, body, stop in _fields(view, begin, end):
         rewrite = rewrites.get(field)
         if rewrite is not None and wire_type == LENGTH_DELIMITED:
             payload = rewrite(body, stop)
             if payload is not None:
-                pieces += [view[start:tag_end], encode_varint(len(payload)), payload]
-                moved = True
-                continue
-        pieces.append(view[start:stop])
-    return b"".join(pieces) if moved else None
+                pieces += [view[kept_from:tag_end], encode_varint(len(payload)), payload]
+                kept_from = stop
+    if not pieces:
+        return None
+    pieces.append(view[kept_from:end])
+    return b"".join(pieces)
 
 
 def _is_constant(view: memoryview, begin: int, end: int) -> bool:
@@ -115,17 +117,19 @@ def _constant_value_without_data(view: memoryview, begin: int, end: int, spans: 
 
 def _tensor_without_data(view: memoryview, begin: int, end: int, spans: list,
                          min_bytes: int) -> bytes | None:
-    kept: list[memoryview] = []
+    kept: list[memoryview] = []   # the runs of fields between raw_data fields
+    kept_from = begin
     data: Span | None = None
     for field, wire_type, start, _, body, stop in _fields(view, begin, end):
         if field == TENSOR_RAW_DATA and wire_type == LENGTH_DELIMITED:
             data = Span(body, stop - body)   # the last occurrence wins, as in protobuf
-        else:
-            kept.append(view[start:stop])
+            kept.append(view[kept_from:start])
+            kept_from = stop
     if data is None or data.length < min_bytes:
         spans.append(None)
         return None
     spans.append(data)
+    kept.append(view[kept_from:end])
     return b"".join(kept)
 
 
@@ -134,10 +138,20 @@ def _fields(view: memoryview, position: int, end: int):
     of each field of the message between ``position`` and ``end``."""
     while position < end:
         start = position
-        tag, tag_end = _read_varint(view, position, end)
+        tag = view[position]
+        if tag < 0x80:   # a one-byte key, as every field of an ONNX model has: read inline
+            tag_end = position + 1
+        else:
+            tag, tag_end = _read_varint(view, position, end)
         if tag >> 3 == 0:
             raise WireError(f"field number 0 at byte {start}")
-        body, position = _payload(view, tag, tag_end, end)
+        if tag & 7 == LENGTH_DELIMITED and tag_end < end and view[tag_end] < 0x80:
+            body, position = tag_end + 1, tag_end + 1 + view[tag_end]   # a short payload
+            if position > end:
+                raise WireError(f"field {tag >> 3} before byte {body} runs past the end of "
+                                f"its message")
+        else:
+            body, position = _payload(view, tag, tag_end, end)
         yield tag >> 3, tag & 7, start, tag_end, body, position
 
 
