@@ -29,7 +29,8 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import sub
 
 import numpy as np
 
@@ -96,18 +97,110 @@ class PreloadedTiles:
     last_width: int
 
 
+class StreamedTiles:
+    """A streamed operand whose every address sits at one place of its fill order, known
+    by its layout: the source's `count` tiles of `width` columns (the last one `used`
+    wide), each `height` rows, stacked into `count * height` rows and filled along
+    anti-diagonals, column ascending within one. Fold f reads tile t = `fold_tile[f]`,
+    stacked rows [t*height, (t+1)*height): its requests are its cells in fill order, the
+    cell on anti-diagonal d asked at local row `base` + d - t*height. A cell's position is
+    the valid cells on the anti-diagonals before its own (`starts`; the padding past the
+    last tile's `used` columns is no position) plus those before it on its own."""
+
+    __slots__ = ("height", "width", "count", "used", "base", "fold_tile", "_starts")
+
+    def __init__(self, height: int, width: int, count: int, used: int, base: int,
+                 fold_tile: list):
+        self.height, self.width, self.count, self.used = height, width, count, used
+        self.base, self.fold_tile, self._starts = base, fold_tile, None
+
+    @property
+    def starts(self) -> list[int]:
+        """The position of each anti-diagonal's first valid cell (and the total last): the
+        stacked matrix's diagonal lengths rise by one to its narrow side, stay, fall back,
+        less the padded corner's (rows of the last tile, columns from `used`), the same
+        shape shifted."""
+        if self._starts is None:
+            lengths = _diagonal_lengths(self.count * self.height, self.width)
+            if self.used < self.width:
+                corner = (self.count - 1) * self.height + self.used
+                padded = _diagonal_lengths(self.height, self.width - self.used)
+                end = corner + len(padded)
+                lengths[corner:end] = map(sub, lengths[corner:end], padded)
+            self._starts = list(accumulate(lengths, initial=0))
+        return self._starts
+
+    def position(self, d: int, c: int) -> int:
+        """The fill position of the valid cell in column c of anti-diagonal d."""
+        low = d - self.count * self.height + 1          # the diagonal's bottom column
+        if low < 0:
+            low = 0
+        position = self.starts[d] + c - low
+        if self.used < self.width:                      # padded cells before it on d
+            padded = min(c, d - (self.count - 1) * self.height + 1) - max(self.used, low)
+            if padded > 0:
+                position -= padded
+        return position
+
+    def _tile_width(self, t: int) -> int:
+        return self.width if t < self.count - 1 else self.used
+
+    def first_position(self, t: int) -> int:
+        return self.starts[t * self.height]
+
+    def last_position(self, t: int) -> int:
+        width = self._tile_width(t)
+        return self.position(t * self.height + self.height + width - 2, width - 1)
+
+    def next_request(self, t: int, x: int) -> tuple[int, int] | None:
+        """(position, local row) of tile t's first request at or past position x, or
+        None: on x's anti-diagonal the tile's cells hold consecutive positions (its
+        columns [a, b]), so it is there or the next diagonal's first."""
+        height, top = self.height, t * self.height
+        d = bisect_right(self.starts, x) - 1
+        if d < top:
+            return self.starts[top], self.base
+        last = top + height + self._tile_width(t) - 2
+        if d > last:
+            return None
+        a = d - top - height + 1
+        if a < 0:
+            a = 0
+        first = self.position(d, a)
+        if x <= first:
+            return first, self.base + d - top
+        b = d - top
+        if b >= self._tile_width(t):
+            b = self._tile_width(t) - 1
+        if x <= first + b - a:
+            return x, self.base + d - top
+        d += 1
+        if d > last:
+            return None
+        a = d - top - height + 1
+        return self.position(d, a if a > 0 else 0), self.base + d - top
+
+
+def _diagonal_lengths(height: int, width: int) -> list[int]:
+    """The lengths of a height x width matrix's anti-diagonals, in order."""
+    side = min(height, width)
+    return [*range(1, side), *repeat(side, height + width + 1 - 2 * side),
+            *range(side - 1, 0, -1)]
+
+
 class ReadOperand:
     """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
     holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
     first and last request (`first_last`), and its demand stream (`streams`), built only
     when asked: an SRAM whose window spans the whole fill order never misses, so most small
-    layers need no stream at all; a preloaded operand with one place per address is read
-    from its layout (`preloaded`) and needs none either."""
+    layers need no stream at all; an operand with one place per address is read from its
+    layout (`preloaded` or `streamed`) and needs none either."""
 
     def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build,
-                 preloaded: PreloadedTiles | None = None):
+                 preloaded: PreloadedTiles | None = None,
+                 streamed: StreamedTiles | None = None):
         self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
-        self._build, self.preloaded = build, preloaded
+        self._build, self.preloaded, self.streamed = build, preloaded, streamed
 
     @cached
     def streams(self) -> OperandStreams:
@@ -325,8 +418,13 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
                               rows, positions, source.may_share,
                               lambda: stacked().ravel()[fill])
 
-    return ReadOperand(source.valid, height * -(-columns // width) * width,
-                       _ends(len(fold_tile), fold_rows, local_rows), build)
+    count = -(-columns // width)
+    layout = None
+    if complete and not source.may_share:
+        layout = StreamedTiles(height, width, count, columns - (count - 1) * width, base,
+                               fold_tile)
+    return ReadOperand(source.valid, height * count * width,
+                       _ends(len(fold_tile), fold_rows, local_rows), build, streamed=layout)
 
 
 def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
