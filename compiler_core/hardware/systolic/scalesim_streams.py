@@ -28,7 +28,6 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from itertools import accumulate, repeat
 from operator import sub
 
@@ -216,13 +215,11 @@ class OfmapWrites:
 
     def __init__(self, spans: list, fold_rows: int, base: int):
         self.fold_rows, self.total_rows = fold_rows, fold_rows * len(spans)
-        prefixes: dict = {}
-        self._prefix, self._fold_first = [], [0]
-        for span in spans:
-            if span not in prefixes:
-                prefixes[span] = list(accumulate(self._pattern(span, base), initial=0))
-            self._prefix.append(prefixes[span])
-            self._fold_first.append(self._fold_first[-1] + prefixes[span][-1])
+        prefixes = {span: list(accumulate(self._pattern(span, base), initial=0))
+                    for span in set(spans)}
+        self._prefix = [prefixes[span] for span in spans]
+        self._fold_first = list(accumulate([prefix[-1] for prefix in self._prefix],
+                                           initial=0))
         self.total = self._fold_first[-1]
         (first, height, width), last = spans[0], spans[-1]
         self.first_last = (base + first,
@@ -316,10 +313,24 @@ class _Source:
     def __init__(self, shape: tuple[int, int], valid: int, may_share: bool, build):
         self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
         self.complete = valid == shape[0] * shape[1]
+        self._column_tiles: dict = {}
 
     @cached
     def matrix(self) -> np.ndarray:
         return self._build()
+
+    def column_tiles(self, width: int) -> np.ndarray:
+        """The matrix cut into tiles of `width` columns (all its rows), padded with
+        NO_REQUEST past its last column: (tiles, rows, width); kept once built."""
+        tiles = self._column_tiles.get(width)
+        if tiles is None:
+            height, columns = self.shape
+            count = -(-columns // width)
+            padded = np.full((height, count * width), NO_REQUEST, dtype=np.int64)
+            padded[:, :columns] = self.matrix
+            tiles = padded.reshape(height, count, width).transpose(1, 0, 2)
+            self._column_tiles[width] = tiles
+        return tiles
 
     @property
     def T(self) -> "_Source":
@@ -344,16 +355,6 @@ def filter_addresses(conv: ConvShape) -> np.ndarray:
 
 def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
-
-
-def _blocks(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """The matrix cut into rows x cols blocks, padded with NO_REQUEST at its far edges:
-    (row blocks, column blocks, rows, cols)."""
-    height, width = matrix.shape
-    padded = np.full((-(-height // rows) * rows, -(-width // cols) * cols), NO_REQUEST,
-                     dtype=np.int64)
-    padded[:height, :width] = matrix
-    return padded.reshape(padded.shape[0] // rows, rows, -1, cols).transpose(0, 2, 1, 3)
 
 
 def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -388,9 +389,8 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
     height, columns = source.shape
     complete = source.complete
 
-    @cache
     def stacked() -> np.ndarray:
-        return _blocks(source.matrix, height, width)[0].reshape(-1, width)
+        return source.column_tiles(width).reshape(-1, width)
 
     def local_rows(fold):
         t = fold_tile[fold]
@@ -442,9 +442,8 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
         asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
-    @cache
     def prefetch() -> np.ndarray:
-        return _blocks(source.matrix, K, C)[0].ravel()
+        return source.column_tiles(C).ravel()
 
     def build() -> OperandStreams:
         fold = np.arange(blocks * slices)
