@@ -228,6 +228,7 @@ def test_a_streamed_tiles_layout_gives_its_stream():
             if tiles is None:
                 continue
             stream = read.streams
+            tiles.prepare()
             for t in range(len(stream.tile_start) - 1):
                 part = slice(stream.tile_start[t], stream.tile_start[t + 1])
                 positions, rows = stream.positions[part].tolist(), stream.rows[part].tolist()

@@ -195,6 +195,7 @@ def _walk_streamed(tiles: StreamedTiles, per_set: int, fold_rows: int,
     the next request that can miss is the tile's first at or past the window's end, found
     on that position's anti-diagonal (`StreamedTiles.next_request`) with no stream built."""
     n, A = window.sets, window.active
+    tiles.prepare()
     for fold, t in enumerate(tiles.fold_tile):
         position, floor = tiles.first_position(t), window.floor
         low = position // per_set

@@ -106,28 +106,27 @@ class StreamedTiles:
     the valid cells on the anti-diagonals before its own (`starts`; the padding past the
     last tile's `used` columns is no position) plus those before it on its own."""
 
-    __slots__ = ("height", "width", "count", "used", "base", "fold_tile", "_starts")
+    __slots__ = ("height", "width", "count", "used", "base", "fold_tile", "starts")
 
     def __init__(self, height: int, width: int, count: int, used: int, base: int,
                  fold_tile: list):
         self.height, self.width, self.count, self.used = height, width, count, used
-        self.base, self.fold_tile, self._starts = base, fold_tile, None
+        self.base, self.fold_tile, self.starts = base, fold_tile, None
 
-    @property
-    def starts(self) -> list[int]:
-        """The position of each anti-diagonal's first valid cell (and the total last): the
-        stacked matrix's diagonal lengths rise by one to its narrow side, stay, fall back,
-        less the padded corner's (rows of the last tile, columns from `used`), the same
-        shape shifted."""
-        if self._starts is None:
-            lengths = _diagonal_lengths(self.count * self.height, self.width)
-            if self.used < self.width:
-                corner = (self.count - 1) * self.height + self.used
-                padded = _diagonal_lengths(self.height, self.width - self.used)
-                end = corner + len(padded)
-                lengths[corner:end] = map(sub, lengths[corner:end], padded)
-            self._starts = list(accumulate(lengths, initial=0))
-        return self._starts
+    def prepare(self) -> None:
+        """Count `starts`, the position of each anti-diagonal's first valid cell (and the
+        total last), before any position is asked for: the stacked matrix's diagonal
+        lengths rise by one to its narrow side, stay, fall back, less the padded corner's
+        (rows of the last tile, columns from `used`), the same shape shifted."""
+        if self.starts is not None:
+            return
+        lengths = _diagonal_lengths(self.count * self.height, self.width)
+        if self.used < self.width:
+            corner = (self.count - 1) * self.height + self.used
+            padded = _diagonal_lengths(self.height, self.width - self.used)
+            end = corner + len(padded)
+            lengths[corner:end] = map(sub, lengths[corner:end], padded)
+        self.starts = list(accumulate(lengths, initial=0))
 
     def position(self, d: int, c: int) -> int:
         """The fill position of the valid cell in column c of anti-diagonal d."""
@@ -141,25 +140,23 @@ class StreamedTiles:
                 position -= padded
         return position
 
-    def _tile_width(self, t: int) -> int:
-        return self.width if t < self.count - 1 else self.used
-
     def first_position(self, t: int) -> int:
         return self.starts[t * self.height]
 
     def last_position(self, t: int) -> int:
-        width = self._tile_width(t)
+        width = self.width if t < self.count - 1 else self.used
         return self.position(t * self.height + self.height + width - 2, width - 1)
 
     def next_request(self, t: int, x: int) -> tuple[int, int] | None:
         """(position, local row) of tile t's first request at or past position x, or
         None: on x's anti-diagonal the tile's cells hold consecutive positions (its
         columns [a, b]), so it is there or the next diagonal's first."""
-        height, top = self.height, t * self.height
-        d = bisect_right(self.starts, x) - 1
+        height, top, starts = self.height, t * self.height, self.starts
+        d = bisect_right(starts, x) - 1
         if d < top:
-            return self.starts[top], self.base
-        last = top + height + self._tile_width(t) - 2
+            return starts[top], self.base
+        width = self.width if t < self.count - 1 else self.used
+        last = top + height + width - 2
         if d > last:
             return None
         a = d - top - height + 1
@@ -169,8 +166,8 @@ class StreamedTiles:
         if x <= first:
             return first, self.base + d - top
         b = d - top
-        if b >= self._tile_width(t):
-            b = self._tile_width(t) - 1
+        if b >= width:
+            b = width - 1
         if x <= first + b - a:
             return x, self.base + d - top
         d += 1
