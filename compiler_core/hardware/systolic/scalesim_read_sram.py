@@ -13,17 +13,19 @@ sets S moves u to max(u, h(X)), where X is the first position at or after uP hol
 S and h(x) = ceil((x - A + 1) / P) the first window that reaches x. So the walk only needs
 the requests where it moves, and those are found without visiting the others. A request
 whose own set the window holds hits, and so does every later one whose set lies between
-it and the window's end. Three walks use this: a streamed tile (read along anti-diagonals,
-in fill order) has rising positions, so the next request that can miss is the first at or
-past the window's end, a binary search; a preloaded tile whose addresses sit in one place
-each is known by its layout (`PreloadedTiles`: rows of consecutive positions, read bottom
-row first), so the next is found by arithmetic, in the row or below a row that hits to its
-end, and no stream is built; where an address can sit in several sets (im2col inputs of
-overlapping windows) runs of rising sets are searched the same way and a request whose
-own set is out of the window is stepped exactly over all of its address's sets. A fold
-whose whole tile lies in the window is skipped in one test. P <= A, so every position is
-in some window and a miss always ends; P = 0 only when the window spans the whole ring,
-where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
+it and the window's end. Four walks use this. Where addresses sit in one place each,
+tiles are known by their layout and no stream is built: a streamed tile (read along
+anti-diagonals, in fill order) has rising positions, so the next request that can miss is
+its first at or past the window's end, found on that position's anti-diagonal
+(`StreamedTiles`); a preloaded tile (`PreloadedTiles`: rows of consecutive positions, read
+bottom row first) finds it by arithmetic, in the row or below a row that hits to its end.
+A stream whose matrix has holes (strided windows past the input) is searched along its
+runs of rising positions by binary search (a preloaded tile's rows are such runs); where
+an address can sit in several sets (im2col inputs of overlapping windows) runs of rising
+sets are searched the same way and a request whose own set is out of the window is
+stepped exactly over all of its address's sets. A fold whose whole tile (or run) lies
+in the window is skipped in one test. P <= A, so every position is in some window and a
+miss always ends; P = 0 only when the window spans the whole ring, where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
 request-by-request walk.
 """
 

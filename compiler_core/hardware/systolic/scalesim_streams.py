@@ -19,7 +19,9 @@ Everything is built with whole-array numpy operations; nothing is walked cycle b
 The streams are kept per distinct tile (folds re-reading a tile share it), a streamed tile's
 requests are its part of the fill order (so one anti-diagonal pass gives both), the ofmap
 writes per row are a closed form per tile shape, and a read operand's stream is built only
-when its SRAM can miss (`ReadOperand`).
+when its SRAM can miss and its layout does not give its positions (`ReadOperand`: a tile
+whose addresses sit in one place each is known by arithmetic, `StreamedTiles` and
+`PreloadedTiles`).
 """
 
 from __future__ import annotations
