@@ -25,8 +25,8 @@ an address can sit in several sets (im2col inputs of overlapping windows) runs o
 sets are searched the same way and a request whose own set is out of the window is
 stepped exactly over all of its address's sets. A fold whose whole tile (or run) lies
 in the window is skipped in one test. P <= A, so every position is in some window and a
-miss always ends; P = 0 only when the window spans the whole ring, where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
-request-by-request walk.
+miss always ends; P = 0 only when the window spans the whole ring, where nothing misses.
+`tests/test_systolic_read_sram.py` checks each walk against the request-by-request walk.
 """
 
 from __future__ import annotations
