@@ -414,6 +414,8 @@ def scalesim_figures(reference) -> dict:
     ("gemm", (30, 20, 40), 8, 8, "is", (2, 1, 1), (10, 10, 10)),
     ("conv", (9, 9, 3, 3, 4, 6, 2), 8, 4, "ws", (1, 1, 1), (1, 1, 1)),
     ("conv", (8, 7, 3, 2, 3, 5, 1), 4, 4, "is", (1, 2, 1), (4, 2, 3)),
+    # windows past the input, preloaded: each row of a tile rises, the tile does not
+    ("conv", (29, 33, 3, 3, 4, 11, 5), 4, 8, "is", (1, 1, 1), (5, 2, 1)),
 ])
 def test_memory_figures_equal_real_scalesim_in_user_mode(kind, dims, R, C, dataflow, sram,
                                                          words):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import asdict
 
@@ -161,6 +162,22 @@ def overlapping_convs(count: int, seed: int):
                             memory=memory)
 
 
+def gapped_convs(count: int, seed: int):
+    """Convolutions whose stride passes the filter and whose last windows run past the
+    input: no address sits in two places, but the im2col matrix has holes, so no tile is
+    known by its layout alone and a preloaded tile's positions rise only row by row."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        F = rng.randint(1, 3)
+        memory = MemoryConfig([1, 1, rng.choice([1, 2])], [rng.choice([1, 2, 5])
+                                                           for _ in range(3)])
+        yield schedule_conv(rng.randint(20, 40), rng.randint(20, 40), F, F,
+                            rng.randint(2, 8), rng.randint(2, 12), rng.randint(F + 1, F + 3),
+                            rows=rng.choice([4, 8]), cols=rng.choice([4, 8]),
+                            dataflow=rng.choice(["os", "ws", "is"]), timing="scalesim",
+                            memory=memory)
+
+
 def walked_like_each_request(schedule):
     """Each read operand of ``schedule`` and its rows' refills, checked equal to the plain
     request-by-request walk."""
@@ -181,18 +198,48 @@ def test_read_sram_misses_equal_the_request_by_request_walk():
 
 
 def test_each_walk_equals_the_request_by_request_walk():
-    """The read SRAM has three walks: a preloaded tile with one place per address from its
-    layout alone (no stream), a streamed tile by binary search along its rising positions,
-    and any stream whose addresses sit in several places request by request where needed.
-    Each must agree with the plain walk, and each is made to miss here."""
+    """The read SRAM has four walks: a preloaded and a streamed tile with one place per
+    address from their layouts alone (no stream), any other stream with one place per
+    address by binary search along its runs of rising positions, and any stream whose
+    addresses sit in several places request by request where needed. Each must agree with
+    the plain walk, and each is made to miss here."""
     refills = Counter()
-    for schedule in [*random_layers(240, seed=31), *overlapping_convs(40, seed=34)]:
+    for schedule in [*random_layers(240, seed=31), *overlapping_convs(40, seed=34),
+                     *gapped_convs(40, seed=35)]:
         for read, fast in walked_like_each_request(schedule):
             addresses = read.streams.addresses.tolist()
-            kind = ("layout" if read.preloaded is not None
+            kind = ("preloaded" if read.preloaded is not None
+                    else "streamed" if read.streamed is not None
                     else "shared" if len(set(addresses)) < len(addresses) else "rising")
             refills[kind] += sum(count for _, count in fast)
-    assert min(refills[kind] for kind in ("layout", "rising", "shared")) > 200, refills
+    assert min(refills[kind] for kind in ("preloaded", "streamed", "rising", "shared")) \
+        > 200, refills
+
+
+def test_a_streamed_tiles_layout_gives_its_stream():
+    """`StreamedTiles` (positions from the anti-diagonal order's arithmetic) against the
+    numpy stream: each tile's first and last positions, and from every position the
+    tile's first request at or past it with its row."""
+    checked = 0
+    for schedule in random_layers(150, seed=36):
+        streams = build_streams(schedule.mapping, schedule.conv)
+        for read in (streams.ifmap, streams.filter):
+            tiles = read.streamed
+            if tiles is None:
+                continue
+            stream = read.streams
+            tiles.prepare()
+            for t in range(len(stream.tile_start) - 1):
+                part = slice(stream.tile_start[t], stream.tile_start[t + 1])
+                positions, rows = stream.positions[part].tolist(), stream.rows[part].tolist()
+                assert (tiles.first_position(t), tiles.last_position(t)) == \
+                    (positions[0], positions[-1])
+                for x in range(read.valid + 2):
+                    at = bisect_left(positions, x)          # the tile's positions rise
+                    expected = (positions[at], rows[at]) if at < len(positions) else None
+                    assert tiles.next_request(t, x) == expected, (schedule, t, x)
+            checked += 1
+    assert checked > 60
 
 
 @pytest.mark.parametrize("seed", [11, 12])

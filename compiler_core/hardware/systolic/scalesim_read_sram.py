@@ -13,18 +13,20 @@ sets S moves u to max(u, h(X)), where X is the first position at or after uP hol
 S and h(x) = ceil((x - A + 1) / P) the first window that reaches x. So the walk only needs
 the requests where it moves, and those are found without visiting the others. A request
 whose own set the window holds hits, and so does every later one whose set lies between
-it and the window's end. Three walks use this: a streamed tile (read along anti-diagonals,
-in fill order) has rising positions, so the next request that can miss is the first at or
-past the window's end, a binary search; a preloaded tile whose addresses sit in one place
-each is known by its layout (`PreloadedTiles`: rows of consecutive positions, read bottom
-row first), so the next is found by arithmetic, in the row or below a row that hits to its
-end, and no stream is built; where an address can sit in several sets (im2col inputs of
-overlapping windows) runs of rising sets are searched the same way and a request whose
-own set is out of the window is stepped exactly over all of its address's sets. A fold
-whose whole tile lies in the window is skipped in one test. P <= A, so every position is
-in some window and a miss always ends; P = 0 only when the window spans the whole ring,
-where nothing misses. `tests/test_systolic_read_sram.py` checks each walk against the
-request-by-request walk.
+it and the window's end. Four walks use this. Where addresses sit in one place each,
+tiles are known by their layout and no stream is built: a streamed tile (read along
+anti-diagonals, in fill order) has rising positions, so the next request that can miss is
+its first at or past the window's end, found on that position's anti-diagonal
+(`StreamedTiles`); a preloaded tile (`PreloadedTiles`: rows of consecutive positions, read
+bottom row first) finds it by arithmetic, in the row or below a row that hits to its end.
+A stream whose matrix has holes (strided windows past the input) is searched along its
+runs of rising positions by binary search (a preloaded tile's rows are such runs); where
+an address can sit in several sets (im2col inputs of overlapping windows) runs of rising
+sets are searched the same way and a request whose own set is out of the window is
+stepped exactly over all of its address's sets. A fold whose whole tile (or run) lies
+in the window is skipped in one test. P <= A, so every position is in some window and a
+miss always ends; P = 0 only when the window spans the whole ring, where nothing misses.
+`tests/test_systolic_read_sram.py` checks each walk against the request-by-request walk.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from compiler_core.hardware.systolic.scalesim_streams import (OperandStreams, PreloadedTiles,
-                                                              ReadOperand, fetch_rows)
+                                                              ReadOperand, StreamedTiles,
+                                                              fetch_rows)
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,8 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
     window = _Window(sram)
     if operand.preloaded is not None:
         _walk_preloaded(operand.preloaded, sram.per_set, fold_rows, window)
+    elif operand.streamed is not None:
+        _walk_streamed(operand.streamed, sram.per_set, fold_rows, window)
     else:
         stream = operand.streams
         located = stream.may_share and _Sets(stream, sram.per_set, sram.sets - sram.active_sets)
@@ -157,28 +162,59 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
 
 def _walk_rising(stream: OperandStreams, per_set: int, fold_rows: int,
                  window: _Window) -> None:
-    """Streamed tiles, one place per address: a tile's requests rise through the fill
-    order, so from a request the window holds, the next that can miss is the first at or
-    past the window's end (a binary search on positions); any it skips over hit."""
+    """Any stream with one place per address, cut into runs of rising positions (a
+    streamed tile is one run, a preloaded tile one per row, read bottom row first): from a
+    request the window holds, the next of its run that can miss is the first at or past
+    the window's end (a binary search on positions); any it skips over hit."""
     n, A = window.sets, window.active
     positions = stream.positions.tolist()
     local_rows = stream.rows
     tile_start = stream.tile_start
+    falls = (np.flatnonzero(np.diff(stream.positions) < 0) + 1).tolist()
     for fold, t in enumerate(stream.fold_tile):
-        j, stop = tile_start[t], tile_start[t + 1]
-        if j == stop:
-            continue
-        low, floor = positions[j] // per_set, window.floor
-        if low - ((low - floor) // n) * n + positions[stop - 1] // per_set - low < floor + A:
-            continue      # the whole tile is in the window: every request hits
+        begin, end = tile_start[t], tile_start[t + 1]
+        cut = bisect_left(falls, begin + 1)
         base = fold * fold_rows
-        while j < stop:
-            own = positions[j] // per_set
+        while begin < end:
+            stop = falls[cut] if cut < len(falls) and falls[cut] < end else end
+            j, begin, cut = begin, stop, cut + 1
+            low, floor = positions[j] // per_set, window.floor
+            if low - ((low - floor) // n) * n + positions[stop - 1] // per_set - low \
+                    < floor + A:
+                continue      # the whole run is in the window: every request hits
+            while j < stop:
+                own = positions[j] // per_set
+                reach = own - ((own - floor) // n) * n
+                if reach >= floor + A:
+                    window.move_to(reach, base + int(local_rows[j]))
+                    floor = window.floor
+                j = bisect_left(positions, (own + floor + A - reach) * per_set, j + 1, stop)
+
+
+def _walk_streamed(tiles: StreamedTiles, per_set: int, fold_rows: int,
+                   window: _Window) -> None:
+    """Streamed tiles, one place per address, from their layout alone: as `_walk_rising`,
+    the next request that can miss is the tile's first at or past the window's end, found
+    on that position's anti-diagonal (`StreamedTiles.next_request`) with no stream built."""
+    n, A = window.sets, window.active
+    tiles.prepare()
+    for fold, t in enumerate(tiles.fold_tile):
+        position, floor = tiles.first_position(t), window.floor
+        low = position // per_set
+        if low - ((low - floor) // n) * n + tiles.last_position(t) // per_set - low \
+                < floor + A:
+            continue      # the whole tile is in the window: every request hits
+        base, row = fold * fold_rows, tiles.base
+        while True:
+            own = position // per_set
             reach = own - ((own - floor) // n) * n
             if reach >= floor + A:
-                window.move_to(reach, base + int(local_rows[j]))
+                window.move_to(reach, base + row)
                 floor = window.floor
-            j = bisect_left(positions, (own + floor + A - reach) * per_set, j + 1, stop)
+            found = tiles.next_request(t, (own + floor + A - reach) * per_set)
+            if found is None:
+                break
+            position, row = found
 
 
 def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,

@@ -19,7 +19,9 @@ Everything is built with whole-array numpy operations; nothing is walked cycle b
 The streams are kept per distinct tile (folds re-reading a tile share it), a streamed tile's
 requests are its part of the fill order (so one anti-diagonal pass gives both), the ofmap
 writes per row are a closed form per tile shape, and a read operand's stream is built only
-when its SRAM can miss (`ReadOperand`).
+when its SRAM can miss and its layout does not give its positions (`ReadOperand`: a tile
+whose addresses sit in one place each is known by arithmetic, `StreamedTiles` and
+`PreloadedTiles`).
 """
 
 from __future__ import annotations
@@ -28,8 +30,8 @@ import math
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
-from itertools import accumulate
+from itertools import accumulate, repeat
+from operator import sub
 
 import numpy as np
 
@@ -96,18 +98,107 @@ class PreloadedTiles:
     last_width: int
 
 
+class StreamedTiles:
+    """A streamed operand whose every address sits at one place of its fill order, known
+    by its layout: the source's `count` tiles of `width` columns (the last one `used`
+    wide), each `height` rows, stacked into `count * height` rows and filled along
+    anti-diagonals, column ascending within one. Fold f reads tile t = `fold_tile[f]`,
+    stacked rows [t*height, (t+1)*height): its requests are its cells in fill order, the
+    cell on anti-diagonal d asked at local row `base` + d - t*height. A cell's position is
+    the valid cells on the anti-diagonals before its own (`starts`; the padding past the
+    last tile's `used` columns is no position) plus those before it on its own."""
+
+    __slots__ = ("height", "width", "count", "used", "base", "fold_tile", "starts")
+
+    def __init__(self, height: int, width: int, count: int, used: int, base: int,
+                 fold_tile: list):
+        self.height, self.width, self.count, self.used = height, width, count, used
+        self.base, self.fold_tile, self.starts = base, fold_tile, None
+
+    def prepare(self) -> None:
+        """Count `starts`, the position of each anti-diagonal's first valid cell (and the
+        total last), before any position is asked for: the stacked matrix's diagonal
+        lengths rise by one to its narrow side, stay, fall back, less the padded corner's
+        (rows of the last tile, columns from `used`), the same shape shifted."""
+        if self.starts is not None:
+            return
+        lengths = _diagonal_lengths(self.count * self.height, self.width)
+        if self.used < self.width:
+            corner = (self.count - 1) * self.height + self.used
+            padded = _diagonal_lengths(self.height, self.width - self.used)
+            end = corner + len(padded)
+            lengths[corner:end] = map(sub, lengths[corner:end], padded)
+        self.starts = list(accumulate(lengths, initial=0))
+
+    def position(self, d: int, c: int) -> int:
+        """The fill position of the valid cell in column c of anti-diagonal d."""
+        low = d - self.count * self.height + 1          # the diagonal's bottom column
+        if low < 0:
+            low = 0
+        position = self.starts[d] + c - low
+        if self.used < self.width:                      # padded cells before it on d
+            padded = min(c, d - (self.count - 1) * self.height + 1) - max(self.used, low)
+            if padded > 0:
+                position -= padded
+        return position
+
+    def first_position(self, t: int) -> int:
+        return self.starts[t * self.height]
+
+    def last_position(self, t: int) -> int:
+        width = self.width if t < self.count - 1 else self.used
+        return self.position(t * self.height + self.height + width - 2, width - 1)
+
+    def next_request(self, t: int, x: int) -> tuple[int, int] | None:
+        """(position, local row) of tile t's first request at or past position x, or
+        None: on x's anti-diagonal the tile's cells hold consecutive positions (its
+        columns [a, b]), so it is there or the next diagonal's first."""
+        height, top, starts = self.height, t * self.height, self.starts
+        d = bisect_right(starts, x) - 1
+        if d < top:
+            return starts[top], self.base
+        width = self.width if t < self.count - 1 else self.used
+        last = top + height + width - 2
+        if d > last:
+            return None
+        a = d - top - height + 1
+        if a < 0:
+            a = 0
+        first = self.position(d, a)
+        if x <= first:
+            return first, self.base + d - top
+        b = d - top
+        if b >= width:
+            b = width - 1
+        if x <= first + b - a:
+            return x, self.base + d - top
+        d += 1
+        if d > last:
+            return None
+        a = d - top - height + 1
+        return self.position(d, a if a > 0 else 0), self.base + d - top
+
+
+def _diagonal_lengths(height: int, width: int) -> list[int]:
+    """The lengths of a height x width matrix's anti-diagonals, in order."""
+    side = min(height, width)
+    return [*range(1, side), *repeat(side, height + width + 1 - 2 * side),
+            *range(side - 1, 0, -1)]
+
+
 class ReadOperand:
     """A read operand as SCALE-Sim's read SRAM sees it: how many addresses its fill order
     holds (`valid`) and its length padding included (`fill_length`), the cycle rows of its
     first and last request (`first_last`), and its demand stream (`streams`), built only
     when asked: an SRAM whose window spans the whole fill order never misses, so most small
-    layers need no stream at all; a preloaded operand with one place per address is read
-    from its layout (`preloaded`) and needs none either."""
+    layers need no stream at all; an operand with one place per address is read from its
+    layout (`preloaded` or `streamed`) and needs none either."""
 
     def __init__(self, valid: int, fill_length: int, first_last: tuple[int, int], build,
-                 preloaded: PreloadedTiles | None = None):
+                 preloaded: PreloadedTiles | None = None,
+                 streamed: StreamedTiles | None = None):
         self.valid, self.fill_length, self.first_last = valid, fill_length, first_last
-        self._build, self.preloaded = build, preloaded
+        self._build, self.preloaded, self.streamed = build, preloaded, streamed
 
     @cached
     def streams(self) -> OperandStreams:
@@ -123,13 +214,11 @@ class OfmapWrites:
 
     def __init__(self, spans: list, fold_rows: int, base: int):
         self.fold_rows, self.total_rows = fold_rows, fold_rows * len(spans)
-        prefixes: dict = {}
-        self._prefix, self._fold_first = [], [0]
-        for span in spans:
-            if span not in prefixes:
-                prefixes[span] = list(accumulate(self._pattern(span, base), initial=0))
-            self._prefix.append(prefixes[span])
-            self._fold_first.append(self._fold_first[-1] + prefixes[span][-1])
+        prefixes = {span: list(accumulate(self._pattern(span, base), initial=0))
+                    for span in set(spans)}
+        self._prefix = [prefixes[span] for span in spans]
+        self._fold_first = list(accumulate([prefix[-1] for prefix in self._prefix],
+                                           initial=0))
         self.total = self._fold_first[-1]
         (first, height, width), last = spans[0], spans[-1]
         self.first_last = (base + first,
@@ -223,10 +312,24 @@ class _Source:
     def __init__(self, shape: tuple[int, int], valid: int, may_share: bool, build):
         self.shape, self.valid, self.may_share, self._build = shape, valid, may_share, build
         self.complete = valid == shape[0] * shape[1]
+        self._column_tiles: dict = {}
 
     @cached
     def matrix(self) -> np.ndarray:
         return self._build()
+
+    def column_tiles(self, width: int) -> np.ndarray:
+        """The matrix cut into tiles of `width` columns (all its rows), padded with
+        NO_REQUEST past its last column: (tiles, rows, width); kept once built."""
+        tiles = self._column_tiles.get(width)
+        if tiles is None:
+            height, columns = self.shape
+            count = -(-columns // width)
+            padded = np.full((height, count * width), NO_REQUEST, dtype=np.int64)
+            padded[:, :columns] = self.matrix
+            tiles = padded.reshape(height, count, width).transpose(1, 0, 2)
+            self._column_tiles[width] = tiles
+        return tiles
 
     @property
     def T(self) -> "_Source":
@@ -251,16 +354,6 @@ def filter_addresses(conv: ConvShape) -> np.ndarray:
 
 def _slices(extent: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, extent)) for start in range(0, extent, size)]
-
-
-def _blocks(matrix: np.ndarray, rows: int, cols: int) -> np.ndarray:
-    """The matrix cut into rows x cols blocks, padded with NO_REQUEST at its far edges:
-    (row blocks, column blocks, rows, cols)."""
-    height, width = matrix.shape
-    padded = np.full((-(-height // rows) * rows, -(-width // cols) * cols), NO_REQUEST,
-                     dtype=np.int64)
-    padded[:height, :width] = matrix
-    return padded.reshape(padded.shape[0] // rows, rows, -1, cols).transpose(0, 2, 1, 3)
 
 
 def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -295,9 +388,8 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
     height, columns = source.shape
     complete = source.complete
 
-    @cache
     def stacked() -> np.ndarray:
-        return _blocks(source.matrix, height, width)[0].reshape(-1, width)
+        return source.column_tiles(width).reshape(-1, width)
 
     def local_rows(fold):
         t = fold_tile[fold]
@@ -325,8 +417,13 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
                               rows, positions, source.may_share,
                               lambda: stacked().ravel()[fill])
 
-    return ReadOperand(source.valid, height * -(-columns // width) * width,
-                       _ends(len(fold_tile), fold_rows, local_rows), build)
+    count = -(-columns // width)
+    layout = None
+    if complete and not source.may_share:
+        layout = StreamedTiles(height, width, count, columns - (count - 1) * width, base,
+                               fold_tile)
+    return ReadOperand(source.valid, height * count * width,
+                       _ends(len(fold_tile), fold_rows, local_rows), build, streamed=layout)
 
 
 def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
@@ -344,9 +441,8 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
         asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
-    @cache
     def prefetch() -> np.ndarray:
-        return _blocks(source.matrix, K, C)[0].ravel()
+        return source.column_tiles(C).ravel()
 
     def build() -> OperandStreams:
         fold = np.arange(blocks * slices)
