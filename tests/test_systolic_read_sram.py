@@ -147,19 +147,25 @@ def random_layers(count: int, seed: int):
                                 memory=memory)
 
 
+def _small_sram_conv(rng: random.Random, sides: tuple[int, int], F: int,
+                     strides: tuple[int, int]):
+    """A random convolution of an input ``sides`` wide and high on a 4- or 8-wide array with
+    1 kB SRAMs and a few words a cycle (what `overlapping_convs` and `gapped_convs` vary)."""
+    memory = MemoryConfig([1, 1, rng.choice([1, 2])], [rng.choice([1, 2, 5]) for _ in range(3)])
+    return schedule_conv(rng.randint(*sides), rng.randint(*sides), F, F,
+                         rng.randint(2, 8), rng.randint(2, 12), rng.randint(*strides),
+                         rows=rng.choice([4, 8]), cols=rng.choice([4, 8]),
+                         dataflow=rng.choice(["os", "ws", "is"]), timing="scalesim",
+                         memory=memory)
+
+
 def overlapping_convs(count: int, seed: int):
     """Convolutions whose windows overlap (an input element read by several), on inputs
     larger than a 1 kB SRAM's half, so an address held by several sets is missed."""
     rng = random.Random(seed)
     for _ in range(count):
         F = rng.randint(2, 3)
-        memory = MemoryConfig([1, 1, rng.choice([1, 2])], [rng.choice([1, 2, 5])
-                                                           for _ in range(3)])
-        yield schedule_conv(rng.randint(10, 18), rng.randint(10, 18), F, F,
-                            rng.randint(2, 8), rng.randint(2, 12), rng.randint(1, F - 1),
-                            rows=rng.choice([4, 8]), cols=rng.choice([4, 8]),
-                            dataflow=rng.choice(["os", "ws", "is"]), timing="scalesim",
-                            memory=memory)
+        yield _small_sram_conv(rng, (10, 18), F, (1, F - 1))
 
 
 def gapped_convs(count: int, seed: int):
@@ -169,13 +175,7 @@ def gapped_convs(count: int, seed: int):
     rng = random.Random(seed)
     for _ in range(count):
         F = rng.randint(1, 3)
-        memory = MemoryConfig([1, 1, rng.choice([1, 2])], [rng.choice([1, 2, 5])
-                                                           for _ in range(3)])
-        yield schedule_conv(rng.randint(20, 40), rng.randint(20, 40), F, F,
-                            rng.randint(2, 8), rng.randint(2, 12), rng.randint(F + 1, F + 3),
-                            rows=rng.choice([4, 8]), cols=rng.choice([4, 8]),
-                            dataflow=rng.choice(["os", "ws", "is"]), timing="scalesim",
-                            memory=memory)
+        yield _small_sram_conv(rng, (20, 40), F, (F + 1, F + 3))
 
 
 def walked_like_each_request(schedule):
