@@ -109,8 +109,7 @@
   }
 
   function nodeSvg(node) {
-    var inset = node.isParent() ? 2 * pixels(node, "padding") : 0;   // a group's, round its members
-    var p = node.position(), w = node.width() + inset, h = node.height() + inset, out = [];
+    var p = node.position(), w = node.width(), h = node.height(), out = [];
     var overlay = parseFloat(node.style("overlay-opacity"));
     if (overlay > 0) {
       var pad = pixels(node, "overlay-padding");
@@ -154,7 +153,7 @@
     return out.join("");
   }
 
-  function depth(node) { return node.ancestors().length; }
+  function isFrame(node) { return node.hasClass("group") || node.hasClass("opened"); }
 
   /* The whole graph (options.full) or what the viewport shows, on options.bg. */
   window.graphlabGraphSvg = function (cy, options) {
@@ -163,12 +162,11 @@
     var box = options.full ? shown.boundingBox() : cy.extent(), pad = 10;
     var x = box.x1 - pad, y = box.y1 - pad, w = box.x2 - box.x1 + 2 * pad,
       h = box.y2 - box.y1 + 2 * pad;
-    var nodes = shown.nodes().sort(function (a, b) {   // groups under their members
-      return depth(a) - depth(b) || (a.isParent() ? 0 : 1) - (b.isParent() ? 0 : 1) ||
-        parseFloat(a.style("z-index")) - parseFloat(b.style("z-index"));
+    var nodes = shown.nodes().sort(function (a, b) {   // the panes' drawing order (styles.py)
+      return parseFloat(a.style("z-index")) - parseFloat(b.style("z-index"));
     });
-    var groups = nodes.filter(function (n) { return n.isParent(); });
-    var members = nodes.filter(function (n) { return !n.isParent(); });
+    var groups = nodes.filter(isFrame);
+    var members = nodes.filter(function (n) { return !isFrame(n); });
     var body = [];
     if (options.bg) {
       body.push('<rect x="' + number(x) + '" y="' + number(y) + '" width="' + number(w) +

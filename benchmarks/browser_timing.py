@@ -193,13 +193,14 @@ def grouping(driver) -> dict[str, float]:
 
     def toggle(group: str, opening: bool) -> float:
         js("before.getElementById(arguments[0]).emit('tap');", group)
-        return until(lambda: js("return before.getElementById(arguments[0]).isParent() === "
-                                "arguments[1] && after.getElementById(arguments[0]).isParent() "
-                                "=== arguments[1];", group, opening))
+        return until(lambda: js("return before.getElementById(arguments[0]).hasClass('group') "
+                                "=== arguments[1] && after.getElementById(arguments[0])"
+                                ".hasClass('group') === arguments[1];", group, opening))
 
     outer = js("return before.nodes('.collapsed')[0].id();")
     figures = {"open a group": toggle(outer, True)}
-    inner = js("var inside = before.getElementById(arguments[0]).children('.collapsed');"
+    inner = js("var frame = arguments[0], inside = before.nodes('.collapsed').filter("
+               "function (n) { return n.data('within') === frame; });"
                "return inside.length ? inside[0].id() : null;", outer)
     if inner:
         figures["open a group inside it"] = toggle(inner, True)

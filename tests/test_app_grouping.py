@@ -13,11 +13,12 @@ from graphlab.app.drawn_graph import drawn_edges
 from graphlab.app.elements import element_id
 from graphlab.app.graph_layout import layered_layout
 from graphlab.app.group_elements import op_summary
-from graphlab.app.nested_layout import BODY_LABEL_HEIGHT, BODY_PADDING, GROUP_LABEL_HEIGHT, \
-    GROUP_PADDING, IO_HEIGHT, pipeline_layout
+from graphlab.app.nested_layout import BODY_LABEL_HEIGHT, GROUP_LABEL_HEIGHT, IO_HEIGHT, \
+    pipeline_layout
 from graphlab.app.pane_payload import UiState, build_panes, drawn_groups, regrouped
 from graphlab.app.scopes import pipeline_scopes
 from graphlab.app.services import Services
+from graphlab.app.styles import EDGE_Z
 from graphlab.app.view_state import ViewState
 
 MODELS = ("cnn_bn", "bert_tiny_op13", "bert_tiny_dynamo", "gpt2_tiny", "mobilenet_tiny")
@@ -51,47 +52,51 @@ def every_pane(ws, model, ui):
 # ---- geometry of what cytoscape draws ---------------------------------------------------------
 
 def outer_boxes(elements) -> tuple[dict[str, tuple], dict[str, dict]]:
-    """(left, top, right, bottom) of every drawn node; a compound (an open group, an opened
-    fused op) spans its children plus padding, with its label strip on top, as cytoscape draws
-    it.  Badges are decorations inside their group's box and are left out."""
+    """(left, top, right, bottom) of every drawn node; a frame (an open group, an opened fused
+    op) with its label strip on top, as it is drawn.  Badges are decorations inside their
+    group's box and are left out."""
     nodes = {e["data"]["id"]: e for e in elements
              if "source" not in e["data"] and e["data"].get("kind") != "badge"}
-    children: dict[str, list[str]] = {}
-    for element_key, element in nodes.items():
-        if element["data"].get("parent"):
-            children.setdefault(element["data"]["parent"], []).append(element_key)
     boxes: dict[str, tuple] = {}
-
-    def box(key: str) -> tuple:
-        if key not in boxes:
-            element = nodes[key]
-            if key in children:
-                inner = [box(c) for c in children[key]]
-                fused = element["data"]["kind"] == "node"
-                pad, label = (BODY_PADDING, BODY_LABEL_HEIGHT) if fused \
-                    else (GROUP_PADDING, GROUP_LABEL_HEIGHT)
-                boxes[key] = (min(b[0] for b in inner) - pad, min(b[1] for b in inner) - pad - label,
-                              max(b[2] for b in inner) + pad, max(b[3] for b in inner) + pad)
-            else:
-                data, (x, y) = element["data"], element["position"].values()
-                w, h = (data["w"], data["h"]) if "w" in data else \
-                    (NODE[0], IO_HEIGHT) if data["kind"] in ("in", "out") else NODE
-                boxes[key] = (x - w / 2, y - h / 2, x + w / 2, y + h / 2)
-        return boxes[key]
-
-    for key in nodes:
-        box(key)
+    for key, element in nodes.items():
+        data, (x, y) = element["data"], element["position"].values()
+        w, h = (data["w"], data["h"]) if "w" in data else \
+            (NODE[0], IO_HEIGHT) if data["kind"] in ("in", "out") else NODE
+        label = 0.0
+        if "group" in element["classes"].split():
+            label = GROUP_LABEL_HEIGHT
+        elif "opened" in element["classes"].split():
+            label = BODY_LABEL_HEIGHT
+        boxes[key] = (x - w / 2, y - h / 2 - label, x + w / 2, y + h / 2)
     return boxes, nodes
+
+
+def test_every_member_is_drawn_inside_its_frame(services):
+    ws = workspace(services, "bert_tiny_op13")
+    framed = set()
+    for name, ui in grouping_states(ws).items():
+        for step, pane in every_pane(ws, "bert_tiny_op13", ui):
+            boxes, nodes = outer_boxes(pane)
+            for key, element in nodes.items():
+                within = element["data"].get("within")
+                if within is None:
+                    continue
+                framed.add(nodes[within]["classes"].split()[-1])
+                inner, outer = boxes[key], boxes[within]
+                assert (outer[0] < inner[0] and outer[1] < inner[1] and inner[2] < outer[2]
+                        and inner[3] < outer[3]), f"{name}, pass {step + 1}: {key} outside {within}"
+                assert nodes[within]["data"]["z"] < EDGE_Z, key
+    assert framed == {"group", "opened"}   # members of open groups and of opened bodies
 
 
 def overlapping_pairs(elements) -> list[tuple[str, str]]:
     boxes, nodes = outer_boxes(elements)
 
     def ancestors(key: str) -> set[str]:
-        found, parent = set(), nodes[key]["data"].get("parent")
+        found, parent = set(), nodes[key]["data"].get("within")
         while parent:
             found.add(parent)
-            parent = nodes[parent]["data"].get("parent")
+            parent = nodes[parent]["data"].get("within")
         return found
 
     lineage = {key: ancestors(key) for key in boxes}
@@ -145,7 +150,7 @@ def test_places_stay_put_across_passes_and_panes(services, model):
                     data = element["data"]
                     place = (element["position"]["x"], element["position"]["y"],
                              data.get("w"), data.get("h"))
-                    drawn_as = (data["id"], data.get("parent"))   # a body node: in its op
+                    drawn_as = (data["id"], data.get("within"))   # a body node: in its op
                     assert seen.setdefault(drawn_as, place) == place, \
                         f"{name}: {data['id']} moved (pass {step + 1})"
 

@@ -65,7 +65,7 @@ def test_two_models_share_no_element_id_on_the_page(tmp_path):
         local = {local_id(e["data"]["id"]) for e in page}
         assert "n0" in local or any(i.startswith("n") for i in local)
         for element in page:   # references point inside the same namespace
-            for key in ("parent", "source", "target"):
+            for key in ("within", "source", "target"):
                 if key in element["data"]:
                     assert element["data"][key].split("|")[0] == namespace(ws.key)
     assert not drawn[0] & drawn[1] and not drawn[1] & drawn[2] and not drawn[0] & drawn[2]

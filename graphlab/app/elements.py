@@ -14,7 +14,8 @@ from compiler_core.ir import Graph, Node
 
 from .drawn_graph import Key, drawn_edges, drawn_keys
 from .graph_layout import Position
-from .group_elements import collapsed_group_elements, open_group_element
+from .group_elements import FRAME_BEHAVIOUR, collapsed_group_elements, frame_data, \
+    open_group_element
 from .nested_layout import Placement
 from .scopes import ScopeTree
 
@@ -59,11 +60,15 @@ def pane_elements(graph: Graph, placement: Placement, scopes: ScopeTree,
         open_groups.update(scopes.ancestors(parent))
         element = _node_element(node, placement.centre(key), parent, marks.get(key))
         nodes.append(element)
-        if node.body is not None and node.id in opened:
-            del element["position"]   # a compound is drawn around its body; moving it would
-            # drag the body along
+        if node.body is not None and node.id in opened:   # the op becomes its body's frame
+            frame = placement.frames[node.id]
+            element["position"] = {"x": frame.x, "y": frame.y}
+            element["data"].update(frame_data(frame, len(scopes.ancestors(parent)) + 1, parent))
+            element["classes"] += " opened"
+            element.update(FRAME_BEHAVIOUR)
             nodes += _body_elements(node, placement.bodies[node.id])
-    groups = [open_group_element(scopes.groups[g]) for g in scopes.groups if g in open_groups]
+    groups = [open_group_element(scopes.groups[g], placement.frames[g], len(scopes.ancestors(g)))
+              for g in scopes.groups if g in open_groups]
     for group_id, members in collapsed.items():
         groups += collapsed_group_elements(scopes.groups[group_id], placement.boxes[group_id],
                                            members, marks)
@@ -75,7 +80,7 @@ def _node_element(node: Node, position: Position, parent: str | None, mark: str 
     data = {"id": element_id(node.id), "label": node_label(node), "kind": "node",
             "node_id": node.id}
     if parent is not None:
-        data["parent"] = parent
+        data["within"] = parent
     classes = ["op"]
     if node.body is not None:
         classes.append("fused")

@@ -30,6 +30,8 @@ PADDING = 16.0
 BADGE_COLUMN = 190.0       # room for two badges, one above the other
 BADGE_HEIGHT = 38.0
 BADGE_GAP = 6.0
+MAX_FRAME_DEPTH = 89       # frames are drawn under the edges, whose z-index is above this
+FRAME_BEHAVIOUR = {"pannable": True}   # a drag that starts on a frame pans the view
 
 
 def collapsed_size(group: Group) -> Size:
@@ -39,11 +41,24 @@ def collapsed_size(group: Group) -> Size:
     return text + BADGE_COLUMN + 3 * PADDING, 104.0 + 4.0 * grow
 
 
-def open_group_element(group: Group) -> dict:
+def open_group_element(group: Group, frame: Box, depth: int) -> dict:
+    """An open group's frame, drawn under its members (``depth`` open groups hold it)."""
     data = {"id": group.id, "label": group.label, "kind": "group"}
-    if group.parent is not None:
-        data["parent"] = group.parent
-    return {"data": data, "classes": "group"}
+    return {"data": {**data, **frame_data(frame, depth, group.parent)},
+            "position": {"x": frame.x, "y": frame.y}, "classes": "group",
+            **FRAME_BEHAVIOUR}
+
+
+def frame_data(frame: Box, depth: int, within: str | None) -> dict:
+    """What a frame (an open group's, an opened fused op's) carries: its size, its place in
+    the drawing order (deeper frames over shallower ones, all under edges and ops), and the
+    frame it sits in.  Frames are plain nodes sized here, not the graph component's compound
+    nodes: the component restyles a compound's whole family for each property of each
+    element it styles, which was half of a pane's first drawing."""
+    data = {"w": frame.w, "h": frame.h, "z": min(depth, MAX_FRAME_DEPTH)}
+    if within is not None:
+        data["within"] = within
+    return data
 
 
 def collapsed_group_elements(group: Group, box: Box, members: list[Node],
@@ -59,7 +74,7 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
             "kind": "group", "w": box.w, "h": box.h, "text_w": text_width,
             "text_dx": -(BADGE_COLUMN + PADDING) / 2}
     if group.parent is not None:
-        data["parent"] = group.parent
+        data["within"] = group.parent
     classes = ["collapsed"] + [f"has-{mark}" for mark in MARK_ORDER if changes[mark]]
     node = {"data": data, "position": {"x": box.x, "y": box.y}, "classes": " ".join(classes)}
     return [node] + _badges(group, box, changes)
@@ -88,7 +103,7 @@ def _badges(group: Group, box: Box, changes: Counter) -> list[dict]:
         data = {"id": f"{group.id}#{mark}", "label": label, "kind": "badge",
                 "w": min(len(label) * BADGE_CHAR_WIDTH + 20, BADGE_COLUMN), "h": BADGE_HEIGHT}
         if group.parent is not None:
-            data["parent"] = group.parent
+            data["within"] = group.parent
         badges.append({"data": data, "position": {"x": x, "y": y},
                        "classes": f"badge badge-{mark}"})
         y += BADGE_HEIGHT + BADGE_GAP

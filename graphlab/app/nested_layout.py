@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compiler_core.passes import PipelineResult
 
@@ -63,6 +63,8 @@ class Placement:
     boxes: dict[Item, Box]                     # visible slots and groups (open or collapsed)
     bodies: dict[int, dict[int, Position]]     # opened fused node id -> its body nodes' centres
     slot_of: dict[Key, Key]
+    frames: dict[Item, Box] = field(default_factory=dict)   # open group or opened fused node ->
+    # the rectangle drawn round its members, below its label strip
 
     def box(self, key: Key) -> Box:
         return self.boxes[self.slot_of.get(key, key)]
@@ -235,10 +237,13 @@ class NestedLayout:
                 inner = local[item]
                 left = box.x - inner.width / 2
                 top = box.top + GROUP_LABEL_HEIGHT + GROUP_PADDING
+                placement.frames[item] = _below_label(box, box.w, box.h, GROUP_LABEL_HEIGHT)
                 self._translate(item, left - inner.left, top - inner.top, local, opened_in,
                                 placement)
             for node_id in opened_in.get(item, ()):
                 placement.bodies[node_id] = self._body_in(node_id, box)
+                placement.frames[node_id] = _below_label(box, *self._body_size(node_id),
+                                                         BODY_LABEL_HEIGHT)
 
     def _order(self, group: str | None) -> LayerOrder:
         order = self._orders.get(group)
@@ -281,6 +286,12 @@ class NestedLayout:
     def _body_in(self, node_id: int, box: Box) -> dict[int, Position]:
         cx, cy = box.x, box.y + BODY_LABEL_HEIGHT / 2
         return {k: (cx + x, cy + y) for k, (x, y) in self._body_layout(node_id).items()}
+
+
+def _below_label(box: Box, w: float, h: float, label: float) -> Box:
+    """The frame of a ``w`` x ``h`` box centred in ``box``'s slot, its label strip cut off
+    the top (the label is drawn above the frame)."""
+    return Box(box.x, box.y + label / 2, w, h - label)
 
 
 def _extent(positions: dict[Item, Position], sizes: dict[Item, Size]

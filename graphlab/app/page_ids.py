@@ -1,10 +1,10 @@
 """Element ids as the page holds them: each drawn model's under a namespace of its own.
 
 The graph component keeps its elements by id.  Given a new list, it patches the elements whose
-ids it already holds, adds the new ones and removes the rest — and removing a group removes
-its children with it.  The ids the server makes ('n0', 'in:x', a group's scope path) repeat from
-one model to the next, so after choosing another model a kept 'n0' went away with its old
-group, the new edges pointed at nothing and the pane stopped drawing.  The page's ids carry
+ids it already holds, adds the new ones and removes the rest.  The ids the server makes ('n0',
+'in:x', a group's scope path) repeat from one model to the next, so after choosing another
+model it patched an old 'n0' into a new one while edges of either list pointed at nothing, and
+the pane stopped drawing.  The page's ids carry
 the workspace's namespace ('3fa2c1|n0'): two models share no id, and a new model is drawn
 whole.  Within one workspace ids stay stable, so a step still sends only what changed.
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 
 SEPARATOR = "|"
-_REFERENCES = ("id", "parent", "source", "target")
+_REFERENCES = ("id", "within", "source", "target")
 
 
 def namespace(workspace_key: str) -> str:

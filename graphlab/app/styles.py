@@ -1,7 +1,7 @@
 """Cytoscape stylesheets: the fixed look, plus per-view rules for selection and highlights.
 
-Selection, pattern highlights and search hits are stylesheet rules on element ids, not element
-classes, so clicking around never re-sends the (large) element lists — only these few rules.
+Selection, pattern highlights and search hits are classes on the few elements they name
+(`Highlights.classes`), so clicking around restyles only those, never the whole graph.
 The colours here and in the page legend (assets/graphlab.css) are one palette.
 """
 
@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .group_elements import BADGE_FONT, LABEL_FONT
 from .error_heat import error_stylesheet
+from .group_elements import BADGE_FONT, LABEL_FONT, MAX_FRAME_DEPTH
 from .intensity_bands import band_stylesheet
-from .nested_layout import BODY_PADDING, GROUP_PADDING
+
+# The drawing order (the graph component's z-index): frames (0 to MAX_FRAME_DEPTH, deeper over
+# shallower), then edges, then ops, inputs, outputs and collapsed groups, then badges.
+EDGE_Z = MAX_FRAME_DEPTH + 1
+NODE_Z = EDGE_Z + 10
+BADGE_Z = NODE_Z + 10
 
 COLORS = {
     "node": "#eef2f7", "node_border": "#7b8794", "text": "#1f2933",
@@ -34,19 +39,21 @@ BASE_STYLESHEET = [
         "background-color": COLORS["node"], "border-width": 1,
         "border-color": COLORS["node_border"], "label": "data(label)", "color": COLORS["text"],
         "font-size": 16, "text-wrap": "wrap", "text-max-width": 162,
-        "text-valign": "center", "text-halign": "center", "min-zoomed-font-size": 6}},
+        "text-valign": "center", "text-halign": "center", "min-zoomed-font-size": 6,
+        "z-index-compare": "manual", "z-index": NODE_Z}},
     {"selector": "edge", "style": {
         "width": 1.3, "line-color": "#9aa5b1", "curve-style": "straight",
-        "target-arrow-shape": "triangle", "target-arrow-color": "#9aa5b1", "arrow-scale": 0.8}},
+        "target-arrow-shape": "triangle", "target-arrow-color": "#9aa5b1", "arrow-scale": 0.8,
+        "z-index-compare": "manual", "z-index": EDGE_Z}},
     {"selector": ".io", "style": {
         "shape": "round-tag", "height": 30, "background-color": "#ffffff",
         "border-style": "dashed", "font-size": 14}},
     {"selector": ".group", "style": {
         "shape": "round-rectangle", "background-color": COLORS["group"], "background-opacity": 0.6,
         "border-color": COLORS["group_border"], "border-width": 1, "label": "data(label)",
-        "text-valign": "top", "text-halign": "center", "font-size": 16, "color": "#52606d",
-        "padding": GROUP_PADDING}},
-    {"selector": ".op, .io", "style": {"z-index": 10}},
+        "text-valign": "top", "text-halign": "center", "font-size": 16, "color": "#52606d"}},
+    {"selector": ".group, .opened", "style": {   # frames: sized by the layout, under the rest
+        "width": "data(w)", "height": "data(h)", "z-index": "data(z)"}},
     {"selector": ".collapsed", "style": {
         "width": "data(w)", "height": "data(h)", "background-color": "#e4e7eb",
         "border-width": 2, "border-color": COLORS["group_border"], "font-size": LABEL_FONT,
@@ -54,7 +61,7 @@ BASE_STYLESHEET = [
         "text-justification": "left", "color": "#1f2933"}},
     {"selector": ".badge", "style": {
         "width": "data(w)", "height": "data(h)", "font-size": BADGE_FONT, "font-weight": "bold",
-        "color": "#ffffff", "border-width": 0, "z-index": 20, "events": "no"}},
+        "color": "#ffffff", "border-width": 0, "z-index": BADGE_Z, "events": "no"}},
     {"selector": ".badge-removed", "style": {"background-color": COLORS["removed"]}},
     {"selector": ".badge-added", "style": {"background-color": COLORS["added"]}},
     {"selector": ".badge-modified", "style": {"background-color": COLORS["modified"]}},
@@ -65,9 +72,8 @@ BASE_STYLESHEET = [
     {"selector": ".fused", "style": {
         "background-color": COLORS["fused_fill"], "border-color": COLORS["fused"],
         "border-width": 3, "border-style": "double", "font-weight": "bold"}},
-    {"selector": ".fused:parent", "style": {
-        "text-valign": "top", "background-opacity": 0.12, "border-style": "dashed",
-        "padding": BODY_PADDING}},
+    {"selector": ".fused.opened", "style": {
+        "text-valign": "top", "background-opacity": 0.12, "border-style": "dashed"}},
     {"selector": ".body", "style": {"border-style": "dotted"}},
     {"selector": ".removed, .has-removed", "style": {
         "border-color": COLORS["removed"], "border-width": 3, "border-style": "dashed"}},
@@ -104,7 +110,7 @@ HIGHLIGHT_STYLES = (
 # The panes' one stylesheet: it never changes while the page lives.
 PANE_STYLESHEET = [*BASE_STYLESHEET,
                    *({"selector": f".hl-{kind}", "style": style} for kind, style in HIGHLIGHT_STYLES),
-                   {"selector": ":parent", "style": {"overlay-opacity": 0}}]   # an opened body
+                   {"selector": ".group, .opened", "style": {"overlay-opacity": 0}}]   # frames
 
 
 @dataclass

@@ -28,7 +28,9 @@ DRAWN = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 
 # Zoomed out on the open group with the most collapsed children (BERT's encoder), from its top.
 STACK_OVERVIEW = """
 var cy = window.graphlabPanes.before, zoom = 0.28;
-var stack = cy.nodes(':parent').max(function (g) { return g.children('.collapsed').length; }).ele;
+var inside = function (g) { return cy.nodes('.collapsed').filter(function (c) {
+  return c.data('within') === g.id(); }).length; };
+var stack = cy.nodes('.group').max(inside).ele;
 var box = stack.boundingBox();
 cy.viewport({zoom: zoom, pan: {x: cy.width() / 2 - zoom * (box.x1 + box.x2) / 2,
                                y: 12 - zoom * box.y1}});

@@ -47,7 +47,7 @@ if (!window.fetchRecorded) {
 ELEMENTS = """
 return [before, after].map(function (cy) {
   return cy.elements().map(function (e) {
-    var p = e.isNode() && !e.isParent() ? e.position() : {x: 0, y: 0};
+    var p = e.isNode() ? e.position() : {x: 0, y: 0};
     return [e.id(), e.classes().sort().join(' '), Math.round(p.x), Math.round(p.y)].join('|');
   }).sort();
 });
@@ -297,9 +297,11 @@ def test_a_graph_without_name_scopes_opens_grouped_by_its_repeated_blocks(dash_d
     first = pane_js(dash_duo, "return before.nodes('.collapsed')[0].id();")
     pane_js(dash_duo, "before.getElementById(arguments[0]).emit('tap');", first)
     wait_until(dash_duo, lambda: pane_js(
-        dash_duo, "return before.getElementById(arguments[0]).isParent();", first), 20,
+        dash_duo, "return before.getElementById(arguments[0]).hasClass('group');", first), 20,
         "the group did not open")
-    inside = pane_js(dash_duo, "return before.getElementById(arguments[0]).children()"
+    inside = pane_js(dash_duo, "var group = arguments[0];"
+                               "return before.nodes().filter(function (n) {"
+                               "  return n.data('within') === group; })"
                                ".map(function (n) { return n.data('label').split('\\n')[0]; });",
                      first)
     assert inside == layers[:5] or sorted(inside) == sorted(

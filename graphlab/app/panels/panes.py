@@ -108,6 +108,7 @@ def _pane(pane_id: str, title_id: str) -> html.Div:
                        layout={"name": "preset", "fit": False},
                        minZoom=0.02, maxZoom=3, wheelSensitivity=0.3,
                        boxSelectionEnabled=False, autounselectify=True,
+                       autoungrabify=True,   # nodes stay where both panes place them
                        style={"width": "100%", "height": "100%"}),
     ])
 
