@@ -109,7 +109,8 @@ def register(app, services: Services) -> None:
         except Exception as err:  # noqa: BLE001 - said under the controls; the view stays
             return no_update, no_update, html.Div(user_message(err), className="message error")
 
-    @app.callback(Output(PICK_NOTE, "children"), Input(PICK, "data"))
+    @app.callback(Output(PICK_NOTE, "children"), Input(PICK, "data"),
+                  prevent_initial_call=True)   # a page starts with nothing picked
     def note(pick):
         if not pick:
             return None

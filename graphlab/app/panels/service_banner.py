@@ -23,7 +23,8 @@ def layout(services: Services) -> html.Div:
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(BANNER, "children"), Input(POLL, "n_intervals"))
+    @app.callback(Output(BANNER, "children"), Input(POLL, "n_intervals"),
+                  prevent_initial_call=services.config.redis_url is None)   # nothing to watch
     def show(_tick):
         try:
             problem = services.trouble()
