@@ -194,8 +194,7 @@ def test_opening_the_page_computes_nothing_for_a_tab_nobody_opened(tmp_path):
     """The systolic tab's whole-model table schedules every GEMM of every pass: as the page
     loads (on the inspector) it is neither asked for nor computed, nor are the onnxscript
     rules' verdicts of the closed Patterns tab.  Nor is what the layout already holds asked
-    again: the banner (nothing to watch on one machine), the rewiring note (nothing picked),
-    the comparison choices (no model B yet)."""
+    again: the banner (nothing to watch on one machine), the rewiring note (nothing picked)."""
     import threading
 
     from werkzeug.serving import make_server
@@ -203,8 +202,7 @@ def test_opening_the_page_computes_nothing_for_a_tab_nobody_opened(tmp_path):
     from benchmarks.graphlab_page import open_page
     from graphlab.app import AppConfig, create_app
     from graphlab.app import ids
-    from graphlab.app.panels import compare_bar, edit_controls, onnxscript_rules, \
-        service_banner, systolic
+    from graphlab.app.panels import edit_controls, onnxscript_rules, service_banner, systolic
     from graphlab.app.panels.panes import UPDATES
 
     app = create_app(AppConfig(cache_dir=str(tmp_path)))
@@ -218,8 +216,7 @@ def test_opening_the_page_computes_nothing_for_a_tab_nobody_opened(tmp_path):
         assert f"{UPDATES[ids.BEFORE]}.data" in asked   # the page did load its view
         assert f"{systolic.PASSES}.children" not in asked
         assert f"{onnxscript_rules.BODY}.children" not in asked
-        for unasked in (f"{service_banner.BANNER}.children", f"{edit_controls.PICK_NOTE}.children",
-                        f"{compare_bar.VERSUS}.options"):
+        for unasked in (f"{service_banner.BANNER}.children", f"{edit_controls.PICK_NOTE}.children"):
             assert unasked not in asked, unasked
     finally:
         server.shutdown()
