@@ -23,6 +23,8 @@ from compiler_core.patterns.text import example_text
 from graphlab.app import AppConfig, create_app
 from graphlab.samples import resolve_model, size_hints
 
+from pane_helpers import chart_js
+
 DRAWN = ("var p = window.graphlabPanes; return !!p && p.before.nodes().length > 0 "
          "&& p.after.nodes().length > 0;")
 # Zoomed out on the open group with the most collapsed children (BERT's encoder), from its top.
@@ -76,9 +78,8 @@ class Browser:
         time.sleep(1.5)
 
     def wait_for_plot(self, graph_id: str) -> None:
-        WebDriverWait(self.driver, 60).until(lambda d: d.execute_script(
-            f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
-            "return !!gd && !!gd.data && gd.data.length > 0;"))
+        WebDriverWait(self.driver, 60).until(
+            lambda d: chart_js(d, graph_id, "return gd.data.length > 0;"))
         time.sleep(1.5)
 
     def save(self, name: str, element: str | None = None) -> None:

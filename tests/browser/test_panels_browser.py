@@ -26,7 +26,7 @@ from graphlab.app.systolic_view import array_problem
 from graphlab.cli import main
 from graphlab.samples import resolve_model, size_hints
 
-from pane_helpers import pane_js, wait_for_nodes, wait_until
+from pane_helpers import chart_js, pane_js, wait_for_nodes, wait_until
 
 pytestmark = pytest.mark.browser
 
@@ -60,9 +60,7 @@ def open_view(dash_duo, app, query: str) -> None:
 
 def plot_js(dash_duo, graph_id: str, script: str):
     """Run ``script`` with ``gd`` bound to the plotly graph inside the dcc.Graph ``graph_id``."""
-    return dash_duo.driver.execute_script(
-        f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
-        "if (!gd || !gd.data) {{ return null; }}" + script)
+    return chart_js(dash_duo.driver, graph_id, script)
 
 
 def wait_for_plot(dash_duo, graph_id: str, condition: str = "gd.data.length > 0"):
@@ -211,6 +209,22 @@ def heatmap_position(dash_duo) -> tuple[int, int, int]:
     title = plot_js(dash_duo, "systolic-heatmap", "return gd.layout.title.text;") or ""
     found = re.match(r"fold (\d+) of \d+, cycle (\d+) of \d+ \(clock ([\d,]+)\)", title)
     return tuple(int(g.replace(",", "")) for g in found.groups()) if found else None
+
+
+def test_a_chart_below_the_fold_is_drawn_when_a_person_scrolls_to_it(dash_duo, graphlab_app):
+    """Opening the Systolic tab draws none of the charts stacked below its controls; the
+    timeline (the lowest) gets its figure, and draws it once scrolled into view."""
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn")
+    dash_duo.driver.find_element(
+        "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Systolic']").click()
+    lowest = "var gd = document.querySelector('#systolic-timeline .js-plotly-plot');"
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(
+        lowest + "return !!gd && window.graphlabChartWaits(gd);"), 20,
+        "the timeline's figure never came")
+    assert dash_duo.driver.execute_script(lowest + "return gd.data.length;") == 0   # still blank
+    assert chart_js(dash_duo.driver, "systolic-timeline", "return gd.data.length;") > 0
+    assert dash_duo.driver.execute_script(
+        lowest + "var r = gd.getBoundingClientRect(); return r.top < innerHeight;")
 
 
 def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_steps(

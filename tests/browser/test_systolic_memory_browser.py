@@ -27,6 +27,8 @@ from graphlab.app.systolic_view import array_problem
 from graphlab.samples import resolve_model, size_hints
 from graphlab.units import format_bytes
 
+from pane_helpers import chart_js
+
 pytestmark = pytest.mark.browser
 
 SMALL = "ifmap=1,filter=1,ofmap=1"      # 1 kB per operand, 1 word per cycle: it stalls
@@ -40,9 +42,7 @@ def cnn_pipeline():
 
 
 def plot(person: Person, graph_id: str, script: str):
-    return person.driver.execute_script(
-        f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
-        "if (!gd || !gd.data) { return null; }" + script)
+    return chart_js(person.driver, graph_id, script)
 
 
 def type_into(person: Person, css: str, text: str) -> None:

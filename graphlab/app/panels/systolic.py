@@ -404,7 +404,8 @@ def _first_step(schedule: Schedule, stored: dict) -> dict:
     step = schedule.step(0, 0)
     memory = memory_step(schedule, 0, 0)
     return {"sram_halves": sram_figure(memory),
-            "dram": dram_figure(dram_traffic(schedule), memory["clock"]), "fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
+            "dram": dram_figure(dram_traffic(schedule), memory["clock"]),
+            "fold": 1, "fold_max": schedule.folds, "fold_marks": _fold_marks(schedule),
             "cycle": 0, "cycle_max": schedule.timeline.fold_length(0) - 1,
             "cycle_marks": phase_marks(schedule, 0), "stopped": True,
             "heatmap": heatmap_figure(schedule, step),
