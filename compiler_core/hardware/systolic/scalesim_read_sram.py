@@ -220,33 +220,38 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
 def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
                  window: _Window) -> None:
     """Any stream, an address possibly held by several sets (im2col inputs): a request
-    hits when its address is among those the window's sets hold. That set of addresses
-    is marked once per window, and each fold's requests are tested against it at once,
+    hits when its address is among those the window's sets hold. Those addresses are
+    counted once per window, and each fold's requests are tested against them at once,
     from the first (or from the one after a miss) to the first that misses; a missing
-    address's nearest set at or after the window's start, (set - start) mod n sets on,
-    moves the window."""
+    address's first position at or after the window's start, in ring order, gives the
+    set that moves the window."""
     n, A, E = sram.sets, sram.active_sets, sram.per_set
     addresses, tile_start, local_rows = stream.addresses, stream.tile_start, stream.rows
     asked = addresses[stream.positions]             # each request's address
-    present = None
+    size = int(addresses.max()) + 1
+    held = None
     for fold, t in enumerate(stream.fold_tile):
         begin, end = tile_start[t], tile_start[t + 1]
         base = fold * fold_rows
         while begin < end:
             floor = window.floor
-            if present is None:
-                present = np.zeros(int(addresses.max()) + 1, dtype=bool)
-                start = floor % n
-                present[addresses[start * E:(start + A) * E]] = True
+            start = floor % n
+            if held is None:                        # how many of its positions each holds
+                held = np.bincount(addresses[start * E:(start + A) * E], minlength=size)
                 if start + A > n:                   # the window wraps round the ring
-                    present[addresses[:(start + A - n) * E]] = True
-            hits = present[asked[begin:end]]
+                    held += np.bincount(addresses[:(start + A - n) * E], minlength=size)
+            hits = held[asked[begin:end]]
             first = int(hits.argmin())
             if hits[first]:
                 break
             begin += first
-            held = np.flatnonzero(addresses == asked[begin]) // E
-            ahead = int(((held - floor % n) % n).min())
+            missing = asked[begin]
+            after = addresses[start * E:] == missing
+            position = int(after.argmax()) if after.size else 0
+            if after.size and after[position]:
+                ahead = position // E
+            else:                                   # only before the start: round the ring
+                ahead = int((addresses == missing).argmax()) // E + n - start
             window.move_to(floor + ahead, base + int(local_rows[begin]))
-            present = None
+            held = None
             begin += 1
