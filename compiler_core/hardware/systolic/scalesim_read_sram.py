@@ -191,10 +191,10 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
     n, A = window.sets, window.active
     K, R, C, blocks = tiles.K, tiles.R, tiles.C, tiles.blocks
     for fold in range(blocks * tiles.slices):
-        s, b = divmod(fold, blocks)
+        s = fold // blocks
         width = C if s < tiles.slices - 1 else tiles.last_width
-        start, bottom = s * K * C, b * R
-        k = min(K, bottom + R) - 1              # the row read first
+        start, bottom = s * K * C, (fold - s * blocks) * R
+        k = (K if K < bottom + R else bottom + R) - 1       # the row read first
         low, high = (start + bottom * width) // per_set, (start + (k + 1) * width - 1) // per_set
         floor = window.floor
         if low - ((low - floor) // n) * n + high - low < floor + A:
@@ -211,7 +211,8 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
             if position < start + (k + 1) * width:
                 continue
             low = own - reach + floor       # the window's start, as a set of this lap
-            k = min(k - 1, -(-(low * per_set - start) // width) - 1)
+            below = -(-(low * per_set - start) // width)     # rows from here on hit
+            k = k - 1 if k < below else below - 1
             if k < bottom:
                 break
             position = start + k * width
