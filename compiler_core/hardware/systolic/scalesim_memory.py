@@ -143,7 +143,7 @@ class _WriteState:
             row = writes.row_of(waits)
             if row + stalls < self.drain_end:
                 return row
-        boundary = self.drain_end - stalls
+        boundary = self.drain_end - stalls   # clamped by conditionals, not min/max: hot
         if boundary < 0:
             boundary = 0
         elif boundary > writes.total_rows:
@@ -260,7 +260,7 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         last_served = written
         if row in forced:
             served_at[row] = (ifmap_wait + cycle + 1, filter_wait + cycle + 1, written)
-        stall = written - cycle
+        stall = written - cycle           # conditionals, not max: cheaper in a hot loop
         if ifmap_wait > stall:
             stall = ifmap_wait
         if filter_wait > stall:
