@@ -104,7 +104,9 @@ class _WriteState:
 
     def drain(self, cycle: int) -> int:
         bandwidth = self.bandwidth
-        lines, fill = divmod(self.consumed - self.aligned, bandwidth)
+        fill = self.consumed - self.aligned
+        lines = fill // bandwidth
+        fill -= lines * bandwidth
         closed = self.closed + lines
         if fill:
             self.partial[closed] = fill
@@ -124,7 +126,7 @@ class _WriteState:
         if stop > self.last_drain:
             self.last_drain = stop
         if len(self.drains) < EVENT_LIMIT:
-            self.drains.append([int(cycle), int(stop), int(words)])
+            self.drains.append([cycle, stop, words])
         return stop
 
     def next_row(self, stalls: int) -> float:
@@ -141,9 +143,17 @@ class _WriteState:
             row = writes.row_of(waits)
             if row + stalls < self.drain_end:
                 return row
-        boundary = self.drain_end - stalls
-        boundary = 0 if boundary < 0 else min(boundary, writes.total_rows)
-        starts = max(consumed, consumed + self.free - self.active, writes.before(boundary))
+        boundary = self.drain_end - stalls   # clamped by conditionals, not min/max: hot
+        if boundary < 0:
+            boundary = 0
+        elif boundary > writes.total_rows:
+            boundary = writes.total_rows
+        starts = consumed + self.free - self.active
+        if starts < consumed:
+            starts = consumed
+        before = writes.before(boundary)
+        if before > starts:
+            starts = before
         return writes.row_of(starts) if starts < total else math.inf
 
     def serve(self, row: int, cycle: int) -> int:
@@ -250,7 +260,11 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         last_served = written
         if row in forced:
             served_at[row] = (ifmap_wait + cycle + 1, filter_wait + cycle + 1, written)
-        stall = max(ifmap_wait, filter_wait, written - cycle)
+        stall = written - cycle           # conditionals, not max: cheaper in a hot loop
+        if ifmap_wait > stall:
+            stall = ifmap_wait
+        if filter_wait > stall:
+            stall = filter_wait
         if stall > 0:
             if len(stall_rows) < EVENT_LIMIT:
                 cause = ("ifmap" if stall == ifmap_wait else "filter" if stall == filter_wait

@@ -21,10 +21,10 @@ its first at or past the window's end, found on that position's anti-diagonal
 bottom row first) finds it by arithmetic, in the row or below a row that hits to its end.
 A stream whose matrix has holes (strided windows past the input) is searched along its
 runs of rising positions by binary search (a preloaded tile's rows are such runs); where
-an address can sit in several sets (im2col inputs of overlapping windows) runs of rising
-sets are searched the same way and a request whose own set is out of the window is
-stepped exactly over all of its address's sets. A fold whose whole tile (or run) lies
-in the window is skipped in one test. P <= A, so every position is in some window and a
+an address can sit in several sets (im2col inputs of overlapping windows) the addresses
+the window holds are marked once per window and a fold's requests are tested against
+them at once, up to the first that misses. A fold whose whole tile (or run) lies in the
+window is skipped in one test. P <= A, so every position is in some window and a
 miss always ends; P = 0 only when the window spans the whole ring, where nothing misses.
 `tests/test_systolic_read_sram.py` checks each walk against the request-by-request walk.
 """
@@ -73,45 +73,11 @@ class ReadSram:
         return -1 + refill * (self.refill_lines + 1)
 
 
-class _Sets:
-    """Every request's own set (where its element sits in the fill order), and for an
-    address filled more than once (an im2col input) every set holding it."""
-
-    def __init__(self, stream: OperandStreams, per_set: int, rise: int):
-        sets = stream.positions // per_set
-        steps = np.diff(sets)
-        cut = (steps < 0) | (steps > rise)
-        starts = np.asarray(stream.tile_start)
-        inner = starts[1:-1]
-        cut[inner[(inner > 0) & (inner < sets.size)] - 1] = True    # a tile starts a run
-        self.bounds = [0, *(np.flatnonzero(cut) + 1).tolist(), int(sets.size)]
-        self.own = sets.tolist()
-        asking = np.flatnonzero(starts[1:] > starts[:-1])
-        self.low = dict.fromkeys(range(starts.size - 1), 0)
-        self.high = dict.fromkeys(range(starts.size - 1), 0)
-        if asking.size:
-            self.low.update(zip(asking.tolist(),
-                                np.minimum.reduceat(sets, starts[asking]).tolist()))
-            self.high.update(zip(asking.tolist(),
-                                 np.maximum.reduceat(sets, starts[asking]).tolist()))
-        self.shared = False
-        if stream.may_share:
-            addresses = stream.addresses
-            counts = np.bincount(addresses)
-            self.shared = counts.size > 0 and int(counts.max()) > 1
-        if self.shared:
-            size = addresses.size
-            pairs = np.sort(addresses * (size + 1) + np.arange(size) // per_set)
-            pairs = pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
-            holder, held = np.divmod(pairs, size + 1)
-            self.start = np.searchsorted(holder, np.arange(counts.size + 1)).tolist()
-            self.held = held.tolist()
-            self.address = addresses[stream.positions].tolist()
-
-    def candidates(self, request: int) -> list[int]:
-        """Every set holding the request's address, ascending (when addresses are shared)."""
-        address = self.address[request]
-        return self.held[self.start[address]:self.start[address + 1]]
+def _shares_addresses(stream: OperandStreams) -> bool:
+    """Whether some address is filled more than once (an im2col input of overlapping
+    windows)."""
+    addresses = stream.addresses
+    return addresses.size > 0 and int(np.bincount(addresses).max()) > 1
 
 
 class _Window:
@@ -152,9 +118,8 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
         _walk_streamed(operand.streamed, sram.per_set, fold_rows, window)
     else:
         stream = operand.streams
-        located = stream.may_share and _Sets(stream, sram.per_set, sram.sets - sram.active_sets)
-        if located and located.shared:
-            _walk_shared(stream, located, sram, fold_rows, window)
+        if stream.may_share and _shares_addresses(stream):
+            _walk_shared(stream, sram, fold_rows, window)
         else:
             _walk_rising(stream, sram.per_set, fold_rows, window)
     return window.rows, window.refills
@@ -226,10 +191,10 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
     n, A = window.sets, window.active
     K, R, C, blocks = tiles.K, tiles.R, tiles.C, tiles.blocks
     for fold in range(blocks * tiles.slices):
-        s, b = divmod(fold, blocks)
+        s = fold // blocks
         width = C if s < tiles.slices - 1 else tiles.last_width
-        start, bottom = s * K * C, b * R
-        k = min(K, bottom + R) - 1              # the row read first
+        start, bottom = s * K * C, (fold - s * blocks) * R
+        k = (K if K < bottom + R else bottom + R) - 1       # the row read first
         low, high = (start + bottom * width) // per_set, (start + (k + 1) * width - 1) // per_set
         floor = window.floor
         if low - ((low - floor) // n) * n + high - low < floor + A:
@@ -246,53 +211,48 @@ def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
             if position < start + (k + 1) * width:
                 continue
             low = own - reach + floor       # the window's start, as a set of this lap
-            k = min(k - 1, -(-(low * per_set - start) // width) - 1)
+            below = -(-(low * per_set - start) // width)     # rows from here on hit
+            k = k - 1 if k < below else below - 1
             if k < bottom:
                 break
             position = start + k * width
 
 
-def _walk_shared(stream: OperandStreams, located: _Sets, sram: ReadSram, fold_rows: int,
+def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
                  window: _Window) -> None:
-    """Any stream, an address possibly held by several sets (im2col inputs): runs of
-    requests whose own sets rise by at most n - A are searched as in `_walk_rising`; a
-    request held by another of its sets than its own is stepped exactly, alone."""
-    n, A, P = sram.sets, sram.active_sets, sram.step_sets
-    sets, bounds, local_rows = located.own, located.bounds, stream.rows
-    tile_start = stream.tile_start
-    rows, refills = window.rows, window.refills
-    u = floor = 0
+    """Any stream, an address possibly held by several sets (im2col inputs): a request
+    hits when its address is among those the window's sets hold. Those addresses are
+    counted once per window, and each fold's requests are tested against them at once,
+    from the first (or from the one after a miss) to the first that misses; a missing
+    address's first position at or after the window's start, in ring order, gives the
+    set that moves the window."""
+    n, A, E = sram.sets, sram.active_sets, sram.per_set
+    addresses, tile_start, local_rows = stream.addresses, stream.tile_start, stream.rows
+    asked = addresses[stream.positions]             # each request's address
+    size = int(addresses.max()) + 1
+    held = None
     for fold, t in enumerate(stream.fold_tile):
-        low = located.low[t]
-        if low - ((low - floor) // n) * n + located.high[t] - low < floor + A:
-            continue      # the whole tile is in the window: every request hits
+        begin, end = tile_start[t], tile_start[t + 1]
         base = fold * fold_rows
-        begin, stop_tile = tile_start[t], tile_start[t + 1]
-        cut = bisect_left(bounds, begin)
-        while begin < stop_tile:
-            stop = bounds[cut + 1]
-            j = begin
-            while j < stop:
-                # the window after request j: from the first position at or after u * P
-                # that holds its address, h(x) = ceil((x - A + 1) / P)
-                own = sets[j]
-                held, start = located.candidates(j), floor % n
-                first = bisect_left(held, start)
-                reach = floor + (held[first] - start if first < len(held)
-                                 else held[0] + n - start)
-                moved = -((A - 1 - reach) // P)
-                if moved > u:
-                    row = base + int(local_rows[j])
-                    if rows and rows[-1] == row:
-                        refills[-1] += moved - u
-                    else:
-                        rows.append(row)
-                        refills.append(moved - u)
-                    u, floor = moved, moved * P
-                position = own - ((own - floor) // n) * n
-                if position >= floor + A:
-                    j += 1        # held by another of its sets: restart the run after it
-                    continue
-                # along the run the window moves when a request passes its end
-                j = bisect_left(sets, own + floor + A - position, j + 1, stop)
-            begin, cut = stop, cut + 1
+        while begin < end:
+            floor = window.floor
+            start = floor % n
+            if held is None:                        # how many of its positions each holds
+                held = np.bincount(addresses[start * E:(start + A) * E], minlength=size)
+                if start + A > n:                   # the window wraps round the ring
+                    held += np.bincount(addresses[:(start + A - n) * E], minlength=size)
+            hits = held[asked[begin:end]]
+            first = int(hits.argmin())
+            if hits[first]:
+                break
+            begin += first
+            missing = asked[begin]
+            after = addresses[start * E:] == missing
+            position = int(after.argmax()) if after.size else 0
+            if after.size and after[position]:
+                ahead = position // E
+            else:                                   # only before the start: round the ring
+                ahead = int((addresses == missing).argmax()) // E + n - start
+            window.move_to(floor + ahead, base + int(local_rows[begin]))
+            held = None
+            begin += 1

@@ -136,8 +136,10 @@ class StreamedTiles:
         if low < 0:
             low = 0
         position = self.starts[d] + c - low
-        if self.used < self.width:                      # padded cells before it on d
-            padded = min(c, d - (self.count - 1) * self.height + 1) - max(self.used, low)
+        used = self.used
+        if used < self.width:                           # padded cells before it on d
+            end = d - (self.count - 1) * self.height + 1
+            padded = (c if c < end else end) - (used if used > low else low)
             if padded > 0:
                 position -= padded
         return position
@@ -235,14 +237,15 @@ class OfmapWrites:
 
     def before(self, row: int) -> int:
         """Writes of the rows before `row` (0 <= row <= total_rows)."""
-        fold, local = divmod(row, self.fold_rows)
-        if fold == len(self._prefix):
+        if row >= self.total_rows:
             return self.total
-        return self._fold_first[fold] + self._prefix[fold][local]
+        fold = row // self.fold_rows
+        return self._fold_first[fold] + self._prefix[fold][row - fold * self.fold_rows]
 
     def before_and_at(self, row: int) -> tuple[int, int]:
         """Writes of the rows before `row`, and of row `row`."""
-        fold, local = divmod(row, self.fold_rows)
+        fold = row // self.fold_rows
+        local = row - fold * self.fold_rows
         prefix = self._prefix[fold]
         before = prefix[local]
         return self._fold_first[fold] + before, prefix[local + 1] - before
