@@ -680,7 +680,7 @@ class OrPattern(ValuePattern):
                 failures.append(st.last)
             st.reset(mark)
         if st.explain:
-            st.last = replace(best_of(failures), alternatives=tuple(failures))
+            st.last = best_of(failures).with_alternatives(tuple(failures))
         return False
 
 
