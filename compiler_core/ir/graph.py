@@ -396,8 +396,9 @@ class Graph:
         values, new_value = g.values, Value.__new__
         for name, old in self.values.items():
             value = new_value(Value)
-            value.name, value.elem_type, value.shape, value.type_proto = name, old.elem_type, \
-                old.shape, old.type_proto
+            shape = old.shape
+            value.name, value.elem_type, value.type_proto = name, old.elem_type, old.type_proto
+            value.shape = tuple(shape) if shape is not None else None   # as Value() made it
             value.stored, value.producer, value.output_index, value.uses = old.stored, None, -1, []
             value.is_graph_input = value.is_graph_output = False
             value.doc_string = old.doc_string
