@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from dataclasses import replace
 from functools import cached_property
 from types import EllipsisType
 from typing import Any, Callable, ClassVar, Iterable
