@@ -390,10 +390,17 @@ class Graph:
         g = Graph.__new__(Graph)
         Graph.__init__(g)
         g._copy_fields_from(self)
+        # Every field set once, the wiring inline: the new nodes and values are in no graph a
+        # write guard watches, so ``attach_inputs``'s checks could only say no.
         twin: dict[int, Value] = {}
-        values = g.values
+        values, new_value = g.values, Value.__new__
         for name, old in self.values.items():
-            value = Value(name, old.elem_type, old.shape, old.stored, old.type_proto)
+            value = new_value(Value)
+            shape = old.shape
+            value.name, value.elem_type, value.type_proto = name, old.elem_type, old.type_proto
+            value.shape = tuple(shape) if shape is not None else None   # as Value() made it
+            value.stored, value.producer, value.output_index, value.uses = old.stored, None, -1, []
+            value.is_graph_input = value.is_graph_output = False
             value.doc_string = old.doc_string
             values[name] = twin[id(old)] = value
         g.initializers = {name: values[name] for name in self.initializers}
@@ -401,18 +408,25 @@ class Graph:
             value = twin[id(old)]
             value.is_graph_input = True
             g._inputs.append(value)
+        nodes, node_names, new_node = g._nodes, g._node_names, Node.__new__
         for old in self._nodes.values():
-            node = Node(old.id, old.op_type, old.domain, old.name)
+            node = new_node(Node)
+            node.id, node.op_type, node.domain, node.name = old.id, old.op_type, old.domain, \
+                old.name
             node.overload, node.attrs, node.attr_types = old.overload, dict(old.attrs), \
                 old.attr_types
             node.body, node.provenance, node.metadata = old.body, old.provenance, old.metadata
             node.doc_string, node.order = old.doc_string, old.order
-            node.attach_inputs([twin[id(v)] if v is not None else None for v in old.inputs])
+            inputs = node._inputs = tuple([twin[id(v)] if v is not None else None
+                                           for v in old._inputs])
+            for index, value in enumerate(inputs):
+                if value is not None:
+                    value.uses.append((node, index))
             node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
             node.outputs = [twin[id(v)] if v is not None else None for v in old.outputs]
             _wire_outputs_and_implicit(node)
-            g._nodes[node.id] = node
-            g._node_names[node.name] = node
+            nodes[node.id] = node
+            node_names[node.name] = node
         g.set_outputs(twin[id(v)] for v in self._outputs)
         if self._order is not None:   # the same order: no need to sort again
             g._order = [g._nodes[n.id] for n in self._order]

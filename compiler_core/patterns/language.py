@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 from abc import ABC, abstractmethod
-from dataclasses import replace
 from functools import cached_property
 from types import EllipsisType
 from typing import Any, Callable, ClassVar, Iterable
@@ -680,7 +679,7 @@ class OrPattern(ValuePattern):
                 failures.append(st.last)
             st.reset(mark)
         if st.explain:
-            st.last = replace(best_of(failures), alternatives=tuple(failures))
+            st.last = best_of(failures).with_alternatives(tuple(failures))
         return False
 
 

@@ -60,8 +60,9 @@ def diff_graphs(before: Graph, after: Graph) -> GraphDiff:
     before_ids = before.node_ids()
     after_ids = after.node_ids()
     modified, changes = [], {}
+    before_node, after_node = before.node_by_id, after.node_by_id
     for i in sorted(before_ids & after_ids):
-        a, b = before.node_by_id(i), after.node_by_id(i)
+        a, b = before_node(i), after_node(i)
         if not same_node(a, b):
             modified.append(i)
             changes[i] = node_changes(a, b)
@@ -70,15 +71,31 @@ def diff_graphs(before: Graph, after: Graph) -> GraphDiff:
 
 
 def same_node(a: Node, b: Node) -> bool:
-    if (a.op_type, a.domain, a.name) != (b.op_type, b.domain, b.name):
+    """Op, name, the names it reads and writes, attributes and body all the same (a diff
+    asks this of every node two graphs share: no lists built, attributes a copy shares
+    compared by identity first)."""
+    if (a.op_type != b.op_type or a.domain != b.domain or a.name != b.name
+            or a.body is not b.body):
         return False
-    if [v.name if v else "" for v in a.inputs] != [v.name if v else "" for v in b.inputs]:
+    if not (_same_names(a.inputs, b.inputs) and _same_names(a.outputs, b.outputs)):
         return False
-    if [v.name if v else "" for v in a.outputs] != [v.name if v else "" for v in b.outputs]:
+    attrs_a, attrs_b = a.attrs, b.attrs
+    if attrs_a.keys() != attrs_b.keys():
         return False
-    if a.attrs.keys() != b.attrs.keys() or a.body is not b.body:
+    for key, x in attrs_a.items():
+        if not _same_attr(x, attrs_b[key]):
+            return False
+    return True
+
+
+def _same_names(xs, ys) -> bool:
+    """Two lists of values (None for an omitted one) name the same values in order."""
+    if len(xs) != len(ys):
         return False
-    return all(_same_attr(a.attrs[k], b.attrs[k]) for k in a.attrs)
+    for x, y in zip(xs, ys):
+        if (x.name if x is not None else "") != (y.name if y is not None else ""):
+            return False
+    return True
 
 
 def node_changes(a: Node, b: Node) -> list[NodeChange]:
