@@ -15,6 +15,14 @@
   var fitted = null;          // the view the panes were last fitted to
   var linked = null;          // {before, after}: the panes' graph instances, once drawn
 
+  /* An address with doubled slashes ("host//?model=x") made every URL the page writes
+   * protocol-relative ("//?pass=3" names another host, and the browser refuses it): the
+   * slashes are collapsed before the page reads its address. */
+  if (/^\/\/+/.test(window.location.pathname)) {
+    window.history.replaceState(window.history.state, "",
+      window.location.pathname.replace(/^\/+/, "/") + window.location.search + window.location.hash);
+  }
+
   /* The graph component fits the whole graph whenever its elements change and the graph lies
    * out of view; finding that out measures every element with its label at once (a second on
    * a first render).  The viewport here is ours to set (below), so the component is told the

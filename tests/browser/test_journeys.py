@@ -159,6 +159,22 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
         person.driver.quit()
 
 
+def test_an_address_typed_with_a_doubled_slash_still_steps(served):
+    """"host//?model=cnn_bn" is the page; the URLs it writes as a person steps stay on it."""
+    person = person_at(served, (1280, 800))
+    try:
+        person.driver.get(served.rstrip("/") + "//?model=cnn_bn")
+        person.wait_drawn()
+        shown = person.shown()
+        person.click("#step-next")
+        person.wait_shown_other_than(shown, 30)
+        assert "pass=" in person.url_query()
+        assert person.driver.execute_script("return window.location.pathname;") == "/"
+        assert_sound(person, "after a step")
+    finally:
+        person.driver.quit()
+
+
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory):
     """`graphlab serve --workers 2`: the form a teacher starts for a room."""
