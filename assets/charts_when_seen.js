@@ -31,17 +31,20 @@
     });
   }
 
-  var BLANK_LAYOUT = { xaxis: { visible: false }, yaxis: { visible: false } };
+  var BLANK_LAYOUT = { xaxis: { visible: false }, yaxis: { visible: false } };   // as
+  // chart_panel.BLANK, what the app's charts mount with
+
+  /* react's arguments as one figure ({data, layout, config}), whichever form they came in. */
+  function figureOf(args) {
+    var figure = args[1];
+    if (figure && !Array.isArray(figure) && typeof figure === "object") { return figure; }
+    return { data: figure, layout: args[2], config: args[3] };
+  }
 
   /* A chart's first drawing, blank (the real figure is held like any other): a chart mounts
    * with the figure it has by then, which is often the real one already. */
-  function drawBlank(react, plotly, args) {
-    var figure = args[1];
-    if (figure && !Array.isArray(figure) && typeof figure === "object") {
-      react.call(plotly, args[0], { data: [], layout: BLANK_LAYOUT, config: figure.config });
-    } else {
-      react.call(plotly, args[0], [], BLANK_LAYOUT, args[3]);
-    }
+  function drawBlank(react, plotly, gd, figure) {
+    react.call(plotly, gd, { data: [], layout: BLANK_LAYOUT, config: figure.config });
   }
 
   function wrap(plotly) {
@@ -49,8 +52,11 @@
     var react = plotly.react;
     plotly.react = function (gd) {
       var div = typeof gd === "string" ? document.getElementById(gd) : gd;
-      if (!div) { return react.apply(this, arguments); }
-      if (!div._fullLayout) { drawBlank(react, this, arguments); }
+      var figure = figureOf(arguments);
+      if (!div || !div._fullLayout && !(figure.data || []).length) {   // a blank: drawn as is
+        return react.apply(this, arguments);
+      }
+      if (!div._fullLayout) { drawBlank(react, this, div, figure); }
       var call = waiting.get(div);
       if (!call) {
         call = { plotly: this, react: react, settle: [] };

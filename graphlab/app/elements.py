@@ -14,8 +14,7 @@ from compiler_core.ir import Graph, Node
 
 from .drawn_graph import Key, drawn_edges, drawn_keys
 from .graph_layout import Position
-from .group_elements import FRAME_BEHAVIOUR, collapsed_group_elements, frame_data, \
-    open_group_element
+from .group_elements import as_frame, collapsed_group_elements, open_group_element
 from .nested_layout import Placement
 from .scopes import ScopeTree
 
@@ -61,11 +60,8 @@ def pane_elements(graph: Graph, placement: Placement, scopes: ScopeTree,
         element = _node_element(node, placement.centre(key), parent, marks.get(key))
         nodes.append(element)
         if node.body is not None and node.id in opened:   # the op becomes its body's frame
-            frame = placement.frames[node.id]
-            element["position"] = {"x": frame.x, "y": frame.y}
-            element["data"].update(frame_data(frame, len(scopes.ancestors(parent)) + 1, parent))
             element["classes"] += " opened"
-            element.update(FRAME_BEHAVIOUR)
+            as_frame(element, placement.frames[node.id], len(scopes.ancestors(parent)) + 1)
             nodes += _body_elements(node, placement.bodies[node.id])
     groups = [open_group_element(scopes.groups[g], placement.frames[g], len(scopes.ancestors(g)))
               for g in scopes.groups if g in open_groups]

@@ -44,21 +44,21 @@ def collapsed_size(group: Group) -> Size:
 def open_group_element(group: Group, frame: Box, depth: int) -> dict:
     """An open group's frame, drawn under its members (``depth`` open groups hold it)."""
     data = {"id": group.id, "label": group.label, "kind": "group"}
-    return {"data": {**data, **frame_data(frame, depth, group.parent)},
-            "position": {"x": frame.x, "y": frame.y}, "classes": "group",
-            **FRAME_BEHAVIOUR}
+    if group.parent is not None:
+        data["within"] = group.parent
+    return as_frame({"data": data, "classes": "group"}, frame, depth)
 
 
-def frame_data(frame: Box, depth: int, within: str | None) -> dict:
-    """What a frame (an open group's, an opened fused op's) carries: its size, its place in
-    the drawing order (deeper frames over shallower ones, all under edges and ops), and the
-    frame it sits in.  Frames are plain nodes sized here, not the graph component's compound
-    nodes: the component restyles a compound's whole family for each property of each
-    element it styles, which was half of a pane's first drawing."""
-    data = {"w": frame.w, "h": frame.h, "z": min(depth, MAX_FRAME_DEPTH)}
-    if within is not None:
-        data["within"] = within
-    return data
+def as_frame(element: dict, frame: Box, depth: int) -> dict:
+    """``element`` (an open group, an opened fused op) drawn as a frame: placed and sized by
+    the layout, in the drawing order (deeper frames over shallower ones, all under edges and
+    ops).  Frames are plain nodes, not the graph component's compound nodes: the component
+    restyles a compound's whole family for each property of each element it styles, which
+    was half of a pane's first drawing."""
+    element["data"].update(w=frame.w, h=frame.h, z=min(depth, MAX_FRAME_DEPTH))
+    element["position"] = {"x": frame.x, "y": frame.y}
+    element.update(FRAME_BEHAVIOUR)
+    return element
 
 
 def collapsed_group_elements(group: Group, box: Box, members: list[Node],
