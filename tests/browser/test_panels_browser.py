@@ -98,6 +98,21 @@ def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, gra
     assert "panel=roofline" in dash_duo.driver.current_url
 
 
+def test_the_charts_library_is_the_cartesian_bundle_loaded_once(dash_duo, graphlab_app):
+    """The charts' library is the app's own plotly.js cartesian bundle (a third of the full
+    one), not Dash's full bundle, and is loaded once even when the page's early load and the
+    first chart both ask for it."""
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn")
+    for tab in ("Roofline", "Memory"):   # the pointer on the tabs starts the page's own load
+        dash_duo.driver.find_element("xpath", f"//*[contains(@class, 'tab')][.='{tab}']").click()
+    wait_for_plot(dash_duo, "memory-after-graph")
+    loaded = dash_duo.driver.execute_script(
+        "return Array.from(document.scripts).map(s => s.src).filter(s => /plotly/.test(s));")
+    assert len(loaded) == 1 and "/assets/vendor/plotly-cartesian-" in loaded[0], loaded
+    assert dash_duo.driver.execute_script("return typeof window.Plotly.react;") == "function"
+    assert dash_duo.get_logs() == []
+
+
 def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
     graph = load_model(resolve_model("teach_matmul_bias"))
     first_gemm, matmul = (graph.node_by_name(n) for n in ("matmul_good", "matmul_inputbias"))
