@@ -127,7 +127,7 @@ def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_pa
         drawn = assert_draws(person, "bert_tiny_dynamo", drawn, "after the upload")
         assert_change_in_view(person, "after the upload")
         person.driver.save_screenshot(str(shots / "engineer-upload.png"))
-        for model in ("teach_layernorm", "gpt2_tiny", "cnn_bn"):
+        for model in ("teach_layernorm", "gpt2_tiny", "bart_tiny", "cnn_bn"):   # bart: 3 sizes
             person.choose(model)
             person.wait_drawn()
             drawn = assert_draws(person, model, drawn, f"after choosing {model}")

@@ -102,12 +102,19 @@ def sizes_source(decisions: Decisions) -> tuple[str, str]:
                   f"{planned} makes the same graph")
 
 
+def _box_width(text: str) -> str:
+    """The bindings field's width for ``text`` (up to 48 characters): its characters in the
+    box's 14 px font, measured in the field's 12 px ``ch``, with the box's padding."""
+    return f"calc({min(len(text), 48) + 4}ch * 1.2)"
+
+
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
 
     @on_view(app, services, {"word": Output(SIZES_SOURCE, "children"),
                              "why": Output(BINDINGS_FIELD, "title"),
-                             "empty": Output(BINDINGS, "placeholder")},
+                             "empty": Output(BINDINGS, "placeholder"),
+                             "width": Output(BINDINGS_FIELD, "style")},
              state={"shown": State(BINDINGS_FIELD, "title")}, settings_only=True,
              prevent_initial_call=True)
     def show_sizes_source(_state, workspace, shown):
@@ -115,7 +122,8 @@ def register(app, services: Services) -> None:
         if why == shown:
             return {}   # a step within the same workspace: the box already says it
         return {"word": word, "why": why,
-                "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims"}
+                "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims",
+                "width": {"minWidth": _box_width(workspace.sizes.text())}}
 
     @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
                   Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
