@@ -203,8 +203,9 @@ def heatmap_figure(schedule: Schedule, step: Step) -> dict:
         "layout": {
             "title": {"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},
             "template": plotly_white(), "font": {"size": 14},
-            "margin": {"l": 70, "r": 10, "t": 62, "b": 60}, "uirevision": "array",
-            "xaxis": {"title": {"text": f"PE column → holds {m.col_dim} index (+ fold offset)"},
+            "margin": {"l": 70, "r": 10, "t": 62, "b": 80}, "uirevision": "array",
+            # on two lines: the square array is narrower than the title at 1280x800
+            "xaxis": {"title": {"text": f"PE column →<br>holds {m.col_dim} (+ fold offset)"},
                       "constrain": "domain", "showgrid": False, "zeroline": False},
             "yaxis": {"title": {"text": f"PE row ↓ holds {m.row_dim}"},
                       "autorange": "reversed", "scaleanchor": "x", "constrain": "domain",
