@@ -64,8 +64,7 @@ def check_at_level(verifier: Verifier, graph: Graph, rtol: float,
         outcome = run_isolated(model, [verifier.inputs], level=level)
     if not outcome.ok:
         return LevelCheck(outcome)
-    return LevelCheck(outcome, compare_outputs(verifier.reference_outputs, outcome.outputs[0],
-                                               rtol, allowance=verifier.allowance))
+    return LevelCheck(outcome, verifier.judge(outcome.outputs[0], rtol))
 
 
 def against_input_at_level(check: LevelCheck, input_check: LevelCheck, verifier: Verifier,

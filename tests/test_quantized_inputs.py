@@ -232,3 +232,24 @@ def test_a_dynamically_quantized_model_is_allowed_a_few_255ths_of_its_float_outp
     assert not compare_outputs(reference, flipped).ok
     assert not compare_outputs(reference, {"y": reference["y"] * 1.1},
                                allowance=rounding_allowance(graph)).ok
+
+
+def test_a_candidate_is_held_to_onnxruntimes_integer_kernels_where_they_leave_the_float_graph(
+        mobilenet):
+    """On a CPU without 8-bit dot products onnxruntime's integer kernels saturate, away from
+    the QDQ graph's float arithmetic: a folded graph is then held to the input as onnxruntime
+    runs it with its own QDQ fusion.  The float reference is moved by 50 steps here, so the
+    test does not depend on the CPU; a candidate far from both is still refused."""
+    from compiler_core.verify import INTEGER_LEVEL, run
+
+    graph, result = mobilenet
+    folded = next(s.graph for s in result.snapshots if s.pass_name == "fold_qdq")
+    verifier = Verifier(graph, inputs={"image": np.random.default_rng(3).standard_normal(
+        (1, 3, 64, 64), np.float32)})
+    step = verifier.allowance["logits"].absolute / 4
+    verifier.reference_outputs = {"logits": verifier.reference_outputs["logits"] + 50 * step}
+    report = verifier.check(folded)
+    assert report.ok and INTEGER_LEVEL in report.basis, report
+    integer = run(graph, verifier.inputs, INTEGER_LEVEL)
+    refused = verifier.judge({"logits": integer["logits"] + 20 * step})
+    assert not refused.ok and INTEGER_LEVEL not in refused.basis
