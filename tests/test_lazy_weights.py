@@ -25,8 +25,8 @@ from benchmarks.decoder_models import TINY, build_decoder
 from compiler_core.errors import ModelLoadError
 from compiler_core.ir import load_model, save_model
 from compiler_core.ir.computed_tensors import ConcatenatedTensor, TransposedTensor
-from compiler_core.ir.lazy_tensors import (MappedFile, StoredTensor, StoredTensorError,
-                                           values_of, watch_reads)
+from compiler_core.ir.lazy_tensors import (InMemory, MappedFile, StoredTensor,
+                                           StoredTensorError, values_of, watch_reads)
 from compiler_core.passes import PassManager
 from compiler_core.runtime_check import run_isolated
 from graphlab.cli import main
@@ -420,3 +420,20 @@ def test_a_real_export_with_external_weights_compiles_from_its_mapped_file(sampl
     assert len(compiled.nodes) < len(graph.nodes) / 2
     assert any(n.op_type == "Attention" for n in compiled.nodes)
     np.testing.assert_allclose(_logits(str(out)), _logits(str(path)), atol=1e-4)
+
+
+@pytest.mark.parametrize("array", [np.arange(300, dtype=np.float32).reshape(20, 15),
+                                   np.arange(10, dtype=np.float16), np.zeros((0, 4), np.int64),
+                                   np.array(2.5, np.float64), np.array([True, False, True])],
+                         ids=["float32", "float16-short", "empty", "scalar", "bool"])
+def test_a_stored_weights_cse_fingerprint_is_its_arrays(array):
+    """CSE reads a stored weight's fingerprint from its bytes (``end_bytes``): the same key as
+    the array's, ends shorter than the sample included, and the read is noted like one."""
+    from compiler_core.passes.cleanup import cse
+
+    data = numpy_helper.from_array(array).raw_data
+    stored = StoredTensor("w", helper.np_dtype_to_tensor_dtype(array.dtype), array.shape,
+                          InMemory(b"\0" * 8 + data), 8, len(data))
+    with watch_reads() as read:
+        assert cse._fingerprint(stored) == cse._fingerprint(array)
+    assert read == ["w"]

@@ -117,6 +117,18 @@ def test_score_bound_spares_the_layernorm_sites_of_a_chain():
         assert sites and any(bound.best_score(n) >= DECLINE_SCORE for n in sites) == judged
 
 
+def test_match_test_looks_two_producers_deep():
+    """On a Mul/Add chain every Add reads a Mul (the last two ops of LayerNorm's decomposed
+    form) and every activation an Add (matmul_bias_act's): the prefilter, one producer deep,
+    keeps those sites for explain; the match test, two deep, spares match_all every one."""
+    graph = from_proto(element_wise_chain(50))
+    for name in ("layernorm", "skip_layernorm", "matmul_bias_act"):
+        compiled = compile_pattern(registered_patterns()[name])
+        sites = NodeIndex.of(graph).candidates(compiled.root_ops)
+        assert any(compiled.prefilter(n) for n in sites), name
+        assert not any(compiled.match_test(n) for n in sites), name
+
+
 def test_reaches_spares_the_rmsnorm_spellings_on_a_chain():
     """On a Mul/Add chain no RMSNorm spelling gets past its root: every site is spared."""
     graph = from_proto(element_wise_chain(50))

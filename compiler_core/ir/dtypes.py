@@ -6,6 +6,8 @@ that is what round-trips exactly; these helpers translate for printing, numpy an
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import onnx
 from onnx import TensorProto
@@ -26,8 +28,10 @@ def dtype_name(elem_type: int | None) -> str:
     return {"float": "float32", "double": "float64"}.get(name, name)
 
 
+@functools.lru_cache(maxsize=None)
 def to_numpy(elem_type: int) -> np.dtype:
-    """numpy dtype used to hold tensors of this ONNX type (ml_dtypes types where needed)."""
+    """numpy dtype used to hold tensors of this ONNX type (ml_dtypes types where needed); one
+    object per type, asked for by every weight's dtype, size and fingerprint."""
     return np.dtype(onnx.helper.tensor_dtype_to_np_dtype(elem_type))
 
 

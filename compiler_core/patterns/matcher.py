@@ -66,8 +66,9 @@ class CompiledPattern:
     # Cheap tests of a node, without any match state (None: no test).  ``prefilter``: does
     # its op type fit the root and do its inputs come from the op types the root's inputs
     # want (explain's sites); ``match_test``: the same in every alternative of the root,
-    # ORs inside ORs and named parts opened (a necessary condition of a match); ``reaches``:
-    # can an attempt there match more than the root (``reach``)?
+    # ORs inside ORs and named parts opened, and for the inputs' producers in turn
+    # (``MATCH_TEST_DEPTH``; a necessary condition of a match); ``reaches``: can an attempt
+    # there match more than the root (``reach``)?
     prefilter: Callable[[Node], bool] | None
     match_test: Callable[[Node], bool] | None
     reaches: Callable[[Node], bool] | None
@@ -99,7 +100,8 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
                                pattern.index if isinstance(pattern, OutputOf) else 0,
                                _prefilter(pattern.branches if isinstance(pattern, OrPattern)
                                           else (pattern,)),
-                               _prefilter(_root_branches(pattern)), reach_test(pattern))
+                               _prefilter(_root_branches(pattern), MATCH_TEST_DEPTH),
+                               reach_test(pattern))
     pattern._compiled = compiled
     return compiled
 
@@ -196,16 +198,16 @@ def _root_branches(element: Pattern) -> list[Pattern]:
     return [element]
 
 
-def _prefilter(branches) -> Callable[[Node], bool] | None:
+def _prefilter(branches, depth: int = 1) -> Callable[[Node], bool] | None:
     """tinygrad-style early reject: the root's op type and the op types producing its inputs
-    in one of ``branches``, checked without building any match state: the node's op type
-    picks the branches to test.  None when the index by op type already says it all, or
-    when a branch is not an op."""
+    in one of ``branches`` (``depth`` levels of producers: see ``_inputs_test``), checked
+    without building any match state: the node's op type picks the branches to test.  None
+    when the index by op type already says it all, or when a branch is not an op."""
     by_op: dict[str, list[Callable[[tuple], bool] | None]] = {}
     for branch in branches:
         if not isinstance(branch, OpPattern):
             return None
-        test = _inputs_test(branch)
+        test = _inputs_test(branch, depth)
         for op_type in branch.op_types:
             by_op.setdefault(op_type, []).append(test)
     if all(None in tests for tests in by_op.values()):
@@ -226,10 +228,22 @@ def _prefilter(branches) -> Callable[[Node], bool] | None:
     return accepts
 
 
-def _inputs_test(element: OpPattern) -> Callable[[tuple], bool] | None:
+# Levels of producers ``match_test`` looks at: two reject the sites whose inputs come from
+# the right ops but not those ops' own inputs (on an element-wise chain, every Add whose Mul
+# reads no Div is no LayerNorm), for a few lookups instead of an attempt.
+MATCH_TEST_DEPTH = 2
+
+# What an input must be (``_wanted``): produced by an op of one of these types, whose own
+# inputs pass the test (None: not looked at).
+Wanted = tuple[frozenset[str], Callable[[tuple], bool] | None]
+
+
+def _inputs_test(element: OpPattern, depth: int = 1) -> Callable[[tuple], bool] | None:
     """A test of a node's inputs: each comes from an op type its pattern wants (either order
-    for a commutative op).  None when no input pattern names an op type."""
-    wanted = [_root_ops(p) for p in element.inputs]
+    for a commutative op), and, ``depth`` above 1, that op's inputs pass the same test of
+    its own pattern, ``depth - 1`` levels down.  None when no input pattern names an op
+    type."""
+    wanted = [_wanted(p, depth) for p in element.inputs]
     if all(w is None for w in wanted):
         return None
     if element.commutative:
@@ -249,13 +263,30 @@ def _inputs_test(element: OpPattern) -> Callable[[tuple], bool] | None:
     return test
 
 
-def _fits(want: frozenset[str] | None, inputs: tuple, index: int) -> bool:
-    """Input ``index`` is produced by an op of a type in ``want`` (None: anything goes)."""
+def _wanted(element: Pattern, depth: int) -> Wanted | None:
+    """What a value ``element`` matches must be, ``depth`` levels of producers deep (None:
+    anything goes).  Only an op (named or not) is looked into: matching it matches its
+    inputs."""
+    ops = _root_ops(element)
+    if ops is None:
+        return None
+    while isinstance(element, PartPattern):
+        element = element.inner
+    below = _inputs_test(element, depth - 1) \
+        if depth > 1 and isinstance(element, OpPattern) else None
+    return ops, below
+
+
+def _fits(want: Wanted | None, inputs: tuple, index: int) -> bool:
+    """Input ``index`` is what ``want`` asks for (None: anything goes)."""
     if want is None:
         return True
     value = inputs[index] if index < len(inputs) else None
     producer = value.producer if value is not None else None
-    return producer is not None and producer.op_type in want
+    if producer is None:
+        return False
+    ops, below = want
+    return producer.op_type in ops and (below is None or below(producer.inputs))
 
 
 class NodeIndex:

@@ -15,6 +15,7 @@ from .qdq_groups import (dequantize_of, fuse_group, group_root, move_codes, per_
                          remove_if_unread)
 
 RULE = "fold_qdq"
+_QDQ_OPS = ("DequantizeLinear", "QuantizeLinear")
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
 
 
@@ -51,6 +52,8 @@ class FoldQdq(Pass):
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
         result = PassResult()
+        if not _has_qdq(graph):   # nothing to fold: no layer needs its structure judged
+            return result
         for node in list(graph.nodes):
             if not graph.has_node(node):
                 continue
@@ -76,6 +79,12 @@ class FoldQdq(Pass):
             result.rewrites += 1
         elif reason:
             result.decline(node, RULE, reason)
+
+
+def _has_qdq(graph: Graph) -> bool:
+    """A DequantizeLinear or QuantizeLinear is in the graph: every fold starts at one (a layer
+    reading a dequantized operand, a group a QuantizeLinear ends)."""
+    return any(node.op_type in _QDQ_OPS for node in graph.nodes)
 
 
 def _fold(graph: Graph, ctx: PassContext, layer: Layer) -> str | None:
