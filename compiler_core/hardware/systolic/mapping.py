@@ -39,6 +39,8 @@ class ScheduleError(GraphLabError, ValueError):
 
 def positive_int(name: str, value) -> int:
     """`value` as an int, or a ScheduleError saying `name` must be a positive whole number."""
+    if type(value) is int and value > 0:    # the common case, tested first: a layer has ~14
+        return value
     try:
         if isinstance(value, bool):
             raise TypeError
@@ -245,13 +247,13 @@ class Mapping:
     @cached
     def tile_factors(self) -> dict[str, tuple[bool, bool, int]]:
         """Per operand: whether its tile spans the row dim, the column dim, and the
-        product of its other dims (whole in every fold)."""
-        factors = {}
-        for operand, dims in OPERAND_DIMS.items():
-            whole = math.prod(self.extent(d) for d in dims
-                              if d not in (self.row_dim, self.col_dim))
-            factors[operand] = (self.row_dim in dims, self.col_dim in dims, whole)
-        return factors
+        product of its other dims (whole in every fold): the row, column and stream dims
+        are M, N and K in some order, so that is T where the operand spans the stream
+        dim, else 1."""
+        row, col, stream, length = self.row_dim, self.col_dim, self.stream_dim, \
+            self.stream_length
+        return {operand: (row in dims, col in dims, length if stream in dims else 1)
+                for operand, dims in OPERAND_DIMS.items()}
 
     def tile_elements(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Elements of operand 'A', 'B' or 'C' that one fold touches."""

@@ -31,7 +31,7 @@ alternates between e and D - e), and so does the write in a row that drains or w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
@@ -41,16 +41,20 @@ from compiler_core.hardware.systolic.scalesim_streams import LayerStreams, Ofmap
 EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use them all
 
 
-@dataclass
 class _ReadState:
-    sram: ReadSram
-    refills: dict               # cycle row -> refills it waits for (rows that miss)
-    done: int = 0               # refills so far
-    kept: int = 0               # refill arrivals kept for the step-through
+    """A read SRAM between events: `refills`, cycle row -> refills it waits for (rows that
+    miss); `done`, refills so far; `kept`, refill arrivals kept for the step-through;
+    `period`, D = refill_lines + 1, the cycles from one refill's arrival to the next."""
+
+    __slots__ = ("sram", "refills", "period", "done", "kept")
+
+    def __init__(self, sram: ReadSram, refills: dict):
+        self.sram, self.refills, self.period = sram, refills, sram.refill_lines + 1
+        self.done = self.kept = 0
 
     def arrivals(self) -> list[int]:
         """The arrival cycles of the refills kept for the step-through, L_1, L_2, ..."""
-        period = self.sram.refill_lines + 1
+        period = self.period
         return list(range(period - 1, self.kept * period, period))
 
     def serve(self, count: int, cycle: int) -> int:
@@ -60,16 +64,16 @@ class _ReadState:
         D - e: a closed form in the row's refill count."""
         if self.kept < EVENT_LIMIT:
             self.kept += count
-        period = self.sram.refill_lines + 1
-        first = self.done * period + period - 1         # refill_arrival(done + 1)
-        self.done += count
+        period, done = self.period, self.done
+        first = done * period + period - 1              # refill_arrival(done + 1)
+        self.done = done = done + count
         excess = first - cycle - 1
         if excess < 0:
             excess = 0
         if count == 1:
             return first + excess
         second = period - excess if excess < period else 0
-        return self.done * period - 1 + (second if count % 2 == 0 else period - second)
+        return done * period - 1 + (second if count % 2 == 0 else period - second)
 
 
 class _WriteState:
@@ -235,15 +239,16 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     watched = _first_last_rows(streams)
     forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
     events = sorted(events | forced)    # rows that miss or are reported; the writer adds
+    events.append(math.inf)             # past the last row: the loop's end
 
     # the writer's next drain or wait holds until it acts or the stalls change during a
     # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
-    index, last_served, count = 0, 0, len(events)
+    index, last_served = 0, 0
     ifmap_misses, filter_misses = ifmap.refills, weights.refills
     write_row = writer.next_row(stalls)
     while True:
-        read_row = events[index] if index < count else math.inf
+        read_row = events[index]
         if read_row <= write_row:
             if read_row == math.inf:
                 break

@@ -163,11 +163,12 @@ def _walk_streamed(tiles: StreamedTiles, per_set: int, fold_rows: int,
     on that position's anti-diagonal (`StreamedTiles.next_request`) with no stream built."""
     n, A = window.sets, window.active
     tiles.prepare()
+    # each tile's first and last positions, once per tile: folds re-read the same tiles
+    ends = [(tiles.first_position(t), tiles.last_position(t)) for t in range(tiles.count)]
     for fold, t in enumerate(tiles.fold_tile):
-        position, floor = tiles.first_position(t), window.floor
+        (position, last), floor = ends[t], window.floor
         low = position // per_set
-        if low - ((low - floor) // n) * n + tiles.last_position(t) // per_set - low \
-                < floor + A:
+        if low - ((low - floor) // n) * n + last // per_set - low < floor + A:
             continue      # the whole tile is in the window: every request hits
         base, row = fold * fold_rows, tiles.base
         while True:

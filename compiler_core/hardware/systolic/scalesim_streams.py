@@ -490,10 +490,14 @@ def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStrea
     return build(ifmap, weights, R, C, M, N, K)
 
 
-def _fold_index(row_folds: int, col_folds: int) -> tuple[list[int], list[int]]:
-    """(row fold, column fold) of every fold, in SCALE-Sim's order."""
-    folds = range(row_folds * col_folds)
-    return [f % row_folds for f in folds], [f // row_folds for f in folds]
+def _row_fold_of(row_folds: int, col_folds: int) -> list[int]:
+    """The row fold of every fold, in SCALE-Sim's order (row fold inner)."""
+    return list(range(row_folds)) * col_folds
+
+
+def _col_fold_of(row_folds: int, col_folds: int) -> list[int]:
+    """The column fold of every fold, in SCALE-Sim's order (column fold outer)."""
+    return sorted(list(range(col_folds)) * row_folds)
 
 
 def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int) -> float:
@@ -505,7 +509,8 @@ def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int)
 def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     m_slices, n_slices = _slices(M, R), _slices(N, C)
     fold_rows = R + C + K - 2
-    row_of, col_of = _fold_index(len(m_slices), len(n_slices))
+    row_of = _row_fold_of(len(m_slices), len(n_slices))
+    col_of = _col_fold_of(len(m_slices), len(n_slices))
     used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
     # the ofmap tile is written bottom row first: its used rows are the padded tile's last
     spans = [(R - (mb - ma), mb - ma, nb - na) for na, nb in n_slices for ma, mb in m_slices]
@@ -525,7 +530,7 @@ def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
 def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, n_slices = _slices(K, R), _slices(N, C)
     fold_rows = 2 * R + C + M - 2
-    row_of, _ = _fold_index(len(k_slices), len(n_slices))
+    row_of = _row_fold_of(len(k_slices), len(n_slices))
     used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
     spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
     return LayerStreams(
@@ -542,7 +547,7 @@ def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
 def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
     k_slices, m_slices = _slices(K, R), _slices(M, C)
     fold_rows = 2 * R + C + N - 2
-    row_of, _ = _fold_index(len(k_slices), len(m_slices))
+    row_of = _row_fold_of(len(k_slices), len(m_slices))
     used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
     spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
     return LayerStreams(

@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass
 
 from compiler_core.cached import cached
-from compiler_core.hardware.systolic.mapping import Mapping, OPERAND_DIMS
+from compiler_core.hardware.systolic.mapping import Mapping
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig, by_operand
 from compiler_core.records import record_field
 
@@ -61,15 +61,10 @@ class FoldTraffic:
     def sram_bytes(self, operand: str) -> int:
         return self.memory.sram_bytes(_MEMORY_OF[operand])
 
-    @cached
-    def _dependence(self) -> dict[str, tuple[bool, bool]]:
-        mapping = self.mapping
-        return {operand: (mapping.row_dim in dims, mapping.col_dim in dims)
-                for operand, dims in OPERAND_DIMS.items()}
-
     def _depends(self, operand: str) -> tuple[bool, bool]:
         """Whether the operand's tile changes with the row fold, with the column fold."""
-        return self._dependence[operand]
+        on_rows, on_cols, _ = self.mapping.tile_factors[operand]
+        return on_rows, on_cols
 
     @cached
     def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
