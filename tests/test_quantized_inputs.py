@@ -240,7 +240,8 @@ def test_a_candidate_is_held_to_onnxruntimes_integer_kernels_where_they_leave_th
     the QDQ graph's float arithmetic: a folded graph is then held to the input as onnxruntime
     runs it with its own QDQ fusion.  The float reference is moved by 50 steps here, so the
     test does not depend on the CPU; a candidate far from both is still refused."""
-    from compiler_core.verify import INTEGER_LEVEL, run
+    from compiler_core.runtime_check import run_isolated
+    from compiler_core.verify import INTEGER_LEVEL
 
     graph, result = mobilenet
     folded = next(s.graph for s in result.snapshots if s.pass_name == "fold_qdq")
@@ -249,7 +250,7 @@ def test_a_candidate_is_held_to_onnxruntimes_integer_kernels_where_they_leave_th
     step = verifier.allowance["logits"].absolute / 4
     verifier.reference_outputs = {"logits": verifier.reference_outputs["logits"] + 50 * step}
     report = verifier.check(folded)
-    assert report.ok and INTEGER_LEVEL in report.basis, report
-    integer = run(graph, verifier.inputs, INTEGER_LEVEL)
+    assert report.ok and INTEGER_LEVEL.upper() in report.basis, report
+    integer = run_isolated(to_bytes(graph), [verifier.inputs], level=INTEGER_LEVEL).outputs[0]
     refused = verifier.judge({"logits": integer["logits"] + 20 * step})
-    assert not refused.ok and INTEGER_LEVEL not in refused.basis
+    assert not refused.ok and INTEGER_LEVEL.upper() not in refused.basis
