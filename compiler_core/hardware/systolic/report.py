@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import fields
 
 from compiler_core.hardware.systolic.memory_report import memory_figures
-from compiler_core.records import to_json
 
 RUNS_LIMIT = 256
 
@@ -56,7 +55,7 @@ def build_report(schedule) -> dict:
     figures = memory_figures(schedule)
     details = figures.pop("memory_details")
     report.update(figures)
-    report["memory"] = {**to_json(timeline.traffic), **details,
+    report["memory"] = {**timeline.traffic.summary(), **details,
                         "replayed": schedule.memory_run is not None}
     report["utilization"] = schedule.utilization
     if schedule.memory_run is not None:   # SCALE-Sim's stalls are per cycle row, not per fold

@@ -29,7 +29,6 @@ from dataclasses import dataclass
 from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import Mapping
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig, by_operand
-from compiler_core.records import record_field
 
 _MEMORY_OF = {gemm: operand for operand, gemm in GEMM_OPERAND.items()}
 
@@ -43,16 +42,26 @@ def _by_memory(per_gemm_operand: dict[str, int]) -> dict[str, int]:
 class FoldTraffic:
     """Bytes each fold fetches and stores for one mapping, element size and memory system."""
 
-    mapping: Mapping = record_field(omit=True)
+    mapping: Mapping
     element_bytes: float
-    memory: MemoryConfig = record_field(omit=True)   # written flat, after element_bytes
+    memory: MemoryConfig
 
-    json_derived = (("sram_kb", "memory.sram_kb", by_operand),
-                    ("bandwidth_words_per_cycle", "memory.bandwidth", by_operand),
-                    ("word_bytes", "memory.word_bytes"), ("source", "memory.source"),
-                    ("working_set_bytes", "working_set_bytes", _by_memory), "fits",
-                    "double_buffered", "dram_read_bytes", "dram_write_bytes",
-                    "initial_load_cycles", "final_store_cycles")
+    def summary(self) -> dict:
+        """The report's view: the element size, the memory written flat, the working set
+        and the totals. Built directly, not through `records.to_json`: every report of
+        every layer writes it, and the generic path reads each value through a dotted
+        path."""
+        memory, totals = self.memory, self._block_totals
+        return {"element_bytes": self.element_bytes,
+                "sram_kb": by_operand(memory.sram_kb),
+                "bandwidth_words_per_cycle": by_operand(memory.bandwidth),
+                "word_bytes": memory.word_bytes, "source": memory.source,
+                "working_set_bytes": _by_memory(self.working_set_bytes),
+                "fits": self.fits, "double_buffered": self.double_buffered,
+                "dram_read_bytes": totals["A"] + totals["B"],
+                "dram_write_bytes": totals["C"],
+                "initial_load_cycles": self.initial_load_cycles,
+                "final_store_cycles": self.final_store_cycles}
 
     def bytes_per_cycle(self, operand: str) -> float:
         """DRAM bytes per cycle of GEMM operand 'A', 'B' or 'C'."""
