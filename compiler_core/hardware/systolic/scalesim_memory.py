@@ -31,6 +31,8 @@ alternates between e and D - e), and so does the write in a row that drains or w
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
+from itertools import accumulate
 from dataclasses import dataclass
 
 
@@ -43,27 +45,31 @@ EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use
 
 class _ReadState:
     """A read SRAM between events: `refills`, cycle row -> refills it waits for (rows that
-    miss); `done`, refills so far; `kept`, refill arrivals kept for the step-through;
-    `period`, D = refill_lines + 1, the cycles from one refill's arrival to the next."""
+    miss, in row order); `done`, refills so far; `period`, D = refill_lines + 1, the cycles
+    from one refill's arrival to the next."""
 
-    __slots__ = ("sram", "refills", "period", "done", "kept")
+    __slots__ = ("sram", "refills", "period", "done")
 
     def __init__(self, sram: ReadSram, refills: dict):
         self.sram, self.refills, self.period = sram, refills, sram.refill_lines + 1
-        self.done = self.kept = 0
+        self.done = 0
 
     def arrivals(self) -> list[int]:
-        """The arrival cycles of the refills kept for the step-through, L_1, L_2, ..."""
+        """The arrival cycles of the refills kept for the step-through, L_1, L_2, ...: the
+        rows' refills, row by row, until they reach EVENT_LIMIT (counted here, once, rather
+        than as each row is served)."""
+        kept = self.done
+        if kept >= EVENT_LIMIT:
+            kept = next(total for total in accumulate(self.refills.values())
+                        if total >= EVENT_LIMIT)
         period = self.period
-        return list(range(period - 1, self.kept * period, period))
+        return list(range(period - 1, kept * period, period))
 
     def serve(self, count: int, cycle: int) -> int:
         """The service cycle of a row at `cycle` that waits for `count` refills. Refill r
         arrives at L_r, D = refill_lines + 1 apart; each moves the service to
         L + max(0, L - a), so after the first the excess over L alternates between e and
         D - e: a closed form in the row's refill count."""
-        if self.kept < EVENT_LIMIT:
-            self.kept += count
         period, done = self.period, self.done
         first = done * period + period - 1              # refill_arrival(done + 1)
         self.done = done = done + count
@@ -237,20 +243,23 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"),
                          streams.ofmap_writes)
     watched = _first_last_rows(streams)
-    forced = {streams.total_rows - 1, *(r for pair in watched.values() for r in pair)}
-    events = sorted(events | forced)    # rows that miss or are reported; the writer adds
-    events.append(math.inf)             # past the last row: the loop's end
+    last_row = streams.total_rows - 1
+    forced = {last_row, *(r for pair in watched.values() for r in pair)}
+    events = sorted(events)             # rows that miss; the writer adds its own
+    inf = math.inf
+    events.append(inf)                  # past the last row: the loop's end
 
     # the writer's next drain or wait holds until it acts or the stalls change during a
     # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
-    index, last_served = 0, 0
+    stalled, stalls_after = [], []      # every row that stalls, and the stalls so far
+    index = 0
     ifmap_misses, filter_misses = ifmap.refills, weights.refills
     write_row = writer.next_row(stalls)
     while True:
         read_row = events[index]
         if read_row <= write_row:
-            if read_row == math.inf:
+            if read_row == inf:
                 break
             row, index = read_row, index + 1
         else:
@@ -262,7 +271,6 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
         filter_wait = weights.serve(misses, cycle) - cycle - 1 if misses else 0
         refresh = row == write_row        # the writer drains or waits in this row
         written = writer.serve(row, cycle) if refresh else cycle
-        last_served = written
         if row in forced:
             served_at[row] = (ifmap_wait + cycle + 1, filter_wait + cycle + 1, written)
         stall = written - cycle           # conditionals, not max: cheaper in a hot loop
@@ -276,12 +284,19 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
                          else "ofmap")
                 stall_rows.append([row, cycle, stall, cause])
             stalls += stall
+            stalled.append(row)
+            stalls_after.append(stalls)
             # later rows run later: that matters to the writer only while a drain runs
             if not refresh and writer.drain_end > cycle:
                 writer.take_until(row + 1)
                 refresh = True
         if refresh:
             write_row = writer.next_row(stalls)
+    for row in forced - served_at.keys():   # rows where nothing happens: served on time
+        before = bisect_left(stalled, row)
+        cycle = row + (stalls_after[before - 1] if before else 0)
+        served_at[row] = (cycle + 1, cycle + 1, cycle)
+    last_served = served_at[last_row][2]
     writer.take_until(streams.total_rows)
     if writer.pending():
         cycle = last_served
