@@ -152,7 +152,12 @@ class FoldBlock:
 
 @dataclass(frozen=True)
 class Mapping:
-    """A GEMM on an R x C array under one dataflow: the folds and what each one covers."""
+    """A GEMM on an R x C array under one dataflow: the folds and what each one covers.
+
+    Its layout is worked out once, on construction, since every schedule reads all of it:
+    `row_dim`, `col_dim` and `stream_dim` (the GEMM dims along the rows, the columns and
+    time), `stream_length` (T), `row_folds`, `col_folds` and `folds`.
+    """
 
     gemm: Gemm
     rows: int
@@ -164,18 +169,19 @@ class Mapping:
         object.__setattr__(self, "cols", positive_int("cols", self.cols))
         object.__setattr__(self, "dataflow",
                            checked_choice("dataflow", self.dataflow, DATAFLOW_MEANINGS))
+        self.__dict__.update(self._layout())
 
-    @cached
-    def row_dim(self) -> str:
-        return _LAYOUT[self.dataflow][0]
-
-    @cached
-    def col_dim(self) -> str:
-        return _LAYOUT[self.dataflow][1]
-
-    @cached
-    def stream_dim(self) -> str:
-        return _LAYOUT[self.dataflow][2]
+    def _layout(self) -> dict:
+        """The layout's attributes, set in one step (plain attributes, not fields: they
+        follow from the fields, and a cached property would cost a call on its first
+        read)."""
+        gemm, (row_dim, col_dim, stream_dim) = self.gemm, _LAYOUT[self.dataflow]
+        row_extent, col_extent = getattr(gemm, row_dim), getattr(gemm, col_dim)
+        row_folds, col_folds = -(-row_extent // self.rows), -(-col_extent // self.cols)
+        return {"row_dim": row_dim, "col_dim": col_dim, "stream_dim": stream_dim,
+                "stream_length": getattr(gemm, stream_dim), "_row_extent": row_extent,
+                "_col_extent": col_extent, "row_folds": row_folds, "col_folds": col_folds,
+                "folds": row_folds * col_folds}
 
     @property
     def stationary_operand(self) -> str:
@@ -186,26 +192,9 @@ class Mapping:
         return getattr(self.gemm, dim)
 
     @cached
-    def stream_length(self) -> int:
-        """T: how many elements of the streamed dimension pass every PE in one fold."""
-        return self.extent(self.stream_dim)
-
-    @cached
-    def row_folds(self) -> int:
-        return -(-self.extent(self.row_dim) // self.rows)
-
-    @cached
-    def col_folds(self) -> int:
-        return -(-self.extent(self.col_dim) // self.cols)
-
-    @cached
-    def folds(self) -> int:
-        return self.row_folds * self.col_folds
-
-    @cached
     def mapping_efficiency(self) -> float:
         """Useful PE-slots / all PE-slots over the folds (1.0 when both dims divide)."""
-        used = self.extent(self.row_dim) * self.extent(self.col_dim)
+        used = self._row_extent * self._col_extent
         return used / (self.folds * self.rows * self.cols)
 
     def check_fold(self, fold: int) -> int:
@@ -219,14 +208,6 @@ class Mapping:
         """(row_fold, col_fold) of a fold index."""
         group, row = divmod(self.check_fold(fold), self.row_folds)
         return row, group
-
-    @cached
-    def _row_extent(self) -> int:
-        return self.extent(self.row_dim)
-
-    @cached
-    def _col_extent(self) -> int:
-        return self.extent(self.col_dim)
 
     def rows_used(self, row_fold: int) -> int:
         return min(self.rows, self._row_extent - row_fold * self.rows)

@@ -50,35 +50,32 @@ TIMINGS = tuple(TIMING_MEANINGS)
 
 @dataclass(frozen=True)
 class Timeline:
-    """Fold start times, stalls and totals of one mapping under one timing model."""
+    """Fold start times, stalls and totals of one mapping under one timing model.
+
+    A fold's shape is worked out once, on construction (every report reads it): `preload`
+    (P), `skew` (S), `stream` (T), `fold_alone` (P + S + T: one fold from its first preload
+    cycle to its last result) and `period` (the cycles between consecutive stream starts
+    when nothing stalls).
+    """
 
     mapping: Mapping
     timing: str
     traffic: FoldTraffic
 
-    @property
-    def preload(self) -> int:
-        return 0 if self.mapping.dataflow == "os" else self.mapping.rows
+    def __post_init__(self):
+        self.__dict__.update(self._shape())
 
-    @property
-    def skew(self) -> int:
-        return self.mapping.rows + self.mapping.cols - 2
-
-    @property
-    def stream(self) -> int:
-        return self.mapping.stream_length
-
-    @property
-    def fold_alone(self) -> int:
-        """P + S + T: one fold from its first preload cycle to its last result."""
-        return self.preload + self.skew + self.stream
-
-    @property
-    def period(self) -> int:
-        """Cycles between consecutive stream starts when nothing stalls."""
-        if self.timing == "scalesim":
-            return self.fold_alone
-        return max(self.stream, self.mapping.rows)
+    def _shape(self) -> dict:
+        """The fold's shape, set in one step (plain attributes: they follow from the
+        fields, and a property would cost a call on every read)."""
+        mapping = self.mapping
+        preload = 0 if mapping.dataflow == "os" else mapping.rows
+        skew = mapping.rows + mapping.cols - 2
+        stream = mapping.stream_length
+        fold_alone = preload + skew + stream
+        period = fold_alone if self.timing == "scalesim" else max(stream, mapping.rows)
+        return {"preload": preload, "skew": skew, "stream": stream, "fold_alone": fold_alone,
+                "period": period}
 
     def _stall_at(self, row_fold: int, col_fold: int) -> int:
         if self.timing == "scalesim" or (row_fold == 0 and col_fold == 0):
