@@ -95,16 +95,6 @@ class FoldTraffic:
         return self._tile_table[operand][row_fold == mapping.row_folds - 1][
             col_fold == mapping.col_folds - 1]
 
-    def _row_sum(self, operand: str, last_row: bool) -> int:
-        """The operand's tile bytes summed over the column folds of one row fold (the
-        last row fold or another)."""
-        tiles = self._tile_table[operand][last_row]
-        return (self.mapping.col_folds - 1) * tiles[False] + tiles[True]
-
-    def _all_folds_sum(self, operand: str) -> int:
-        return (self.mapping.row_folds - 1) * self._row_sum(operand, False) \
-            + self._row_sum(operand, True)
-
     def operand_fetch_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         """Bytes of input tile 'A' or 'B' that fold (row_fold, col_fold) must bring in."""
         on_rows, on_cols = self._depends(operand)
@@ -147,19 +137,22 @@ class FoldTraffic:
         row fold of each column fold when it changes with the column fold, else once; the
         output tile is stored after every fold when it changes with the row fold, else
         after the last row fold of each column fold."""
-        mapping = self.mapping
+        mapping, table = self.mapping, self._tile_table
+        row_folds, col_folds = mapping.row_folds, mapping.col_folds
         totals = {}
-        for operand in ("A", "B"):
-            on_rows, on_cols = self._depends(operand)
-            if on_rows and mapping.row_folds > 1:
-                totals[operand] = self._all_folds_sum(operand)
+        for operand, (on_rows, on_cols, _) in mapping.tile_factors.items():
+            (inner, inner_edge), (last, last_edge) = table[operand]
+            one_row = (col_folds - 1) * inner + inner_edge    # a row fold's, over the
+            last_row = (col_folds - 1) * last + last_edge     # column folds; the last's
+            every_fold = (row_folds - 1) * one_row + last_row
+            if operand == "C":
+                totals[operand] = every_fold if on_rows else last_row
+            elif on_rows and row_folds > 1:
+                totals[operand] = every_fold
             elif on_cols:
-                totals[operand] = self._row_sum(operand, mapping.row_folds == 1)
+                totals[operand] = last_row if row_folds == 1 else one_row
             else:
-                totals[operand] = self._tile_table[operand][mapping.row_folds == 1][
-                    mapping.col_folds == 1]
-        totals["C"] = (self._all_folds_sum("C") if self._depends("C")[0]
-                       else self._row_sum("C", True))
+                totals[operand] = table[operand][row_folds == 1][col_folds == 1]
         return totals
 
     @cached
