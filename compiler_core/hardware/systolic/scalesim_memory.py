@@ -258,12 +258,14 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     write_row = writer.next_row(stalls)
     while True:
         read_row = events[index]
-        if read_row <= write_row:
-            if read_row == inf:
-                break
+        if read_row < write_row:            # the commonest case first: a row that misses
             row, index = read_row, index + 1
+        elif write_row == inf:              # both past the last row
+            break
         else:
             row = write_row
+            if read_row == row:
+                index += 1
         cycle = row + stalls
         misses = ifmap_misses.get(row)
         ifmap_wait = ifmap.serve(misses, cycle) - cycle - 1 if misses else 0
