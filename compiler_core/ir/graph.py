@@ -403,9 +403,15 @@ class Graph:
             for index, value in enumerate(inputs):
                 if value is not None:
                     value.uses.append((node, index))
-            node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
-            node.outputs = [twin[id(v)] if v is not None else None for v in old.outputs]
-            _wire_outputs_and_implicit(node)
+            outputs = node.outputs = [twin[id(v)] if v is not None else None
+                                      for v in old.outputs]
+            for index, value in enumerate(outputs):
+                if value is not None:
+                    value.producer, value.output_index = node, index
+            node.implicit_inputs = []
+            if old.implicit_inputs:   # a node with a subgraph: rare, wired as pickling does
+                node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
+                _wire_implicit(node)
             nodes[node.id] = node
             node_names[node.name] = node
         g.set_outputs(twin[id(v)] for v in self._outputs)
@@ -572,12 +578,17 @@ _SCALARS = ("name", "doc_string", "next_id", "_max_order")   # copied as they ar
 def _wire_outputs_and_implicit(node: Node) -> None:
     """A node just rebuilt from another: it is its outputs' producer and a reader of the
     outer values its subgraphs read."""
-    for k, value in enumerate(node.implicit_inputs):
-        value.uses.append((node, -1 - k))
+    _wire_implicit(node)
     for index, value in enumerate(node.outputs):
         if value is not None:
             value.producer = node
             value.output_index = index
+
+
+def _wire_implicit(node: Node) -> None:
+    """A node just rebuilt from another reads the outer values its subgraphs read."""
+    for k, value in enumerate(node.implicit_inputs):
+        value.uses.append((node, -1 - k))
 
 
 def _all_inputs(node: Node) -> Iterable[Value]:
