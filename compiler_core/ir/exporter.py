@@ -357,13 +357,12 @@ def _node_proto(node: Node, functions: "_FunctionTable", skip: str = "") -> onnx
         op_type, domain = functions.name_for(node), FUSED_DOMAIN
     else:
         op_type, domain = node.op_type, node.domain
-    proto = onnx.NodeProto(op_type=op_type, domain=domain, name=node.name,
-                           doc_string=node.doc_string, overload=node.overload)
-    proto.input.extend(_empty_tail_dropped(
-        [v.name if v is not None else "" for v in node.inputs], 0))
-    proto.output.extend(_empty_tail_dropped(
-        [v.name if v is not None else "" for v in node.outputs],
-        _required_outputs(op_type, domain)))
+    proto = onnx.NodeProto(
+        op_type=op_type, domain=domain, name=node.name, doc_string=node.doc_string,
+        overload=node.overload,
+        input=_empty_tail_dropped([v.name if v is not None else "" for v in node.inputs], 0),
+        output=_empty_tail_dropped([v.name if v is not None else "" for v in node.outputs],
+                                   _required_outputs(op_type, domain)))
     for key, value in node.metadata.items():
         proto.metadata_props.add(key=key, value=value)
     if node.body is None and node.attrs:
@@ -397,6 +396,7 @@ class _FunctionTable:
         # per op type, the suffix its last new function took: every smaller one is taken, so
         # the search for a free name starts there (not at 1 for each of thousands of bodies)
         self._last_suffix: dict[str, int] = {}
+        self._opsets: dict[bool, list[onnx.OperatorSetIdProto]] = {}
 
     def name_for(self, node: Node) -> str:
         function = self._function(node.body, node.op_type)
@@ -420,10 +420,19 @@ class _FunctionTable:
             nodes.append(helper.make_node("Constant", [], [value.name],
                                           value=numpy_helper.from_array(value.const)))
         nodes.extend(_node_proto(n, self) for n in body.nodes)
-        opsets = dict(self.graph.opset_imports)
-        opsets.setdefault("", ASSUMED_OPSET)
-        if any(n.domain == FUSED_DOMAIN for n in nodes):
-            opsets.setdefault(FUSED_DOMAIN, 1)
-        return helper.make_function(
-            FUSED_DOMAIN, op_type, [v.name for v in body.inputs], [v.name for v in body.outputs],
-            nodes, [helper.make_opsetid(d, v) for d, v in opsets.items()])
+        return onnx.FunctionProto(
+            domain=FUSED_DOMAIN, name=op_type, input=[v.name for v in body.inputs],
+            output=[v.name for v in body.outputs], node=nodes,
+            opset_import=self._opsets_of(any(n.domain == FUSED_DOMAIN for n in nodes)))
+
+    def _opsets_of(self, calls_fused: bool) -> list[onnx.OperatorSetIdProto]:
+        """A body's opsets: the graph's, and the fused domain's when the body calls fused
+        functions; the same for every body, so built once per table, not for each."""
+        if calls_fused not in self._opsets:
+            opsets = dict(self.graph.opset_imports)
+            opsets.setdefault("", ASSUMED_OPSET)
+            if calls_fused:
+                opsets.setdefault(FUSED_DOMAIN, 1)
+            self._opsets[calls_fused] = [onnx.OperatorSetIdProto(domain=d, version=v)
+                                         for d, v in opsets.items()]
+        return self._opsets[calls_fused]

@@ -13,6 +13,7 @@ Design notes (see docs/architecture.md):
 from __future__ import annotations
 
 import heapq
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -330,9 +331,9 @@ class Graph:
 
     # ------------------------------------------------------------------ order
     def _toposort(self) -> list[Node]:
-        as_added = self._order_as_added()
-        if as_added is not None:
-            return as_added
+        by_key = sorted(self._nodes.values(), key=order_key)
+        if reads_only_earlier(by_key, self._nodes):
+            return by_key
         indegree: dict[int, int] = {}
         consumers: dict[int, list[Node]] = {}
         heap: list[tuple[float, int]] = []
@@ -360,26 +361,6 @@ class Graph:
                                     f"({stuck.op_type})", where=stuck.name,
                                     hint="an ONNX graph must be acyclic")
         return ordered
-
-    def _order_as_added(self) -> list[Node] | None:
-        """The nodes as they were added, when that is already the sorted order: each reads
-        only nodes added before it and comes after them by (order, id), as the nodes of a
-        model file or of a fused body are added.  One scan instead of a sort (the sort would
-        give this same order); None when a node breaks either rule."""
-        nodes = self._nodes
-        seen: set[int] = set()
-        last = (float("-inf"), -1)
-        for node in nodes.values():
-            key = (node.order, node.id)
-            if key <= last:
-                return None
-            for value in _all_inputs(node):
-                producer = value.producer
-                if producer is not None and producer.id not in seen and producer.id in nodes:
-                    return None
-            seen.add(node.id)
-            last = key
-        return list(nodes.values())
 
     # ------------------------------------------------------------------ copy and pickle
     def copy(self) -> "Graph":
@@ -422,9 +403,15 @@ class Graph:
             for index, value in enumerate(inputs):
                 if value is not None:
                     value.uses.append((node, index))
-            node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
-            node.outputs = [twin[id(v)] if v is not None else None for v in old.outputs]
-            _wire_outputs_and_implicit(node)
+            outputs = node.outputs = [twin[id(v)] if v is not None else None
+                                      for v in old.outputs]
+            for index, value in enumerate(outputs):
+                if value is not None:
+                    value.producer, value.output_index = node, index
+            node.implicit_inputs = []
+            if old.implicit_inputs:   # a node with a subgraph: rare, wired as pickling does
+                node.implicit_inputs = [twin[id(v)] for v in old.implicit_inputs]
+                _wire_implicit(node)
             nodes[node.id] = node
             node_names[node.name] = node
         g.set_outputs(twin[id(v)] for v in self._outputs)
@@ -591,12 +578,17 @@ _SCALARS = ("name", "doc_string", "next_id", "_max_order")   # copied as they ar
 def _wire_outputs_and_implicit(node: Node) -> None:
     """A node just rebuilt from another: it is its outputs' producer and a reader of the
     outer values its subgraphs read."""
-    for k, value in enumerate(node.implicit_inputs):
-        value.uses.append((node, -1 - k))
+    _wire_implicit(node)
     for index, value in enumerate(node.outputs):
         if value is not None:
             value.producer = node
             value.output_index = index
+
+
+def _wire_implicit(node: Node) -> None:
+    """A node just rebuilt from another reads the outer values its subgraphs read."""
+    for k, value in enumerate(node.implicit_inputs):
+        value.uses.append((node, -1 - k))
 
 
 def _all_inputs(node: Node) -> Iterable[Value]:
@@ -604,6 +596,27 @@ def _all_inputs(node: Node) -> Iterable[Value]:
         if value is not None:
             yield value
     yield from node.implicit_inputs
+
+
+# A node's place among the nodes ready to run: its order key, ties broken by id.
+order_key = attrgetter("order", "id")
+
+
+def reads_only_earlier(ordered: Sequence[Node], members: dict[int, Node]) -> bool:
+    """Every node of ``ordered`` reads only members that come before it.
+
+    Then ``ordered`` sorted by ``order_key`` is the topological sort's own order: each node
+    is the smallest key of those left, so the smallest of those ready.  Most graphs pass (one
+    read from a file, a fused body, a graph whose rewrites put each new node at the place of
+    those it replaced), so one sort and one scan stand in for the heap."""
+    seen: set[int] = set()
+    for node in ordered:
+        for value in (*node.inputs, *node.implicit_inputs):
+            producer = value.producer if value is not None else None
+            if producer is not None and producer.id not in seen and producer.id in members:
+                return False
+        seen.add(node.id)
+    return True
 
 
 def _rename_in_subgraphs(node: Node, old: str, new: str, rename) -> None:

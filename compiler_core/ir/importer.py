@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import onnx
@@ -153,10 +154,11 @@ def _import(model: onnx.ModelProto, base_dir: str | None, infer_shapes: bool, ow
             model, owned = copy, True
         load_external_data(iter_tensors(model.graph, initializers=False, skip_nodes=stored),
                            base_dir)
-    _check_structure(model.graph)
+    nodes = _read_nodes(model.graph)
+    _check_structure(model.graph, nodes)
     opsets = opset_versions(model)
     schema_warnings = check_schemas(model, opsets)
-    graph = _build(model, opsets, weights, stored)
+    graph = _build(model, nodes, opsets, weights, stored)
     graph.warnings.extend(schema_warnings)
     graph.nodes  # noqa: B018 - orders the nodes, raising InvalidGraphError on a cycle
     if infer_shapes:
@@ -238,7 +240,22 @@ def _small_tensor(tensor: onnx.TensorProto, data: np.ndarray) -> onnx.TensorProt
     return copy
 
 
-def _check_structure(g: onnx.GraphProto) -> None:
+class _ReadNode(NamedTuple):
+    """A node proto with its repeated fields read out once: each read of such a field builds
+    a new container (about a microsecond), and the checks and the build read every node's."""
+
+    proto: onnx.NodeProto
+    inputs: list[str]
+    outputs: list[str]
+    attributes: list[onnx.AttributeProto]
+
+
+def _read_nodes(g: onnx.GraphProto) -> list[_ReadNode]:
+    return [_ReadNode(proto, list(proto.input), list(proto.output), list(proto.attribute))
+            for proto in g.node]
+
+
+def _check_structure(g: onnx.GraphProto, nodes: list[_ReadNode]) -> None:
     """Undefined inputs, values written twice, missing outputs: caught with names, up front."""
     producers: dict[str, int] = {}  # value name -> index of its producing node (-1: not a node)
     for vi in g.input:
@@ -247,8 +264,8 @@ def _check_structure(g: onnx.GraphProto) -> None:
         producers.setdefault(t.name, -1)
     for t in g.sparse_initializer:
         producers.setdefault(t.values.name, -1)
-    for index, node in enumerate(g.node):
-        for out in node.output:
+    for index, node in enumerate(nodes):
+        for out in node.outputs:
             if not out:
                 continue
             if out in producers:
@@ -256,19 +273,20 @@ def _check_structure(g: onnx.GraphProto) -> None:
                 owner = _node_label(g.node[first], first) if first >= 0 else "a graph input " \
                     "or initializer"
                 raise ModelLoadError(f"value {out!r} is written by both {owner} and "
-                                     f"{_node_label(node, index)}", where=node.name or out,
+                                     f"{_node_label(node.proto, index)}",
+                                     where=node.proto.name or out,
                                      hint="every value must have exactly one producer (SSA)")
             producers[out] = index
-    for index, node in enumerate(g.node):
-        needed = [n for n in node.input if n]
-        if len(node.attribute):
-            for sub in _node_graphs(node):
+    for index, node in enumerate(nodes):
+        needed = [n for n in node.inputs if n]
+        if node.attributes:
+            for sub in _graphs_of(node.attributes):
                 needed += free_variables(sub)
         for name in needed:
             if name not in producers:
-                raise ModelLoadError(f"{_node_label(node, index)} reads {name!r}, which no node, "
-                                     f"graph input or initializer produces",
-                                     where=node.name or name,
+                raise ModelLoadError(f"{_node_label(node.proto, index)} reads {name!r}, which "
+                                     f"no node, graph input or initializer produces",
+                                     where=node.proto.name or name,
                                      hint="the model is incomplete or was edited by hand")
     for out in g.output:
         if out.name not in producers:
@@ -276,8 +294,8 @@ def _check_structure(g: onnx.GraphProto) -> None:
                                  where=out.name, hint="the model is incomplete")
 
 
-def _node_graphs(node: onnx.NodeProto):
-    for attr in node.attribute:
+def _graphs_of(attributes: list[onnx.AttributeProto]):
+    for attr in attributes:
         if attr.type == onnx.AttributeProto.GRAPH:
             yield attr.g
         elif attr.type == onnx.AttributeProto.GRAPHS:
@@ -306,8 +324,8 @@ def _name_anonymous_dims(value: Value) -> Value:
     return value
 
 
-def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
-           stored: dict[int, StoredTensor]) -> Graph:
+def _build(model: onnx.ModelProto, nodes: list[_ReadNode], opsets: dict[str, int],
+           weights: list, stored: dict[int, StoredTensor]) -> Graph:
     g = model.graph
     graph = Graph(g.name or "graph")
     graph.doc_string = g.doc_string
@@ -343,14 +361,14 @@ def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
         graph.initializers[value.name] = value
 
     declared = {vi.name: vi.type for vi in list(g.value_info) + list(g.output)}
-    for proto in g.node:  # all values first: files are not always in topological order
-        for name in proto.output:
+    for node in nodes:  # all values first: files are not always in topological order
+        for name in node.outputs:
             if name:
                 graph._register(value_from_type(name, declared[name]) if name in declared
                                 else Value(name))
     known_ops = _KnownOps(graph)
-    for index, proto in enumerate(g.node):
-        _add_node(graph, proto, index, known_ops, stored.get(index))
+    for index, node in enumerate(nodes):
+        _add_node(graph, node, index, known_ops, stored.get(index))
     graph.set_outputs(graph.values[o.name] for o in g.output)
     graph._max_order = float(len(g.node))
     for op in sorted(known_ops.unknown):
@@ -360,18 +378,18 @@ def _build(model: onnx.ModelProto, opsets: dict[str, int], weights: list,
     return graph
 
 
-def _add_node(graph: Graph, proto: onnx.NodeProto, index: int, known_ops: "_KnownOps",
+def _add_node(graph: Graph, read: _ReadNode, index: int, known_ops: "_KnownOps",
               stored: StoredTensor | None = None) -> None:
     """``stored``: a Constant's value kept in the model's buffer (its proto has no data)."""
-    values = graph.values
-    inputs = [values[name] if name else None for name in proto.input]
-    outputs = [values[name] if name else None for name in proto.output]
+    values, proto = graph.values, read.proto
+    inputs = [values[name] if name else None for name in read.inputs]
+    outputs = [values[name] if name else None for name in read.outputs]
     domain = proto.domain if proto.domain != "ai.onnx" else ""
     node = graph.add_node(proto.op_type, inputs, outputs, domain=domain,
                           name=node_name(proto, index), order=float(index),
                           node_id=index)
     has_subgraph = False
-    for attr in proto.attribute:
+    for attr in read.attributes:
         if attr.ref_attr_name:
             raise ModelLoadError(f"node {node.name!r} uses an attribute reference outside a "
                                  f"function", where=node.name)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import onnx
 
 from ...ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
+from ...ir.graph import order_key, reads_only_earlier
 from .base import PassContext, PassResult
 from ..analyses.constants import remove_dead
 
@@ -319,8 +320,8 @@ def in_execution_order(graph: Graph, nodes: Iterable[Node]) -> list[Node]:
     scan checks that each reads only members before it, and that order is the sort's own
     (every node the smallest key of those left, so the smallest of those ready)."""
     members = {node.id: node for node in nodes}
-    by_key = sorted(members.values(), key=_order_key)
-    if _reads_only_earlier(by_key, members):
+    by_key = sorted(members.values(), key=order_key)
+    if reads_only_earlier(by_key, members):
         return by_key
     readers: dict[int, list[Node]] = {i: [] for i in members}
     waiting: dict[int, int] = {}
@@ -341,22 +342,6 @@ def in_execution_order(graph: Graph, nodes: Iterable[Node]) -> list[Node]:
             if waiting[reader.id] == 0:
                 heapq.heappush(ready, (reader.order, reader.id))
     return ordered
-
-
-def _order_key(node: Node) -> tuple[float, int]:
-    return node.order, node.id
-
-
-def _reads_only_earlier(ordered: list[Node], members: dict[int, Node]) -> bool:
-    """Every node of ``ordered`` reads only members that come before it."""
-    seen: set[int] = set()
-    for node in ordered:
-        for value in (*node.inputs, *node.implicit_inputs):
-            producer = value.producer if value is not None else None
-            if producer is not None and producer.id in members and producer.id not in seen:
-                return False
-        seen.add(node.id)
-    return True
 
 
 def fused_name(op_type: str, members: Sequence[Node]) -> str:
