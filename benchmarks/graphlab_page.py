@@ -1,7 +1,8 @@
-"""What the GraphLab page's clientside callbacks do, in Python, for `dash_client.Tab`: a tab
-hears the view only while it is open (`panels/tab_gate`), some panels only when more than the
-place in the view changed, the others outside the tabs only when more than the open tab
-changed (`panels/settings_gate`), a pane merges the server's element update into the
+"""What the GraphLab page's clientside callbacks do, in Python, for `dash_client.Tab`: in the
+page's one forward of the view (`panels/view_fanout`), a tab hears the view only while it is
+open (`panels/tab_gate`), some panels only when more than the place in the view changed, the
+others outside the tabs only when more than the open tab changed (`panels/settings_gate`),
+and the selected pass's mark is left alone (no request reads it); a pane merges the server's element update into the
 elements it holds (`pane_updates`), and a step, a tab, an item in a list or a tapped node
 makes the view and its URL in the page (`panels/views_in_page`), which the reducer does not
 hear.  Keep in step with the page."""
@@ -15,13 +16,14 @@ from urllib.parse import parse_qsl, urlencode
 
 from benchmarks.dash_client import NO_UPDATE, Tab, Trigger, stand_in_key
 from graphlab.app import ids
+from graphlab.app.factory import page_forwards
 from graphlab.app.pane_updates import applied
 from graphlab.app.panels.inspector import NAME as INSPECTOR
 from graphlab.app.panels.panel import TAB
 from graphlab.app.panels.panes import UPDATES
 from graphlab.app.panels.registry import follows_selection, placed
 from graphlab.app.panels.settings_gate import GATES
-from graphlab.app.panels.stepper import NEXT, PREV, ROW
+from graphlab.app.panels.stepper import NEXT, PREV
 from graphlab.app.view_state import URL_KEY_ORDER, ViewState
 
 SKIP = (NO_UPDATE,) * 5   # a view made in the page: view, URL, message, tab, the URL as its own
@@ -37,14 +39,13 @@ def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
 def clientside() -> dict[str, Callable]:
     """Stand-ins by `stand_in_key`, for `Tab.open(..., clientside=clientside())`."""
     tabs = [panel.name for panel in placed(TAB)]
-    gates = [f"{store}.data...{key}.data" for _, store, key in GATES]
     about_a_node = [panel.about_a_node for panel in placed(TAB)]
+    fanout = [str(output) for forward in page_forwards() for output in forward.outputs]
     home = ViewState(model="").panel   # the tab the URL leaves out (a server's first
     # view may name another: then the page's own URL shows it)
     return {
-        _key([f"{ids.tab_view(tab)}.data" for tab in tabs], ids.VIEW): _forward(tabs, about_a_node),
+        _key(fanout, ids.VIEW): _fanout(tabs, about_a_node),
         _key([f"{pane}.elements" for pane in UPDATES], UPDATES[ids.BEFORE]): _apply_panes,
-        _key(gates, ids.VIEW): _gates,
         _key(MADE, ids.TABS): _open_tab(home),
         _key(MADE, PREV): _step,
         _key(MADE, _every(ids.PATTERN_ITEM)): _pick_item(home),
@@ -62,6 +63,18 @@ def _key(outputs: list[str], first_input: str) -> str:
 def _every(type_name: str) -> str:
     """A pattern-matching input's id as Dash writes it: every component of one type."""
     return json.dumps({"index": ["ALL"], "type": type_name}, separators=(",", ":"))
+
+
+def _fanout(tabs: list[str], about_a_node: list[bool]) -> Callable:
+    """`page_forwards` in turn: the tabs' stores, the gates' stores, the selected mark."""
+    forward = _forward(tabs, about_a_node)
+
+    def fanout(triggered, view, *states):
+        tab_lasts, states = states[:len(tabs)], states[len(tabs):]
+        gate_states = states[:2 + len(GATES)]   # the two uploads, each gate's last key
+        return (*forward(triggered, view, *tab_lasts), *_gates(triggered, view, *gate_states),
+                NO_UPDATE)
+    return fanout
 
 
 def _gates(_triggered, view, upload, upload_b, *lasts):

@@ -9,6 +9,7 @@ panes' viewports, text cut off by its box, and the browser console's errors.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 
@@ -18,6 +19,53 @@ BUSY = ("var s = window.store && window.store.getState(); if (!s) { return 1; }"
         "var pending = Object.values(c).reduce(function (n, l) { return n + l.length; }, 0);"
         "var progress = document.getElementById('build-progress');"
         "return pending + (progress && progress.textContent ? 1 : 0);")
+
+# The page notes when a person's input lands (capture phase, before any handler of the page
+# runs); armed again before each click, so a wait counts from the click it follows.
+HEAR_INPUT = """
+window.graphlabInputAt = null;
+if (!window.graphlabHearsInput) {
+  window.graphlabHearsInput = true;
+  ["pointerdown", "keydown", "change"].forEach(function (kind) {
+    document.addEventListener(kind, function () {
+      if (window.graphlabInputAt === null) { window.graphlabInputAt = performance.now(); }
+    }, true);
+  });
+}
+"""
+
+# A wait inside the page: a look every 10 ms on the page's own timer until the panes hold a
+# view other than arguments[0] (when arguments[1]) and nothing is busy (`BUSY`), both for
+# arguments[2] ms in a row; then a paint.  It answers the milliseconds from the last input
+# the page heard (else from the start of its load) to the start of that quiet, plus the paint
+# — what a person waited, without the looks that confirmed it — or null after arguments[3]
+# ms.  Looking from outside instead (a WebDriver round trip every 20-50 ms) costs the browser
+# and the machine work of its own: with three browsers on two cores, a share of the time it
+# measures.
+WAIT_IN_PAGE = """
+var done = arguments[arguments.length - 1], other = arguments[0], mustChange = arguments[1];
+var calm = arguments[2], end = performance.now() + arguments[3];
+var busy = new Function(%s), quietSince = null, quietOn = null;
+(function look() {
+  var now = performance.now(), panes = window.graphlabPanes;
+  var shown = panes ? panes.shown() : null;
+  var ready = !mustChange || (shown !== null && shown !== undefined && shown !== other);
+  if (!ready || busy() !== 0 || shown !== quietOn) { quietSince = null; }
+  if (ready && busy() === 0 && quietSince === null) { quietSince = now; quietOn = shown; }
+  if (quietSince !== null && now - quietSince >= calm) {
+    var frame = performance.now();
+    requestAnimationFrame(function () { setTimeout(function () {
+      var from = window.graphlabInputAt === null || window.graphlabInputAt === undefined
+        ? 0 : window.graphlabInputAt;
+      done(quietSince + (performance.now() - frame) - from);
+    }, 0); });
+    return;
+  }
+  if (now > end) { done(null); return; }
+  setTimeout(look, 10);
+})();
+""" % json.dumps(BUSY)
+CALM_MS = 200   # quiet this long is idle: longer than any gap between a callback and the next
 
 # One pane as drawn: its node ids and labels, and how many marked (changed) nodes it holds and
 # how many of those lie inside its viewport (the graph component's extent).
@@ -104,7 +152,7 @@ class Person:
             time.sleep(0.2)
         for option in self._all("[role=option]"):
             if option.text.split() and option.text.split()[0] == value:
-                option.click()
+                self.press(option)
                 if dropdown_id == "model-select":
                     self.wait_shown_other_than(shown)
                 self.wait_idle()
@@ -113,7 +161,7 @@ class Person:
 
     def clear(self, dropdown_id: str) -> None:
         """The dropdown's clear button (its ×)."""
-        self._all(f"#{dropdown_id} .dash-dropdown-clear")[0].click()
+        self.press(self._all(f"#{dropdown_id} .dash-dropdown-clear")[0])
         self.wait_idle()
 
     def upload(self, path: str, input_css: str = "#model-upload input[type=file]") -> None:
@@ -132,13 +180,13 @@ class Person:
     def open_tab(self, label: str) -> None:
         for tab in self._all(".tab"):
             if tab.text.strip() == label:
-                tab.click()
+                self.press(tab)
                 self.wait_idle()
                 return
         raise AssertionError(f"no tab {label!r}: {[t.text for t in self._all('.tab')]}")
 
     def click(self, css: str, index: int = 0) -> None:
-        self._all(css)[index].click()
+        self.press(self._all(css)[index])
         self.wait_idle()
 
     def back(self) -> None:
@@ -171,23 +219,10 @@ class Person:
         return self.driver.execute_script("return window.location.search;")
 
     # -- waiting ------------------------------------------------------------------------------
-    def wait_idle(self, timeout: float = 60, calm: int = 4) -> float:
-        """Until no callback is in flight nor build under way for ``calm`` looks in a row,
-        and the browser has painted since; returns when (perf_counter) the quiet began, plus
-        the time one paint took — what a person waited, without the looks that confirmed it."""
-        end, quiet, began = time.time() + timeout, 0, time.perf_counter()
-        while time.time() < end and quiet < calm:
-            if self.driver.execute_script(BUSY) == 0:
-                began = time.perf_counter() if quiet == 0 else began
-                quiet += 1
-            else:
-                quiet = 0
-            time.sleep(0.05)
-        start = time.perf_counter()
-        self.driver.execute_async_script(
-            "var done = arguments[arguments.length - 1];"
-            "requestAnimationFrame(function () { setTimeout(function () { done(true); }, 0); });")
-        return began + (time.perf_counter() - start)
+    def wait_idle(self, timeout: float = 60) -> float:
+        """Until no callback is in flight nor build under way for a moment, and the browser
+        has painted since; returns the seconds the person waited (see `_wait_in_page`)."""
+        return self._wait_in_page(None, must_change=False, timeout=timeout)
 
     def eventually(self, seen, seconds: float = 2.0) -> bool:
         """Whether ``seen()`` comes true within a moment, as a person's eye allows."""
@@ -204,21 +239,34 @@ class Person:
 
     def wait_shown_other_than(self, shown: str | None, timeout: float = 60) -> float:
         """Until both panes hold a view other than ``shown`` and the page is idle (a choice
-        that builds a model first waits for the build); returns when that was (see
-        `wait_idle`)."""
+        that builds a model first waits for the build); returns the seconds the person
+        waited (see `_wait_in_page`)."""
+        return self._wait_in_page(shown, must_change=True, timeout=timeout)
+
+    def _wait_in_page(self, shown: str | None, must_change: bool, timeout: float) -> float:
+        """Waits in the page itself (`WAIT_IN_PAGE`), a slice of the timeout at a time (a
+        script may run a minute at most); the seconds from the last input the page heard (or
+        from the start of its load) to the quiet, plus the paint after it."""
         end = time.time() + timeout
         while time.time() < end:
-            now = self.shown()
-            if now is not None and now != shown:
-                done = self.wait_idle(timeout=max(1.0, end - time.time()))
-                if self.shown() == now:
-                    return done
-            time.sleep(0.02)
-        raise AssertionError(f"the panes still show {shown!r} after {timeout} s")
+            slice_ms = int(min(30.0, max(0.1, end - time.time())) * 1000)
+            found = self.driver.execute_async_script(WAIT_IN_PAGE, shown, must_change,
+                                                     CALM_MS, slice_ms)
+            if found is not None:
+                return found / 1000
+        if must_change:
+            raise AssertionError(f"the panes still show {shown!r} after {timeout} s")
+        raise AssertionError(f"the page was still busy after {timeout} s")
 
     def _click(self, css: str) -> None:
-        self._all(css)[0].click()
-        time.sleep(0.2)
+        self.press(self._all(css)[0])
+        time.sleep(0.2)   # a dropdown's menu opens
+
+    def press(self, element) -> None:
+        """Click ``element``, with the page set to note when the click lands (the waits
+        count from it)."""
+        self.driver.execute_script(HEAR_INPUT)
+        element.click()
 
     def _all(self, css: str):
         from selenium.webdriver.common.by import By
@@ -265,25 +313,21 @@ def timed_journey(url: str, model: str, size: tuple[int, int] = (1600, 1000),
                   steps: int = 12) -> JourneyTimes:
     """Open ``model``, press Next ``steps`` times, open every tab, click a near miss."""
     person = Person(chromium(*size), url)
-    clock = time.perf_counter
     try:
         person.driver.get("about:blank")
-        start = clock()
         person.driver.get(person.base_url + f"?model={model}")
-        first = person.wait_shown_other_than(None, timeout=120) - start
+        first = person.wait_shown_other_than(None, timeout=120)   # from the start of the load
         stepped = []
         for _ in range(steps):
             if person.driver.execute_script(AT_LAST_PASS):
                 break
             shown = person.shown()
-            start = clock()
-            person._all("#step-next")[0].click()
-            stepped.append(person.wait_shown_other_than(shown, timeout=30) - start)
+            person.press(person._all("#step-next")[0])
+            stepped.append(person.wait_shown_other_than(shown, timeout=30))
         tabs = []
         for tab in person._all(".tab"):
-            start = clock()
-            tab.click()
-            tabs.append(person.wait_idle() - start)
+            person.press(tab)
+            tabs.append(person.wait_idle())
         near = []
         person.open_tab("Patterns")
 
@@ -296,10 +340,8 @@ def timed_journey(url: str, model: str, size: tuple[int, int] = (1600, 1000),
                 break
             person.click(".pass-row", row)
         for index in range(min(3, len(shown_misses()))):
-            item = shown_misses()[index]   # the list is drawn anew
-            start = clock()
-            item.click()
-            near.append(person.wait_idle() - start)
+            person.press(shown_misses()[index])   # the list is drawn anew
+            near.append(person.wait_idle())
         return JourneyTimes([first], stepped, tabs, near)
     finally:
         person.driver.quit()

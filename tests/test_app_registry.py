@@ -70,7 +70,7 @@ def call(app, output: str, view: dict | None) -> dict:
     """Post the view to the callback of ``output`` as the browser does; its answer's JSON."""
     values = {("view-state", "data"): view,   # and the stores the page fills from it: a
               (ids.VIEW_SETTINGS, "data"): view,   # tab's, open on the view's panel
-              (ids.VIEW_PASS, "data"): view, (ids.VIEW_SHOWN, "data"): view}
+              (ids.VIEW_SHOWN, "data"): view}
     values.update({(ids.tab_view(tab), "data"): view for tab in registry.tab_names()
                    if view and view.get("panel") == tab})
     return post_callback(app, output, values, "view-state.data")

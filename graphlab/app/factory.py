@@ -7,7 +7,8 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
-from .panels import navigation, registry, settings_gate, tab_gate, views_in_page
+from .panels import (navigation, registry, settings_gate, stepper, tab_gate, view_fanout,
+                     views_in_page)
 from .services import Services
 
 
@@ -23,8 +24,12 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     app.layout = page(services)
     navigation.register(app, services)
     views_in_page.register(app, services)
-    tab_gate.register(app)
-    settings_gate.register(app)
+    view_fanout.register(app, page_forwards())
     for panel in registry.PANELS:
         panel.register(app, services)
     return app
+
+
+def page_forwards() -> list[view_fanout.Forward]:
+    """What the page does with a new view by itself (`view_fanout`), in the order it runs."""
+    return [tab_gate.forward(), settings_gate.forward(), stepper.SELECTED_ROW]

@@ -12,8 +12,6 @@ REDUCED_MODELS = "reduced-models"   # the models this browser's reductions made 
 VIEW_PATCH = "view-patch"    # a panel's change request to the view (see view_state.with_patch)
 VIEW_SETTINGS = "view-settings"   # the view, when more than the place in it changed
 SETTINGS_KEY = "view-settings-key"   # (panels/settings_gate)
-VIEW_PASS = "view-pass"      # the view, when more than what it points at changed
-PASS_KEY = "view-pass-key"
 VIEW_SHOWN = "view-shown"    # the view, when more than the open tab changed
 SHOWN_KEY = "view-shown-key"
 

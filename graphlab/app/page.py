@@ -30,8 +30,6 @@ def page(services: Services) -> html.Div:
         *[dcc.Store(id=ids.tab_view(panel.name), storage_type="memory") for panel in placed(TAB)],
         dcc.Store(id=ids.VIEW_SETTINGS, storage_type="memory"),
         dcc.Store(id=ids.SETTINGS_KEY, storage_type="memory"),
-        dcc.Store(id=ids.VIEW_PASS, storage_type="memory"),
-        dcc.Store(id=ids.PASS_KEY, storage_type="memory"),
         dcc.Store(id=ids.VIEW_SHOWN, storage_type="memory"),
         dcc.Store(id=ids.SHOWN_KEY, storage_type="memory"),
         html.Header(className="top", children=[

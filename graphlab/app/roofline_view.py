@@ -259,8 +259,9 @@ def _add_roof(traces: list[dict], shapes: list[dict], annotations: list[dict], t
         {"x": math.log10(middle), "y": math.log10(bandwidth * middle), "showarrow": False,
          "xanchor": "left", "yanchor": "top", "xshift": 12,
          "text": f"bandwidth {format_si(bandwidth, 'B/s')}", "font": {"size": 14, "color": ROOF}},
-        {"x": math.log10(x_high), "y": math.log10(peak), "xanchor": "right", "yanchor": "top",
-         "yshift": -6, "showarrow": False, "text": f"peak {format_si(peak, 'FLOP/s')}",
+        # above the roof, in the headroom the y range leaves: under it sit the ops at peak
+        {"x": math.log10(x_high), "y": math.log10(peak), "xanchor": "right", "yanchor": "bottom",
+         "yshift": 4, "showarrow": False, "text": f"peak {format_si(peak, 'FLOP/s')}",
          "font": {"size": 14, "color": ROOF}}]
 
 

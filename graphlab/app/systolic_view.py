@@ -28,7 +28,7 @@ from .chart_dicts import plotly_white
 
 MAX_SIDE = 256          # PEs per side the heatmap draws (the CLI schedules any size)
 TIMELINE_FOLDS = 10     # folds the timeline shows around the current one
-STATES = ((IDLE, "idle (done this fold)", "#e9ecef"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
+STATES = ((IDLE, "idle (done this fold)", "#ced4da"), (ACTIVE, "active (a MAC)", "#2b8a3e"),
           (PADDING, "padding (wasted)", "#ff8787"), (PRELOAD, "preloaded", "#9775fa"),
           (LOADING, "loading (data on its way)", "#74c0fc"))   # in state-code order
 PHASE_COLOURS = {"stall": "#fa5252", "preload": "#9775fa", "fill": "#74c0fc",
@@ -199,6 +199,8 @@ def heatmap_figure(schedule: Schedule, step: Step) -> dict:
         "hovertemplate": "PE row %{y}, column %{x}<extra></extra>",
         "colorbar": {"tickvals": [code for code, _, _ in STATES],
                      "ticktext": [name for _, name, _ in STATES], "thickness": 18,
+                     # outlined: the light "idle" swatch stays visible on a projector
+                     "outlinewidth": 1, "outlinecolor": "#868e96",
                      "title": {"text": "PE state"}}}],
         "layout": {
             "title": {"text": heatmap_title(schedule, step), "x": 0.01, "font": {"size": 15}},

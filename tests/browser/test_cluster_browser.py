@@ -34,17 +34,17 @@ def test_a_session_alternating_between_servers_survives_one_of_them_killed(clust
     wait_for_nodes(dash_br, timeout=60)
     first = pass_number(dash_br)
     before = Counter(balancer.answered)
-    for click in range(1, 4):
+    for click in range(1, 5):   # a step is one request (the panes), and the balancer alternates
         step_to(dash_br, first + click)
     answered = balancer.answered - before
-    assert len(answered) == 2 and min(answered.values()) >= 3, answered   # both servers
+    assert len(answered) == 2 and min(answered.values()) >= 2, answered   # both servers
 
     process = cluster.servers[0][0]
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
-    step_to(dash_br, first + 4)
-    assert f"pass={first + 4}" in dash_br.driver.current_url
+    step_to(dash_br, first + 5)
+    assert f"pass={first + 5}" in dash_br.driver.current_url
     dash_br.driver.refresh()   # the URL alone names the view: the surviving server draws it
-    dash_br.wait_for_contains_text(TITLE, f"Before pass {first + 4}:", timeout=30)
+    dash_br.wait_for_contains_text(TITLE, f"Before pass {first + 5}:", timeout=30)
     wait_for_nodes(dash_br, timeout=30)
     assert not [entry for entry in dash_br.get_logs() or [] if entry["level"] == "SEVERE"]

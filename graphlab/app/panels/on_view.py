@@ -24,7 +24,7 @@ def error_message(err: Exception) -> html.Div:
 
 def on_view(app, services: Services, output: dict[str, Output], *,
             inputs: dict | None = None, state: dict | None = None, view_triggers: bool = True,
-            tab: str = "", settings_only: bool = False, pass_only: bool = False,
+            tab: str = "", settings_only: bool = False,
             idle: dict | None = None,
             message: str = "",
             failed: Callable[[ViewState], dict] | None = None, **options) -> Callable:
@@ -33,17 +33,14 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
     tab: draw only while this tab is open — a closed tab's callback does not even fire
     (`tab_gate`).  settings_only: draw only when more than the place in the view changed
-    (`settings_gate`): what a step cannot change.  pass_only: draw only when more than what
-    the view points at (node, highlight, search) changed: what a click cannot change.
-    Otherwise: when more than the open tab changed (`settings_gate`, `ids.VIEW_SHOWN`).
+    (`settings_gate`): what a step cannot change.  Otherwise: when more than the open tab changed (`settings_gate`, `ids.VIEW_SHOWN`).
     A callback of the view does not fire as the page loads (its store is empty until the
     first view fills it) unless ``prevent_initial_call`` says otherwise.
     idle: the outputs without a view.
     message: the output that shows an error; without one, errors change nothing (another
     part of the page says what is wrong).  failed(state): further outputs set on an error.
     """
-    heard = (ids.tab_view(tab) if tab else ids.VIEW_SETTINGS if settings_only
-             else ids.VIEW_PASS if pass_only else ids.VIEW_SHOWN)
+    heard = ids.tab_view(tab) if tab else ids.VIEW_SETTINGS if settings_only else ids.VIEW_SHOWN
     if view_triggers:
         options.setdefault("prevent_initial_call", True)
     view = Input(heard, "data") if view_triggers else State(ids.VIEW, "data")

@@ -20,7 +20,7 @@ from ..pane_updates import pane_changes
 from ..scopes import structure_note
 from ..services import Services
 from ..styles import PANE_STYLESHEET
-from . import exports, overlay, wrong_value
+from . import exports, overlay, pass_figures, wrong_value
 from .inspector import OPEN_BODY
 from .on_view import on_view
 from .panel import MAIN, Panel
@@ -120,11 +120,11 @@ def register(app, services: Services) -> None:
         "after_title": Output(AFTER_TITLE, "children"),
         "drawn_key": Output(DRAWN_KEY, "data"), "count": Output(SEARCH_COUNT, "children"),
         "message": Output(MESSAGE, "children"), "note": Output(NOTE, "children"),
-        "legend": Output(LEGEND_ID, "children"), **overlay.OUTPUTS},
+        "legend": Output(LEGEND_ID, "children"), **overlay.OUTPUTS, **pass_figures.OUTPUTS},
         inputs={"ui": Input(ids.UI, "data")},
-        state={"drawn": State(DRAWN_KEY, "data"), **overlay.STATES},
-        message="message", failed=overlay.off)
-    def render(state, workspace, ui, drawn, **overlay_states):
+        state={"drawn": State(DRAWN_KEY, "data"), **overlay.STATES, **pass_figures.STATES},
+        message="message", failed=lambda state: {**overlay.off(state), **pass_figures.off()})
+    def render(state, workspace, ui, drawn, check_shown, latency_shown, **overlay_states):
         if state.overlay == wrong_value.ERROR:   # its errors, if found, kept for the payload
             wrong_value.fetch(services, workspace, workspace.clamp_step(state.step))
         payload = build_panes(workspace, state, UiState.from_store(ui, workspace.key))
@@ -145,7 +145,8 @@ def register(app, services: Services) -> None:
         if not drawn or drawn.get("legend") != legend:   # sent when it changes, not each step
             shown["legend"] = legend_items(*legend)
         return {**shown, **pane_changes(workspace, payload, drawn, legend=legend),
-                **overlay.shown(state, workspace, **overlay_states)}
+                **overlay.shown(state, workspace, **overlay_states),
+                **pass_figures.shown(state, workspace, check_shown, latency_shown)}
 
     app.clientside_callback(   # the page merges the updates into what the panes hold
         ClientsideFunction("graphlab", "applyPanes"),

@@ -2,35 +2,31 @@
 hear the view through a store (`ids.VIEW_SETTINGS`) that a clientside callback fills only when
 the view changed in something other than where the user stands in it (the pass, the node, the
 highlight, the search, the open tab) or the page's uploads changed, so a step sends them no
-request at all.  Likewise, a click on a node, a match or a near miss changes nothing the pass
-list and the numeric check show: they hear the view through `ids.VIEW_PASS`, filled only when
-more than what the view points at (node, highlight, search, open tab) changed.  And opening a
-tab changes nothing the panes show: the panels outside the tabs hear the view through
-`ids.VIEW_SHOWN`, filled only when the view changed in more than the open tab.
+request at all.  And opening a tab changes nothing the panes show: the panels outside the
+tabs hear the view through `ids.VIEW_SHOWN`, filled only when the view changed in more than the
+open tab.
 
-One clientside callback fills the three stores (every callback the page runs costs the
-renderer a round of its bookkeeping).  It is not a panel (it draws nothing): the factory
-registers it with the navigation reducer.
+One forward of the view fills both stores (`view_fanout`).
 """
 
 from __future__ import annotations
 
 import json
 
-from dash import Input, Output, State
+from dash import Output, State
 
 from .. import ids
+from .view_fanout import Forward
 
 WHERE = ("step", "node", "highlight", "search", "panel")   # where the user stands
-POINTED = ("node", "highlight", "search", "panel")         # what the view points at
 OPEN_TAB = ("panel",)
 
 GATES = ((WHERE, ids.VIEW_SETTINGS, ids.SETTINGS_KEY),
-         (POINTED, ids.VIEW_PASS, ids.PASS_KEY),
          (OPEN_TAB, ids.VIEW_SHOWN, ids.SHOWN_KEY))
 
-FORWARD = """function (view, upload, uploadB) {
-  var skip = window.dash_clientside.no_update, gates = %s, lasts = [].slice.call(arguments, 3);
+FORWARD = """function (view, states) {
+  var skip = window.dash_clientside.no_update, gates = %s;
+  var upload = states[0], uploadB = states[1], lasts = states.slice(2);
   var out = [];
   gates.forEach(function (ignored, i) {
     if (!view) { out.push(skip, skip); return; }
@@ -43,9 +39,9 @@ FORWARD = """function (view, upload, uploadB) {
 }"""
 
 
-def register(app) -> None:
-    outputs = [o for _, store, key in GATES for o in (Output(store, "data"), Output(key, "data"))]
-    app.clientside_callback(FORWARD % json.dumps([list(ignored) for ignored, _, _ in GATES]),
-                            outputs, Input(ids.VIEW, "data"), State(ids.UPLOAD_TOKEN, "data"),
-                            State(ids.COMPARE_UPLOAD, "data"),
-                            *[State(key, "data") for _, _, key in GATES])
+def forward() -> Forward:
+    return Forward(
+        tuple(o for _, store, key in GATES for o in (Output(store, "data"), Output(key, "data"))),
+        (State(ids.UPLOAD_TOKEN, "data"), State(ids.COMPARE_UPLOAD, "data"),
+         *[State(key, "data") for _, _, key in GATES]),
+        FORWARD % json.dumps([list(ignored) for ignored, _, _ in GATES]))

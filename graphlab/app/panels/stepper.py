@@ -3,27 +3,23 @@
 Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and → step too
 (assets/graphlab.js presses the Prev/Next buttons).  The rows are drawn only when more than
 the place in the view changed (another model, pipeline, or "hide passes that changed
-nothing"); a step moves the "selected" mark in the page (a clientside callback sets two rows'
-class).  Sending the list on a step, even as a patch, had the page mount every row afresh,
-which cost more than the rest of the step.  A step asks the server only for the pass's
-numerical check and measured latency, and a click on a node or an item for nothing
-(`settings_gate`, ``pass_only``).
+nothing"); a step moves the "selected" mark in the page (the page's forward of the view,
+`SELECTED_ROW`, sets two rows' class).  Sending the list on a step, even as a patch, had the page mount every row afresh,
+which cost more than the rest of the step.  A step asks the server nothing for the list: the
+pass's kept numerical check and measured latency come with the panes (`pass_figures`).
 """
 
 from __future__ import annotations
 
-import json
-
-from dash import ALL, Input, Output, State, dcc, html
-from plotly.utils import PlotlyJSONEncoder
+from dash import ALL, Output, State, dcc, html
 
 from compiler_core.wording import plural
 
-from .. import ids
 from ..services import Services
 from . import compare_bar, edit_list, latency, numerics, reduce_view, wrong_value
 from .on_view import on_view
 from .panel import MAIN, Panel
+from .view_fanout import Forward
 
 ROWS = "pass-list"
 ROW = "pass-row"             # pattern-matching type, index = pass index
@@ -70,40 +66,25 @@ def register(app, services: Services) -> None:
         return {"rows": [pass_row(s, s.index == step, *bound_detail(workspace, s))
                          for s in shown]}
 
-    @on_view(app, services, {"check": Output(numerics.RESULT, "children"),
-                             "latency": Output(latency.RESULT, "children")},
-             state={"shown": State(numerics.RESULT, "children"),
-                    "shown_latency": State(latency.RESULT, "children")},
-             pass_only=True, failed=lambda _: {"check": "", "latency": ""})
-    def pass_figures(state, workspace, shown, shown_latency):
-        """What the page does not show yet ("not checked yet" on most steps: nothing, so
-        nothing that reads the answers runs)."""
-        step = workspace.clamp_step(state.step)
-        new = {"check": numerics.shown(workspace, step), "latency": latency.shown(workspace, step)}
-        held = {"check": shown, "latency": shown_latency}
-        return {name: value for name, value in new.items() if as_page_json(value) != held[name]}
-
-    app.clientside_callback(MOVE_SELECTED, Output({"type": ROW, "index": ALL}, "className"),
-                            Input(ids.VIEW, "data"), State({"type": ROW, "index": ALL}, "className"),
-                            State({"type": ROW, "index": ALL}, "id"), prevent_initial_call=True)
 
 
 # The selected pass's row marked, the one marked before unmarked: only rows whose class changes
 # are set (every set prop sets off the callbacks that read it).
-MOVE_SELECTED = """function (view, classes, rows) {
-    var noUpdate = window.dash_clientside.no_update;
-    var step = view ? view.step : null;
-    return rows.map(function (row, i) {
+MOVE_SELECTED = """function (view, states) {
+    var noUpdate = window.dash_clientside.no_update, classes = states[0], rows = states[1];
+    if (!view) { return [rows.map(function () { return noUpdate; })]; }
+    return [rows.map(function (row, i) {
         var marked = / selected\\b/.test(classes[i] || "");
-        if (marked === (row.index === step)) { return noUpdate; }
+        if (marked === (row.index === view.step)) { return noUpdate; }
         return marked ? classes[i].replace(/ selected\\b/, "") : classes[i] + " selected";
-    });
+    })];
 }"""
 
-
-def as_page_json(component):
-    """A component as the page holds it (what a `State` of its parent's children reads)."""
-    return json.loads(json.dumps(component, cls=PlotlyJSONEncoder))
+# The page's own forward of the view (`view_fanout`) moves the mark.
+SELECTED_ROW = Forward((Output({"type": ROW, "index": ALL}, "className"),),
+                       (State({"type": ROW, "index": ALL}, "className"),
+                        State({"type": ROW, "index": ALL}, "id")),
+                       MOVE_SELECTED)
 
 
 def row_class(snapshot, selected: bool) -> str:

@@ -3,25 +3,23 @@
 So a step through the passes sends no request for the closed tabs, and opening a tab (which
 changes the view's `panel`) draws it at once.
 
-One callback fills every tab's store: each callback the page runs costs the renderer a round
-of its bookkeeping, whatever it returns, and a view changes on every click.  A tab about a
-node (the inspector) hears no step while no node is selected: it has nothing else to show.
-
-It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
+One forward of the view fills every tab's store (`view_fanout`).  A tab about a node (the
+inspector) hears no step while no node is selected: it has nothing else to show.
 """
 
 from __future__ import annotations
 
 import json
 
-from dash import Input, Output, State
+from dash import Output, State
 
 from .. import ids
 from .panel import TAB
 from .registry import placed
+from .view_fanout import Forward
 
-FORWARD = """function (view) {
-  var tabs = %s, aboutANode = %s, lasts = [].slice.call(arguments, 1);
+FORWARD = """function (view, lasts) {
+  var tabs = %s, aboutANode = %s;
   var skip = window.dash_clientside.no_update;
   function onlyStepped(last) {
     if (!last || view.node !== null || last.node !== null) { return false; }
@@ -35,11 +33,10 @@ FORWARD = """function (view) {
 }"""
 
 
-def register(app) -> None:
+def forward() -> Forward:
     panels = placed(TAB)
     tabs = [panel.name for panel in panels]
-    app.clientside_callback(FORWARD % (json.dumps(tabs),
-                                       json.dumps([panel.about_a_node for panel in panels])),
-                            [Output(ids.tab_view(tab), "data") for tab in tabs],
-                            Input(ids.VIEW, "data"),
-                            *[State(ids.tab_view(tab), "data") for tab in tabs])
+    return Forward(tuple(Output(ids.tab_view(tab), "data") for tab in tabs),
+                   tuple(State(ids.tab_view(tab), "data") for tab in tabs),
+                   FORWARD % (json.dumps(tabs),
+                              json.dumps([panel.about_a_node for panel in panels])))
