@@ -241,7 +241,9 @@ def _add_roof(traces: list[dict], shapes: list[dict], annotations: list[dict], t
     at_ridge = math.log10(ridge)
     # the ridge's label right of it, or left where the right half of a narrow chart cannot
     # hold it (the side panel is some 350 px of plot at 1280 px)
-    right = (math.log10(x_high) - at_ridge) / (math.log10(x_high) - math.log10(x_low)) >= 0.5
+    span = math.log10(x_high) - math.log10(x_low)
+    right = (math.log10(x_high) - at_ridge) / span >= 0.5
+    peak_left = (at_ridge - math.log10(x_low)) / span >= 0.4
     annotations += [
         {"x": at_ridge, "y": math.log10(peak), "ax": 12 if right else -12, "ay": 44,
          "showarrow": True, "arrowhead": 0, "arrowwidth": 1.5, "arrowcolor": ROOF,
@@ -259,10 +261,12 @@ def _add_roof(traces: list[dict], shapes: list[dict], annotations: list[dict], t
         {"x": math.log10(middle), "y": math.log10(bandwidth * middle), "showarrow": False,
          "xanchor": "left", "yanchor": "top", "xshift": 12,
          "text": f"bandwidth {format_si(bandwidth, 'B/s')}", "font": {"size": 14, "color": ROOF}},
-        # above the roof, in the headroom the y range leaves: under it sit the ops at peak
-        {"x": math.log10(x_high), "y": math.log10(peak), "xanchor": "right", "yanchor": "bottom",
-         "yshift": 4, "showarrow": False, "text": f"peak {format_si(peak, 'FLOP/s')}",
-         "font": {"size": 14, "color": ROOF}}]
+        # on the roof's level left of the ridge, where no op can be (they sit under the
+        # slanted roof), when that side has room; else at the right end, above the ops at peak
+        {"x": at_ridge if peak_left else math.log10(x_high), "y": math.log10(peak),
+         "xanchor": "right", "yanchor": "bottom", "xshift": -16 if peak_left else 0,
+         "yshift": 2 if peak_left else 20, "showarrow": False,
+         "text": f"peak {format_si(peak, 'FLOP/s')}", "font": {"size": 14, "color": ROOF}}]
 
 
 def _point_trace(points: list[OpPoint], name: str, colour: str, longest: float,
