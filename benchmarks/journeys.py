@@ -13,12 +13,17 @@ import json
 import time
 from dataclasses import dataclass
 
-# Dash's renderer has no callback in flight and no build is under way.
+# Dash's renderer has no callback in flight and no view waits for its build: none is shown in
+# progress, and the navigation's store of the view waiting (`build_progress.PENDING`) is empty
+# (a build that has just finished shows no progress until the next poll shows its view).
 BUSY = ("var s = window.store && window.store.getState(); if (!s) { return 1; }"
         "var c = Object.assign({}, s.callbacks); delete c.stored; delete c.completed;"
         "var pending = Object.values(c).reduce(function (n, l) { return n + l.length; }, 0);"
         "var progress = document.getElementById('build-progress');"
-        "return pending + (progress && progress.textContent ? 1 : 0);")
+        "var at = s.paths && s.paths.strs && s.paths.strs['build-pending'], node = s.layout;"
+        "(at || []).forEach(function (key) { node = node && node[key]; });"
+        "var waiting = at && node && node.props && node.props.data ? 1 : 0;"
+        "return pending + waiting + (progress && progress.textContent ? 1 : 0);")
 
 # The page notes when a person's input lands (capture phase, before any handler of the page
 # runs); armed again before each click, so a wait counts from the click it follows.
