@@ -55,8 +55,9 @@ var busy = new Function(%s), quietSince = null, quietOn = null;
   var now = performance.now(), panes = window.graphlabPanes;
   var shown = panes ? panes.shown() : null;
   var ready = !mustChange || (shown !== null && shown !== undefined && shown !== other);
-  if (!ready || busy() !== 0 || shown !== quietOn) { quietSince = null; }
-  if (ready && busy() === 0 && quietSince === null) { quietSince = now; quietOn = shown; }
+  var still = ready && busy() === 0;
+  if (!still || shown !== quietOn) { quietSince = null; }
+  if (still && quietSince === null) { quietSince = now; quietOn = shown; }
   if (quietSince !== null && now - quietSince >= calm) {
     var frame = performance.now();
     requestAnimationFrame(function () { setTimeout(function () {
