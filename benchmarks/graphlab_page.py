@@ -1,11 +1,11 @@
 """What the GraphLab page's clientside callbacks do, in Python, for `dash_client.Tab`: in the
 page's one forward of the view (`panels/view_fanout`), a tab hears the view only while it is
 open (`panels/tab_gate`), some panels only when more than the place in the view changed, the
-others outside the tabs only when more than the open tab changed (`panels/settings_gate`),
-and the selected pass's mark is left alone (no request reads it); a pane merges the server's element update into the
-elements it holds (`pane_updates`), and a step, a tab, an item in a list or a tapped node
-makes the view and its URL in the page (`panels/views_in_page`), which the reducer does not
-hear.  Keep in step with the page."""
+others outside the tabs only when more than the open tab changed (`panels/settings_gate`), and
+the selected pass's mark is left alone (no request reads it); a pane merges the server's element
+update into the elements it holds (`pane_updates`), and a step, a tab, an item in a list or a
+tapped node makes the view and its URL in the page (`panels/views_in_page`), which the reducer
+does not hear.  Keep in step with the page."""
 
 from __future__ import annotations
 

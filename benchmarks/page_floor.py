@@ -1,9 +1,9 @@
 """What a first render costs before GraphLab does anything: a page with the libraries the pass
-debugger loads (Dash's renderer, its core and HTML components, the graph component with the
-same bundle) and two graph panes of a short labelled chain, no callback at all.  Timed as the
-journeys time GraphLab's first render (`journeys.timed_journey`): on the page's own clock, from
-the start of its load to the panes drawn and painted, ``browsers`` cold browsers at once.  No page built on these
-libraries renders first faster on this machine, so it is the floor the journeys' figure
+debugger loads (Dash's renderer, its core and HTML components, the graph component with the same
+bundle) and two graph panes of a short labelled chain, no callback at all.  Timed as the journeys
+time GraphLab's first render (`journeys.timed_journey`): on the page's own clock, from the start
+of its load to the panes drawn and painted, ``browsers`` cold browsers at once.  No page built on
+these libraries renders first faster on this machine, so it is the floor the journeys' figure
 stands on.
 
     python benchmarks/page_floor.py [--browsers 3] [--runs 2]

@@ -4,7 +4,7 @@ them; "compare" draws the plan before the pass above the plan after it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, ctx, dcc, html
+from dash import Input, Output, ctx, html
 
 from .. import ids
 from ..graph_analyses import memory_plan_of

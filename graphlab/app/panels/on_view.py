@@ -33,7 +33,8 @@ def on_view(app, services: Services, output: dict[str, Output], *,
     view_triggers: a new view redraws (else only ``inputs`` do, e.g. a button's clicks).
     tab: draw only while this tab is open — a closed tab's callback does not even fire
     (`tab_gate`).  settings_only: draw only when more than the place in the view changed
-    (`settings_gate`): what a step cannot change.  Otherwise: when more than the open tab changed (`settings_gate`, `ids.VIEW_SHOWN`).
+    (`settings_gate`): what a step cannot change.  Otherwise: when more than the open tab
+    changed (`settings_gate`, `ids.VIEW_SHOWN`).
     A callback of the view does not fire as the page loads (its store is empty until the
     first view fills it) unless ``prevent_initial_call`` says otherwise.
     idle: the outputs without a view.

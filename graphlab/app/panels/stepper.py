@@ -4,9 +4,10 @@ Rows are buttons (pattern-matching ids) read by the navigation reducer; ← and 
 (assets/graphlab.js presses the Prev/Next buttons).  The rows are drawn only when more than
 the place in the view changed (another model, pipeline, or "hide passes that changed
 nothing"); a step moves the "selected" mark in the page (the page's forward of the view,
-`SELECTED_ROW`, sets two rows' class).  Sending the list on a step, even as a patch, had the page mount every row afresh,
-which cost more than the rest of the step.  A step asks the server nothing for the list: the
-pass's kept numerical check and measured latency come with the panes (`pass_figures`).
+`SELECTED_ROW`, sets two rows' class).  Sending the list on a step, even as a patch, had the
+page mount every row afresh, which cost more than the rest of the step.  A step asks the
+server nothing for the list: the pass's kept numerical check and measured latency come with the
+panes (`pass_figures`).
 """
 
 from __future__ import annotations
