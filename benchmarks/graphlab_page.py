@@ -66,15 +66,25 @@ def _every(type_name: str) -> str:
 
 
 def _fanout(tabs: list[str], about_a_node: list[bool]) -> Callable:
-    """`page_forwards` in turn: the tabs' stores, the gates' stores, the selected mark."""
+    """`page_forwards` in turn: the tabs' stores, the gates' stores, the selected mark, the
+    view the onnxscript rules hear."""
     forward = _forward(tabs, about_a_node)
 
     def fanout(triggered, view, *states):
         tab_lasts, states = states[:len(tabs)], states[len(tabs):]
         gate_states = states[:2 + len(GATES)]   # the two uploads, each gate's last key
+        rules_heard = states[-1]
         return (*forward(triggered, view, *tab_lasts), *_gates(triggered, view, *gate_states),
-                NO_UPDATE)
+                NO_UPDATE, _rules_hear(view, rules_heard))
     return fanout
+
+
+def _rules_hear(view, heard):
+    """The patterns tab's view, while rules are named or were (`onnxscript_rules`)."""
+    if not view or view.get("panel") != ids.PATTERNS_TAB \
+            or not view.get("rules") and not (heard or {}).get("rules"):
+        return NO_UPDATE
+    return view
 
 
 def _gates(_triggered, view, upload, upload_b, *lasts):

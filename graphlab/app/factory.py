@@ -32,4 +32,5 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
 
 def page_forwards() -> list[view_fanout.Forward]:
     """What the page does with a new view by itself (`view_fanout`), in the order it runs."""
-    return [tab_gate.forward(), settings_gate.forward(), stepper.SELECTED_ROW]
+    return [tab_gate.forward(), settings_gate.forward(), stepper.SELECTED_ROW,
+            *(panel.forward for panel in registry.PANELS if panel.forward)]

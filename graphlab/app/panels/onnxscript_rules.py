@@ -8,6 +8,7 @@ machine) judges rules; any other refuses, whether the name comes from the field 
 
 from __future__ import annotations
 
+import json
 import time
 
 from dash import Input, Output, State, dcc, html
@@ -21,6 +22,7 @@ from ..onnxscript_view import highlight_of, refusal, verdicts
 from ..services import Services
 from .on_view import on_view
 from .panel import INSIDE, Panel
+from .view_fanout import Forward
 
 NAME = "onnxscript-rules"
 FIELD = "onnxscript-rules-field"
@@ -52,13 +54,16 @@ def section(services: Services) -> html.Div:
     ])
 
 
-# The patterns tab's view reaches the rules only while rules are named (and once more when
-# they are cleared): with none, each step and each click in the tab would ask the server to
-# draw the same empty section again.
-HEAR_WHILE_NAMED = """function (view, heard) {
-  if (!view || !view.rules && !(heard && heard.rules)) { return window.dash_clientside.no_update; }
-  return view;
-}"""
+# The view reaches the rules while the patterns tab is open and rules are named (and once more
+# when they are cleared): with none, each step and each click in the tab would ask the server
+# to draw the same empty section again.
+HEAR_WHILE_NAMED = """function (view, states) {
+  var heard = states[0];
+  if (!view || view.panel !== %s || !view.rules && !(heard && heard.rules)) {
+    return [window.dash_clientside.no_update];
+  }
+  return [view];
+}""" % json.dumps(ids.PATTERNS_TAB)
 
 
 def register(app, services: Services) -> None:
@@ -73,9 +78,6 @@ def register(app, services: Services) -> None:
             return {"patch": {"rules": typed}}
         return {"asked": time.time()}   # the same rules again: judge them afresh
 
-    app.clientside_callback(HEAR_WHILE_NAMED, Output(HEARD, "data"),
-                            Input(ids.tab_view(ids.PATTERNS_TAB), "data"), State(HEARD, "data"),
-                            prevent_initial_call=True)
 
     @on_view(app, services, {"body": Output(BODY, "children"), "field": Output(FIELD, "value")},
              inputs={"asked": Input(ASKED, "data"), "_heard": Input(HEARD, "data")},
@@ -167,4 +169,6 @@ def focus_view(rule: str, site: RuleSite) -> html.Div:
                     className=f"focus {'match' if site.matched else 'miss'}")
 
 
-PANEL = Panel(NAME, INSIDE, register)
+PANEL = Panel(NAME, INSIDE, register,
+              forward=Forward((Output(HEARD, "data"),), (State(HEARD, "data"),),
+                              HEAR_WHILE_NAMED))

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from .view_fanout import Forward
+
 # Where a panel's layout goes, top to bottom, left to right.
 TOP = "top"          # the load bar
 STATUS = "status"    # under the load bar: what the page is busy with
@@ -25,3 +27,6 @@ class Panel:
     # With no node selected it shows the same on every pass (the inspector's hint), so a step
     # without a selection asks it nothing (`tab_gate`).
     about_a_node: bool = False
+    # What the page itself does with each new view for this panel, joined with the page's
+    # other listeners in one callback (`view_fanout`).
+    forward: Forward | None = None

@@ -68,6 +68,7 @@ PASSES_ASKED = "systolic-passes-asked"     # the view, once the whole model was 
 GEMM_SELECT = "systolic-gemm-select"
 CHOSEN = "systolic-chosen"
 DRAWN = "systolic-drawn"      # the step the figures show: {"problem", "fold", "cycle"}
+SLIDERS_MOVED = "systolic-sliders-moved"   # a slider moved off the step drawn (`MOVED`)
 PROBLEM = "systolic-problem"
 SOURCE = "systolic-source"
 TOTALS = "systolic-totals"
@@ -104,6 +105,7 @@ def layout(_: Services) -> html.Div:
         dcc.Store(id=PROBLEM, storage_type="memory"),
         dcc.Store(id=CHOSEN, storage_type="memory"),
         dcc.Store(id=DRAWN, storage_type="memory"),
+        dcc.Store(id=SLIDERS_MOVED, storage_type="memory"),
         dcc.Store(id=CHOICES_ASKED, storage_type="memory"),
         dcc.Store(id=PASSES_ASKED, storage_type="memory"),
         dcc.Interval(id=TICK, interval=TICK_MS, disabled=True),
@@ -188,6 +190,15 @@ REQUEST_GEMM = """function (value, chosen, view) {
   if (node === view.node && !view.gemm) { return skip; }
   return {node: node, gemm: ""};
 }"""
+# A slider moved: drawn on the server, unless the figures show that step already (the answer
+# that moved it drew it: a new problem's first step, a step button, a tick of Play).
+MOVED = """function (fold, cycle, problem, drawn) {
+  if (!problem || drawn && drawn.fold === (fold || 1) - 1 && drawn.cycle === (cycle || 0)
+      && JSON.stringify(drawn.problem) === JSON.stringify(problem)) {
+    return window.dash_clientside.no_update;
+  }
+  return {fold: fold, cycle: cycle};
+}"""
 PLAY_LABEL = """function (stopped) { return stopped ? "\u25b6 Play" : "\u23f8 Pause"; }"""
 # What is drawn on request (the dataflow comparison, the whole model) hears the problem or the
 # view only once asked: until then a new problem or view costs no request.
@@ -197,32 +208,6 @@ ONCE_ASKED = """function (clicks, heard) {
 
 
 def register(app, services: Services) -> None:
-    @app.callback(Output(GEMM, "value"), Output(ARRAY, "value"), Output(ARRAY, "placeholder"),
-                  Output(DATAFLOW, "value"), Output(TIMING, "value"), Output(SRAM, "value"),
-                  Output(SRAM, "placeholder"), Output(BANDWIDTH, "value"),
-                  Output(BANDWIDTH, "placeholder"),
-                  Input(ids.tab_view(NAME), "data"), State(GEMM, "value"), State(ARRAY, "value"),
-                  State(ARRAY, "placeholder"), State(DATAFLOW, "value"), State(TIMING, "value"),
-                  State(SRAM, "value"), State(SRAM, "placeholder"), State(BANDWIDTH, "value"),
-                  State(BANDWIDTH, "placeholder"), prevent_initial_call=True)
-    def show_settings(view, *shown):
-        """The view's settings in the controls (the target's array and memory as the
-        placeholders); those already shown are left alone, so no request echoes them back."""
-        if not view or view.get("panel") != NAME:
-            return (no_update,) * 9
-        state = ViewState.from_dict(view)
-        try:
-            rows, cols = array_shape("", state.target)
-            placeholder = f"{rows}x{cols} ({state.target})"
-            memory = memory_of_target(get_target(state.target))
-            sram, bandwidth = memory_text(memory.sram_kb), memory_text(memory.bandwidth)
-        except GraphLabError:
-            placeholder, sram, bandwidth = "e.g. 16x16", "ifmap=64", "ifmap=16"
-        wanted = (state.gemm, state.array, placeholder, state.dataflow, state.timing,
-                  state.sram, sram, state.bandwidth, bandwidth)
-        return tuple(no_update if (value or "") == (old or "") else value
-                     for value, old in zip(wanted, shown))
-
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
                   Input(GEMM, "value"), Input(ARRAY, "value"), Input(DATAFLOW, "value"),
                   Input(TIMING, "value"), Input(SRAM, "value"), Input(BANDWIDTH, "value"),
@@ -247,18 +232,21 @@ def register(app, services: Services) -> None:
                              "chosen": Output(CHOSEN, "data"),
                              "totals": Output(TOTALS, "children"),
                              "viewer_hidden": Output(VIEWER, "hidden"),
-                             **{name: output for name, output in _AT_START.items()}},
+                             **_AT_START, **_SETTINGS},
              inputs={"choice": Input(GEMM_SELECT, "value")},
-             state={"shown": State(PROBLEM, "data")},
+             state={"shown": State(PROBLEM, "data"),
+                    **{f"{name}_shown": State(output.component_id, output.component_property)
+                       for name, output in _SETTINGS.items()}},
              tab=NAME, message="source", failed=lambda _: _NOTHING_CHOSEN)
-    def choose(state, workspace, choice, shown):
-        """The GEMM to show and its totals; for a new problem also the array at its first
-        step, the sliders and the timeline, in the same answer (one round trip opens the
-        tab)."""
+    def choose(state, workspace, choice, shown, **settings_shown):
+        """The view's settings in the controls; the GEMM to show and its totals; for a new
+        problem also the array at its first step, the sliders and the timeline: all in one
+        answer (one round trip opens the tab)."""
+        settings = _settings(state, settings_shown)
         picked = parse_choice(choice)
         if ctx.triggered_id == GEMM_SELECT and \
                 (state.gemm or picked is None or picked[0] != state.node):
-            return {}   # a person chose another node's GEMM: the view selects it, then we draw
+            return settings   # a person chose another node's GEMM: the view selects it first
         gemms = graph_gemms(workspace, state)
         options = [{"label": g.label, "value": g.value} for g in gemms[:LISTED_GEMMS]]
         try:
@@ -267,34 +255,41 @@ def register(app, services: Services) -> None:
             schedule = schedule_of(problem)
             heads, rows = totals_rows(problem)
         except Exception as err:  # noqa: BLE001 - said above the GEMMs the user can pick
-            return {**_NOTHING_CHOSEN, "source": error_message(err), "options": options,
-                    "value": None, "chosen": None}
+            return {**settings, **_NOTHING_CHOSEN, "source": error_message(err),
+                    "options": options, "value": None, "chosen": None}
         value = None if state.gemm or chosen is None else chosen.value
         if value is not None and not any(o["value"] == value for o in options):
             options.append({"label": chosen.label, "value": value})
         stored = problem.to_store()
         drawn = {} if stored == shown else _first_step(schedule, stored)
-        return {"problem": no_update if stored == shown else stored,
+        return {**settings, "problem": no_update if stored == shown else stored,
                 "source": html.P([*_note(state, workspace, chosen), describe(problem, schedule)]),
                 "options": options, "value": no_update if value == choice else value,
                 "chosen": value, "totals": _table(heads, rows), "viewer_hidden": False,
                 **drawn}
 
+    app.clientside_callback(MOVED, Output(SLIDERS_MOVED, "data"), Input(FOLD, "value"),
+                            Input(CYCLE, "value"), State(PROBLEM, "data"), State(DRAWN, "data"),
+                            prevent_initial_call=True)
+
     @app.callback(*(Output(component, prop, allow_duplicate=True) for component in (FOLD, CYCLE)
                     for prop in ("value", "max", "marks")),
                   Output(TICK, "disabled", allow_duplicate=True),
-                  Input(FOLD, "value"), Input(TICK, "n_intervals"),
+                  *(Output(figure, "figure", allow_duplicate=True) for figure in FIGURES),
+                  Output(DRAWN, "data", allow_duplicate=True),
+                  Input(SLIDERS_MOVED, "data"), Input(TICK, "n_intervals"),
                   *(Input(key, "n_clicks") for key in STEPS),
-                  State(PROBLEM, "data"), State(CYCLE, "value"), State(STRIDE, "value"),
-                  State(DRAWN, "data"), prevent_initial_call=True)
-    def position(fold_number, _ticks, *rest):
-        *_clicks, stored, cycle, stride, drawn = rest
+                  State(PROBLEM, "data"), State(FOLD, "value"), State(CYCLE, "value"),
+                  State(STRIDE, "value"), State(DRAWN, "data"), prevent_initial_call=True)
+    def step(_moved, _ticks, *rest):
+        """A step (a slider moved, a tick of Play, a step button): where it lands and that
+        step drawn, in one answer."""
+        *_clicks, stored, fold_number, cycle, stride, drawn = rest
         schedule = _schedule_of(stored)
-        trigger = ctx.triggered_id
-        if schedule is None or (trigger == FOLD and _shows(drawn, stored, fold_number, cycle)):
-            return (no_update,) * 6 + (no_update if schedule else True,)   # `choose` set it
+        if schedule is None:
+            return (no_update,) * 6 + (True,) + (no_update,) * (len(FIGURES) + 1)
         fold, cycle = _clamped(schedule, fold_number, cycle)
-        stop = no_update
+        stop, trigger = no_update, ctx.triggered_id
         if trigger == TICK:
             fold, cycle, finished = advance(schedule, fold, cycle, stride)
             stop = True if finished else no_update
@@ -304,7 +299,8 @@ def register(app, services: Services) -> None:
             fold, cycle, _ = move(schedule, fold, cycle, by)
         last = schedule.timeline.fold_length(fold) - 1
         return (fold + 1, schedule.folds, _fold_marks(schedule),
-                min(cycle, last), last, phase_marks(schedule, fold), stop)
+                cycle, last, phase_marks(schedule, fold), stop,
+                *_drawn_step(schedule, stored, drawn, fold, cycle))
 
     @app.callback(Output(TICK, "disabled", allow_duplicate=True), Input(PLAY, "n_clicks"),
                   State(TICK, "disabled"), prevent_initial_call=True)
@@ -313,39 +309,6 @@ def register(app, services: Services) -> None:
 
     app.clientside_callback(PLAY_LABEL, Output(PLAY, "children"), Input(TICK, "disabled"),
                             prevent_initial_call=True)
-
-    @app.callback(Output(HEATMAP, "figure", allow_duplicate=True),
-                  Output(OPERANDS, "figure", allow_duplicate=True),
-                  Output(TIMELINE, "figure", allow_duplicate=True),
-                  Output(SRAM_FIGURE, "figure", allow_duplicate=True),
-                  Output(DRAM_FIGURE, "figure", allow_duplicate=True),
-                  Output(DRAWN, "data", allow_duplicate=True),
-                  Input(FOLD, "value"), Input(CYCLE, "value"),
-                  State(PROBLEM, "data"), State(DRAWN, "data"), prevent_initial_call=True)
-    def draw(fold_number, cycle, stored, drawn):
-        """A step: the array's z and title, the operands, the SRAM halves, the cursors of the
-        timeline and the DRAM traffic (the whole timeline when the fold changed)."""
-        schedule = _schedule_of(stored)
-        if schedule is None or _shows(drawn, stored, fold_number, cycle):
-            return (no_update,) * 6
-        fold, cycle = _clamped(schedule, fold_number, cycle)
-        step = schedule.step(fold, cycle)
-        heatmap = Patch()   # one z matrix and a title: a step stays small for any layer
-        heatmap["data"][0]["z"] = step.pe_state.tolist()
-        heatmap["layout"]["title"]["text"] = heatmap_title(schedule, step)
-        if not drawn or drawn.get("fold") != fold:
-            timeline = timeline_figure(schedule, fold, cycle)
-        else:
-            timeline = Patch()
-            timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
-        memory = memory_step(schedule, fold, cycle)
-        if not drawn or drawn.get("problem") != stored:
-            dram = dram_figure(dram_traffic(schedule), memory["clock"])
-        else:
-            dram = Patch()
-            dram["layout"]["shapes"] = [clock_cursor(memory["clock"])]
-        return (heatmap, operands_figure(schedule, step), timeline, sram_figure(memory), dram,
-                {"problem": stored, "fold": fold, "cycle": cycle})
 
     app.clientside_callback(ONCE_ASKED, Output(CHOICES_ASKED, "data"),
                             Input(CHOICES_BUTTON, "n_clicks"), Input(PROBLEM, "data"),
@@ -390,6 +353,12 @@ def register(app, services: Services) -> None:
         return {"passes": _passes_table(workspace.derived[key])}
 
 
+FIGURES = (HEATMAP, OPERANDS, TIMELINE, SRAM_FIGURE, DRAM_FIGURE)
+_SETTINGS = {"gemm": Output(GEMM, "value"), "array": Output(ARRAY, "value"),
+             "array_hint": Output(ARRAY, "placeholder"), "dataflow": Output(DATAFLOW, "value"),
+             "timing": Output(TIMING, "value"), "sram": Output(SRAM, "value"),
+             "sram_hint": Output(SRAM, "placeholder"), "bandwidth": Output(BANDWIDTH, "value"),
+             "bandwidth_hint": Output(BANDWIDTH, "placeholder")}
 _AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
              "fold_marks": Output(FOLD, "marks"), "cycle": Output(CYCLE, "value"),
              "cycle_max": Output(CYCLE, "max"), "cycle_marks": Output(CYCLE, "marks"),
@@ -412,6 +381,51 @@ def _first_step(schedule: Schedule, stored: dict) -> dict:
             "operands": operands_figure(schedule, step),
             "timeline": timeline_figure(schedule, 0, 0),
             "drawn": {"problem": stored, "fold": 0, "cycle": 0}}
+
+
+def _drawn_step(schedule: Schedule, stored: dict, drawn: dict | None, fold: int,
+                cycle: int) -> tuple:
+    """The `FIGURES` at this step and what `DRAWN` then holds; nothing when they show it.
+    The array's z and title, the operands, the SRAM halves and the cursors of the timeline
+    and the DRAM traffic (the whole timeline when the fold changed)."""
+    if _shows(drawn, stored, fold + 1, cycle):
+        return (no_update,) * (len(FIGURES) + 1)
+    step = schedule.step(fold, cycle)
+    heatmap = Patch()   # one z matrix and a title: a step stays small for any layer
+    heatmap["data"][0]["z"] = step.pe_state.tolist()
+    heatmap["layout"]["title"]["text"] = heatmap_title(schedule, step)
+    if not drawn or drawn.get("fold") != fold:
+        timeline = timeline_figure(schedule, fold, cycle)
+    else:
+        timeline = Patch()
+        timeline["layout"]["shapes"] = [cursor_shape(schedule, fold, cycle)]
+    memory = memory_step(schedule, fold, cycle)
+    if not drawn or drawn.get("problem") != stored:
+        dram = dram_figure(dram_traffic(schedule), memory["clock"])
+    else:
+        dram = Patch()
+        dram["layout"]["shapes"] = [clock_cursor(memory["clock"])]
+    return (heatmap, operands_figure(schedule, step), timeline, sram_figure(memory), dram,
+            {"problem": stored, "fold": fold, "cycle": cycle})
+
+
+def _settings(state: ViewState, shown: dict) -> dict:
+    """The view's settings in the controls (the target's array and memory as the
+    placeholders), by `_SETTINGS` name; those the controls already show (``shown``, by
+    name + "_shown") are left out, so no request echoes them back."""
+    try:
+        rows, cols = array_shape("", state.target)
+        array_hint = f"{rows}x{cols} ({state.target})"
+        memory = memory_of_target(get_target(state.target))
+        sram_hint, bandwidth_hint = memory_text(memory.sram_kb), memory_text(memory.bandwidth)
+    except GraphLabError:
+        array_hint, sram_hint, bandwidth_hint = "e.g. 16x16", "ifmap=64", "ifmap=16"
+    wanted = {"gemm": state.gemm, "array": state.array, "array_hint": array_hint,
+              "dataflow": state.dataflow, "timing": state.timing, "sram": state.sram,
+              "sram_hint": sram_hint, "bandwidth": state.bandwidth,
+              "bandwidth_hint": bandwidth_hint}
+    return {name: value for name, value in wanted.items()
+            if (value or "") != (shown[f"{name}_shown"] or "")}
 
 
 def _fold_marks(schedule: Schedule) -> dict:

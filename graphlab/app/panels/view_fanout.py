@@ -3,8 +3,9 @@
 Each callback the page runs costs Dash's renderer a round of its bookkeeping (some 20 store
 updates, each checked by every mounted component), whatever it answers, and the view changes
 on every click.  So the page's own listeners of the view (the closed tabs' gate, the gates of
-what a step or a tab cannot change, the selected pass's mark) are one callback, not three: a
-module hands in a `Forward` and the factory joins them.
+what a step or a tab cannot change, the selected pass's mark, a panel's own, as the onnxscript
+rules' hearing of the patterns tab) are one callback, not four: a module or a `Panel` hands in
+a `Forward` and the factory joins them.
 
 It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
 """
