@@ -92,8 +92,8 @@ def legend_items(comparing: bool, structure: str = "") -> list:
     ``structure``: the note on groups found from structure (why, and how to read them), in
     sight, since the groups on screen are read by it."""
     entries = COMPARE_MARKS + LEGEND[len(COMPARE_MARKS):] if comparing else LEGEND
-    items = [html.Span([html.Span(className=f"swatch swatch-{key}"), text],
-                       className="legend-item") for key, text in entries]
+    items = [html.Span(text, className=f"legend-item mark mark-{key}")   # one component each
+             for key, text in entries]
     note = [html.Span(structure, className="legend-item legend-note")] if structure else []
     return [html.Summary([*items[:LEGEND_SHOWN], html.Span("more…", className="legend-more"),
                           *note]),
