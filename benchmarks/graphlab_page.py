@@ -1,5 +1,6 @@
 """What the GraphLab page's clientside callbacks do, in Python, for `dash_client.Tab`: in the
-page's one forward of the view (`panels/view_fanout`), a tab hears the view only while it is
+page's forwards of the view (`panels/view_fanout`: the reducer's view by a callback of its
+own, a view made in the page by the callback making it), a tab hears the view only while it is
 open (`panels/tab_gate`), some panels only when more than the place in the view changed, the
 others outside the tabs only when more than the open tab changed (`panels/settings_gate`), and
 the selected pass's mark is left alone (no request reads it); a pane merges the server's element
@@ -41,15 +42,25 @@ def clientside() -> dict[str, Callable]:
     tabs = [panel.name for panel in placed(TAB)]
     about_a_node = [panel.about_a_node for panel in placed(TAB)]
     fanout = [str(output) for forward in page_forwards() for output in forward.outputs]
+    forward = _fanout(tabs, about_a_node)
     home = ViewState(model="").panel   # the tab the URL leaves out (a server's first
     # view may name another: then the page's own URL shows it)
+
+    def made(stand_in: Callable, own: int) -> Callable:
+        """A view made in the page, and the forwards' values for it (`view_fanout`)."""
+        def with_forwards(triggered, *values):
+            answer = stand_in(triggered, *values[:own])
+            view = None if answer[0] is NO_UPDATE else answer[0]
+            return (*answer, *forward(triggered, view, *values[own:]))
+        return with_forwards
+
     return {
-        _key(fanout, ids.VIEW): _fanout(tabs, about_a_node),
+        _key(fanout, ids.VIEW_REDUCED): forward,
         _key([f"{pane}.elements" for pane in UPDATES], UPDATES[ids.BEFORE]): _apply_panes,
-        _key(MADE, ids.TABS): _open_tab(home),
-        _key(MADE, PREV): _step,
-        _key(MADE, _every(ids.PATTERN_ITEM)): _pick_item(home),
-        _key(MADE, ids.BEFORE): _pick_node(home),
+        _key(MADE + fanout, ids.TABS): made(_open_tab(home), 4),
+        _key(MADE + fanout, PREV): made(_step, 8),
+        _key(MADE + fanout, _every(ids.PATTERN_ITEM)): made(_pick_item(home), 4),
+        _key(MADE + fanout, ids.BEFORE): made(_pick_node(home), 5),
         _key([f"{ids.URL_HEARD}.data", f"{ids.PAGE_URL}.data"], ids.URL): _hear_url,
     }
 

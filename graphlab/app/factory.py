@@ -23,8 +23,9 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
     app.layout = page(services)
     navigation.register(app, services)
-    views_in_page.register(app, services)
-    view_fanout.register(app, page_forwards())
+    forwards = page_forwards()
+    views_in_page.register(app, services, forwards)
+    view_fanout.register(app, forwards)
     for panel in registry.PANELS:
         panel.register(app, services)
     return app

@@ -4,7 +4,8 @@ graph panes, which several panels draw into.  Every other id lives in the panel 
 URL = "url"
 URL_HEARD = "url-heard"      # the address the navigation reducer hears: not one the page wrote
 PAGE_URL = "page-url"        # the address the page (or the reducer) last wrote itself
-VIEW = "view-state"          # the parsed view (written only by the navigation callback)
+VIEW = "view-state"          # the parsed view (by the navigation callback, or made in the page)
+VIEW_REDUCED = "view-reduced"   # the view as the navigation callback made it (`view_fanout`)
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)
 UPLOAD_TOKEN = "upload-token"
 COMPARE_UPLOAD = "compare-upload-token"   # the second upload, the model to compare with

@@ -20,6 +20,7 @@ def page(services: Services) -> html.Div:
     return html.Div(className="app", children=[
         dcc.Location(id=ids.URL, refresh=False),
         dcc.Store(id=ids.VIEW, storage_type="memory"),
+        dcc.Store(id=ids.VIEW_REDUCED, storage_type="memory"),
         dcc.Store(id=ids.URL_HEARD, storage_type="memory"),
         dcc.Store(id=ids.PAGE_URL, storage_type="memory"),
         dcc.Store(id=ids.UI, storage_type="memory"),

@@ -39,6 +39,7 @@ CLICKS = {RUN, RETRY}
 
 OUTPUTS = {
     "url": Output(ids.URL, "search"), "view": Output(ids.VIEW, "data"),
+    "reduced": Output(ids.VIEW_REDUCED, "data"),   # the same view, for the page's forward of it
     "model": Output(MODEL, "value"), "preset": Output(PRESET, "value"),
     "passes": Output(PASSES, "value"), "target": Output(TARGET, "value"),
     "bindings": Output(BINDINGS, "value"), "panel": Output(ids.TABS, "value"),
@@ -139,6 +140,8 @@ def register(app, services: Services) -> None:
 
 def _every_output(answer: dict) -> dict:
     """The outputs the answer names; the others left as they are."""
+    if "view" in answer:
+        answer = {**answer, "reduced": answer["view"]}
     return {name: answer.get(name, no_update) for name in OUTPUTS}
 
 

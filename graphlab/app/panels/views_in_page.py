@@ -2,8 +2,9 @@
 and its URL, without a round trip.  A step (Prev, Next, a row of the pass list: the view's
 `step`, the highlight let go), opening a tab (its `panel`), clicking a match, near miss or
 decline in a list (its `highlight`, and the patterns tab) and tapping a node in a pane (its
-`node`, and the inspector unless the open tab follows the selection).  What hears the view is
-asked at once (`tab_gate`, `settings_gate`).  The URL it writes (a new history entry, for Back)
+`node`, and the inspector unless the open tab follows the selection).  The same callback
+answers the page's forwards of that view (`view_fanout`: the open tab's store, the gates, the
+selected pass's mark), so what hears the view is asked at once.  The URL it writes (a new history entry, for Back)
 is marked as its own (`ids.PAGE_URL`), and the navigation reducer does not hear it
 (`ids.URL_HEARD`): were it asked, every panel hearing the view would wait for its answer (Dash
 holds a callback while one that may change its inputs is in flight), a round trip on every
@@ -22,8 +23,10 @@ from .. import ids
 from ..services import Services
 from ..view_state import URL_KEY_ORDER
 from .inspector import NAME as INSPECTOR
+from . import view_fanout
 from .registry import follows_selection
 from .stepper import NEXT, PREV, ROW
+from .view_fanout import Forward, made_in_page
 
 # The view with ``changes`` (view field -> [URL key, its value in the view, in the URL, and the
 # URL's text the address leaves out]), and its query, written as `view_state.to_query` writes
@@ -90,6 +93,16 @@ PICK_ITEM = """function (clicks, view, search, message) {
                                     panel: ["panel", %s, %s, %s]}, message);
 }"""
 
+# What a view made in the page sets: the view, its URL, the reducer's message about an earlier
+# view cleared, the tab it opens, and the URL again, marked as the page's own; from what it
+# holds: the view, the URL and the message.
+MADE = (Output(ids.VIEW, "data", allow_duplicate=True),
+        Output(ids.URL, "search", allow_duplicate=True),
+        Output(ids.NAV_MESSAGE, "children", allow_duplicate=True),
+        Output(ids.TABS, "value", allow_duplicate=True),
+        Output(ids.PAGE_URL, "data", allow_duplicate=True))
+HELD = (State(ids.VIEW, "data"), State(ids.URL, "search"), State(ids.NAV_MESSAGE, "children"))
+
 # The address the reducer hears: the URL, unless it is the one the page (or the reducer) just
 # wrote itself, which is let go (so Forward to that same address later is heard).
 HEAR_URL = """function (search, written) {
@@ -113,35 +126,30 @@ PICK_NODE = """function (tapBefore, tapAfter, view, search, message) {
 }"""
 
 
-def register(app, services: Services) -> None:
+def register(app, services: Services, forwards: list[Forward]) -> None:
+    """The views made in the page, each answering the page's forwards of the view too
+    (`view_fanout.made_in_page`); the address the reducer hears."""
     helper = WITH_CHANGES % json.dumps(URL_KEY_ORDER)
     home = json.dumps(services.default_state.panel)   # the tab the URL leaves out
     patterns = json.dumps(ids.PATTERNS_TAB)
-    # the view, its URL, the reducer's message about an earlier view cleared, the tab it opens,
-    # and the URL again, marked as the page's own
-    made = (Output(ids.VIEW, "data", allow_duplicate=True),
-            Output(ids.URL, "search", allow_duplicate=True),
-            Output(ids.NAV_MESSAGE, "children", allow_duplicate=True),
-            Output(ids.TABS, "value", allow_duplicate=True),
-            Output(ids.PAGE_URL, "data", allow_duplicate=True))
-    held = (State(ids.VIEW, "data"), State(ids.URL, "search"),
-            State(ids.NAV_MESSAGE, "children"))
-    app.clientside_callback(OPEN_TAB % (helper, home), *made,
-                            Input(ids.TABS, "value"), *held, prevent_initial_call=True)
-    app.clientside_callback(STEP % (helper, json.dumps(NEXT)), *made,
-                            Input(PREV, "n_clicks"), Input(NEXT, "n_clicks"),
-                            Input({"type": ROW, "index": ALL}, "n_clicks"),
-                            State({"type": ROW, "index": ALL}, "className"),
-                            State({"type": ROW, "index": ALL}, "id"),
-                            *held, prevent_initial_call=True)
-    app.clientside_callback(PICK_ITEM % (helper, patterns, patterns, patterns, home), *made,
-                            Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"),
-                            *held, prevent_initial_call=True)
     inspector = json.dumps(INSPECTOR)
-    app.clientside_callback(PICK_NODE % (helper, json.dumps(sorted(follows_selection())),
-                                         inspector, home), *made,
-                            Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"),
-                            *held, prevent_initial_call=True)
+
+    def made(js: str, *dependencies) -> None:
+        own = sum(not isinstance(d, Output) for d in dependencies)
+        app.clientside_callback(made_in_page(js, own + len(HELD), forwards), *MADE,
+                                *view_fanout.outputs(forwards), *dependencies, *HELD,
+                                *view_fanout.states(forwards), prevent_initial_call=True)
+
+    made(OPEN_TAB % (helper, home), Input(ids.TABS, "value"))
+    made(STEP % (helper, json.dumps(NEXT)),
+         Input(PREV, "n_clicks"), Input(NEXT, "n_clicks"),
+         Input({"type": ROW, "index": ALL}, "n_clicks"),
+         State({"type": ROW, "index": ALL}, "className"),
+         State({"type": ROW, "index": ALL}, "id"))
+    made(PICK_ITEM % (helper, patterns, patterns, patterns, home),
+         Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"))
+    made(PICK_NODE % (helper, json.dumps(sorted(follows_selection())), inspector, home),
+         Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"))
     app.clientside_callback(HEAR_URL, Output(ids.URL_HEARD, "data"),
                             Output(ids.PAGE_URL, "data", allow_duplicate=True),
                             Input(ids.URL, "search"), State(ids.PAGE_URL, "data"),
