@@ -250,7 +250,7 @@ def test_the_app_and_the_cli_bind_the_same_dims_and_say_what_they_bound(services
     assert detail == "bound batch=1, seq=128"
     assert f"graphlab compile MODEL --bind {bound}" in title
     row = pass_row(_specialize(fixed), False, detail, title)
-    assert row.children.splitlines()[-1] == detail and row.title == title
+    assert row.children[1].splitlines()[-1] == detail and row.title == title
     assert f"--bind {bound}" in sizes_source(fixed.compilation.decisions)[1]
     assert main(["compile", model, "--json", "--bind", bound]) == 0
     told = json.loads(capsys.readouterr().out)

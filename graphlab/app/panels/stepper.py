@@ -111,13 +111,13 @@ def bound_detail(workspace, snapshot) -> tuple[str, str]:
 
 
 def pass_row(snapshot, selected: bool, detail: str = "", title: str = "") -> html.Button:
-    """A button holding, as plain text, the pass's name (its first line, styled as a title:
-    `.pass-row::first-line`), its counts and detail.  Every mounted component costs the page
-    a check on each of the renderer's store updates, some 130 a step, so a row is one."""
+    """A button holding the pass's name and, as plain text, its counts and detail: every
+    component of a row costs the page a render on each step, so a row has two."""
     counts = f"{snapshot.nodes_before} → {snapshot.nodes_after} nodes"
     detail = detail or (plural(snapshot.rewrites, "rewrite") if snapshot.changed
                         else "changed nothing")
-    return html.Button(f"{snapshot.index + 1}. {snapshot.pass_name}\n{counts}\n{detail}",
+    return html.Button([html.Span(f"{snapshot.index + 1}. {snapshot.pass_name}",
+                                  className="pass-name"), f"\n{counts}\n{detail}"],
                        id={"type": ROW, "index": snapshot.index}, role="listitem",
                        className=row_class(snapshot, selected),
                        title=title or snapshot.description)
