@@ -143,6 +143,10 @@ def test_a_model_and_its_external_data_file_upload_together(started, tmp_path):
     assert dash_duo.find_element("#upload-message").text == ""
     wait_until(dash_duo, lambda: dash_duo.find_element("#bindings-input").get_attribute(
         "placeholder") == "no symbolic dims", message="the bindings box keeps another model's dims")
+    assert dash_duo.driver.execute_script(   # the whole box in its field, its hint not cut
+        "var box = document.querySelector('#bindings-input').getBoundingClientRect();"
+        "var field = document.querySelector('#bindings-field').getBoundingClientRect();"
+        "return box.right <= field.right + 0.5;")
 
 
 def test_url_with_state_restores_the_view(dash_duo, graphlab_app):

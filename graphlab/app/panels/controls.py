@@ -121,9 +121,9 @@ def register(app, services: Services) -> None:
         word, why = sizes_source(workspace.compilation.decisions)
         if why == shown:
             return {}   # a step within the same workspace: the box already says it
-        return {"word": word, "why": why,
-                "empty": "name=size,..." if workspace.sizes.chosen else "no symbolic dims",
-                "width": {"minWidth": _box_width(workspace.sizes.text())}}
+        empty = "name=size,..." if workspace.sizes.chosen else "no symbolic dims"
+        return {"word": word, "why": why, "empty": empty,   # the box fits its hint too
+                "width": {"minWidth": _box_width(workspace.sizes.text() or empty)}}
 
     @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
                   Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
