@@ -20,7 +20,8 @@ render, 0.5 s a step).  A --cache-dir kept between runs keeps the built workspac
 
 `--journeys [--browsers 3] [--workers 2]`: people using the app at once (`journeys`), each
 figure against the issue's goals, and beside them the floor: the first render of a page with
-the same libraries and no callback (`page_floor`).
+the same libraries and no callback (`page_floor`); then each tab's slowest opening, slowest
+first (which tab a "tab opened" maximum is).
 """
 
 from __future__ import annotations
@@ -255,6 +256,7 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
         for model in models:   # built once, as a teacher opens the samples before class
             timed_journey(url, model, steps=0)
         times = {"first render": [], "step": [], "tab opened": [], "near-miss click": []}
+        by_tab: dict[str, list[float]] = {}
         for _ in range(runs):
             with ThreadPoolExecutor(browsers) as pool:
                 for found in pool.map(lambda m: timed_journey(url, m), models):
@@ -262,6 +264,8 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
                     times["step"] += found.steps
                     times["tab opened"] += found.tabs
                     times["near-miss click"] += found.near_miss
+                    for label, seconds in zip(found.tab_labels, found.tabs):
+                        by_tab.setdefault(label, []).append(seconds)
     finally:
         server.terminate()
         server.wait(30)
@@ -283,6 +287,9 @@ def journey_figures(browsers: int, workers: int, runs: int) -> bool:
     print(f"{_row('floor', page_floor.floor_times(browsers, runs))}   first render of a page "
           f"with the same libraries and no callback (benchmarks/page_floor.py), {browsers} at "
           f"once")
+    print("  tabs, slowest opening each: " + ", ".join(
+        f"{label} {max(seconds):.2f}" for label, seconds in
+        sorted(by_tab.items(), key=lambda item: -max(item[1]))))
     return met
 
 

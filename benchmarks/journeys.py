@@ -312,6 +312,7 @@ class JourneyTimes:
     first_render: list[float]
     steps: list[float]
     tabs: list[float]
+    tab_labels: list[str]   # the tab each of ``tabs`` opened
     near_miss: list[float]
 
 
@@ -330,8 +331,9 @@ def timed_journey(url: str, model: str, size: tuple[int, int] = (1600, 1000),
             shown = person.shown()
             person.press(person._all("#step-next")[0])
             stepped.append(person.wait_shown_other_than(shown, timeout=30))
-        tabs = []
+        tabs, labels = [], []
         for tab in person._all(".tab"):
+            labels.append(tab.text.strip())
             person.press(tab)
             tabs.append(person.wait_idle())
         near = []
@@ -348,6 +350,6 @@ def timed_journey(url: str, model: str, size: tuple[int, int] = (1600, 1000),
         for index in range(min(3, len(shown_misses()))):
             person.press(shown_misses()[index])   # the list is drawn anew
             near.append(person.wait_idle())
-        return JourneyTimes([first], stepped, tabs, near)
+        return JourneyTimes([first], stepped, tabs, labels, near)
     finally:
         person.driver.quit()
