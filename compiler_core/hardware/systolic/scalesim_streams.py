@@ -389,10 +389,8 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
     def stacked() -> np.ndarray:
         return source.column_tiles(width).reshape(-1, width)
 
-    def local_rows(fold):
+    def local_rows(fold):       # a source with holes: rows of the tile's asked cells
         t = fold_tile[fold]
-        if complete:      # every element asked for: rows base .. base + height + used - 2
-            return base, base + height + min(width, columns - t * width) - 2
         tile, column = np.nonzero(stacked()[t * height:(t + 1) * height] != NO_REQUEST)
         diagonal = tile + column
         return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
@@ -416,12 +414,17 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
                               lambda: stacked().ravel()[fill])
 
     count = -(-columns // width)
+    if complete:      # every element asked for: fold f's rows base .. base + height + used - 2
+        last = len(fold_tile) - 1
+        used = min(width, columns - fold_tile[last] * width)
+        ends = base, last * fold_rows + base + height + used - 2
+    else:
+        ends = _ends(len(fold_tile), fold_rows, local_rows)
     layout = None
     if complete and not source.may_share:
         layout = StreamedTiles(height, width, count, columns - (count - 1) * width, base,
                                fold_tile)
-    return ReadOperand(source.valid, height * count * width,
-                       _ends(len(fold_tile), fold_rows, local_rows), build, streamed=layout)
+    return ReadOperand(source.valid, height * count * width, ends, build, streamed=layout)
 
 
 def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
@@ -432,10 +435,8 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
     blocks, slices = -(-K // R), -(-source.shape[1] // C)
     complete = source.complete
 
-    def local_rows(fold):
+    def local_rows(fold):       # a source with holes: rows of the block's asked rows
         b, s = fold % blocks * R, fold // blocks * C
-        if complete:      # every row of the block asked for, the padded ones first
-            return R - min(R, K - b), R - 1
         asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
@@ -465,8 +466,11 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
     layout = None
     if complete and not source.may_share:
         layout = PreloadedTiles(K, R, C, blocks, slices, source.shape[1] - (slices - 1) * C)
-    return ReadOperand(source.valid, K * slices * C,
-                       _ends(blocks * slices, fold_rows, local_rows), build, layout)
+    if complete:      # every row of a block asked for, the padded ones first
+        ends = R - min(R, K), (blocks * slices - 1) * fold_rows + R - 1
+    else:
+        ends = _ends(blocks * slices, fold_rows, local_rows)
+    return ReadOperand(source.valid, K * slices * C, ends, build, layout)
 
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
