@@ -73,13 +73,6 @@ class ReadSram:
         return -1 + refill * (self.refill_lines + 1)
 
 
-def _shares_addresses(stream: OperandStreams) -> bool:
-    """Whether some address is filled more than once (an im2col input of overlapping
-    windows)."""
-    addresses = stream.addresses
-    return addresses.size > 0 and int(np.bincount(addresses).max()) > 1
-
-
 class _Window:
     """The walk's state: `moves` refills so far, the window from position `floor` =
     moves * P, and the rows that missed with their refills."""
@@ -118,7 +111,7 @@ def row_refills(operand: ReadOperand, sram: ReadSram, fold_rows: int
         _walk_streamed(operand.streamed, sram.per_set, fold_rows, window)
     else:
         stream = operand.streams
-        if stream.may_share and _shares_addresses(stream):
+        if stream.may_share:      # overlapping windows: some address sits in several sets
             _walk_shared(stream, sram, fold_rows, window)
         else:
             _walk_rising(stream, sram.per_set, fold_rows, window)

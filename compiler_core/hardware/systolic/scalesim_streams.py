@@ -31,7 +31,7 @@ from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
-from operator import sub
+from operator import itemgetter, sub
 
 import numpy as np
 
@@ -218,9 +218,8 @@ class OfmapWrites:
         self.fold_rows, self.total_rows = fold_rows, fold_rows * len(spans)
         prefixes = {span: list(accumulate(self._pattern(span, base), initial=0))
                     for span in set(spans)}
-        self._prefix = [prefixes[span] for span in spans]
-        self._fold_first = list(accumulate([prefix[-1] for prefix in self._prefix],
-                                           initial=0))
+        self._prefix = list(map(prefixes.__getitem__, spans))
+        self._fold_first = list(accumulate(map(itemgetter(-1), self._prefix), initial=0))
         self.total = self._fold_first[-1]
         (first, height, width), last = spans[0], spans[-1]
         self.first_last = (base + first,
@@ -355,10 +354,6 @@ def filter_addresses(conv: ConvShape) -> np.ndarray:
     return np.arange(conv.N)[None, :] * window + np.arange(window)[:, None]
 
 
-def _slices(extent: int, size: int) -> list[tuple[int, int]]:
-    return [(start, min(start + size, extent)) for start in range(0, extent, size)]
-
-
 def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
     """The order that reads a height x width matrix by anti-diagonal (row + col ascending),
     bottom row first within one (so column ascending): the flat index of each element read,
@@ -394,10 +389,8 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
     def stacked() -> np.ndarray:
         return source.column_tiles(width).reshape(-1, width)
 
-    def local_rows(fold):
+    def local_rows(fold):       # a source with holes: rows of the tile's asked cells
         t = fold_tile[fold]
-        if complete:      # every element asked for: rows base .. base + height + used - 2
-            return base, base + height + min(width, columns - t * width) - 2
         tile, column = np.nonzero(stacked()[t * height:(t + 1) * height] != NO_REQUEST)
         diagonal = tile + column
         return (base + int(diagonal.min()), base + int(diagonal.max())) if tile.size else None
@@ -421,12 +414,17 @@ def _streamed(source: _Source, width: int, fold_tile: list, base: int,
                               lambda: stacked().ravel()[fill])
 
     count = -(-columns // width)
+    if complete:      # every element asked for: fold f's rows base .. base + height + used - 2
+        last = len(fold_tile) - 1
+        used = min(width, columns - fold_tile[last] * width)
+        ends = base, last * fold_rows + base + height + used - 2
+    else:
+        ends = _ends(len(fold_tile), fold_rows, local_rows)
     layout = None
     if complete and not source.may_share:
         layout = StreamedTiles(height, width, count, columns - (count - 1) * width, base,
                                fold_tile)
-    return ReadOperand(source.valid, height * count * width,
-                       _ends(len(fold_tile), fold_rows, local_rows), build, streamed=layout)
+    return ReadOperand(source.valid, height * count * width, ends, build, streamed=layout)
 
 
 def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
@@ -437,10 +435,8 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
     blocks, slices = -(-K // R), -(-source.shape[1] // C)
     complete = source.complete
 
-    def local_rows(fold):
+    def local_rows(fold):       # a source with holes: rows of the block's asked rows
         b, s = fold % blocks * R, fold // blocks * C
-        if complete:      # every row of the block asked for, the padded ones first
-            return R - min(R, K - b), R - 1
         asked = np.flatnonzero((source.matrix[b:b + R, s:s + C] != NO_REQUEST).any(axis=1))
         return (R - 1 - int(asked[-1]), R - 1 - int(asked[0])) if asked.size else None
 
@@ -470,8 +466,11 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
     layout = None
     if complete and not source.may_share:
         layout = PreloadedTiles(K, R, C, blocks, slices, source.shape[1] - (slices - 1) * C)
-    return ReadOperand(source.valid, K * slices * C,
-                       _ends(blocks * slices, fold_rows, local_rows), build, layout)
+    if complete:      # every row of a block asked for, the padded ones first
+        ends = R - min(R, K), (blocks * slices - 1) * fold_rows + R - 1
+    else:
+        ends = _ends(blocks * slices, fold_rows, local_rows)
+    return ReadOperand(source.valid, K * slices * C, ends, build, layout)
 
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
@@ -500,65 +499,73 @@ def _col_fold_of(row_folds: int, col_folds: int) -> list[int]:
     return sorted(list(range(col_folds)) * row_folds)
 
 
-def _utilization(used: list[int], stream: int, fold_cycles: int, R: int, C: int) -> float:
-    """SCALE-Sim's mean per-fold compute utilization; for ws/is it counts a fold as its
-    preloaded tile's rows + columns - 1 past the fold's cycles, as its code does."""
-    return sum(u * stream / (R * C * fold_cycles) for u in used) / len(used)
+def _per_fold(R: int, C: int, row_extent: int, col_extent: int, value) -> list:
+    """`value(r, c)` of every fold in SCALE-Sim's order (column fold outer, row fold
+    inner), r and c being the array rows and columns the fold uses. Only the last row fold
+    and the last column fold are cut short, so it is worked out for at most four (r, c)
+    and the list is made by repetition, not fold by fold."""
+    row_folds, col_folds = -(-row_extent // R), -(-col_extent // C)
+    rows, cols = row_extent - (row_folds - 1) * R, col_extent - (col_folds - 1) * C
+    whole_cols = [value(R, C)] * (row_folds - 1) + [value(rows, C)]
+    last_cols = [value(R, cols)] * (row_folds - 1) + [value(rows, cols)]
+    return whole_cols * (col_folds - 1) + last_cols
+
+
+def _utilization(terms: list[float]) -> float:
+    """SCALE-Sim's mean per-fold compute utilization, from each fold's, summed in fold
+    order as its code sums them."""
+    return sum(terms) / len(terms)
 
 
 def _os(ifmap, weights, R, C, M, N, K) -> LayerStreams:
-    m_slices, n_slices = _slices(M, R), _slices(N, C)
+    row_folds, col_folds = -(-M // R), -(-N // C)
     fold_rows = R + C + K - 2
-    row_of = _row_fold_of(len(m_slices), len(n_slices))
-    col_of = _col_fold_of(len(m_slices), len(n_slices))
-    used = [(mb - ma) * (nb - na) for na, nb in n_slices for ma, mb in m_slices]
+    folds = row_folds * col_folds
+    denominator = R * C * fold_rows
     # the ofmap tile is written bottom row first: its used rows are the padded tile's last
-    spans = [(R - (mb - ma), mb - ma, nb - na) for na, nb in n_slices for ma, mb in m_slices]
-    # SCALE-Sim's ofmap write count adds the padded tile's height + width once per fold
-    writes = sum(used) + len(used) * (R + C)
+    spans = _per_fold(R, C, M, N, lambda r, c: (R - r, r, c))
     return LayerStreams(
-        fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(ifmap.T, R, row_of, 0, fold_rows),
-        filter=_streamed(weights, C, col_of, 0, fold_rows),
+        fold_rows=fold_rows, folds=folds,
+        ifmap=_streamed(ifmap.T, R, _row_fold_of(row_folds, col_folds), 0, fold_rows),
+        filter=_streamed(weights, C, _col_fold_of(row_folds, col_folds), 0, fold_rows),
         ofmap_writes=OfmapWrites(spans, fold_rows, K - 1),
-        sram_reads={"ifmap": sum(K * (b - a) for a, b in m_slices) * len(n_slices),
-                    "filter": sum(K * (b - a) for a, b in n_slices) * len(m_slices)},
-        sram_writes={"ofmap": writes},
-        compute_utilization=_utilization(used, K, fold_rows, R, C))
+        sram_reads={"ifmap": K * M * col_folds, "filter": K * N * row_folds},
+        # SCALE-Sim's ofmap write count adds the padded tile's height + width once per fold
+        sram_writes={"ofmap": M * N + folds * (R + C)},
+        compute_utilization=_utilization(
+            _per_fold(R, C, M, N, lambda r, c: r * c * K / denominator)))
 
 
 def _ws(ifmap, weights, R, C, M, N, K) -> LayerStreams:
-    k_slices, n_slices = _slices(K, R), _slices(N, C)
+    row_folds, col_folds = -(-K // R), -(-N // C)
     fold_rows = 2 * R + C + M - 2
-    row_of = _row_fold_of(len(k_slices), len(n_slices))
-    used = [(kb - ka) * (nb - na) for na, nb in n_slices for ka, kb in k_slices]
-    spans = [(0, M, nb - na) for na, nb in n_slices for _ in k_slices]
+    denominator = R * C * (fold_rows + C - 1)
     return LayerStreams(
-        fold_rows=fold_rows, folds=len(used),
-        ifmap=_streamed(ifmap, R, row_of, R, fold_rows),
+        fold_rows=fold_rows, folds=row_folds * col_folds,
+        ifmap=_streamed(ifmap, R, _row_fold_of(row_folds, col_folds), R, fold_rows),
         filter=_preloaded(weights, R, C, fold_rows),
-        ofmap_writes=OfmapWrites(spans, fold_rows, 2 * R - 1),
-        sram_reads={"ifmap": sum(M * (b - a) for a, b in k_slices) * len(n_slices),
-                    "filter": sum(used)},
-        sram_writes={"ofmap": M * N * len(k_slices)},
-        compute_utilization=_utilization(used, M, fold_rows + C - 1, R, C))
+        ofmap_writes=OfmapWrites(_per_fold(R, C, K, N, lambda r, c: (0, M, c)), fold_rows,
+                                 2 * R - 1),
+        sram_reads={"ifmap": M * K * col_folds, "filter": K * N},
+        sram_writes={"ofmap": M * N * row_folds},
+        compute_utilization=_utilization(
+            _per_fold(R, C, K, N, lambda r, c: r * c * M / denominator)))
 
 
 def _is(ifmap, weights, R, C, M, N, K) -> LayerStreams:
-    k_slices, m_slices = _slices(K, R), _slices(M, C)
+    row_folds, col_folds = -(-K // R), -(-M // C)
     fold_rows = 2 * R + C + N - 2
-    row_of = _row_fold_of(len(k_slices), len(m_slices))
-    used = [(kb - ka) * (mb - ma) for ma, mb in m_slices for ka, kb in k_slices]
-    spans = [(0, N, mb - ma) for ma, mb in m_slices for _ in k_slices]
+    denominator = R * C * (fold_rows + C - 1)
     return LayerStreams(
-        fold_rows=fold_rows, folds=len(used),
+        fold_rows=fold_rows, folds=row_folds * col_folds,
         ifmap=_preloaded(ifmap.T, R, C, fold_rows),
-        filter=_streamed(weights.T, R, row_of, R, fold_rows),
-        ofmap_writes=OfmapWrites(spans, fold_rows, 2 * R - 1),
-        sram_reads={"ifmap": sum(used), "filter": sum(N * (b - a) for a, b in k_slices)
-                    * len(m_slices)},
-        sram_writes={"ofmap": M * N * len(k_slices)},
-        compute_utilization=_utilization(used, N, fold_rows + C - 1, R, C))
+        filter=_streamed(weights.T, R, _row_fold_of(row_folds, col_folds), R, fold_rows),
+        ofmap_writes=OfmapWrites(_per_fold(R, C, K, M, lambda r, c: (0, N, c)), fold_rows,
+                                 2 * R - 1),
+        sram_reads={"ifmap": K * M, "filter": N * K * col_folds},
+        sram_writes={"ofmap": M * N * row_folds},
+        compute_utilization=_utilization(
+            _per_fold(R, C, K, M, lambda r, c: r * c * N / denominator)))
 
 
 def fetch_rows(fill_length: int, words_per_cycle: int) -> int:
