@@ -24,7 +24,7 @@ AFTER_VALUE = "after"
 
 def layout(services: Services) -> html.Div:
     return html.Div(className="compare-bar", children=[
-        html.Label([html.Span("Compare with…", className="field-label"),
+        html.Label(["Compare with…",
                     dcc.Dropdown(id=VERSUS, options=versus_options(services.workbench),
                                  clearable=True, placeholder="nothing: the passes",
                                  className="dropdown-versus")], className="field",

@@ -56,8 +56,7 @@ def layout(services: Services) -> html.Div:
         html.Button("Run", id=RUN, className="button primary"),
         _field("Target", dcc.Dropdown(id=TARGET, clearable=False, className="dropdown-target",
                                       options=[{"label": t, "value": t} for t in list_targets()])),
-        html.Label([html.Span(["Bindings ", html.Span(id=SIZES_SOURCE)],
-                              className="field-label"),
+        html.Label([html.Span(["Bindings ", html.Span(id=SIZES_SOURCE)]),
                     dcc.Input(id=BINDINGS, type="text", debounce=True,
                               className="bindings-input")],
                    id=BINDINGS_FIELD, className="field"),
@@ -75,7 +74,7 @@ def model_options(services: Services, upload: dict | None,
 
 
 def _field(label: str, control, title: str | None = None, class_name: str = "") -> html.Label:
-    return html.Label([html.Span(label, className="field-label"), control],
+    return html.Label([label, control],
                       className=f"field {class_name}".strip(), title=title)
 
 

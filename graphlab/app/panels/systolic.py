@@ -176,7 +176,7 @@ def layout(_: Services) -> html.Div:
 
 
 def _field(label: str, control) -> html.Label:
-    return html.Label([html.Span(label, className="field-label"), control], className="field")
+    return html.Label([label, control], className="field")
 
 
 # Answered in the page (a request each would cost a round trip on every opening of the tab):
