@@ -439,6 +439,26 @@ class ShapeByField(Pass):
         return PassResult(rewrites=1)
 
 
+class OpByField(Pass):
+    """Test pass: sets a Relu's op by hand, before (seen by the guard) or after (seen by no one)
+    a change through the Graph."""
+
+    name = "test_op_by_field"
+    family = "test"
+
+    def __init__(self, by_hand_first: bool):
+        self.by_hand_first = by_hand_first
+
+    def run(self, graph, ctx):
+        relu = graph.nodes_of_type("Relu")[0]
+        if self.by_hand_first:
+            relu.op_type = "Sigmoid"
+        graph.set_node_attr(graph.nodes_of_type("Identity")[0], "note", 1)
+        if not self.by_hand_first:
+            relu.op_type = "Sigmoid"
+        return PassResult(rewrites=1)
+
+
 def test_passes_that_change_nothing_share_the_graph_and_earlier_snapshots_stay_intact():
     result = PassManager(["eliminate_dropout", "dce", DropNeg(), "dce"], check=True).run(
         relu_chain())
@@ -456,6 +476,18 @@ def test_a_field_set_on_a_value_copies_the_graph_first():
     before, after = (s.graph for s in result.snapshots)
     relu = lambda g: g.nodes_of_type("Relu")[0].outputs[0].shape  # noqa: E731
     assert relu(before) == ("n", 4) and relu(after) == ("m", 4) and before is not after
+
+
+def test_a_pass_s_diff_lists_a_node_its_first_change_set_by_hand():
+    (snapshot,) = PassManager([OpByField(by_hand_first=True)], check=True).run(
+        relu_chain()).snapshots
+    modified = [snapshot.graph.node_by_id(i).name for i in snapshot.diff.modified]
+    assert modified == ["alias", "/block/Relu"]
+
+
+def test_check_mode_names_a_pass_that_sets_a_node_s_field_after_its_first_change():
+    with pytest.raises(Exception, match="test_op_by_field changed a node behind"):
+        PassManager([OpByField(by_hand_first=False)], check=True).run(relu_chain())
 
 
 def test_check_mode_names_a_pass_that_changes_a_container_in_place():

@@ -159,6 +159,7 @@ class Graph:
                                     where=value.name)
         from .subgraphs import rename_free_variable  # local: subgraphs imports onnx helpers
 
+        write_guard.note_renamed(value)
         old_name = value.name
         del self.values[old_name]
         if old_name in self.initializers:
@@ -268,6 +269,8 @@ class Graph:
             write_guard.touch_graph(self)
         if self._nodes.get(node.id) is not node:
             raise InvalidGraphError(f"{node.name!r} is not in this graph", where=node.name)
+        if write_guard.changed_nodes is not None:
+            write_guard.changed_nodes.add(node.id)
         node.detach_inputs()
         for value in node.outputs:
             if value is None:
@@ -322,11 +325,15 @@ class Graph:
     def set_node_attr(self, node: Node, name: str, value: Any) -> None:
         if write_guard._armed:
             write_guard.touch_graph(self)
+        if write_guard.changed_nodes is not None:
+            write_guard.changed_nodes.add(node.id)
         node.attrs[name] = _freeze(value)
 
     def remove_node_attr(self, node: Node, name: str) -> None:
         if write_guard._armed:
             write_guard.touch_graph(self)
+        if write_guard.changed_nodes is not None:
+            write_guard.changed_nodes.add(node.id)
         node.attrs.pop(name, None)
 
     # ------------------------------------------------------------------ order

@@ -104,6 +104,8 @@ class Node:
         old = self.inputs[index] if index >= 0 else self.implicit_inputs[-1 - index]
         if write_guard._armed:
             write_guard.touch_wiring(self, (old, new))
+        if write_guard.changed_nodes is not None:
+            write_guard.changed_nodes.add(self.id)
         if old is not None:
             _drop_use(old.uses, self, index)
         if index >= 0:

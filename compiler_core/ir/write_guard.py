@@ -12,6 +12,14 @@ guard is armed, so nothing pays for it otherwise.  Containers changed in place (
 = v``) are not seen: passes change nodes through the Graph's methods (``set_node_attr``), and
 the PassManager's check mode compares the structure before and after a pass that wrote nothing
 (``structure_key``), so a pass that does is caught in the tests.
+
+A guard also lists the nodes its pass changes (``changed_nodes``), armed or fired, so that the
+pass's diff compares those alone instead of every node of the graph: the Graph's and the
+Node's methods that rewire, re-attribute, rename or remove a node add its id to the innermost
+open guard's list (a pass run inside a pass adds its list to the outer one's).  The list may
+name more nodes than changed (a body being built, a node changed back), never fewer, as long
+as passes change nodes through those methods; the check mode compares that diff with the one
+of every node.
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ if TYPE_CHECKING:
     from .value import Value
 
 _armed: list["WriteGuard"] = []
+# The ids of the nodes the running pass changes: the innermost open guard's list, None
+# outside any guard (the Graph and Node add to it without a call).
+changed_nodes: set[int] | None = None
 # The classes whose attribute sets are caught: Node and Value, named by graph.py (which imports
 # them and this module), so that this module, imported by node.py, imports neither.
 _watched: tuple[type, ...] = ()
@@ -42,17 +53,25 @@ class WriteGuard:
         self.graph = graph
         self.before_first_write = before_first_write
         self.fired = False
+        self.changed_nodes: set[int] = set()
+        self._enclosing: set[int] | None = None   # the outer guard's list
 
     def __enter__(self) -> "WriteGuard":
+        global changed_nodes
         if not _armed:
             node_class, value_class = _watched
             node_class.__setattr__ = _node_setattr
             value_class.__setattr__ = _value_setattr
         _armed.append(self)
+        self._enclosing, changed_nodes = changed_nodes, self.changed_nodes
         return self
 
     def __exit__(self, *exc) -> None:
+        global changed_nodes
         self._disarm()
+        changed_nodes = self._enclosing
+        if changed_nodes is not None:
+            changed_nodes |= self.changed_nodes
 
     def _disarm(self) -> None:
         if self in _armed:
@@ -74,6 +93,14 @@ def touch_graph(graph: "Graph") -> None:
     for guard in list(_armed):
         if guard.graph is graph:
             guard.fire()
+
+
+def note_renamed(value: "Value") -> None:
+    """``value`` is about to take another name: its producer and readers name it."""
+    if changed_nodes is not None:
+        changed_nodes.update(node.id for node, _ in value.uses)
+        if value.producer is not None:
+            changed_nodes.add(value.producer.id)
 
 
 def touch_node(node: "Node") -> None:
@@ -101,10 +128,14 @@ def touch_wiring(node: "Node", values: Iterable["Value | None"]) -> None:
 def _node_setattr(self: "Node", name: str, value) -> None:
     if _armed and hasattr(self, "id"):   # a node being built is in no graph yet
         touch_node(self)
+        if changed_nodes is not None:
+            changed_nodes.add(self.id)
     object.__setattr__(self, name, value)
 
 
 def _value_setattr(self: "Value", name: str, value) -> None:
     if _armed and hasattr(self, "name"):
         touch_value(self)
+        if name == "name":
+            note_renamed(self)
     object.__setattr__(self, name, value)

@@ -56,12 +56,16 @@ class GraphDiff:
                 f"{len(self.modified)})")
 
 
-def diff_graphs(before: Graph, after: Graph) -> GraphDiff:
+def diff_graphs(before: Graph, after: Graph, candidates: set[int] | None = None) -> GraphDiff:
+    """What changed from ``before`` to ``after``; ``candidates``, when given, names every node
+    that may have changed (a pass's write guard lists them), and only those are compared."""
     before_ids = before.node_ids()
     after_ids = after.node_ids()
+    shared = before_ids & after_ids if candidates is None else \
+        candidates & before_ids & after_ids
     modified, changes = [], {}
     before_node, after_node = before.node_by_id, after.node_by_id
-    for i in sorted(before_ids & after_ids):
+    for i in sorted(shared):
         a, b = before_node(i), after_node(i)
         if not same_node(a, b):
             modified.append(i)

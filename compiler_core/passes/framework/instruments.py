@@ -43,6 +43,8 @@ class PassStep:
     cpu_seconds: float = 0.0                                 # set by the Timer (CPU)
     snapshot: Snapshot | None = None                         # set by the SnapshotRecorder
     wrote: bool = False                                      # the pass changed its graph
+    changed_nodes: set[int] = field(default_factory=set)     # ids of every node it may have
+    #                                                          changed (its write guard's list)
 
     @property
     def name(self) -> str:
@@ -50,8 +52,10 @@ class PassStep:
 
     @cached_property
     def diff(self) -> GraphDiff:
-        """What the pass changed (computed once, after the pass, for whoever asks)."""
-        return diff_graphs(self.before, self.graph) if self.wrote else GraphDiff()
+        """What the pass changed (computed once, after the pass, for whoever asks), comparing
+        only the nodes it may have changed."""
+        return diff_graphs(self.before, self.graph, self.changed_nodes) if self.wrote \
+            else GraphDiff()
 
 
 class Instrument:

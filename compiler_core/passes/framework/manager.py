@@ -5,9 +5,10 @@ rule set); see ``registry.resolve_passes``.  Each pass works on the previous pas
 under a write guard (``ir.write_guard``): its first change copies the graph as it was for the
 snapshots that share it, so every snapshot stays intact and a pass that changes nothing copies
 nothing (snapshots of passes that changed nothing share one graph; before the first change,
-the input graph itself, which the pipeline's working copy still equals).  Snapshots, timing,
-progress, the numerical check and the graph checks are instruments (``instruments.py``) built
-from the constructor's flags; callers add their own with ``instruments=[...]``.  While no pass
+the input graph itself, which the pipeline's working copy still equals); a pass's diff
+compares only the nodes its guard lists as changed.  Snapshots, timing, progress, the
+numerical check and the graph checks are instruments (``instruments.py``) built from the
+constructor's flags; callers add their own with ``instruments=[...]``.  While no pass
 changes the graph, the passes share their pattern reports (``pattern_pass.ReportCache``).  A
 pass that raises is reported as a PassFailedError naming the pass and the node it was working
 on (``PassContext.current_node``).
@@ -23,6 +24,7 @@ from ...ir import Graph
 from ...ir.collection import collection_paused
 from ...ir.write_guard import WriteGuard
 from .base import Pass, PassContext, PassResult
+from .diff import diff_graphs
 from .instruments import (GraphChecker, Instrument, NumericVerifier, PassStep, ProgressReporter,
                           PropertyChecker, SnapshotRecorder, Timer)
 from .pass_registry import PipelineEntry, resolve_passes
@@ -79,11 +81,14 @@ class PassManager:
                 reports.watch(current, lambda: not guard.fired)
                 step.result = _run_pass(the_pass, step.graph, ctx)
             step.wrote = guard.fired
+            step.changed_nodes = guard.changed_nodes
             if step.wrote:
                 reports.forget()
                 unchanged = None
             if before is not None and step.before.structure_key() != before:
                 raise _unguarded_write(the_pass)
+            if self.check and step.wrote and step.diff != diff_graphs(step.before, step.graph):
+                raise _unlisted_change(the_pass)
             for instrument in reversed(instruments):
                 instrument.after_pass(step)
             current = step.graph
@@ -120,6 +125,15 @@ def _unguarded_write(the_pass: Pass) -> GraphLabError:
         where=the_pass.name,
         hint="change nodes through Graph methods (set_node_attr, remove_node_attr, add_node, "
              "replace_all_uses, ...), so the previous snapshot keeps its graph")
+
+
+def _unlisted_change(the_pass: Pass) -> GraphLabError:
+    return GraphLabError(
+        f"pass {the_pass.name} changed a node behind the write guard's back (a field set "
+        f"directly after the pass's first change), so its diff misses the node",
+        where=the_pass.name,
+        hint="change nodes through Graph methods (set_node_attr, remove_node_attr, add_node, "
+             "replace_all_uses, ...), so the diff lists every node the pass changed")
 
 
 def _run_pass(the_pass: Pass, graph: Graph, ctx: PassContext) -> PassResult:
