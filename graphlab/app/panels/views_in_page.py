@@ -4,11 +4,12 @@ and its URL, without a round trip.  A step (Prev, Next, a row of the pass list: 
 decline in a list (its `highlight`, and the patterns tab) and tapping a node in a pane (its
 `node`, and the inspector unless the open tab follows the selection).  The same callback
 answers the page's forwards of that view (`view_fanout`: the open tab's store, the gates, the
-selected pass's mark), so what hears the view is asked at once.  The URL it writes (a new history entry, for Back)
-is marked as its own (`ids.PAGE_URL`), and the navigation reducer does not hear it
-(`ids.URL_HEARD`): were it asked, every panel hearing the view would wait for its answer (Dash
-holds a callback while one that may change its inputs is in flight), a round trip on every
-click for nothing.  An address the page did not write (Back, Forward, one typed) reaches it.
+selected pass's mark), so what hears the view is asked at once.  The URL it writes (a new
+history entry, for Back) is marked as its own (`ids.PAGE_URL`), and the navigation reducer
+does not hear it (`ids.URL_HEARD`): were it asked, every panel hearing the view would wait for
+its answer (Dash holds a callback while one that may change its inputs is in flight), a round
+trip on every click for nothing.  An address the page did not write (Back, Forward, one typed)
+reaches it.
 
 It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
 """
@@ -22,11 +23,10 @@ from dash import ALL, Input, Output, State
 from .. import ids
 from ..services import Services
 from ..view_state import URL_KEY_ORDER
-from .inspector import NAME as INSPECTOR
 from . import view_fanout
+from .inspector import NAME as INSPECTOR
 from .registry import follows_selection
 from .stepper import NEXT, PREV, ROW
-from .view_fanout import Forward, made_in_page
 
 # The view with ``changes`` (view field -> [URL key, its value in the view, in the URL, and the
 # URL's text the address leaves out]), and its query, written as `view_state.to_query` writes
@@ -126,7 +126,7 @@ PICK_NODE = """function (tapBefore, tapAfter, view, search, message) {
 }"""
 
 
-def register(app, services: Services, forwards: list[Forward]) -> None:
+def register(app, services: Services, forwards: list[view_fanout.Forward]) -> None:
     """The views made in the page, each answering the page's forwards of the view too
     (`view_fanout.made_in_page`); the address the reducer hears."""
     helper = WITH_CHANGES % json.dumps(URL_KEY_ORDER)
@@ -134,10 +134,10 @@ def register(app, services: Services, forwards: list[Forward]) -> None:
     patterns = json.dumps(ids.PATTERNS_TAB)
     inspector = json.dumps(INSPECTOR)
 
-    def made(js: str, *dependencies) -> None:
-        own = sum(not isinstance(d, Output) for d in dependencies)
-        app.clientside_callback(made_in_page(js, own + len(HELD), forwards), *MADE,
-                                *view_fanout.outputs(forwards), *dependencies, *HELD,
+    def made(js: str, *heard) -> None:
+        """``js`` makes a view from ``heard`` (its inputs and states) and `HELD`."""
+        app.clientside_callback(view_fanout.made_in_page(js, len(heard) + len(HELD), forwards),
+                                *MADE, *view_fanout.outputs(forwards), *heard, *HELD,
                                 *view_fanout.states(forwards), prevent_initial_call=True)
 
     made(OPEN_TAB % (helper, home), Input(ids.TABS, "value"))
