@@ -119,21 +119,26 @@ def _keep_before(step: PassStep, snapshots: list[Snapshot], same: Graph | None) 
 
 
 def _unguarded_write(the_pass: Pass) -> GraphLabError:
-    return GraphLabError(
-        f"pass {the_pass.name} changed the graph behind the write guard's back (a container "
-        f"such as node.attrs changed in place before any change through the Graph's methods)",
-        where=the_pass.name,
-        hint="change nodes through Graph methods (set_node_attr, remove_node_attr, add_node, "
-             "replace_all_uses, ...), so the previous snapshot keeps its graph")
+    return _behind_the_guard(
+        the_pass, "the graph", "a container such as node.attrs changed in place before any "
+        "change through the Graph's methods", "the previous snapshot keeps its graph")
 
 
 def _unlisted_change(the_pass: Pass) -> GraphLabError:
+    return _behind_the_guard(
+        the_pass, "a node", "a field set directly after the pass's first change",
+        "the diff lists every node the pass changed", consequence="so its diff misses the node")
+
+
+def _behind_the_guard(the_pass: Pass, what: str, how: str, so: str,
+                      consequence: str = "") -> GraphLabError:
+    """A pass changed ``what`` in a way the write guard does not see (check mode finds it)."""
     return GraphLabError(
-        f"pass {the_pass.name} changed a node behind the write guard's back (a field set "
-        f"directly after the pass's first change), so its diff misses the node",
+        f"pass {the_pass.name} changed {what} behind the write guard's back ({how})"
+        + (f", {consequence}" if consequence else ""),
         where=the_pass.name,
         hint="change nodes through Graph methods (set_node_attr, remove_node_attr, add_node, "
-             "replace_all_uses, ...), so the diff lists every node the pass changed")
+             f"replace_all_uses, ...), so {so}")
 
 
 def _run_pass(the_pass: Pass, graph: Graph, ctx: PassContext) -> PassResult:
