@@ -10,6 +10,7 @@ does not hear.  Keep in step with the page."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from typing import Callable
@@ -46,8 +47,11 @@ def clientside() -> dict[str, Callable]:
     home = ViewState(model="").panel   # the tab the URL leaves out (a server's first
     # view may name another: then the page's own URL shows it)
 
-    def made(stand_in: Callable, own: int) -> Callable:
-        """A view made in the page, and the forwards' values for it (`view_fanout`)."""
+    def made(stand_in: Callable) -> Callable:
+        """A view made in the page, and the forwards' values for it (`view_fanout`): the
+        stand-in takes what triggered it and its own values, the forwards' states follow."""
+        own = len(inspect.signature(stand_in).parameters) - 1
+
         def with_forwards(triggered, *values):
             answer = stand_in(triggered, *values[:own])
             view = None if answer[0] is NO_UPDATE else answer[0]
@@ -57,10 +61,10 @@ def clientside() -> dict[str, Callable]:
     return {
         _key(fanout, ids.VIEW_REDUCED): forward,
         _key([f"{pane}.elements" for pane in UPDATES], UPDATES[ids.BEFORE]): _apply_panes,
-        _key(MADE + fanout, ids.TABS): made(_open_tab(home), 4),
-        _key(MADE + fanout, PREV): made(_step, 8),
-        _key(MADE + fanout, _every(ids.PATTERN_ITEM)): made(_pick_item(home), 4),
-        _key(MADE + fanout, ids.BEFORE): made(_pick_node(home), 5),
+        _key(MADE + fanout, ids.TABS): made(_open_tab(home)),
+        _key(MADE + fanout, PREV): made(_step),
+        _key(MADE + fanout, _every(ids.PATTERN_ITEM)): made(_pick_item(home)),
+        _key(MADE + fanout, ids.BEFORE): made(_pick_node(home)),
         _key([f"{ids.URL_HEARD}.data", f"{ids.PAGE_URL}.data"], ids.URL): _hear_url,
     }
 
