@@ -48,6 +48,24 @@ def test_the_page_runs_the_browsers_own_trim_and_parse_float(started):
         == "2.5px2.5"
 
 
+def test_a_mount_resets_only_render_records_that_exist(started):
+    """A freshly drawn component's reset reaches the store only when there is a record under
+    its place to remove (assets/quiet_mounts.js); one that has a record still removes it."""
+    dash_duo = started
+    dash_duo.find_element("#pane-before-title")
+    nothing, removed, records = dash_duo.driver.execute_script("""
+        var store = window.store, before = store.getState().layoutHashes;
+        store.dispatch({type: 'RESET_COMPONENT_STATE', payload: {itempath: ['nowhere']}});
+        var nothing = store.getState().layoutHashes === before;
+        var key = Object.keys(before)[0];
+        store.dispatch({type: 'RESET_COMPONENT_STATE', payload: {itempath: key.split(',')}});
+        return [nothing, !(key in store.getState().layoutHashes), Object.keys(before).length];
+        """)
+    assert records > 0   # the first render recorded updates (the panes' elements at least)
+    assert nothing, "a reset with nothing to remove reached the store"
+    assert removed, "a reset with a record to remove did not remove it"
+
+
 def test_stepping_changes_panes_and_diff_and_back_restores(started):
     dash_duo = started
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
