@@ -23,6 +23,16 @@
       window.location.pathname.replace(/^\/+/, "/") + window.location.search + window.location.hash);
   }
 
+  /* Back and Forward: the navigation reducer hears the address the browser went to (the store
+   * `url-heard`, ids.URL_HEARD).  The addresses the page and the reducer write themselves go
+   * unheard: nothing listens to the URL's own changes (panels/views_in_page.py). */
+  window.addEventListener("popstate", function () {
+    var clientside = window.dash_clientside;
+    if (clientside && clientside.set_props) {
+      clientside.set_props("url-heard", { data: window.location.search });
+    }
+  });
+
   /* The graph component fits the whole graph whenever its elements change and the graph lies
    * out of view; finding that out measures every element with its label at once (a second on
    * a first render).  The viewport here is ours to set (below), so the component is told the

@@ -28,9 +28,9 @@ from graphlab.app.panels.settings_gate import GATES
 from graphlab.app.panels.stepper import NEXT, PREV
 from graphlab.app.view_state import URL_KEY_ORDER, ViewState
 
-SKIP = (NO_UPDATE,) * 5   # a view made in the page: view, URL, message, tab, the URL as its own
+SKIP = (NO_UPDATE,) * 4   # a view made in the page: view, URL, message, tab
 MADE = [f"{ids.VIEW}.data", f"{ids.URL}.search", f"{ids.NAV_MESSAGE}.children",
-        f"{ids.TABS}.value", f"{ids.PAGE_URL}.data"]
+        f"{ids.TABS}.value"]
 
 
 def open_page(base_url: str, search: str = "", **kwargs) -> Tab:
@@ -65,7 +65,6 @@ def clientside() -> dict[str, Callable]:
         _key(MADE + fanout, PREV): made(_step),
         _key(MADE + fanout, _every(ids.PATTERN_ITEM)): made(_pick_item(home)),
         _key(MADE + fanout, ids.BEFORE): made(_pick_node(home)),
-        _key([f"{ids.URL_HEARD}.data", f"{ids.PAGE_URL}.data"], ids.URL): _hear_url,
     }
 
 
@@ -154,16 +153,8 @@ def _with_changes(view: dict, search: str, message, changes: dict) -> tuple:
     pairs.sort(key=lambda pair: URL_KEY_ORDER.index(pair[0]) if pair[0] in URL_KEY_ORDER
                else len(URL_KEY_ORDER))
     query = urlencode(pairs)
-    address = f"?{query}" if query else ""
-    return (made, address, "" if message else NO_UPDATE,
-            made["panel"] if made.get("panel") != view.get("panel") else NO_UPDATE, address)
-
-
-def _hear_url(_triggered, search, written):
-    """The address the reducer hears: not the one the page (or the reducer) just wrote."""
-    if written is not None and search == written:
-        return NO_UPDATE, None
-    return search, NO_UPDATE
+    return (made, f"?{query}" if query else "", "" if message else NO_UPDATE,
+            made["panel"] if made.get("panel") != view.get("panel") else NO_UPDATE)
 
 
 def _clicked(triggered: list[Trigger]) -> Trigger | None:

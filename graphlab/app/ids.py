@@ -2,8 +2,7 @@
 graph panes, which several panels draw into.  Every other id lives in the panel that draws it."""
 
 URL = "url"
-URL_HEARD = "url-heard"      # the address the navigation reducer hears: not one the page wrote
-PAGE_URL = "page-url"        # the address the page (or the reducer) last wrote itself
+URL_HEARD = "url-heard"      # an address the browser went to (Back, Forward): the reducer hears it
 VIEW = "view-state"          # the parsed view (by the navigation callback, or made in the page)
 VIEW_REDUCED = "view-reduced"   # the view as the navigation callback made it (`view_fanout`)
 UI = "ui-state"              # open groups / opened fused bodies (per browser, not in the URL)

@@ -22,7 +22,6 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.VIEW, storage_type="memory"),
         dcc.Store(id=ids.VIEW_REDUCED, storage_type="memory"),
         dcc.Store(id=ids.URL_HEARD, storage_type="memory"),
-        dcc.Store(id=ids.PAGE_URL, storage_type="memory"),
         dcc.Store(id=ids.UI, storage_type="memory"),
         dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
         dcc.Store(id=ids.COMPARE_UPLOAD, storage_type="session"),

@@ -1,6 +1,8 @@
 """The one place the server changes the view: every control, click and the URL feed one reducer.
 The clicks whose view the page can work out alone (a step, a tab, an item, a node) are made in
-the page (`views_in_page`), and their URL does not reach the reducer (`ids.URL_HEARD`).
+the page (`views_in_page`).  The reducer reads the address as the page loads, and hears it
+again only when the browser goes Back or Forward (`ids.URL_HEARD`, set by the page's script):
+never the addresses the page or the reducer wrote.
 
 It is not a panel (it draws nothing): the factory registers it before the panels' callbacks.
 
@@ -46,7 +48,6 @@ OUTPUTS = {
     "hide": Output(HIDE_UNCHANGED, "value"), "query": Output(SEARCH, "value"),
     "message": Output(ids.NAV_MESSAGE, "children"),
     "pending": Output(PENDING, "data"), "poll_off": Output(POLL, "disabled"),
-    "written": Output(ids.PAGE_URL, "data", allow_duplicate=True),   # the URL it writes: its own
 }
 INPUTS = {
     "search": Input(ids.URL_HEARD, "data"), "model": Input(MODEL, "value"),
@@ -130,7 +131,7 @@ def register(app, services: Services) -> None:
         answer = {name: value for name, value in shown.items() if value != inputs.get(name)}
         answer["view"] = to_json(state)
         if not (from_url and not message):
-            answer["url"] = answer["written"] = to_query(state, default)
+            answer["url"] = to_query(state, default)
         if not (kind == POLL and message == ""):
             answer["message"] = message
         if pending:

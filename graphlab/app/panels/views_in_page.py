@@ -5,11 +5,12 @@ decline in a list (its `highlight`, and the patterns tab) and tapping a node in 
 `node`, and the inspector unless the open tab follows the selection).  The same callback
 answers the page's forwards of that view (`view_fanout`: the open tab's store, the gates, the
 selected pass's mark), so what hears the view is asked at once.  The URL it writes (a new
-history entry, for Back) is marked as its own (`ids.PAGE_URL`), and the navigation reducer
-does not hear it (`ids.URL_HEARD`): were it asked, every panel hearing the view would wait for
-its answer (Dash holds a callback while one that may change its inputs is in flight), a round
-trip on every click for nothing.  An address the page did not write (Back, Forward, one typed)
-reaches it.
+history entry, for Back) is not heard by the navigation reducer, nor by anything else: were
+the reducer asked, every panel hearing the view would wait for its answer (Dash holds a
+callback while one that may change its inputs is in flight), a round trip on every click for
+nothing; and a callback hearing the URL only to let the page's own go cost a round of the
+renderer on every click.  The reducer hears an address the page did not write: as the page
+loads, and on Back and Forward (`ids.URL_HEARD`, set by assets/graphlab.js).
 
 It is not a panel (it draws nothing): the factory registers it with the navigation reducer.
 """
@@ -45,9 +46,8 @@ WITH_CHANGES = """function withChanges(view, search, changes, message) {
   pairs.sort(function (a, b) { return order.indexOf(a[0]) - order.indexOf(b[0]); });
   var query = pairs.map(function (pair) { return pair[1]; }).join("&");
   var skip = window.dash_clientside.no_update;
-  var address = query ? "?" + query : "";
-  return [next, address, message ? "" : skip, next.panel !== view.panel ? next.panel : skip,
-          address];
+  return [next, query ? "?" + query : "", message ? "" : skip,
+          next.panel !== view.panel ? next.panel : skip];
 }"""
 
 # A step to the next or previous pass the list shows (with "hide passes that changed nothing",
@@ -57,7 +57,7 @@ STEP = """function (prevClicks, nextClicks, rowClicks, classes, rows, view, sear
   var skip = window.dash_clientside.no_update, context = window.dash_clientside.callback_context;
   var trigger = context.triggered_id, click = context.triggered[0];
   if (!view || view.step === null || !trigger || !click || !click.value) {
-    return [skip, skip, skip, skip, skip];
+    return [skip, skip, skip, skip];
   }
   var shown = rows.map(function (row) { return row.index; }).filter(function (index, i) {
     return !(view.hide_unchanged && / unchanged\\b/.test(classes[i] || "") && index !== view.step);
@@ -67,7 +67,7 @@ STEP = """function (prevClicks, nextClicks, rowClicks, classes, rows, view, sear
   else if (trigger === %s) { step = shown.filter(function (i) { return i > view.step; })[0]; }
   else { step = shown.filter(function (i) { return i < view.step; }).pop(); }
   if (step === undefined || step === view.step && !view.highlight) {
-    return [skip, skip, skip, skip, skip];
+    return [skip, skip, skip, skip];
   }
   return withChanges(view, search, {step: ["pass", step, String(step + 1), null],
                                     highlight: ["hl", "", "", ""]}, message);
@@ -76,7 +76,7 @@ STEP = """function (prevClicks, nextClicks, rowClicks, classes, rows, view, sear
 OPEN_TAB = """function (tab, view, search, message) {
   %s
   var skip = window.dash_clientside.no_update;
-  if (!view || !tab || view.panel === tab) { return [skip, skip, skip, skip, skip]; }
+  if (!view || !tab || view.panel === tab) { return [skip, skip, skip, skip]; }
   return withChanges(view, search, {panel: ["panel", tab, tab, %s]}, message);
 }"""
 
@@ -85,31 +85,21 @@ PICK_ITEM = """function (clicks, view, search, message) {
   var skip = window.dash_clientside.no_update, context = window.dash_clientside.callback_context;
   var picked = context.triggered_id, click = context.triggered[0];
   if (!view || !picked || !click || !click.value) {   // a freshly drawn item, not a click
-    return [skip, skip, skip, skip, skip];
+    return [skip, skip, skip, skip];
   }
   var text = String(picked.index);
-  if (view.highlight === text && view.panel === %s) { return [skip, skip, skip, skip, skip]; }
+  if (view.highlight === text && view.panel === %s) { return [skip, skip, skip, skip]; }
   return withChanges(view, search, {highlight: ["hl", text, text, ""],
                                     panel: ["panel", %s, %s, %s]}, message);
 }"""
 
 # What a view made in the page sets: the view, its URL, the reducer's message about an earlier
-# view cleared, the tab it opens, and the URL again, marked as the page's own; from what it
-# holds: the view, the URL and the message.
+# view cleared, and the tab it opens; from what it holds: the view, the URL and the message.
 MADE = (Output(ids.VIEW, "data", allow_duplicate=True),
         Output(ids.URL, "search", allow_duplicate=True),
         Output(ids.NAV_MESSAGE, "children", allow_duplicate=True),
-        Output(ids.TABS, "value", allow_duplicate=True),
-        Output(ids.PAGE_URL, "data", allow_duplicate=True))
+        Output(ids.TABS, "value", allow_duplicate=True))
 HELD = (State(ids.VIEW, "data"), State(ids.URL, "search"), State(ids.NAV_MESSAGE, "children"))
-
-# The address the reducer hears: the URL, unless it is the one the page (or the reducer) just
-# wrote itself, which is let go (so Forward to that same address later is heard).
-HEAR_URL = """function (search, written) {
-  var skip = window.dash_clientside.no_update;
-  if (written !== null && written !== undefined && search === written) { return [skip, null]; }
-  return [search, skip];
-}"""
 
 # A node tapped in either pane (a group's tap opens or closes it: `panes`; an input or output
 # selects nothing).
@@ -117,10 +107,10 @@ PICK_NODE = """function (tapBefore, tapAfter, view, search, message) {
   %s
   var skip = window.dash_clientside.no_update, context = window.dash_clientside.callback_context;
   var click = context.triggered[0], data = click && click.value;
-  if (!view || !data || data.kind !== "node") { return [skip, skip, skip, skip, skip]; }
+  if (!view || !data || data.kind !== "node") { return [skip, skip, skip, skip]; }
   var node = parseInt(data.node_id, 10), follows = %s;
   var panel = follows.indexOf(view.panel) >= 0 ? view.panel : %s;
-  if (node === view.node && panel === view.panel) { return [skip, skip, skip, skip, skip]; }
+  if (node === view.node && panel === view.panel) { return [skip, skip, skip, skip]; }
   return withChanges(view, search, {node: ["node", node, String(node), ""],
                                     panel: ["panel", panel, panel, %s]}, message);
 }"""
@@ -128,7 +118,7 @@ PICK_NODE = """function (tapBefore, tapAfter, view, search, message) {
 
 def register(app, services: Services, forwards: list[view_fanout.Forward]) -> None:
     """The views made in the page, each answering the page's forwards of the view too
-    (`view_fanout.made_in_page`); the address the reducer hears."""
+    (`view_fanout.made_in_page`)."""
     helper = WITH_CHANGES % json.dumps(URL_KEY_ORDER)
     home = json.dumps(services.default_state.panel)   # the tab the URL leaves out
     patterns = json.dumps(ids.PATTERNS_TAB)
@@ -150,7 +140,3 @@ def register(app, services: Services, forwards: list[view_fanout.Forward]) -> No
          Input({"type": ids.PATTERN_ITEM, "index": ALL}, "n_clicks"))
     made(PICK_NODE % (helper, json.dumps(sorted(follows_selection())), inspector, home),
          Input(ids.BEFORE, "tapNodeData"), Input(ids.AFTER, "tapNodeData"))
-    app.clientside_callback(HEAR_URL, Output(ids.URL_HEARD, "data"),
-                            Output(ids.PAGE_URL, "data", allow_duplicate=True),
-                            Input(ids.URL, "search"), State(ids.PAGE_URL, "data"),
-                            prevent_initial_call="initial_duplicate")
