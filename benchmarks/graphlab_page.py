@@ -26,6 +26,7 @@ from graphlab.app.panels.panes import UPDATES
 from graphlab.app.panels.registry import follows_selection, placed
 from graphlab.app.panels.settings_gate import GATES
 from graphlab.app.panels.stepper import NEXT, PREV
+from graphlab.app.panels.systolic import NAME as SYSTOLIC
 from graphlab.app.view_state import URL_KEY_ORDER, ViewState
 
 SKIP = (NO_UPDATE,) * 4   # a view made in the page: view, URL, message, tab
@@ -81,15 +82,16 @@ def _every(type_name: str) -> str:
 
 def _fanout(tabs: list[str], about_a_node: list[bool]) -> Callable:
     """`page_forwards` in turn: the tabs' stores, the gates' stores, the selected mark, the
-    view the onnxscript rules hear."""
+    view the onnxscript rules hear, the systolic whole model once asked for."""
     forward = _forward(tabs, about_a_node)
 
     def fanout(triggered, view, *states):
         tab_lasts, states = states[:len(tabs)], states[len(tabs):]
         gate_states = states[:2 + len(GATES)]   # the two uploads, each gate's last key
-        rules_heard = states[-1]
+        *_, rules_heard, passes_clicks = states
         return (*forward(triggered, view, *tab_lasts), *_gates(triggered, view, *gate_states),
-                NO_UPDATE, _rules_hear(view, rules_heard))
+                NO_UPDATE, _rules_hear(view, rules_heard),
+                _systolic_passes_asked(view, passes_clicks))
     return fanout
 
 
@@ -99,6 +101,13 @@ def _rules_hear(view, heard):
             or not view.get("rules") and not (heard or {}).get("rules"):
         return NO_UPDATE
     return view
+
+
+def _systolic_passes_asked(view, clicks):
+    """The view, for the systolic tab's whole model once it was asked for (`systolic`)."""
+    if not view or view.get("panel") != SYSTOLIC or not clicks:
+        return NO_UPDATE
+    return {"heard": view, "clicks": clicks}
 
 
 def _gates(_triggered, view, upload, upload_b, *lasts):

@@ -23,7 +23,7 @@ from compiler_core.compilation import compile_model
 from compiler_core.compilation.pass_schedules import pass_schedules
 from compiler_core.hardware.systolic_choices import compare_dataflows
 from compiler_core.ir import load_model
-from graphlab.app.systolic_view import array_problem
+from graphlab.app.systolic_view import TIMING_NAMES, array_problem
 from graphlab.samples import resolve_model, size_hints
 from graphlab.units import format_bytes
 
@@ -227,6 +227,14 @@ def test_a_student_starves_the_array_and_sees_it_wait(served, shots, size):
         assert shown["texts"][0] == f"{arrived['arrived']:,} of {arrived['total']:,}"
         assert shown["last"] == [total for total in totals_of(scalesim)]
         save_at(person, "#systolic-sram-halves", shots / f"systolic-memory-{tag}-scalesim.png")
+
+        # what was asked for follows the new timing, with no click again
+        assert person.eventually(lambda: f"Under the {TIMING_NAMES['scalesim']} timing"
+                                 in person.text("#systolic-choices"), 20)
+        rows = pass_schedules(result.result, bindings, rows=16, cols=16, dataflow="os",
+                              timing="scalesim", target="asic32", memory=memory)
+        assert person.eventually(lambda: f"{rows[-1]['cycles']:,}"
+                                 in person.text("#systolic-passes"), 20)
         assert_sound(person, "SCALE-Sim's timing")
     finally:
         person.driver.quit()

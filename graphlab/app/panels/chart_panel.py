@@ -33,9 +33,12 @@ def compare_toggle(toggle_id: str) -> dcc.Checklist:
         {"label": " compare: before → after the selected pass", "value": COMPARE}])
 
 
-def compare_value(state) -> list[str]:
-    """The toggle's value showing the view's ``compare``."""
-    return [COMPARE] if state.compare else []
+def compare_value(state, shown: list[str] | None = None):
+    """The toggle's value showing the view's ``compare``; nothing when the toggle shows it
+    already (``shown``): setting it would set its listener off (`register_compare_toggle`),
+    a round of the page's bookkeeping on every opening of the tab, for no change."""
+    value = [COMPARE] if state.compare else []
+    return no_update if shown is not None and list(shown) == value else value
 
 
 def register_compare_toggle(app, toggle_id: str) -> None:

@@ -4,7 +4,7 @@ them; "compare" draws the plan before the pass above the plan after it."""
 
 from __future__ import annotations
 
-from dash import Input, Output, ctx, html
+from dash import Input, Output, State, ctx, html
 
 from .. import ids
 from ..graph_analyses import memory_plan_of
@@ -49,13 +49,13 @@ def register(app, services: Services) -> None:
                              "after_style": Output(AFTER_GRAPH, "style"),
                              "summary": Output(SUMMARY, "children"),
                              "toggle": Output(TOGGLE, "value")},
-             tab=NAME, message="summary",
+             state={"toggle_shown": State(TOGGLE, "value")}, tab=NAME, message="summary",
              failed=lambda state: {"before_hidden": True, "toggle": compare_value(state)})
-    def render(state, workspace):
+    def render(state, workspace, toggle_shown):
         after, before, summary = memory_view(workspace, state)
         shown = {"after": after, "before_hidden": before is None,
                  "after_style": ALONE if before is None else COMPARED, "summary": summary,
-                 "toggle": compare_value(state)}
+                 "toggle": compare_value(state, toggle_shown)}
         return shown if before is None else {**shown, "before": before}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),

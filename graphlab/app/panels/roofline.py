@@ -64,11 +64,13 @@ def register(app, services: Services) -> None:
                              "toggle": Output(TOGGLE, "value"),
                              "traffic": Output(TRAFFIC, "figure"),
                              "traffic_caption": Output(TRAFFIC_CAPTION, "children")},
+             state={"toggle_shown": State(TOGGLE, "value")},
              tab=NAME, message="caption", failed=lambda state: {"toggle": compare_value(state)})
-    def render(state, workspace):
+    def render(state, workspace, toggle_shown):
         figure, caption = roofline_view(workspace, state)
         traffic = traffic_of(workspace, state.target)
-        return {"figure": figure, "caption": caption, "toggle": compare_value(state),
+        return {"figure": figure, "caption": caption,
+                "toggle": compare_value(state, toggle_shown),
                 "traffic": traffic_figure(traffic, workspace.clamp_step(state.step)),
                 "traffic_caption": fusion_caption(traffic)}
 

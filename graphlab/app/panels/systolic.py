@@ -19,6 +19,7 @@ kept in `CHOSEN`, so its echo is told apart from a person's choice.  With no nod
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 
 from dash import Input, Output, Patch, State, ctx, dcc, html, no_update
@@ -48,6 +49,7 @@ from ..workbench import Workspace
 from .chart_panel import chart
 from .on_view import error_message, on_view
 from .panel import TAB, Panel
+from .view_fanout import Forward
 
 NAME = "systolic"
 GEMM = "systolic-gemm"
@@ -201,10 +203,17 @@ MOVED = """function (fold, cycle, problem, drawn) {
 }"""
 PLAY_LABEL = """function (stopped) { return stopped ? "\u25b6 Play" : "\u23f8 Pause"; }"""
 # What is drawn on request (the dataflow comparison, the whole model) hears the problem or the
-# view only once asked: until then a new problem or view costs no request.
+# view only once asked: until then a new problem or view costs no request.  A click asks for
+# the problem or the view held; later ones are handed on by `choose` (a new problem) and by
+# the page's forward of the view (`ASKED_WITH_THE_VIEW`), not by a callback hearing them,
+# which would run on every opening of the tab to find nothing asked.
 ONCE_ASKED = """function (clicks, heard) {
   return clicks && heard ? {heard: heard, clicks: clicks} : window.dash_clientside.no_update;
 }"""
+ASKED_WITH_THE_VIEW = """function (view, states) {
+  var clicks = states[0];
+  return [view && view.panel === %s ? (%s)(clicks, view) : window.dash_clientside.no_update];
+}""" % (json.dumps(NAME), ONCE_ASKED)
 
 
 def register(app, services: Services) -> None:
@@ -232,17 +241,21 @@ def register(app, services: Services) -> None:
                              "chosen": Output(CHOSEN, "data"),
                              "totals": Output(TOTALS, "children"),
                              "viewer_hidden": Output(VIEWER, "hidden"),
+                             "choices_asked": Output(CHOICES_ASKED, "data"),
                              **_AT_START, **_SETTINGS},
              inputs={"choice": Input(GEMM_SELECT, "value")},
              state={"shown": State(PROBLEM, "data"),
+                    "choices_clicks": State(CHOICES_BUTTON, "n_clicks"),
                     **{f"{name}_shown": State(output.component_id, output.component_property)
-                       for name, output in _SETTINGS.items()}},
+                       for name, output in {**_SETTINGS, **_HEARD_AT_START}.items()}},
              tab=NAME, message="source", failed=lambda _: _NOTHING_CHOSEN)
-    def choose(state, workspace, choice, shown, **settings_shown):
+    def choose(state, workspace, choice, shown, choices_clicks, **controls_shown):
         """The view's settings in the controls; the GEMM to show and its totals; for a new
-        problem also the array at its first step, the sliders and the timeline: all in one
-        answer (one round trip opens the tab)."""
-        settings = _settings(state, settings_shown)
+        problem also the array at its first step, the sliders and the timeline, and the
+        dataflow comparison if one was asked for: all in one answer (one round trip opens the
+        tab).  What the controls show already is left out: a value set sets off the
+        callbacks that hear it, which would only find nothing changed."""
+        settings = _unshown(_settings(state), controls_shown)
         picked = parse_choice(choice)
         if ctx.triggered_id == GEMM_SELECT and \
                 (state.gemm or picked is None or picked[0] != state.node):
@@ -261,7 +274,10 @@ def register(app, services: Services) -> None:
         if value is not None and not any(o["value"] == value for o in options):
             options.append({"label": chosen.label, "value": value})
         stored = problem.to_store()
-        drawn = {} if stored == shown else _first_step(schedule, stored)
+        drawn = {} if stored == shown else {
+            **_unshown(_first_step(schedule, stored), controls_shown),
+            "choices_asked": {"heard": stored, "clicks": choices_clicks} if choices_clicks
+            else no_update}
         return {**settings, "problem": no_update if stored == shown else stored,
                 "source": html.P([*_note(state, workspace, chosen), describe(problem, schedule)]),
                 "options": options, "value": no_update if value == choice else value,
@@ -310,8 +326,8 @@ def register(app, services: Services) -> None:
     app.clientside_callback(PLAY_LABEL, Output(PLAY, "children"), Input(TICK, "disabled"),
                             prevent_initial_call=True)
 
-    app.clientside_callback(ONCE_ASKED, Output(CHOICES_ASKED, "data"),
-                            Input(CHOICES_BUTTON, "n_clicks"), Input(PROBLEM, "data"),
+    app.clientside_callback(ONCE_ASKED, Output(CHOICES_ASKED, "data", allow_duplicate=True),
+                            Input(CHOICES_BUTTON, "n_clicks"), State(PROBLEM, "data"),
                             prevent_initial_call=True)
 
     @app.callback(Output(CHOICES, "children"), Output(SWEEP, "figure"),
@@ -333,7 +349,7 @@ def register(app, services: Services) -> None:
                 {**(style or {}), "display": "block"})
 
     app.clientside_callback(ONCE_ASKED, Output(PASSES_ASKED, "data"),
-                            Input(PASSES_BUTTON, "n_clicks"), Input(ids.tab_view(NAME), "data"),
+                            Input(PASSES_BUTTON, "n_clicks"), State(ids.tab_view(NAME), "data"),
                             prevent_initial_call=True)
 
     @on_view(app, services, {"passes": Output(PASSES, "children")},
@@ -366,6 +382,9 @@ _AT_START = {"fold": Output(FOLD, "value"), "fold_max": Output(FOLD, "max"),
              "operands": Output(OPERANDS, "figure"), "timeline": Output(TIMELINE, "figure"),
              "sram_halves": Output(SRAM_FIGURE, "figure"), "dram": Output(DRAM_FIGURE, "figure"),
              "drawn": Output(DRAWN, "data")}
+# Of those, what a callback hears (the sliders: `MOVED`; the Play tick: its label), so
+# `choose` leaves out what they show already.
+_HEARD_AT_START = {name: _AT_START[name] for name in ("fold", "cycle", "stopped")}
 
 
 def _first_step(schedule: Schedule, stored: dict) -> dict:
@@ -409,10 +428,9 @@ def _drawn_step(schedule: Schedule, stored: dict, drawn: dict | None, fold: int,
             {"problem": stored, "fold": fold, "cycle": cycle})
 
 
-def _settings(state: ViewState, shown: dict) -> dict:
+def _settings(state: ViewState) -> dict:
     """The view's settings in the controls (the target's array and memory as the
-    placeholders), by `_SETTINGS` name; those the controls already show (``shown``, by
-    name + "_shown") are left out, so no request echoes them back."""
+    placeholders), by `_SETTINGS` name."""
     try:
         rows, cols = array_shape("", state.target)
         array_hint = f"{rows}x{cols} ({state.target})"
@@ -420,12 +438,17 @@ def _settings(state: ViewState, shown: dict) -> dict:
         sram_hint, bandwidth_hint = memory_text(memory.sram_kb), memory_text(memory.bandwidth)
     except GraphLabError:
         array_hint, sram_hint, bandwidth_hint = "e.g. 16x16", "ifmap=64", "ifmap=16"
-    wanted = {"gemm": state.gemm, "array": state.array, "array_hint": array_hint,
-              "dataflow": state.dataflow, "timing": state.timing, "sram": state.sram,
-              "sram_hint": sram_hint, "bandwidth": state.bandwidth,
-              "bandwidth_hint": bandwidth_hint}
-    return {name: value for name, value in wanted.items()
-            if (value or "") != (shown[f"{name}_shown"] or "")}
+    return {"gemm": state.gemm, "array": state.array, "array_hint": array_hint,
+            "dataflow": state.dataflow, "timing": state.timing, "sram": state.sram,
+            "sram_hint": sram_hint, "bandwidth": state.bandwidth,
+            "bandwidth_hint": bandwidth_hint}
+
+
+def _unshown(values: dict, shown: dict) -> dict:
+    """``values`` less those their controls already show (``shown``, by name + "_shown"; an
+    empty text and none are the same); values without a control listed stay."""
+    return {name: value for name, value in values.items()
+            if f"{name}_shown" not in shown or (value or "") != (shown[f"{name}_shown"] or "")}
 
 
 def _fold_marks(schedule: Schedule) -> dict:
@@ -602,4 +625,6 @@ def _table(heads: list[str], rows: list[list[str]]) -> html.Table:
           for row in rows)])
 
 
-PANEL = Panel(NAME, TAB, register, layout, tab="Systolic", follows_selection=True)
+PANEL = Panel(NAME, TAB, register, layout, tab="Systolic", follows_selection=True,
+              forward=Forward((Output(PASSES_ASKED, "data"),),
+                              (State(PASSES_BUTTON, "n_clicks"),), ASKED_WITH_THE_VIEW))
