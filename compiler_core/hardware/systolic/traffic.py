@@ -26,7 +26,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from compiler_core.cached import cached
 from compiler_core.hardware.systolic.mapping import Mapping
 from compiler_core.hardware.systolic.memory_config import GEMM_OPERAND, MemoryConfig, by_operand
 
@@ -45,6 +44,50 @@ class FoldTraffic:
     mapping: Mapping
     element_bytes: float
     memory: MemoryConfig
+
+    def __post_init__(self):
+        self.__dict__.update(self._sizes())
+
+    def _sizes(self) -> dict:
+        """The tile table, the totals and the working set, worked out once on construction
+        in one pass over the operands (every report reads all of them; plain attributes,
+        as a cached property would cost a call on its first read).
+
+        `_tile_table`: each operand's tile bytes indexed [last row fold?][last column
+        fold?] (every other fold uses the whole array, so a tile's size depends on nothing
+        else). `_block_totals`: bytes fetched (A, B) and stored (C) over all folds, in
+        closed form: an input tile is fetched by every fold when it changes with the row
+        fold, else by the first row fold of each column fold when it changes with the
+        column fold, else once; the output tile is stored after every fold when it changes
+        with the row fold, else after the last row fold of each column fold.
+        `working_set_bytes`: each operand's largest tile (the first fold's); `fits` and
+        `double_buffered`: whether every SRAM, every half SRAM, holds it."""
+        mapping, size, ceil = self.mapping, self.element_bytes, math.ceil
+        row_folds, col_folds = mapping.row_folds, mapping.col_folds
+        rows = (mapping.rows_used(0), mapping.rows_used(row_folds - 1))
+        cols = (mapping.cols_used(0), mapping.cols_used(col_folds - 1))
+        table, totals, largest = {}, {}, {}
+        for operand, (on_rows, on_cols, whole) in mapping.tile_factors.items():
+            (r0, r1), (c0, c1) = rows if on_rows else (1, 1), cols if on_cols else (1, 1)
+            inner, inner_edge = ceil(whole * r0 * c0 * size), ceil(whole * r0 * c1 * size)
+            last, last_edge = ceil(whole * r1 * c0 * size), ceil(whole * r1 * c1 * size)
+            table[operand] = tiles = ((inner, inner_edge), (last, last_edge))
+            largest[operand] = tiles[row_folds == 1][col_folds == 1]
+            one_row = (col_folds - 1) * inner + inner_edge    # a row fold's, over the
+            last_row = (col_folds - 1) * last + last_edge     # column folds; the last's
+            every_fold = (row_folds - 1) * one_row + last_row
+            if operand == "C":
+                totals[operand] = every_fold if on_rows else last_row
+            elif on_rows and row_folds > 1:
+                totals[operand] = every_fold
+            elif on_cols:
+                totals[operand] = last_row if row_folds == 1 else one_row
+            else:
+                totals[operand] = largest[operand]
+        held = tuple(zip(largest.values(), self.memory.sram_kb))
+        return {"_tile_table": table, "_block_totals": totals, "working_set_bytes": largest,
+                "fits": all(b <= 1024 * kb for b, kb in held),
+                "double_buffered": all(2 * b <= 1024 * kb for b, kb in held)}
 
     def summary(self) -> dict:
         """The report's view: the element size, the memory written flat, the working set
@@ -74,21 +117,6 @@ class FoldTraffic:
         """Whether the operand's tile changes with the row fold, with the column fold."""
         on_rows, on_cols, _ = self.mapping.tile_factors[operand]
         return on_rows, on_cols
-
-    @cached
-    def _tile_table(self) -> dict[str, tuple[tuple[int, int], tuple[int, int]]]:
-        """Each operand's tile bytes indexed [last row fold?][last column fold?]: every
-        other fold uses the whole array, so a tile's size depends on nothing else."""
-        mapping, size = self.mapping, self.element_bytes
-        rows = (mapping.rows_used(0), mapping.rows_used(mapping.row_folds - 1))
-        cols = (mapping.cols_used(0), mapping.cols_used(mapping.col_folds - 1))
-        table = {}
-        for operand, (on_rows, on_cols, whole) in mapping.tile_factors.items():
-            (r0, r1), (c0, c1) = rows if on_rows else (1, 1), cols if on_cols else (1, 1)
-            ceil = math.ceil
-            table[operand] = ((ceil(whole * r0 * c0 * size), ceil(whole * r0 * c1 * size)),
-                              (ceil(whole * r1 * c0 * size), ceil(whole * r1 * c1 * size)))
-        return table
 
     def tile_bytes(self, operand: str, row_fold: int, col_fold: int) -> int:
         mapping = self.mapping
@@ -129,48 +157,6 @@ class FoldTraffic:
         """The slowest interface's cycles for the window before this fold."""
         moved = self.window_bytes(row_fold, col_fold)
         return max(math.ceil(b / self.bytes_per_cycle(o)) for o, b in moved.items())
-
-    @cached
-    def _block_totals(self) -> dict[str, int]:
-        """Bytes fetched (A, B) and stored (C) over all folds, in closed form: an input
-        tile is fetched by every fold when it changes with the row fold, else by the first
-        row fold of each column fold when it changes with the column fold, else once; the
-        output tile is stored after every fold when it changes with the row fold, else
-        after the last row fold of each column fold."""
-        mapping, table = self.mapping, self._tile_table
-        row_folds, col_folds = mapping.row_folds, mapping.col_folds
-        totals = {}
-        for operand, (on_rows, on_cols, _) in mapping.tile_factors.items():
-            (inner, inner_edge), (last, last_edge) = table[operand]
-            one_row = (col_folds - 1) * inner + inner_edge    # a row fold's, over the
-            last_row = (col_folds - 1) * last + last_edge     # column folds; the last's
-            every_fold = (row_folds - 1) * one_row + last_row
-            if operand == "C":
-                totals[operand] = every_fold if on_rows else last_row
-            elif on_rows and row_folds > 1:
-                totals[operand] = every_fold
-            elif on_cols:
-                totals[operand] = last_row if row_folds == 1 else one_row
-            else:
-                totals[operand] = table[operand][row_folds == 1][col_folds == 1]
-        return totals
-
-    @cached
-    def working_set_bytes(self) -> dict[str, int]:
-        """Each operand's largest tile in bytes (the first fold's tiles are the largest)."""
-        last_row, last_col = self.mapping.row_folds == 1, self.mapping.col_folds == 1
-        return {operand: tiles[last_row][last_col]
-                for operand, tiles in self._tile_table.items()}
-
-    @cached
-    def fits(self) -> bool:
-        return all(b <= 1024 * kb for b, kb in zip(self.working_set_bytes.values(),
-                                                  self.memory.sram_kb))
-
-    @cached
-    def double_buffered(self) -> bool:
-        return all(2 * b <= 1024 * kb for b, kb in zip(self.working_set_bytes.values(),
-                                                      self.memory.sram_kb))
 
     @property
     def dram_read_bytes(self) -> int:
