@@ -40,11 +40,11 @@ def chart_js(driver, graph_id: str, script: str, timeout: float = 20):
     looked at as a person looks: scrolled into view (again while the page moves it), so a
     figure held until the chart is seen (assets/charts_when_seen.js) is drawn first.  None
     while there is no chart."""
-    looked = ("var gd = document.querySelector('#%s .js-plotly-plot');"
+    looked = ("var gd = document.querySelector('#%s > div:last-child');"
               "if (gd && window.graphlabChartWaits(gd)) {"
               "  gd.scrollIntoView({block: 'nearest'}); return 'held'; }"
               "return 'drawn';" % graph_id)
     WebDriverWait(driver, timeout, poll_frequency=0.1).until(
         lambda d: d.execute_script(looked) == "drawn", f"{graph_id} was never drawn")
-    return driver.execute_script(f"var gd = document.querySelector('#{graph_id} .js-plotly-plot');"
+    return driver.execute_script(f"var gd = document.querySelector('#{graph_id} > div:last-child');"
                                  "if (!gd || !gd.data) { return null; }" + script)
