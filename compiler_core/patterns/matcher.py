@@ -312,17 +312,27 @@ class NodeIndex:
         self.graph = graph
         self.by_op: dict[str, list[Node]] = {}
         self.position: dict[int, int] = {}
+        # nodes of several op types, in order, per set: the patterns rooted at an activation
+        # (three rules of one pass, each matched then explained) share one sort
+        self._merged: dict[frozenset[str], list[Node]] = {}
         for position, node in enumerate(graph.nodes):
             self.by_op.setdefault(node.op_type, []).append(node)
             self.position[node.id] = position
 
     def candidates(self, op_types: frozenset[str] | None) -> list[Node]:
+        """The nodes of these op types (None: every node) in execution order; not to be
+        changed (the index keeps them)."""
         if op_types is None:
             return self.graph.nodes
         lists = [self.by_op[t] for t in op_types if t in self.by_op]
         if len(lists) == 1:
             return lists[0]
-        return sorted((n for nodes in lists for n in nodes), key=lambda n: self.position[n.id])
+        merged = self._merged.get(op_types)
+        if merged is None:
+            position = self.position
+            merged = self._merged[op_types] = sorted(
+                (n for nodes in lists for n in nodes), key=lambda n: position[n.id])
+        return merged
 
 
 def attempt(compiled: CompiledPattern, node: Node, *, explain: bool,
