@@ -119,7 +119,7 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
                      if (prefilter is None or prefilter(n)) and (reaches is None or reaches(n))]
         if floor is not None and target is None and pattern.anchor is None:
             bound = ScoreBound(compiled.pattern, compiled.root_output)
-            sites = [n for n in sites if bound.best_score(n) >= floor]
+            sites = [n for n in sites if bound.reaches(n, floor)]
         misses = []
         for site in paced(budget, sites):
             failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)
