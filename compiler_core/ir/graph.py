@@ -250,6 +250,44 @@ class Graph:
         self._order = None
         return node
 
+    def add_copies(self, nodes: Iterable[Node], reads: dict[str, Value]) -> None:
+        """Copies of another graph's ``nodes`` (in execution order), each what ``add_node``
+        makes of it given its op, attributes, name, body, order key and id: no provenance,
+        fresh output values of the same names and types.  A copy reads ``reads``' values by
+        name; its outputs join ``reads`` for the copies after it.
+
+        Built field by field, as ``copy`` builds nodes: a fused body's thousands of copies are
+        in no graph a write guard watches, and their ids are the source graph's, unique
+        already, so ``add_node``'s checks could only say yes."""
+        by_id, names, new_node = self._nodes, self._node_names, Node.__new__
+        for old in nodes:
+            node = new_node(Node)
+            node.id, node.op_type, node.domain, node.overload = old.id, old.op_type, \
+                old.domain, ""
+            node.name = self._unique_node_name(old.name or f"{old.op_type}_{old.id}")
+            node.attrs = {k: _freeze(v) for k, v in old.attrs.items()} if old.attrs else {}
+            node.attr_types, node.body, node.order = old.attr_types, old.body, old.order
+            node.provenance, node.metadata, node.doc_string = None, {}, ""
+            node.implicit_inputs = []
+            inputs = node._inputs = tuple([reads[v.name] if v is not None else None
+                                           for v in old._inputs])
+            for index, value in enumerate(inputs):
+                if value is not None:
+                    value.uses.append((node, index))
+            node.outputs = [self._copy_output(node, index, v, reads) if v is not None else None
+                            for index, v in enumerate(old.outputs)]
+            by_id[node.id] = names[node.name] = node
+            self.next_id = max(self.next_id, node.id + 1)
+            self._max_order = max(self._max_order, node.order)
+        self._order = None
+
+    def _copy_output(self, node: Node, index: int, old: Value, reads: dict[str, Value]) -> Value:
+        """Output ``index`` of ``node``, a copy's: a fresh value named and typed as ``old``."""
+        value = reads[old.name] = self.values[old.name] = Value(old.name, old.elem_type,
+                                                                 old.shape)
+        value.producer, value.output_index = node, index
+        return value
+
     def _attach_output(self, node: Node, index: int, spec: Value | str | None) -> Value | None:
         if spec is None:
             return None
@@ -265,23 +303,32 @@ class Graph:
 
     def remove_node(self, node: Node) -> None:
         """Take a node out.  Its outputs keep their uses (to be re-produced) or are forgotten."""
+        self.remove_nodes((node,))
+
+    def remove_nodes(self, nodes: Iterable[Node]) -> None:
+        """Take nodes out, one after the other, as ``remove_node`` takes one (a set that
+        becomes one fused node: its readers first, so a value's uses are gone when its
+        producer leaves)."""
         if write_guard._armed:
             write_guard.touch_graph(self)
-        if self._nodes.get(node.id) is not node:
-            raise InvalidGraphError(f"{node.name!r} is not in this graph", where=node.name)
-        if write_guard.changed_nodes is not None:
-            write_guard.changed_nodes.add(node.id)
-        node.detach_inputs()
-        for value in node.outputs:
-            if value is None:
-                continue
-            value.producer = None
-            value.output_index = -1
-            if not value.uses and not value.is_graph_output:
-                self.values.pop(value.name, None)
-        del self._nodes[node.id]
-        if self._node_names.get(node.name) is node:
-            del self._node_names[node.name]
+        by_id, names, values, changed = self._nodes, self._node_names, self.values, \
+            write_guard.changed_nodes
+        for node in nodes:
+            if by_id.get(node.id) is not node:
+                raise InvalidGraphError(f"{node.name!r} is not in this graph", where=node.name)
+            if changed is not None:
+                changed.add(node.id)
+            node.detach_inputs()
+            for value in node.outputs:
+                if value is None:
+                    continue
+                value.producer = None
+                value.output_index = -1
+                if not value.uses and not value.is_graph_output:
+                    values.pop(value.name, None)
+            del by_id[node.id]
+            if names.get(node.name) is node:
+                del names[node.name]
         self._order = None
 
     def can_replace_uses(self, old: Value, new: Value) -> bool:

@@ -109,17 +109,19 @@ def explain(graph: Graph, patterns: Iterable[Pattern], node: Node | str | None =
             budget.pattern = compiled.name
         matches = match_all(graph, pattern, index=index, budget=budget)
         covered = {n.id for m in matches for n in m.nodes}
-        sites = [n for n in index.candidates(compiled.root_ops) if n.id not in covered]
+        tested = target is None and not all_sites   # sites the early tests judge
+        sites = [n for n in compiled.sites(index, compiled.prefilter_ops if tested else None)
+                 if n.id not in covered]
         if target is not None:
             matches = [m for m in matches if target in m.nodes]
             sites = [] if matches else sites
-        if target is None and not all_sites:   # the rest fail at the root
+        if tested:   # the rest fail at the root
             prefilter, reaches = compiled.prefilter, compiled.reaches
             sites = [n for n in paced(budget, sites)
                      if (prefilter is None or prefilter(n)) and (reaches is None or reaches(n))]
         if floor is not None and target is None and pattern.anchor is None:
             bound = ScoreBound(compiled.pattern, compiled.root_output)
-            sites = [n for n in sites if bound.best_score(n) >= floor]
+            sites = [n for n in sites if bound.reaches(n, floor)]
         misses = []
         for site in paced(budget, sites):
             failure = attempt(compiled, site, explain=True, claimed=covered, budget=budget)

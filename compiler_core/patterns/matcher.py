@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 import numpy as np
 
@@ -70,8 +70,22 @@ class CompiledPattern:
     # (``MATCH_TEST_DEPTH``; a necessary condition of a match); ``reaches``: can an attempt
     # there match more than the root (``reach``)?
     prefilter: Callable[[Node], bool] | None
+    # The root op types whose sites ``prefilter`` can accept on a graph with nodes of the
+    # given op types only (None: every root op type); ``match_test_ops`` the same for
+    # ``match_test``
+    prefilter_ops: "SiteOps | None"
     match_test: Callable[[Node], bool] | None
+    match_test_ops: "SiteOps | None"
     reaches: Callable[[Node], bool] | None
+
+    def sites(self, index: "NodeIndex", tested: "SiteOps | None") -> list[Node]:
+        """The candidate roots in ``index``, in execution order; with ``tested`` (a test's
+        ``*_ops``), only those of the op types that test can accept on this graph: a test
+        that wants an input made by a Gemm says no at every site of a graph without one, so
+        none is visited."""
+        if tested is None:
+            return index.candidates(self.root_ops)
+        return index.candidates(tested(index.by_op.keys()) & self.root_ops)
 
 
 def compile_pattern(pattern: Pattern) -> CompiledPattern:
@@ -98,9 +112,9 @@ def compile_pattern(pattern: Pattern) -> CompiledPattern:
     compiled = CompiledPattern(pattern, pattern.title or "pattern", pattern.size,
                                tuple(names), _root_ops(pattern),
                                pattern.index if isinstance(pattern, OutputOf) else 0,
-                               _prefilter(pattern.branches if isinstance(pattern, OrPattern)
-                                          else (pattern,)),
-                               _prefilter(_root_branches(pattern), MATCH_TEST_DEPTH),
+                               *_prefilter(pattern.branches if isinstance(pattern, OrPattern)
+                                           else (pattern,)),
+                               *_prefilter(_root_branches(pattern), MATCH_TEST_DEPTH),
                                reach_test(pattern))
     pattern._compiled = compiled
     return compiled
@@ -198,20 +212,28 @@ def _root_branches(element: Pattern) -> list[Pattern]:
     return [element]
 
 
-def _prefilter(branches, depth: int = 1) -> Callable[[Node], bool] | None:
+# The root op types a site test can accept on a graph holding nodes of the given op types
+SiteOps = Callable[[Collection[str]], frozenset[str]]
+
+
+def _prefilter(branches, depth: int = 1,
+               ) -> tuple[Callable[[Node], bool] | None, SiteOps | None]:
     """tinygrad-style early reject: the root's op type and the op types producing its inputs
     in one of ``branches`` (``depth`` levels of producers: see ``_inputs_test``), checked
     without building any match state: the node's op type picks the branches to test.  None
-    when the index by op type already says it all, or when a branch is not an op."""
+    when the index by op type already says it all, or when a branch is not an op.  With it,
+    the root op types it can accept on a graph (``_site_ops``)."""
     by_op: dict[str, list[Callable[[tuple], bool] | None]] = {}
+    needs: dict[str, list[tuple[frozenset[str], ...]]] = {}
     for branch in branches:
         if not isinstance(branch, OpPattern):
-            return None
-        test = _inputs_test(branch, depth)
+            return None, None
+        test, needed = _inputs_test(branch, depth), _needs(branch, depth)
         for op_type in branch.op_types:
             by_op.setdefault(op_type, []).append(test)
+            needs.setdefault(op_type, []).append(needed)
     if all(None in tests for tests in by_op.values()):
-        return None
+        return None, None
     # per op type: None when a branch rooted there wants nothing of its inputs
     table = {op_type: None if None in tests else tuple(tests)
              for op_type, tests in by_op.items()}
@@ -225,7 +247,33 @@ def _prefilter(branches, depth: int = 1) -> Callable[[Node], bool] | None:
             if test(inputs):
                 return True
         return False
-    return accepts
+    return accepts, _site_ops(needs)
+
+
+def _site_ops(needs: dict[str, list[tuple[frozenset[str], ...]]]) -> SiteOps:
+    """Per root op type, what each branch rooted there needs (``_needs``): the op types the
+    test can accept where the graph holds nodes of ``present`` types only."""
+    def site_ops(present: Collection[str]) -> frozenset[str]:
+        return frozenset(op_type for op_type, branches in needs.items()
+                         if any(all(not ops.isdisjoint(present) for ops in needed)
+                                for needed in branches))
+    return site_ops
+
+
+def _needs(element: OpPattern, depth: int) -> tuple[frozenset[str], ...]:
+    """The op type sets ``_inputs_test(element, depth)`` needs a producer from, each: on a
+    graph without a node of one of them it says no to every node (empty: no test)."""
+    needed: list[frozenset[str]] = []
+    for pattern in element.inputs:
+        ops = _root_ops(pattern)
+        if ops is None:
+            continue
+        needed.append(ops)
+        while isinstance(pattern, PartPattern):
+            pattern = pattern.inner
+        if depth > 1 and isinstance(pattern, OpPattern):
+            needed += _needs(pattern, depth - 1)
+    return tuple(needed)
 
 
 # Levels of producers ``match_test`` looks at: two reject the sites whose inputs come from
@@ -312,17 +360,27 @@ class NodeIndex:
         self.graph = graph
         self.by_op: dict[str, list[Node]] = {}
         self.position: dict[int, int] = {}
+        # nodes of several op types, in order, per set: the patterns rooted at an activation
+        # (three rules of one pass, each matched then explained) share one sort
+        self._merged: dict[frozenset[str], list[Node]] = {}
         for position, node in enumerate(graph.nodes):
             self.by_op.setdefault(node.op_type, []).append(node)
             self.position[node.id] = position
 
     def candidates(self, op_types: frozenset[str] | None) -> list[Node]:
+        """The nodes of these op types (None: every node) in execution order; not to be
+        changed (the index keeps them)."""
         if op_types is None:
             return self.graph.nodes
         lists = [self.by_op[t] for t in op_types if t in self.by_op]
         if len(lists) == 1:
             return lists[0]
-        return sorted((n for nodes in lists for n in nodes), key=lambda n: self.position[n.id])
+        merged = self._merged.get(op_types)
+        if merged is None:
+            position = self.position
+            merged = self._merged[op_types] = sorted(
+                (n for nodes in lists for n in nodes), key=lambda n: position[n.id])
+        return merged
 
 
 def attempt(compiled: CompiledPattern, node: Node, *, explain: bool,
@@ -397,7 +455,7 @@ def match_all(graph: Graph, pattern: Pattern, *, index: NodeIndex | None = None,
     claimed: set[int] = set()
     matches = []
     test = compiled.match_test
-    for node in paced(budget, reversed(index.candidates(compiled.root_ops))):
+    for node in paced(budget, reversed(compiled.sites(index, compiled.match_test_ops))):
         if node.id in claimed or (test is not None and not test(node)):
             continue
         found = attempt(compiled, node, explain=False, claimed=claimed, budget=budget)

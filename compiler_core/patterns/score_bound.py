@@ -16,6 +16,8 @@ each counts in time linear in the pattern's size.
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from ..ir import Node, Value
 from .failure import score_of
 from .language import (AndPattern, AnyValue, ConstPattern, GraphInputPattern, NotPattern,
@@ -38,19 +40,31 @@ class ScoreBound:
         self._counts: dict[tuple[int, int], float] = {}
 
     def best_score(self, site: Node) -> float:
+        return max(self._scores(site))
+
+    def reaches(self, site: Node, floor: float) -> bool:
+        """``best_score(site) >= floor``, without bounding the branches after the first that
+        reaches it (an activation pattern's first branch, of four, at each of its sites)."""
+        return any(score >= floor for score in self._scores(site))
+
+    def _scores(self, site: Node) -> Iterator[float]:
+        """The bound of each branch of an OR at the root, in order (one for other patterns)."""
         pattern = self.pattern
         if isinstance(pattern, OpPattern):
-            return self._score(self._node(pattern, site), pattern.size)
+            yield self._score(self._node(pattern, site), pattern.size)
+            return
         outputs = site.outputs
-        return self._root(pattern, outputs[self.root_output]
-                          if self.root_output < len(outputs) else None)
+        yield from self._branches(pattern, outputs[self.root_output]
+                                  if self.root_output < len(outputs) else None)
 
-    def _root(self, element: Pattern, value: Value | None) -> float:
+    def _branches(self, element: Pattern, value: Value | None) -> Iterator[float]:
         if isinstance(element, OrPattern):
-            return max(self._root(branch, value) for branch in element.branches)
-        if isinstance(element, PartPattern):
-            return self._root(element.inner, value)
-        return self._score(self._value(element, value), element.size)
+            for branch in element.branches:
+                yield from self._branches(branch, value)
+        elif isinstance(element, PartPattern):
+            yield from self._branches(element.inner, value)
+        else:
+            yield self._score(self._value(element, value), element.size)
 
     @staticmethod
     def _score(count: float, size: int) -> float:

@@ -60,9 +60,13 @@ def _picked_dims(node: Node) -> tuple | np.ndarray | None:
     return None
 
 
+# The ops whose output can be a constant of known dims (``shape_answer``)
+SHAPE_QUERIES = ("Shape", "Size", "Gather", "Slice")
+
+
 def shape_answer(node: Node) -> np.ndarray | None:
     """The node's output as a constant, if it only reports dims that are all known."""
-    if node.domain or node.op_type not in ("Shape", "Size", "Gather", "Slice"):
+    if node.domain or node.op_type not in SHAPE_QUERIES:
         return None
     picked = _picked_dims(node)
     if picked is None:

@@ -71,11 +71,14 @@ def _attr_key(value: Any) -> Hashable:
 
 
 def _node_key(node: Node) -> Hashable:
+    """What two nodes computing the same share (lists, not generators, made into tuples:
+    this runs for every node of the graph)."""
+    attrs = node.attrs
     return (node.domain, node.op_type, node.overload, id(node.body),
-            tuple(id(v) if v is not None else None for v in node.inputs),
-            tuple(id(v) for v in node.implicit_inputs),
-            tuple(v is not None for v in node.outputs),
-            tuple(sorted((k, _attr_key(v)) for k, v in node.attrs.items())))
+            tuple([id(v) if v is not None else None for v in node.inputs]),
+            tuple(map(id, node.implicit_inputs)),
+            tuple([v is not None for v in node.outputs]),
+            tuple(sorted([(k, _attr_key(v)) for k, v in attrs.items()])) if attrs else ())
 
 
 def _merge_values(graph: Graph, duplicate: list[Value], kept: list[Value]) -> bool:

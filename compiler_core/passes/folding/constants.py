@@ -10,7 +10,7 @@ from ..analyses.constants import make_initializer, produces_graph_output, replac
 from ..analyses.evaluate import EvaluationError, evaluate, predicted_bytes
 from ..framework.rewrite import sweep_by_op
 from ..framework.pass_registry import register_pass
-from ..analyses.shape_facts import fold_shape_query
+from ..analyses.shape_facts import SHAPE_QUERIES, fold_shape_query
 
 # Never folded: random ops (folding would freeze one draw), and DequantizeLinear, whose
 # quantized weight is how a QDQ model tells a backend to run the layer in int8.
@@ -35,8 +35,10 @@ class FoldConstants(Pass):
     fixed_point = True
 
     def run(self, graph: Graph, ctx: PassContext) -> PassResult:
-        result = sweep_by_op(graph, ctx, {"Constant": (_constant_to_initializer,)},
-                             otherwise=(_shape_query, _fold))
+        queries = (_shape_query, _fold)
+        result = sweep_by_op(graph, ctx, {"Constant": (_constant_to_initializer,),
+                                          **dict.fromkeys(SHAPE_QUERIES, queries)},
+                             otherwise=(_fold,))
         if result.rewrites:
             infer_shapes(graph)  # folded shapes make more shapes static for the next round
         return result
@@ -58,22 +60,25 @@ def _constant_to_initializer(graph: Graph, ctx: PassContext, node: Node,
 
 
 def _shape_query(graph: Graph, ctx: PassContext, node: Node, result: PassResult) -> bool:
-    """Shape or Size of a tensor whose dims are known, answered (True: it was one)."""
+    """Shape or Size of a tensor whose dims are known, answered (True: it was one); also a
+    Gather or Slice of such a Shape (``SHAPE_QUERIES``: the ops it answers)."""
     return fold_shape_query(graph, node, result)
 
 
 def _foldable(node: Node) -> bool:
-    if node.op_type in NOT_FOLDED or node.body is not None or node.implicit_inputs or any(
-            True for _ in subgraph_attributes(node.attrs)):
-        return False
-    if not any(v is not None and (v.uses or v.is_graph_output) for v in node.outputs):
-        return False  # nobody reads it: dead-code elimination's job, not worth computing
+    """Every input a numeric constant (asked first: nearly every node fails there, at its
+    first input), the op deterministic and without a subgraph, and its result read."""
     for value in node.inputs:
         if value is None:
             continue
         data = value.constant_data()   # its dtype, without reading a weight
         if data is None or data.dtype.kind not in NUMERIC_KINDS:
             return False
+    if node.op_type in NOT_FOLDED or node.body is not None or node.implicit_inputs or any(
+            True for _ in subgraph_attributes(node.attrs)):
+        return False
+    if not any(v is not None and (v.uses or v.is_graph_output) for v in node.outputs):
+        return False  # nobody reads it: dead-code elimination's job, not worth computing
     return all(v is None or v.is_tensor for v in node.outputs)
 
 

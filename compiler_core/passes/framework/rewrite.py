@@ -127,17 +127,7 @@ def extract_body(nodes: Sequence[Node], inputs: Sequence[Value],
                                                    type_proto=value.type_proto))
     for value in constants:
         mapping[value.name] = body.add_initializer(value.name, value.constant_data())
-    for node in nodes:
-        copy = body.add_node(
-            node.op_type, [mapping[v.name] if v is not None else None for v in node.inputs],
-            [Value(v.name, v.elem_type, v.shape) if v is not None else None
-             for v in node.outputs],
-            attrs=node.attrs, domain=node.domain, name=node.name, body=node.body,
-            order=node.order, node_id=node.id)
-        copy.attr_types = node.attr_types
-        for value in copy.outputs:
-            if value is not None:
-                mapping[value.name] = value
+    body.add_copies(nodes, mapping)
     body.set_outputs(mapping[v.name] for v in outputs)
     body.opset_imports = {}
     return body
@@ -227,8 +217,7 @@ def _fuse(graph: Graph, ctx: PassContext, members: list[Node], op_type: str, rul
     body.opset_imports = dict(graph.opset_imports)
     order = max(n.order for n in members)
     provenance = ctx.provenance(rule, members, source)
-    for node in reversed(members):
-        graph.remove_node(node)
+    graph.remove_nodes(reversed(members))
     return graph.add_node(op_type, inputs, outputs, attrs=attrs, domain=FUSED_DOMAIN,
                           name=fused_name(op_type, members), provenance=provenance,
                           body=body, order=order)
@@ -283,8 +272,7 @@ def replace_by_op(graph: Graph, ctx: PassContext, nodes: Iterable[Node], op_type
         order = max(n.order for n in members)
         provenance = ctx.provenance(rule, members, source)
         name = name or fused_name(op_type, members)
-        for node in reversed(members):
-            graph.remove_node(node)
+        graph.remove_nodes(reversed(members))
         return graph.add_node(op_type, inputs, outputs, attrs=attrs, name=name,
                               provenance=provenance, order=order)
 

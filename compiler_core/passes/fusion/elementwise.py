@@ -98,15 +98,14 @@ def _grow_chain(last: Node, claimed: set[int], fusible: _FusibleCache,
     reads: dict[int, int] = {}       # producer id -> uses of its result by members
     seen: dict[int, Node] = {}       # fusible producers met, in the order they were met
     for member in chain:             # grows while it is walked
-        for value in dict.fromkeys(v for v in (*member.inputs, *member.implicit_inputs)
-                                   if v is not None):
-            producer = value.producer
+        read = (*member.inputs, *member.implicit_inputs)
+        for value in dict.fromkeys(read):
+            producer = value.producer if value is not None else None
             if (producer is None or producer.id in members or producer.id in claimed
                     or not fusible(producer)):
                 continue
             seen.setdefault(producer.id, producer)
-            reads[producer.id] = reads.get(producer.id, 0) + sum(
-                1 for v in (*member.inputs, *member.implicit_inputs) if v is value)
+            reads[producer.id] = reads.get(producer.id, 0) + read.count(value)  # by identity
             result = producer.outputs[0]
             if reads[producer.id] == len(result.uses) and not result.is_graph_output:
                 members.add(producer.id)
