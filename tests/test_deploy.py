@@ -131,9 +131,9 @@ def test_nginx_with_the_shipped_config_sends_clicks_on_when_a_server_dies(
     port = int(url.rsplit(":", 1)[1])
     wait_until(lambda: not listening(port), 20, "its orphaned gunicorn worker left")
     step = tab.get(ids.VIEW, "data")["step"]
-    for later in range(step + 2, step + 5):   # every step (made in the page, its URL heard by
-        tab.set(ids.URL, search=f"?model=teach_conv_bn&pipeline=O2&pass={later}")   # the server):
-        tab.settle()                           # half of them go first to the dead server
+    for later in range(step + 2, step + 5):   # addresses the browser went to (Back, Forward),
+        tab.set(ids.URL_HEARD, data=f"?model=teach_conv_bn&pipeline=O2&pass={later}")   # each
+        tab.settle()               # asking the reducer: half of them go first to the dead server
     assert tab.get("pane-before-title", "children") != title
     assert not tab.errors
     dead = cluster.urls[0].removeprefix("http://")
