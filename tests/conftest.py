@@ -5,13 +5,14 @@ benchmark scripts' generators (``benchmarks.*``), while ``graphlab`` and ``compi
 still come from the installed package, so the suite tests what users install.
 """
 
-import gc
 import os
 import shutil
 import sys
 import tempfile
 
 import pytest
+
+from compiler_core.ir.collection import unfreeze_kept
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -25,14 +26,10 @@ os.environ["GRAPHLAB_DATA_DIR"] = tempfile.mkdtemp(prefix="graphlab-test-data-")
 @pytest.fixture(autouse=True)
 def collector_unfrozen():
     """What a test froze out of the cycle collector's sight (the app's held workspaces, the
-    command's exit) is handed back after it.  Left frozen, every later compile in the process
-    pays for it: with objects frozen, a paused collector cannot hand what the compile made to
-    the oldest generation as it resumes (`compiler_core.ir.collection`), so full collections
-    fall due again and again over everything earlier tests left; the fuzz and conformance
-    tests ran 15-23 times slower behind such a test."""
+    command's exit) is handed back after it: the tests after it in the process start from an
+    ordinary collector, as a fresh process would."""
     yield
-    if gc.get_freeze_count():
-        gc.unfreeze()
+    unfreeze_kept()
 
 
 @pytest.fixture(scope="session")

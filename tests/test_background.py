@@ -20,6 +20,7 @@ import pytest
 
 from benchmarks.load import wait_until
 from compiler_core.errors import GraphLabError
+from compiler_core.ir.collection import unfreeze_kept
 from graphlab.app import builds, held_workspaces
 from graphlab.app.build_launchers import LocalLauncher
 from graphlab.app.builds import BuildFailed, BuildJob, Builds, BuildStatus
@@ -102,17 +103,14 @@ class FakeResult:
 @pytest.fixture
 def held_set(monkeypatch):
     """An empty held set of 10 nodes, and a count of the collections that walk everything."""
-    import gc
-
     monkeypatch.setattr(held_workspaces, "_held", OrderedDict())
     monkeypatch.setattr(held_workspaces, "_evicted_nodes", 0)
     monkeypatch.setattr(held_workspaces, "NODE_BUDGET", 10)
     full = []
-    real_unfreeze = gc.unfreeze
-    monkeypatch.setattr(held_workspaces.gc, "unfreeze", lambda: (full.append(1),
-                                                                   real_unfreeze()))
+    monkeypatch.setattr(held_workspaces, "unfreeze_kept", lambda: (full.append(1),
+                                                                   unfreeze_kept()))
     yield full
-    real_unfreeze()
+    unfreeze_kept()
 
 
 def test_held_workspaces_are_out_of_the_collectors_sight_and_evicted_ones_are_freed(held_set):

@@ -12,8 +12,10 @@ youngest, so the first allocation after it collects them (a tenth of a 10,000-no
 instructions went there).  So they are handed to the oldest generation as the collector
 resumes (``gc.freeze`` then ``gc.unfreeze`` moves every tracked object there without
 looking at it), and only full collections, which walked them anyway, walk them again.  Not
-when the process keeps objects frozen on purpose (the app's held workspaces): unfreezing
-would hand those back to every full collection.
+when the process keeps objects frozen on purpose (the app's held workspaces, through
+`freeze_kept`): unfreezing would hand those back to every full collection.  Which is known
+from a flag, not from ``gc.get_freeze_count()``: that walks every frozen object to count
+them, milliseconds per million, on every pause's end.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ from typing import Callable, Iterator, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
+_kept_frozen = False   # objects are frozen on purpose (`freeze_kept`) and stay so
+
 
 @contextmanager
 def collector_paused() -> Iterator[None]:
@@ -35,10 +39,25 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
-            if not gc.get_freeze_count():
+            if not _kept_frozen:
                 gc.freeze()     # every tracked object to the oldest generation, unwalked
                 gc.unfreeze()
             gc.enable()
+
+
+def freeze_kept() -> None:
+    """Every tracked object out of the collector's sight, to stay so (a server's held
+    workspaces): paused phases no longer unfreeze everything as they end."""
+    global _kept_frozen
+    gc.freeze()
+    _kept_frozen = True
+
+
+def unfreeze_kept() -> None:
+    """What `freeze_kept` (or anything else) froze back in the collector's sight."""
+    global _kept_frozen
+    gc.unfreeze()
+    _kept_frozen = False
 
 
 def collection_paused(function: F) -> F:

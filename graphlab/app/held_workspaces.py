@@ -10,7 +10,7 @@ workspace again.
 
 The collector: a workspace is many long-lived objects in cycles (a node its values, a value its
 producer; 2.5 million objects for a 10,000-node pipeline), and a full collection walks them
-all, 1-2 s, whenever one falls due.  So held objects are frozen (`gc.freeze`): collections skip
+all, 1-2 s, whenever one falls due.  So held objects are frozen (`freeze_kept`): collections skip
 them.  An evicted workspace's cycles can only be freed by a collection that walks everything
 held (unfreeze, collect, freeze); that one runs once the nodes evicted since the last reach
 half of those held, so its cost is spread over many evictions (one per eviction took 80 % of a
@@ -22,6 +22,8 @@ from __future__ import annotations
 import gc
 import threading
 from collections import OrderedDict
+
+from compiler_core.ir.collection import freeze_kept, unfreeze_kept
 
 NODE_BUDGET = 1_000_000   # graph nodes over all held workspaces' snapshots (~1.2 GB)
 
@@ -56,9 +58,9 @@ def hold(key: str, workspace) -> None:
     # Not under the lock: other threads may read meanwhile.  Without the unfreeze, the
     # collection walks only what is not frozen yet: the new workspace and recent garbage.
     if collect:
-        gc.unfreeze()
+        unfreeze_kept()
     gc.collect()
-    gc.freeze()
+    freeze_kept()
 
 
 def workspace_nodes(workspace) -> int:
