@@ -109,8 +109,7 @@ def held_set(monkeypatch):
     full = []
     monkeypatch.setattr(held_workspaces, "unfreeze_kept", lambda: (full.append(1),
                                                                    unfreeze_kept()))
-    yield full
-    unfreeze_kept()
+    return full   # what it froze is handed back after the test (conftest)
 
 
 def test_held_workspaces_are_out_of_the_collectors_sight_and_evicted_ones_are_freed(held_set):

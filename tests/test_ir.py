@@ -288,10 +288,8 @@ def test_a_paused_phase_hands_what_it_made_to_the_oldest_generation_unless_objec
 
     kept = _Made()
     freeze_kept()   # a server's held workspaces: they stay out of every collection's walk
-    try:
-        phase()
-        assert gc.isenabled() and not any(o is kept for o in gc.get_objects())
-        assert any(o is made[1] for o in gc.get_objects())   # in sight: collectable
-    finally:
-        unfreeze_kept()
+    phase()
+    assert gc.isenabled() and not any(o is kept for o in gc.get_objects())
+    assert any(o is made[1] for o in gc.get_objects())   # in sight: collectable
+    unfreeze_kept()
     assert any(o is kept for o in gc.get_objects(generation=2))
