@@ -8,7 +8,9 @@
  * it cost plotly some 12 ms a chart for a box that looks the same undrawn, six times on each
  * opening of the Systolic tab.  A chart in view draws as before, one frame later.  The
  * promise the caller holds settles once the figure is drawn.  (Resizes are not held: a chart
- * keeps fitting its column, and refitting costs little.)
+ * keeps fitting its column, and refitting costs little.)  dcc.Graph makes its next call only
+ * when the last one settles, so a figure that comes after a chart mounted unseen waits in the
+ * Graph's own queue, not here: seen, such a chart draws its mount figure, then the newest.
  */
 (function () {
   "use strict";

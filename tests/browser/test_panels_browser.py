@@ -228,18 +228,21 @@ def heatmap_position(dash_duo) -> tuple[int, int, int]:
 
 def test_a_chart_below_the_fold_is_drawn_when_a_person_scrolls_to_it(dash_duo, graphlab_app):
     """Opening the Systolic tab draws none of the charts stacked below its controls, not even
-    blank; the timeline (the lowest) gets its figure, and draws it once scrolled into view."""
+    blank, once its answer has come; scrolled to, the timeline (the lowest) is drawn with its
+    figure.  (Which figure a chart holds unseen depends on whether the answer came before the
+    chart mounted: dcc.Graph queues a figure behind the one it mounted with.)"""
     open_view(dash_duo, graphlab_app, "?model=cnn_bn")
     dash_duo.driver.find_element(
         "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Systolic']").click()
-    lowest = "var gd = document.querySelector('#systolic-timeline > div:last-child');"
-    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(
-        lowest + "return !!gd && window.graphlabChartWaits(gd, true);"), 20,
-        "the timeline's figure never came")
+    wait_until(dash_duo, lambda: "GEMM (" in dash_duo.find_element("#systolic-source").text,
+               20, "the Systolic tab never answered")
     drawn = "return Array.from(document.querySelectorAll('.side .dash-graph'))" \
         ".filter(function (g) { return g.querySelector('.js-plotly-plot'); }).length;"
     assert dash_duo.driver.execute_script(drawn) == 0   # none drawn, not even blank
-    assert chart_js(dash_duo.driver, "systolic-timeline", "return gd.data.length;") > 0
+    wait_until(dash_duo, lambda: chart_js(dash_duo.driver, "systolic-timeline",
+                                          "return gd.data.length;"), 20,
+               "the timeline was drawn without its figure")
+    lowest = "var gd = document.querySelector('#systolic-timeline > div:last-child');"
     assert dash_duo.driver.execute_script(
         lowest + "var r = gd.getBoundingClientRect(); return r.top < innerHeight;")
 
