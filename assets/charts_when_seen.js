@@ -6,11 +6,16 @@
  * plotly's `react` is wrapped: a chart's newest figure waits until the chart nears the
  * viewport (or its hidden box is shown).  So does the blank figure a chart mounts with: drawn,
  * it cost plotly some 12 ms a chart for a box that looks the same undrawn, six times on each
- * opening of the Systolic tab.  A chart in view draws as before, one frame later.  The
- * promise the caller holds settles once the figure is drawn.  (Resizes are not held: a chart
- * keeps fitting its column, and refitting costs little.)  dcc.Graph makes its next call only
- * when the last one settles, so a figure that comes after a chart mounted unseen waits in the
- * Graph's own queue, not here: seen, such a chart draws its mount figure, then the newest.
+ * opening of the Systolic tab.  A chart in view draws as before, one frame later.  (Resizes
+ * are not held: a chart keeps fitting its column, and refitting costs little.)
+ *
+ * dcc.Graph makes its next call only when the last one settles, each with the figure of its
+ * own time.  So the caller of a chart plotly has drawn before is answered at once, and only
+ * the newest figure is drawn when the chart is seen: held until then, a Play running out of
+ * sight queued one call a tick, and coming back to the chart replayed every one of them.  A
+ * chart never drawn keeps its caller waiting until it is (dcc.Graph binds its events to the
+ * drawn chart then), so figures that come after an unseen mount wait in the Graph's queue:
+ * seen, such a chart draws its mount figure, then the newest.
  */
 (function () {
   "use strict";
@@ -47,6 +52,7 @@
         watch.observe(div);   // it reports at once whether the chart is in view
       }
       call.args = Array.prototype.slice.call(arguments);   // the newest figure wins
+      if (div._fullLayout) { return Promise.resolve(div); }  // drawn before: answered at once
       return new Promise(function (resolve, reject) { call.settle.push([resolve, reject]); });
     };
     plotly.__drawnWhenSeen = true;

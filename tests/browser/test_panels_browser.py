@@ -247,6 +247,37 @@ def test_a_chart_below_the_fold_is_drawn_when_a_person_scrolls_to_it(dash_duo, g
         lowest + "var r = gd.getBoundingClientRect(); return r.top < innerHeight;")
 
 
+def test_a_chart_out_of_sight_while_play_runs_draws_only_the_newest_step_when_seen(
+        dash_duo, graphlab_app):
+    """A person presses Play and scrolls down to the timeline.  The array's chart, out of
+    sight, draws nothing meanwhile; scrolled back to after a pause, it draws the step the
+    sliders show, once, not every step it missed (each tick's figure used to wait its turn)."""
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn&panel=systolic")
+    wait_for_plot(dash_duo, "systolic-heatmap")
+    draws = ("var gd = document.querySelector('#systolic-heatmap > div:last-child');"
+             "if (gd.drawnTimes === undefined) { gd.drawnTimes = 0;"
+             "  gd.on('plotly_afterplot', function () { gd.drawnTimes += 1; }); }"
+             "return gd.drawnTimes;")
+    cycle = "return +document.querySelector('#systolic-cycle [role=slider]')" \
+        ".getAttribute('aria-valuenow');"
+    dash_duo.find_element("#systolic-play").click()
+    dash_duo.driver.execute_script("document.getElementById('systolic-passes')"
+                                   ".scrollIntoView();")
+    away = dash_duo.driver.execute_script(draws), dash_duo.driver.execute_script(cycle)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(cycle) >= away[1] + 50, 20,
+               "Play did not move the cycle slider")
+    dash_duo.driver.execute_script("document.getElementById('systolic-play').click();")
+    assert dash_duo.driver.execute_script(draws) == away[0]   # out of sight: nothing drawn
+    shown = [None, dash_duo.driver.execute_script(cycle)]
+    while shown[-1] != shown[-2]:                         # the last tick's answer landed
+        time.sleep(0.5)
+        shown.append(dash_duo.driver.execute_script(cycle))
+    wait_until(dash_duo, lambda: (heatmap_position(dash_duo) or (0, -1))[1] == shown[-1], 10,
+               "scrolled back to, the array does not show the sliders' step")
+    time.sleep(0.5)                                       # room for any later draw to show
+    assert dash_duo.driver.execute_script(draws) - away[0] <= 2   # the newest and its fit
+
+
 def test_the_systolic_tab_opened_by_a_click_shows_the_first_gemm_loading_and_steps(
         dash_duo, graphlab_app, capsys):
     """A person opens the Systolic tab with nothing selected: the dropdown shows the graph's
