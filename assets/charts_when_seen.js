@@ -9,18 +9,17 @@
  * opening of the Systolic tab.  A chart in view draws as before, one frame later.  (Resizes
  * are not held: a chart keeps fitting its column, and refitting costs little.)
  *
+ * The caller is answered at once, and only the newest figure is drawn when the chart is seen.
  * dcc.Graph makes its next call only when the last one settles, each with the figure of its
- * own time.  So the caller of a chart plotly has drawn before is answered at once, and only
- * the newest figure is drawn when the chart is seen: held until then, a Play running out of
- * sight queued one call a tick, and coming back to the chart replayed every one of them.  A
- * chart never drawn keeps its caller waiting until it is (dcc.Graph binds its events to the
- * drawn chart then), so figures that come after an unseen mount wait in the Graph's queue:
- * seen, such a chart draws its mount figure, then the newest.
+ * own time: a caller kept waiting held the Graph's whole queue, so a Play running out of sight
+ * queued one call a tick, and coming back to the chart replayed every one of them.  Answered,
+ * dcc.Graph binds its events to the chart (`gd.on`, which plotly gives a chart as it first
+ * draws it); on a chart not drawn yet they are kept and bound once it is.
  */
 (function () {
   "use strict";
   var MARGIN = "300px 0px";   // start drawing a little before the chart scrolls in
-  var waiting = new Map();    // graph div -> {plotly, react, args, settle: [resolve, reject][]}
+  var waiting = new Map();    // graph div -> {plotly, react, args}
   var watch = new IntersectionObserver(function (entries) {
     entries.forEach(function (entry) {
       if (entry.isIntersecting) { drawNow(entry.target); }
@@ -32,11 +31,22 @@
     if (!call) { return; }
     waiting.delete(gd);
     watch.unobserve(gd);
-    Promise.resolve(call.react.apply(call.plotly, call.args)).then(function (value) {
-      call.settle.forEach(function (s) { s[0](value); });
-    }, function (error) {
-      call.settle.forEach(function (s) { s[1](error); });
+    var bindings = gd.graphlabBindings;
+    if (bindings) {   // plotly's own event methods replace the stand-ins as it draws
+      delete gd.graphlabBindings;
+      delete gd.on;
+      delete gd.removeAllListeners;
+    }
+    Promise.resolve(call.react.apply(call.plotly, call.args)).then(function () {
+      (bindings || []).forEach(function (args) { gd.on.apply(gd, args); });
     });
+  }
+
+  /* Stand-ins for the event methods of a chart not drawn yet: what is bound waits for it. */
+  function keepBindings(gd) {
+    var bindings = gd.graphlabBindings = [];
+    gd.on = function () { bindings.push(Array.prototype.slice.call(arguments)); return gd; };
+    gd.removeAllListeners = function () { bindings.length = 0; };
   }
 
   function wrap(plotly) {
@@ -47,13 +57,13 @@
       if (!div) { return react.apply(this, arguments); }
       var call = waiting.get(div);
       if (!call) {
-        call = { plotly: this, react: react, settle: [] };
+        call = { plotly: this, react: react };
         waiting.set(div, call);
         watch.observe(div);   // it reports at once whether the chart is in view
       }
       call.args = Array.prototype.slice.call(arguments);   // the newest figure wins
-      if (div._fullLayout) { return Promise.resolve(div); }  // drawn before: answered at once
-      return new Promise(function (resolve, reject) { call.settle.push([resolve, reject]); });
+      if (!div._fullLayout && !div.on) { keepBindings(div); }
+      return Promise.resolve(div);
     };
     plotly.__drawnWhenSeen = true;
   }

@@ -228,9 +228,8 @@ def heatmap_position(dash_duo) -> tuple[int, int, int]:
 
 def test_a_chart_below_the_fold_is_drawn_when_a_person_scrolls_to_it(dash_duo, graphlab_app):
     """Opening the Systolic tab draws none of the charts stacked below its controls, not even
-    blank, once its answer has come; scrolled to, the timeline (the lowest) is drawn with its
-    figure.  (Which figure a chart holds unseen depends on whether the answer came before the
-    chart mounted: dcc.Graph queues a figure behind the one it mounted with.)"""
+    blank, once its answer has come; scrolled to, the timeline (the lowest) is drawn once, with
+    its figure, not first blank (as it was when the chart mounted before the answer came)."""
     open_view(dash_duo, graphlab_app, "?model=cnn_bn")
     dash_duo.driver.find_element(
         "xpath", "//*[@id='side-tabs']//*[normalize-space(text())='Systolic']").click()
@@ -239,9 +238,14 @@ def test_a_chart_below_the_fold_is_drawn_when_a_person_scrolls_to_it(dash_duo, g
     drawn = "return Array.from(document.querySelectorAll('.side .dash-graph'))" \
         ".filter(function (g) { return g.querySelector('.js-plotly-plot'); }).length;"
     assert dash_duo.driver.execute_script(drawn) == 0   # none drawn, not even blank
-    wait_until(dash_duo, lambda: chart_js(dash_duo.driver, "systolic-timeline",
-                                          "return gd.data.length;"), 20,
-               "the timeline was drawn without its figure")
+    dash_duo.driver.execute_script(   # the traces the timeline holds at each change of its box
+        "var gd = document.querySelector('#systolic-timeline > div:last-child');"
+        "window.timelineTraces = []; new MutationObserver(function () {"
+        "  window.timelineTraces.push(gd.data ? gd.data.length : null);"
+        "}).observe(gd, {childList: true, subtree: true});")
+    assert chart_js(dash_duo.driver, "systolic-timeline", "return gd.data.length;") > 0
+    traces = dash_duo.driver.execute_script("return window.timelineTraces;")
+    assert traces and 0 not in traces, traces            # never drawn blank
     lowest = "var gd = document.querySelector('#systolic-timeline > div:last-child');"
     assert dash_duo.driver.execute_script(
         lowest + "var r = gd.getBoundingClientRect(); return r.top < innerHeight;")
