@@ -88,7 +88,8 @@ return {labels: cy.nodes('.op').map(function (n) { return n.data('label'); }).so
 """
 
 # Visible elements whose text is wider (or taller) than their box and hidden by it: what a
-# person reads as cut off ("Inspecto", "6 remov").  Scrolling areas are not cut: they scroll.
+# person reads as cut off ("Inspecto", "6 remov"), a chart's text included.  Scrolling areas
+# are not cut: they scroll.
 CUT_OFF = """
 var found = [];
 document.querySelectorAll('body *').forEach(function (el) {
@@ -107,6 +108,17 @@ document.querySelectorAll('body *').forEach(function (el) {
     found.push((el.id ? '#' + el.id : el.className || el.tagName) + ': ' +
                (placeholder ? el.placeholder : text).slice(0, 60));
   }
+});
+// a chart's text (titles, labels, legend) drawn past its chart's box: the box clips it
+document.querySelectorAll('.js-plotly-plot').forEach(function (plot) {
+  var box = plot.getBoundingClientRect();
+  if (!plot.offsetParent || box.width === 0) { return; }
+  plot.querySelectorAll('svg.main-svg text').forEach(function (t) {
+    var text = (t.textContent || '').trim(), r = t.getBoundingClientRect();
+    if (text && r.width > 0 && (r.right > box.right + 1 || r.left < box.left - 1)) {
+      found.push('chart ' + (plot.parentElement.id || '') + ': ' + text.slice(0, 60));
+    }
+  });
 });
 function measure(text, style) {
   var c = measure.c || (measure.c = document.createElement('canvas').getContext('2d'));

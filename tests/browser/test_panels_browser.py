@@ -10,6 +10,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
+from benchmarks.journeys import CUT_OFF
 from benchmarks.load import free_port
 from selenium.webdriver.common.action_chains import ActionChains
 
@@ -96,6 +97,20 @@ def test_roofline_draws_every_op_and_the_ridge_and_a_click_selects(dash_duo, gra
     wait_until(dash_duo, lambda: "node=" in dash_duo.driver.current_url,
                message="clicking a point selected no node")
     assert "panel=roofline" in dash_duo.driver.current_url
+
+
+def test_the_roofline_compared_at_1280_keeps_its_text_inside_the_chart(dash_duo, graphlab_app):
+    """At a projector's 1280x800, comparing fuse_attention's before and after: the titles,
+    the summary of what the pass did and the axes' titles all lie inside the chart."""
+    dash_duo.driver.set_window_size(1280, 800)
+    result, _ = app_pipeline("bert_tiny_op13")
+    fused_at = next(s.index for s in result.snapshots if s.pass_name == "fuse_attention")
+    open_view(dash_duo, graphlab_app, f"?model=bert_tiny_op13&pass={fused_at + 1}"
+                                      f"&panel=roofline&cmp=1")
+    wait_for_plot(dash_duo, "roofline-graph", "gd.layout.title.subtitle.text.includes('faster')")
+    cut = [text for text in dash_duo.driver.execute_script(CUT_OFF)
+           if text.startswith("chart roofline-graph")]
+    assert not cut, cut
 
 
 def test_the_charts_library_is_the_cartesian_bundle_loaded_once(dash_duo, graphlab_app):

@@ -148,12 +148,15 @@ def measured_table(workspace, step: int):
 
 
 def _change_summary(change) -> str:
+    """What the pass did to the ops and their estimated time, on two lines (the side column
+    is narrower than both, and a plotly subtitle never wraps)."""
     if not change.old and not change.new_ids:
         return "it changed no op"
     before, after = change.seconds_before, change.seconds_after
     speed = f" ({before / after:.2f}× faster)" if after > 0 and before != after else ""
     return (f"{len(change.old)} ops removed or changed (hollow) → {len(change.new_ids)} made "
-            f"(outlined); estimated {format_seconds(before)} → {format_seconds(after)}{speed}")
+            f"(outlined);<br>estimated {format_seconds(before)} → {format_seconds(after)}"
+            f"{speed}")
 
 
 PANEL = Panel(NAME, TAB, register, layout, tab="Roofline", follows_selection=True)
