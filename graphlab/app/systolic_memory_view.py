@@ -58,7 +58,7 @@ def sram_figure(record: dict) -> dict:
                          100 * full / half,
                          f"{format_bytes(filled)} of {format_bytes(full)}{over}"))
     return _bars_figure(bars, memory_title(record),
-                        "% of one SRAM half "
+                        "% of one SRAM half<br>"
                         f"(ifmap {format_bytes(record['sram']['ifmap']['half_bytes'])}, "
                         f"filter {format_bytes(record['sram']['filter']['half_bytes'])}, "
                         f"ofmap {format_bytes(record['sram']['ofmap']['half_bytes'])})")
@@ -100,7 +100,8 @@ def _bars_figure(bars: list[tuple], title: str, axis: str) -> dict:
     return {"data": traces, "layout": {
         "barmode": "overlay", "template": plotly_white(), "font": {"size": 14},
         "title": {"text": title, "x": 0.01, "font": {"size": 14}}, "showlegend": False,
-        "margin": {"l": 130, "r": 10, "t": 78, "b": 50}, "uirevision": "sram",
+        "margin": {"l": 130, "r": 10, "t": 78, "b": 50 + 16 * axis.count("<br>")},
+        "uirevision": "sram",
         "xaxis": {"title": {"text": axis, "font": {"size": 12}}, "range": [0, 100],
                   "fixedrange": True},
         "yaxis": {"autorange": "reversed", "type": "category", "categoryarray": labels,

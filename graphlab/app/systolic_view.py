@@ -230,7 +230,8 @@ def operands_figure(schedule: Schedule, step: Step) -> dict:
         shapes.append({"type": "rect", "x0": tile["cols"][0], "x1": tile["cols"][1],
                        "y0": tile["rows"][0], "y1": tile["rows"][1], "xref": x, "yref": y,
                        "line": {"width": 0}, "fillcolor": "#a5d8ff"})
-        caption = (f"{col_dim} →<br>tile: {row_dim} {_span(tile['rows'])}, "
+        # a line for each: three operands share the side column's width
+        caption = (f"{col_dim} →<br>tile: {row_dim} {_span(tile['rows'])},<br>"
                    f"{col_dim} {_span(tile['cols'])}")
         band = _in_flight(step, row_dim, col_dim, tile)
         if band is not None:
@@ -250,7 +251,7 @@ def operands_figure(schedule: Schedule, step: Step) -> dict:
                             "xref": "paper", "yref": "paper", "xanchor": "center",
                             "yanchor": "bottom", "showarrow": False, "font": {"size": 14}})
     layout.update(template=plotly_white(), font={"size": 13}, showlegend=False,
-                  margin={"l": 50, "r": 10, "t": 30, "b": 80}, uirevision="operands",
+                  margin={"l": 50, "r": 10, "t": 50, "b": 100}, uirevision="operands",
                   shapes=shapes, annotations=annotations)
     return {"data": [], "layout": layout}
 
@@ -267,7 +268,7 @@ def _span(bounds) -> str:
 
 def _operand_title(name: str, mapping) -> str:
     rows, cols = OPERAND_DIMS[name]
-    role = " (stays in the PEs)" if name == mapping.stationary_operand else ""
+    role = "<br>(stays in the PEs)" if name == mapping.stationary_operand else ""
     return f"{name}: {rows} × {cols}{role}"
 
 
@@ -305,10 +306,10 @@ def timeline_figure(schedule: Schedule, fold: int, cycle: int) -> dict:
             "hovertemplate": f"{phase}: %{{x}} cycles from cycle %{{base}}<extra></extra>"})
     return {"data": traces, "layout": {
         "barmode": "overlay", "template": plotly_white(), "font": {"size": 14},
-        "margin": {"l": 70, "r": 10, "t": 30, "b": 50},
+        "margin": {"l": 70, "r": 10, "t": 30, "b": 66},
         "legend": {"orientation": "h", "y": 1.12},
         "shapes": [cursor_shape(schedule, fold, cycle)], "uirevision": "timeline",
-        "xaxis": {"title": {"text": f"cycle, timing model: {TIMING_NAMES[timeline.timing]}"}},
+        "xaxis": {"title": {"text": f"cycle<br>timing model: {TIMING_NAMES[timeline.timing]}"}},
         "yaxis": {"autorange": "reversed", "type": "category",
                   "categoryarray": [f"fold {f + 1}" for f in folds]}}}
 

@@ -32,8 +32,8 @@ def traffic_figure(traffic: PipelineTraffic, selected: int) -> dict:
     traces, shapes, titles = [], [], []
     layout: dict = {
         "template": plotly_white(),
-        "title": {"text": f"Across the pipeline on {traffic.target.name} (× the input model; "
-                          f"dotted: the selected pass)",
+        "title": {"text": f"Across the pipeline on {traffic.target.name}<br>(× the input "
+                          f"model; dotted: the selected pass)",   # one line overflows the column
                   "x": 0.01, "font": {"size": 15}},
         "height": 300, "margin": {"l": 60, "r": 20, "t": 80, "b": 50}, "font": {"size": 13},
         "clickmode": "event", "hoverlabel": {"font": {"size": 13}}}

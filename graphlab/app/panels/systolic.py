@@ -160,7 +160,7 @@ def layout(_: Services) -> html.Div:
             chart(HEATMAP, STATIC, {"height": "460px"}),
             chart(SRAM_FIGURE, STATIC, {"height": "330px"}),
             chart(DRAM_FIGURE, STATIC, {"height": "300px"}),
-            chart(OPERANDS, STATIC, {"height": "290px"}),
+            chart(OPERANDS, STATIC, {"height": "330px"}),
             chart(TIMELINE, STATIC, {"height": "300px"}),
             html.Div(className="systolic-choices", children=[
                 html.Button("Compare dataflows · sweep SRAM and bandwidth",
