@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from onnx import helper
 
@@ -182,3 +183,31 @@ def test_skip_layernorm_keeps_the_op_signature():
     assert fused.op_type == "SkipLayerNormalization"
     assert [v.name for v in fused.inputs] == ["x", "r", "gamma", "beta"]
     assert fused.attrs["epsilon"] == pytest.approx(1e-5)
+
+
+def test_a_bias_shared_with_the_norms_shift_still_fuses_with_a_bias_of_its_own():
+    # Exporters keep one zero vector for a freshly initialized model's projection bias and
+    # norm shift; the fused op reads each slot once, so the bias slot gets its own copy.
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["mm"]),
+             helper.make_node("Add", ["mm", "zeros"], ["proj"]),
+             helper.make_node("Add", ["proj", "x"], ["sum"]),
+             helper.make_node("LayerNormalization", ["sum", "gamma", "zeros"], ["y"], axis=-1)]
+    inits = {"w": rand(8, 8), "gamma": rand(8) + 1, "zeros": np.zeros(8, np.float32)}
+    graph = build(nodes, [tensor("x", F, [2, 3, 8])], [tensor("y", F, [2, 3, 8])], inits)
+    shot = snapshot(run_checked(graph, "fuse_skip_layernorm"), "fuse_skip_layernorm")
+    assert not shot.declined
+    assert ops(shot.graph) == {"MatMul": 1, "SkipLayerNormalization": 1}
+    fused = shot.graph.nodes[-1]
+    names = [v.name for v in fused.inputs]
+    assert names[:4] == ["mm", "x", "gamma", "zeros"] and len(set(names)) == 5
+    assert not fused.inputs[4].constant_value().any()
+
+
+def test_a_sum_of_a_value_with_itself_is_declined_with_the_reason():
+    nodes = [helper.make_node("Add", ["x", "x"], ["sum"]),
+             helper.make_node("LayerNormalization", ["sum", "gamma", "beta"], ["y"], axis=-1)]
+    graph = build(nodes, [tensor("x", F, [2, 3, 8])], [tensor("y", F, [2, 3, 8])],
+                  LN_CONSTANTS)
+    (declined,) = snapshot(run_checked(graph, "fuse_skip_layernorm"),
+                           "fuse_skip_layernorm").declined
+    assert declined.reason.startswith("one value is read twice")

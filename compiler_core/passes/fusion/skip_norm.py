@@ -29,12 +29,23 @@ class SkipNormRule(Rule):
     params: ClassVar[tuple[str, ...]]
 
     def check(self, match: Match) -> str | Failure | None:
-        named = [match.bindings.get(name) for name in ("input", "skip", *self.params, "bias")]
-        present = [v for v in named if v is not None]
-        if len({v.name for v in present}) < len(present):
+        if any(slot != "bias" for slot in self._repeated_slots(match)):
             return ("one value is read twice (as the residual and the normalized input, or as "
                     "two of the normalization's parameters); the fused op needs distinct inputs")
         return self.outside_reader_failure(match, match.nodes, self._results(match, every=True))
+
+    def _repeated_slots(self, match: Match) -> list[str]:
+        """The operand slots whose value an earlier slot already reads.  A repeated bias is
+        mended in ``rewrite`` (exporters share one zero vector between a freshly initialized
+        model's norm shifts and projection biases); any other repeat declines the fusion."""
+        seen, repeated = set(), []
+        for slot in ("input", "skip", *self.params, "bias"):
+            value = match.bindings.get(slot)
+            if value is not None:
+                if value.name in seen:
+                    repeated.append(slot)
+                seen.add(value.name)
+        return repeated
 
     def norm_operands(self, graph: Graph, match: Match) -> list[Value | None] | str:
         """The fused op's inputs between the skip and the bias, or why they cannot be made."""
@@ -44,10 +55,22 @@ class SkipNormRule(Rule):
         params = self.norm_operands(graph, match)
         if isinstance(params, str):
             return params
-        operands = [match["input"], match["skip"], *params, match.bindings.get("bias")]
+        bias = match.bindings.get("bias")
+        if "bias" in self._repeated_slots(match):
+            bias = self._own_bias(graph, match)
+        operands = [match["input"], match["skip"], *params, bias]
         return self.fuse(graph, ctx, match.nodes, self.fused_op,
                          {"epsilon": float(match["epsilon"])}, operands=operands,
                          results=self._results(match, every=False))
+
+    @staticmethod
+    def _own_bias(graph: Graph, match: Match) -> Value:
+        """A copy of the bias constant for the bias Add to read, so the fused node's bias
+        slot is a value of its own (its body names each input once)."""
+        bias, bias_add = match["bias"], match["bias_add"]
+        copy = graph.add_initializer(bias.name, bias.constant_data())
+        bias_add.replace_input(bias_add.inputs.index(bias), copy)
+        return copy
 
     @staticmethod
     def _results(match: Match, every: bool) -> list[Value]:
