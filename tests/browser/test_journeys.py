@@ -75,6 +75,12 @@ def assert_draws(person: Person, model: str, previous: str | None, where: str,
     return labels
 
 
+# The Next button lies inside the pass column's visible box: a person can press it where it is.
+NEXT_IN_SIGHT = """var b = document.getElementById('step-next').getBoundingClientRect(),
+    c = document.querySelector('.stepper').getBoundingClientRect();
+return b.top >= c.top - 1 && b.bottom <= c.bottom + 1 && b.bottom <= window.innerHeight;"""
+
+
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, size):
     person = person_at(served, size)
@@ -88,6 +94,8 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
         while not person.driver.execute_script(
                 "var r = document.querySelectorAll('.pass-row');"
                 "return r[r.length - 1].classList.contains('selected');"):
+            assert person.driver.execute_script(NEXT_IN_SIGHT), \
+                f"Next is out of sight after {len(titles)} steps: the passes scrolled it away"
             person.next()
             title = person.text("#pane-after-title")
             assert title not in titles, f"Next did not move on from {title}"
@@ -99,7 +107,7 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
             assert ("changed nothing" in note) == unchanged, (title, note)
             assert person.eventually(lambda: person.driver.execute_script(   # the pass list
                 "var row = document.querySelector('.pass-row.selected'),"   # shows the pass
-                " list = row.closest('.stepper'), r = row.getBoundingClientRect(),"
+                " list = row.closest('.pass-list'), r = row.getBoundingClientRect(),"
                 " l = list.getBoundingClientRect();"
                 " return r.top >= l.top - 2 && r.bottom <= l.bottom + 2;")), title
         assert len(titles) > 5
