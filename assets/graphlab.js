@@ -167,12 +167,25 @@
     var zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
     if (zoom >= READABLE_ZOOM) {
       var middle = (box.y1 + box.y2) / 2;
-      show(zoom, (box.x1 + box.x2) / 2, middle - (linked.before.height() / 2 - PAD) / zoom);
+      show(zoom, (box.x1 + box.x2) / 2,
+           withinGraph(zoom, middle - (linked.before.height() / 2 - PAD) / zoom));
       return true;
     }
     var start = closestPair(marked);
-    show(READABLE_ZOOM, (start.x1 + start.x2) / 2, start.y1);
+    show(READABLE_ZOOM, (start.x1 + start.x2) / 2, withinGraph(READABLE_ZOOM, start.y1));
     return true;
+  }
+
+  /* The view's top moved so no empty band shows past the graph's top or foot (a change at the
+   * graph's foot, centred, left half the panes blank); a graph shorter than the view is
+   * centred in it.  A change stays in view: it lies inside the graph. */
+  function withinGraph(zoom, top) {
+    var all = union(panes().filter(function (cy) { return cy.elements().length; })
+      .map(function (cy) { return cy.elements().boundingBox(); }));
+    if (!all) { return top; }
+    var span = (linked.before.height() - 2 * PAD) / zoom;
+    if (all.y2 - all.y1 <= span) { return (all.y1 + all.y2) / 2 - span / 2; }
+    return Math.max(all.y1, Math.min(top, all.y2 - span));
   }
 
   /* Where a change of each pane can be seen at once at a readable zoom: of the pairs (one

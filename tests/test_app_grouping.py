@@ -11,12 +11,14 @@ from compiler_core.passes import PassManager
 from graphlab.app.config import AppConfig
 from graphlab.app.drawn_graph import drawn_edges
 from graphlab.app.elements import element_id
-from graphlab.app.graph_layout import layered_layout
-from graphlab.app.group_elements import op_summary
+from graphlab.app.graph_layout import Box, layered_layout
+from graphlab.app.graph_layout import Box
+from graphlab.app.group_elements import collapsed_group_elements, collapsed_size, op_summary
+from graphlab.app.scopes import Group
 from graphlab.app.nested_layout import BODY_LABEL_HEIGHT, GROUP_LABEL_HEIGHT, IO_HEIGHT, \
     pipeline_layout
 from graphlab.app.pane_payload import UiState, build_panes, drawn_groups, regrouped
-from graphlab.app.scopes import pipeline_scopes
+from graphlab.app.scopes import Group, pipeline_scopes
 from graphlab.app.services import Services
 from graphlab.app.styles import EDGE_Z
 from graphlab.app.view_state import ViewState
@@ -284,3 +286,17 @@ def test_a_collapsed_summary_leaves_out_whole_op_names_that_do_not_fit():
     assert op_summary(members, {}, chars=5) == "MatMulInteger 3"    # the first op always stays
     changed = {members[0].id: "modified"}
     assert op_summary(members, changed, chars=20) == "Sigmoid 2"    # what the pass changed first
+
+
+def test_a_long_op_name_is_read_whole_with_the_count_beside_the_group_name():
+    graph = Graph("one")
+    value = graph.add_input(Value("x", 1, (4,)))
+    fused = graph.add_node("SkipLayerNormalization", [value])
+    group = Group("g:/layer.0/norm", "norm", None, node_ids=[fused.id], size=1)
+    width, height = collapsed_size(group)
+    (node,) = collapsed_group_elements(group, Box(0, 0, width, height), [fused], {})
+    assert node["data"]["label"].split("\n") == ["norm · 1 node",
+                                                 "SkipLayerNormalization"]
+    group.label = "encoder/layer.0/attention/output"   # no room beside it: the count stays below
+    (node,) = collapsed_group_elements(group, Box(0, 0, *collapsed_size(group)), [fused], {})
+    assert node["data"]["label"].split("\n")[0] == group.label

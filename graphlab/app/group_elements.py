@@ -67,9 +67,7 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     changes = Counter(marks[n.id] for n in members if n.id in marks)
     text_width = box.w - BADGE_COLUMN - 3 * PADDING
     chars = int(text_width / CHAR_WIDTH)
-    count = f"{len(members)} node{'s' if len(members) != 1 else ''}"
-    lines = [group.label,
-             f"{count} · {op_summary(members, marks, chars - len(count) - len(SEPARATOR))}"]
+    lines = _label_lines(group.label, members, marks, chars)
     data = {"id": group.id, "label": "\n".join(_fit(line, chars) for line in lines),
             "kind": "group", "w": box.w, "h": box.h, "text_w": text_width,
             "text_dx": -(BADGE_COLUMN + PADDING) / 2}
@@ -78,6 +76,18 @@ def collapsed_group_elements(group: Group, box: Box, members: list[Node],
     classes = ["collapsed"] + [f"has-{mark}" for mark in MARK_ORDER if changes[mark]]
     node = {"data": data, "position": {"x": box.x, "y": box.y}, "classes": " ".join(classes)}
     return [node] + _badges(group, box, changes)
+
+
+def _label_lines(label: str, members: list[Node], marks: dict[int, str],
+                 chars: int) -> list[str]:
+    """["layer.3", "12 nodes · Attention · Add 5"]; the count goes up beside the name
+    ("LayerNorm · 1 node") when it fits there and the ops do not fit beside it, so a long op
+    name ("SkipLayerNormalization") is read whole."""
+    count = f"{len(members)} node{'s' if len(members) != 1 else ''}"
+    counted = f"{count}{SEPARATOR}{op_summary(members, marks, chars - len(count) - len(SEPARATOR))}"
+    if len(counted) <= chars or len(label) + len(SEPARATOR) + len(count) > chars:
+        return [label, counted]
+    return [f"{label}{SEPARATOR}{count}", op_summary(members, marks, chars)]
 
 
 def op_summary(members: list[Node], marks: dict[int, str], chars: int | None = None) -> str:

@@ -55,12 +55,28 @@ def assert_sound(person: Person, where: str) -> None:
     assert not cut, f"{where}: text cut off: {cut}"
 
 
+# Screen pixels of empty band the view shows above and below the graphs (both panes share
+# one viewport), when the graphs are taller than the view.
+EMPTY_BANDS = """var p = window.graphlabPanes, e = p.before.extent(), z = p.before.zoom(),
+    a = p.before.elements().boundingBox(), b = p.after.elements().boundingBox(),
+    top = Math.min(a.y1, b.y1), foot = Math.max(a.y2, b.y2);
+if (foot - top <= e.y2 - e.y1) { return null; }
+return [(top - e.y1) * z, (e.y2 - foot) * z];"""
+PAD_PX = 24   # what the page keeps free around a fit
+
+
 def assert_change_in_view(person: Person, where: str) -> None:
+    changed = False
     for side in ("before", "after"):
         view = person.pane(side)
         if view.marked:
+            changed = True
             assert view.seen, (f"{where}: none of the {view.marked} changed nodes is in view in "
                                f"the {side} pane")
+    bands = person.driver.execute_script(EMPTY_BANDS) if changed else None
+    if bands:
+        assert max(bands) <= PAD_PX + 2, (f"{where}: the change's view shows an empty band "
+                                          f"(above, below) of {bands} px past the graph")
 
 
 def assert_draws(person: Person, model: str, previous: str | None, where: str,
