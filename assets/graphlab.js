@@ -167,13 +167,20 @@
     var zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
     if (zoom >= READABLE_ZOOM) {
       var middle = (box.y1 + box.y2) / 2;
-      show(zoom, (box.x1 + box.x2) / 2,
+      show(zoom, middleOrStart(zoom, box),
            withinGraph(zoom, middle - (linked.before.height() / 2 - PAD) / zoom));
       return true;
     }
     var start = closestPair(marked);
-    show(READABLE_ZOOM, (start.x1 + start.x2) / 2, withinGraph(READABLE_ZOOM, start.y1));
+    show(READABLE_ZOOM, middleOrStart(READABLE_ZOOM, start), withinGraph(READABLE_ZOOM, start.y1));
     return true;
+  }
+
+  /* The x the view centres on: the box's middle, or, when the box is wider than the view (a
+   * collapsed group in a narrow pane), a view from its left edge, where its name is written. */
+  function middleOrStart(zoom, box) {
+    var half = (linked.before.width() / 2 - PAD) / zoom;
+    return box.x2 - box.x1 > 2 * half ? box.x1 + half : (box.x1 + box.x2) / 2;
   }
 
   /* The view's top moved so no empty band shows past the graph's top or foot (a change at the

@@ -63,6 +63,18 @@ EMPTY_BANDS = """var p = window.graphlabPanes, e = p.before.extent(), z = p.befo
 if (foot - top <= e.y2 - e.y1) { return null; }
 return [(top - e.y1) * z, (e.y2 - foot) * z];"""
 PAD_PX = 24   # what the page keeps free around a fit
+# Changed elements in view but wider than it whose left edge (where a group's name is
+# written) lies outside the view.
+CUT_AT_LEFT = """var p = window.graphlabPanes, found = [];
+['before', 'after'].forEach(function (side) {
+  var cy = p[side], e = cy.extent(), mark = /\\b(has-)?(removed|added|modified)\\b/;
+  cy.nodes().forEach(function (n) {
+    var b = n.boundingBox();
+    if (!mark.test(n.classes().join(' ')) || b.w <= e.w || b.y2 < e.y1 || b.y1 > e.y2) { return; }
+    if (b.x1 < e.x1 - 1) { found.push(side + ' ' + n.id()); }
+  });
+});
+return found;"""
 
 
 def assert_change_in_view(person: Person, where: str) -> None:
@@ -73,6 +85,8 @@ def assert_change_in_view(person: Person, where: str) -> None:
             changed = True
             assert view.seen, (f"{where}: none of the {view.marked} changed nodes is in view in "
                                f"the {side} pane")
+    cut = person.driver.execute_script(CUT_AT_LEFT) if changed else []
+    assert not cut, f"{where}: changed elements wider than the view shown without their left edge: {cut}"
     bands = person.driver.execute_script(EMPTY_BANDS) if changed else None
     if bands:
         assert max(bands) <= PAD_PX + 2, (f"{where}: the change's view shows an empty band "
@@ -135,6 +149,24 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
             assert_sound(person, f"the {tab} tab")
             panes = [person.pane(side) for side in ("before", "after")]
             assert all(p.width >= 250 and p.height >= 250 for p in panes), (tab, panes)
+    finally:
+        person.driver.quit()
+
+
+def test_on_a_projector_each_step_of_a_transformer_shows_its_groups_by_their_names(served):
+    """At 1280x800 a pane is narrower than a collapsed group at a readable zoom: a step whose
+    change is such a group shows it from its left edge, where its name is written."""
+    person = person_at(served, (1280, 800))
+    try:
+        person.open("?model=bert_tiny_op13")
+        steps = 0
+        while not person.driver.execute_script(
+                "var r = document.querySelectorAll('.pass-row');"
+                "return r[r.length - 1].classList.contains('selected');"):
+            person.next()
+            steps += 1
+            assert_change_in_view(person, person.text("#pane-after-title"))
+        assert steps > 20
     finally:
         person.driver.quit()
 
