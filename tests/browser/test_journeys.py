@@ -171,6 +171,33 @@ def test_on_a_projector_each_step_of_a_transformer_shows_its_groups_by_their_nam
         person.driver.quit()
 
 
+# The page's own scrolling (none is wanted: its columns scroll inside), and each pane's box.
+PAGE_AND_PANES = """var d = document.documentElement;
+return {scrolls: d.scrollWidth > d.clientWidth || d.scrollHeight > d.clientHeight,
+        folded: !!document.querySelector('.main.side-folded'),
+        panes: ['before', 'after'].map(function (side) {
+          var cy = window.graphlabPanes[side]; return [cy.width(), cy.height()]; })};"""
+
+
+def test_on_a_1024_screen_the_panes_take_the_width_and_the_side_panel_opens_on_demand(served):
+    person = person_at(served, (1024, 768))
+    try:
+        person.open("?model=bert_tiny_op13")
+        page = person.driver.execute_script(PAGE_AND_PANES)
+        assert page["folded"] and not page["scrolls"], page
+        assert all(width >= 350 and height >= 250 for width, height in page["panes"]), page
+        assert_change_in_view(person, "the first view at 1024x768")
+        person.click("#fold-side")   # "⇤ Side panel": the tabs come back
+        person.open_tab("Patterns")
+        assert "Patterns in pass" in person.text(".side"), person.text(".side")[:200]
+        person.click("#fold-side")   # and away again, with no scrollbar left behind
+        page = person.driver.execute_script(PAGE_AND_PANES)
+        assert page["folded"] and not page["scrolls"], page
+        assert_sound(person, "the side panel folded and opened at 1024x768")
+    finally:
+        person.driver.quit()
+
+
 def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_path):
     person = person_at(served, (1280, 800))
     upload = tmp_path / "my_model.onnx"
