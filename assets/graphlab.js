@@ -249,8 +249,7 @@
     // is fitted whole.
     together(function () { fitChange() || sameModel || fitAll(); });
     if (!sameModel) { linked.reveal(true); }   // a link's selected node wins over the fit
-    var row = document.querySelector(".pass-row.selected");
-    if (row) { row.scrollIntoView({ block: "nearest" }); }
+    showSelectedPass();
     lastActivity = Date.now();
     preloadCharts();
     return true;
@@ -405,29 +404,28 @@
     return window.graphlabPanes;
   }
 
+  /* The selected pass scrolled into sight inside the pass list only: scrollIntoView would also
+   * scroll the column around it (on a short screen), carrying Prev and Next away.  No scroll
+   * when it is in sight already. */
+  function showSelectedPass() {
+    var list = document.getElementById("pass-list"),
+        row = list && list.querySelector(".pass-row.selected");
+    if (!row) { return; }
+    var r = row.getBoundingClientRect(), l = list.getBoundingClientRect();
+    if (r.top < l.top) { list.scrollTop -= l.top - r.top; }
+    else if (r.bottom > l.bottom) { list.scrollTop += r.bottom - l.bottom; }
+  }
+
   /* The selected pass stays in sight in the pass list, however it was selected. */
   var watched = null;
   function followSelectedPass() {
     var list = document.getElementById("pass-list");
     if (!list || list === watched) { return; }
     watched = list;
-    new MutationObserver(function () {   // "nearest": no scroll when it is in sight already
-      var row = list.querySelector(".pass-row.selected");
-      if (row) { row.scrollIntoView({ block: "nearest" }); }
-    }).observe(list, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
-  }
-
-  /* On a screen narrower than NARROW_SCREEN (a 1024 x 768 projector) the side panel starts
-   * folded: open, it left each pane 190 px wide; "⇤ Side panel" or a tapped node opens it. */
-  var NARROW_SCREEN = 1200, sized = false;
-  function foldWhenNarrow() {
-    if (sized || !document.querySelector(".main")) { return; }
-    sized = true;
-    if (window.innerWidth < NARROW_SCREEN) { foldSide(true); }
+    new MutationObserver(showSelectedPass).observe(list, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
   }
 
   var timer = setInterval(function () {
-    foldWhenNarrow();
     if (!linked) { linked = link(); }
     followSelectedPass();
     if (linked && watched) { clearInterval(timer); }
