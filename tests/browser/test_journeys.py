@@ -93,6 +93,11 @@ def assert_change_in_view(person: Person, where: str) -> None:
                                           f"(above, below) of {bands} px past the graph")
 
 
+def at_last_pass(person: Person) -> bool:
+    return person.driver.execute_script("var r = document.querySelectorAll('.pass-row');"
+                                        "return r[r.length - 1].classList.contains('selected');")
+
+
 def assert_draws(person: Person, model: str, previous: str | None, where: str,
                  sides: tuple[str, ...] = ("before", "after")) -> str:
     """The panes (both, or ``sides``) draw ``model``: its op types only, and not what was
@@ -121,9 +126,7 @@ def test_a_student_steps_through_every_pass_and_opens_every_tab(served, shots, s
         assert_sound(person, "the first view")
         assert_change_in_view(person, "the first view")
         titles = []
-        while not person.driver.execute_script(
-                "var r = document.querySelectorAll('.pass-row');"
-                "return r[r.length - 1].classList.contains('selected');"):
+        while not at_last_pass(person):
             assert person.driver.execute_script(NEXT_IN_SIGHT), \
                 f"Next is out of sight after {len(titles)} steps: the passes scrolled it away"
             person.next()
@@ -160,9 +163,7 @@ def test_on_a_projector_each_step_of_a_transformer_shows_its_groups_by_their_nam
     try:
         person.open("?model=bert_tiny_op13")
         steps = 0
-        while not person.driver.execute_script(
-                "var r = document.querySelectorAll('.pass-row');"
-                "return r[r.length - 1].classList.contains('selected');"):
+        while not at_last_pass(person):
             person.next()
             steps += 1
             assert_change_in_view(person, person.text("#pane-after-title"))
