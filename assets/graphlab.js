@@ -143,12 +143,17 @@
                     (cy.height() - 2 * PAD) / Math.max(box.y2 - box.y1, 1));
   }
 
+  /* The box around both panes' graphs; null when neither draws anything. */
+  function graphsBox() {
+    return union(panes().filter(function (cy) { return cy.elements().length; })
+      .map(function (cy) { return cy.elements().boundingBox(); }));
+  }
+
   /* The whole graph when it fits at a readable zoom, else its top at that zoom. */
   function fitAll() {
-    var boxes = panes().filter(function (cy) { return cy.elements().length; })
-      .map(function (cy) { return cy.elements().boundingBox(); });
-    if (!boxes.length) { return; }
-    var box = union(boxes), zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
+    var box = graphsBox();
+    if (!box) { return; }
+    var zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
     if (zoom >= READABLE_ZOOM) {
       show(zoom, (box.x1 + box.x2) / 2, (box.y1 + box.y2) / 2 - (linked.before.height() / 2 - PAD) / zoom);
     } else {
@@ -187,8 +192,7 @@
    * graph's foot, centred, left half the panes blank); a graph shorter than the view is
    * centred in it.  A change stays in view: it lies inside the graph. */
   function withinGraph(zoom, top) {
-    var all = union(panes().filter(function (cy) { return cy.elements().length; })
-      .map(function (cy) { return cy.elements().boundingBox(); }));
+    var all = graphsBox();
     if (!all) { return top; }
     var span = (linked.before.height() - 2 * PAD) / zoom;
     if (all.y2 - all.y1 <= span) { return (all.y1 + all.y2) / 2 - span / 2; }

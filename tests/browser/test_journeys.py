@@ -85,9 +85,11 @@ def assert_change_in_view(person: Person, where: str) -> None:
             changed = True
             assert view.seen, (f"{where}: none of the {view.marked} changed nodes is in view in "
                                f"the {side} pane")
-    cut = person.driver.execute_script(CUT_AT_LEFT) if changed else []
+    if not changed:
+        return
+    cut = person.driver.execute_script(CUT_AT_LEFT)
     assert not cut, f"{where}: changed elements wider than the view shown without their left edge: {cut}"
-    bands = person.driver.execute_script(EMPTY_BANDS) if changed else None
+    bands = person.driver.execute_script(EMPTY_BANDS)
     if bands:
         assert max(bands) <= PAD_PX + 2, (f"{where}: the change's view shows an empty band "
                                           f"(above, below) of {bands} px past the graph")
