@@ -429,7 +429,18 @@
     new MutationObserver(showSelectedPass).observe(list, { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
   }
 
+  /* On a screen narrower than NARROW_SCREEN (a 1024 x 768 projector) the page opens with the
+   * side panel folded: open, it leaves each pane under 200 px wide.  "⇤ Side panel" or a
+   * tapped node opens it. */
+  var NARROW_SCREEN = 1200, sized = false;
+  function foldWhenNarrow() {
+    if (sized || !document.querySelector(".main")) { return; }
+    sized = true;
+    if (window.innerWidth < NARROW_SCREEN) { foldSide(true); }
+  }
+
   var timer = setInterval(function () {
+    foldWhenNarrow();
     if (!linked) { linked = link(); }
     followSelectedPass();
     if (linked && watched) { clearInterval(timer); }

@@ -23,6 +23,17 @@ def pytest_configure(config):
     BaseDashRunner._next_port += 1000 * int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
 
 
+def pytest_setup_options():
+    """dash[testing]'s browser at a person's window (a 1280 x 800 projector), not Chromium's
+    800 x 600 default, so the tests see the page as people do; a test about another size sets
+    its own."""
+    from selenium.webdriver.chrome.options import Options
+
+    options = Options()
+    options.add_argument("--window-size=1280,800")
+    return options
+
+
 @pytest.fixture
 def graphlab_app(tmp_path):
     return create_app(AppConfig(cache_dir=str(tmp_path / "sessions")))

@@ -182,20 +182,23 @@ return {scrolls: d.scrollWidth > d.clientWidth || d.scrollHeight > d.clientHeigh
           var cy = window.graphlabPanes[side]; return [cy.width(), cy.height()]; })};"""
 
 
-def test_on_a_1024_screen_folding_the_side_panel_gives_the_panes_the_width(served):
+def test_on_a_1024_screen_the_page_opens_with_the_side_panel_folded(served):
     person = person_at(served, (1024, 768))
     try:
         person.open("?model=bert_tiny_op13")
-        person.open_tab("Patterns")
-        assert "Patterns in pass" in person.text(".side"), person.text(".side")[:200]
-        person.click("#fold-side")   # "Side panel ⇥": the panes take its width
-        page = person.driver.execute_script(PAGE_AND_PANES)
+        page = person.driver.execute_script(PAGE_AND_PANES)   # the panes have the width
         assert page["folded"] and not page["scrolls"], page
         assert all(width >= 350 and height >= 250 for width, height in page["panes"]), page
-        person.click("#fold-side")   # and back, with no scrollbar left behind either way
+        assert_sound(person, "the page opened at 1024x768")
+        person.click("#fold-side")   # "⇤ Side panel": the tabs come back
         page = person.driver.execute_script(PAGE_AND_PANES)
         assert not page["folded"] and not page["scrolls"], page
-        assert_sound(person, "the side panel folded and opened at 1024x768")
+        person.open_tab("Patterns")
+        assert "Patterns in pass" in person.text(".side"), person.text(".side")[:200]
+        person.click("#fold-side")   # and away again, with no scrollbar left behind either way
+        page = person.driver.execute_script(PAGE_AND_PANES)
+        assert page["folded"] and not page["scrolls"], page
+        assert_sound(person, "the side panel opened and folded at 1024x768")
     finally:
         person.driver.quit()
 
