@@ -94,6 +94,13 @@ def inconsistent_shapes() -> onnx.ModelProto:
     return _model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")],
                   [_x()], [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [w])
 
+def minus_one_dim() -> onnx.ModelProto:
+    """A batch dim written as -1, as some converters write "any size"."""
+    return _model([helper.make_node("Relu", ["x"], ["y"], name="relu")],
+                  [helper.make_tensor_value_info("x", TensorProto.FLOAT, [-1, 3])],
+                  [helper.make_tensor_value_info("y", TensorProto.FLOAT, [-1, 3])])
+
+
 def custom_op() -> onnx.ModelProto:
     model = _model([helper.make_node("FancyOp", ["x"], ["t"], name="fancy", domain="com.example"),
                     helper.make_node("Relu", ["t"], ["y"], name="relu")],

@@ -168,3 +168,18 @@ def test_a_model_without_an_onnx_opset_is_read_with_a_stated_one():
     del proto.opset_import[:]
     graph = load_model(proto.SerializeToString())
     assert graph.warnings == ["the model imports no ai.onnx opset: its ops are read as opset 18"]
+
+
+def test_a_dim_written_as_minus_one_is_an_unknown_size(tmp_path):
+    """-1 is no size: read as unknown, it gets a name, and compile runs the model at a size
+    it chooses (it crashed making inputs of size -1)."""
+    graph = load_model(bad_models.minus_one_dim().SerializeToString())
+    (x,) = graph.inputs
+    assert x.shape[0] is None or isinstance(x.shape[0], str), x.shape
+    assert x.shape[1] == 3
+    path = bad_models.write(bad_models.minus_one_dim(), str(tmp_path), "minus_one.onnx")
+    done = _run_cli("compile", path, "--verify", "-o", str(tmp_path / "out.onnx"))
+    assert done.returncode == 0, done.stderr
+    assert "outputs match the input model's" in done.stdout, done.stdout
+    written = onnx.load(str(tmp_path / "out.onnx")).graph.input[0].type.tensor_type.shape.dim
+    assert written[0].dim_value >= 0 and written[1].dim_value == 3

@@ -16,6 +16,7 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ..ir.proto_types import read_dim
 from ..runtime_check import LEVELS
 from .failures import Failure
 
@@ -99,8 +100,7 @@ def _value_info(value: onnx.ValueInfoProto) -> str:
     tensor = value.type.tensor_type
     if not value.type.HasField("tensor_type"):
         return f"onnx.ValueInfoProto(name={value.name!r})"
-    shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-             for d in tensor.shape.dim] if tensor.HasField("shape") else None
+    shape = [read_dim(d) for d in tensor.shape.dim] if tensor.HasField("shape") else None
     kind = onnx.TensorProto.DataType.Name(tensor.elem_type)
     return f"helper.make_tensor_value_info({value.name!r}, TensorProto.{kind}, {shape!r})"
 

@@ -22,6 +22,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from .node import Node
+from .proto_types import read_dim
 from .value import Value
 
 MS_DOMAIN = "com.microsoft"
@@ -125,8 +126,7 @@ def _stand_in(spec: StandIn, node: Node) -> list[Out]:
     if found is None or not found.HasField("tensor_type"):
         return [None]
     tensor = found.tensor_type
-    shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                  for d in tensor.shape.dim) if tensor.HasField("shape") else None
+    shape = tuple(read_dim(d) for d in tensor.shape.dim) if tensor.HasField("shape") else None
     typed_by = _input(node, spec.dtype_from if spec.dtype_from is not None else spec.inputs[0])
     dtype = spec.dtype or _elem(typed_by) or FLOAT   # no y_zero_point: a float output
     return [(dtype, shape)]

@@ -52,9 +52,17 @@ def _tensor_type_read(serialized: bytes) -> tuple[int | None, tuple | None]:
     tensor_type = onnx.TypeProto.FromString(serialized).tensor_type
     shape = None
     if tensor_type.HasField("shape"):
-        shape = tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
-                      for d in tensor_type.shape.dim)
+        shape = tuple(read_dim(d) for d in tensor_type.shape.dim)
     return tensor_type.elem_type or None, shape
+
+
+def read_dim(dim: onnx.TensorShapeProto.Dimension) -> int | str | None:
+    """A dim as the IR holds it: its size, its symbol, or None when unknown.  A negative
+    size is unknown too: some converters write -1 for "any size", which no ONNX reader
+    accepts as a size."""
+    if dim.HasField("dim_value"):
+        return dim.dim_value if dim.dim_value >= 0 else None
+    return dim.dim_param or None
 
 
 def to_value_info(value: Value) -> onnx.ValueInfoProto:
