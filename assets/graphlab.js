@@ -13,6 +13,7 @@
    * (model and pass) and how many elements the pane holds once it is applied. */
   var sent = { "pane-before": null, "pane-after": null };
   var fitted = null;          // the view the panes were last fitted to
+  var personMoved = false;    // the person has panned or zoomed since the last fit
   var linked = null;          // {before, after}: the panes' graph instances, once drawn
 
   /* An address with doubled slashes ("host//?model=x") made every URL the page writes
@@ -104,7 +105,27 @@
     if (!main) { return; }
     main.classList.toggle("side-folded", folded);
     if (button) { button.textContent = folded ? "⇤ Side panel" : "Side panel ⇥"; }
-    if (linked) { panes().forEach(function (cy) { cy.resize(); }); }
+  }   // the panes' new width is measured by `measureWhenResized`
+
+  /* The graph component measures its pane only when the window resizes, and a pane also
+   * changes size without it: the side panel folded, the top bar wrapping onto a second row
+   * as its boxes fill, a message shown above.  A pane measuring its old size fitted a change
+   * beside the view.  So each resize is measured; a view the page fitted and the person has
+   * not moved since is fitted again, else what was at its centre stays there. */
+  function measureWhenResized(cy) {
+    if (!window.ResizeObserver) { return; }
+    new ResizeObserver(function () {
+      if (cy.width() === cy.container().clientWidth && cy.height() === cy.container().clientHeight) {
+        return;
+      }
+      together(function () {
+        var zoom = cy.zoom(), pan = cy.pan();
+        var x = (cy.width() / 2 - pan.x) / zoom, y = (cy.height() / 2 - pan.y) / zoom;
+        cy.resize();
+        cy.pan({ x: cy.width() / 2 - zoom * x, y: cy.height() / 2 - zoom * y });
+        if (!personMoved && fitted) { fitChange(); }
+      });
+    }).observe(cy.container());
   }
 
   function cyOf(id) {
@@ -252,6 +273,7 @@
     // A pass that changed nothing leaves the view where the person put it; another model
     // is fitted whole.
     together(function () { fitChange() || sameModel || fitAll(); });
+    personMoved = false;
     if (!sameModel) { linked.reveal(true); }   // a link's selected node wins over the fit
     showSelectedPass();
     lastActivity = Date.now();
@@ -337,11 +359,14 @@
     function follow(source, target) {
       source.on("viewport", function () {
         if (syncing) { return; }
+        personMoved = true;
         together(function () { target.viewport({ zoom: source.zoom(), pan: source.pan() }); });
       });
     }
     follow(a, b);
     follow(b, a);
+    measureWhenResized(a);
+    measureWhenResized(b);
     var pending = null;
     function regrouped() {
       clearTimeout(pending);
