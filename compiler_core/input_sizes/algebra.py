@@ -166,6 +166,8 @@ class Poly:
 
     # -- identity and text --------------------------------------------------------------------
     def __eq__(self, other: object) -> bool:
+        if self is other:   # the usual case: shapes share their dims' objects (``Walk.ir_shape``)
+            return True
         if isinstance(other, int):
             other = Poly.const(other)
         return isinstance(other, Poly) and self.terms == other.terms

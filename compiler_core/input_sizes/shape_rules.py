@@ -23,6 +23,9 @@ def broadcast(walk: Walk, node: Node, shapes: list[Shape | None], what: str) -> 
     """Numpy broadcasting; two dims that are both not 1 must be equal."""
     if any(s is None for s in shapes):
         return None
+    ranked = [s for s in shapes if s]   # a scalar broadcasts to anything: no dim to tie
+    if ranked and all(_same_dims(s, ranked[0]) for s in ranked[1:]):
+        return ranked[0]   # the usual element-wise op: nothing to tie, the shape passes on
     rank = max((len(s) for s in shapes), default=0)
     result = []
     for axis in range(rank):
@@ -32,6 +35,11 @@ def broadcast(walk: Walk, node: Node, shapes: list[Shape | None], what: str) -> 
             walk.equal(sized[0], other, node, what)
         result.append(sized[0] if sized else ONE)
     return tuple(result)
+
+
+def _same_dims(shape: Shape, other: Shape) -> bool:
+    """The same dims, object for object (shapes read from the IR share their dims)."""
+    return len(shape) == len(other) and all(a is b for a, b in zip(shape, other))
 
 
 def _elementwise(walk: Walk, node: Node) -> list[Shape | None]:
