@@ -13,8 +13,11 @@ import onnxruntime as ort
 import pytest
 from onnx import helper
 
+from compiler_core.compilation import compile_model
+from compiler_core.ir import load_model
 from compiler_core.passes import Pass, PassResult
 from compiler_core.passes.framework import pass_registry as registry
+from compiler_core.records import to_json
 from graphlab.cli import main
 from graphlab.samples import get_sample
 import sized_models
@@ -180,6 +183,33 @@ def test_text_report_lists_passes_declines_and_notes(capsys, tmp_path):
     assert out.splitlines()[0].split() == ["pass", "nodes", "rewrites", "seconds", "verify"]
     assert "eliminate_identity" in out and "1 -> 1" in out and "ok (max abs err 0)" in out
     assert "declined  eliminate_identity: identity_alias at alias:" in out
+
+
+def test_near_misses_are_judged_only_for_a_report_that_shows_declines(capsys, tmp_path):
+    """An Add of a Mul (not of a MatMul) under a Relu is a near miss of MatMul+bias+Relu: the
+    text report declines it; the record `compile --json` prints, which shows no declines, is
+    the same whether or not they were judged."""
+    path = tmp_path / "near.onnx"
+    graph = helper.make_graph(
+        [helper.make_node("Mul", ["x", "x"], ["m"], name="mul"),
+         helper.make_node("Add", ["m", "b"], ["a"], name="add"),
+         helper.make_node("Relu", ["a"], ["y"], name="relu")], "g",
+        [tensor("x", F, [2, 4])], [tensor("y", F, [2, 4])],
+        [onnx.numpy_helper.from_array(np.ones(4, np.float32), "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    assert main(["compile", str(path)]) == 0
+    assert "declined  fuse_linear_bias_act: matmul_bias_act at relu: Add input 0: expected " \
+           "MatMul, found Mul" in capsys.readouterr().out
+    loaded = load_model(str(path))
+    judged, unjudged = (compile_model(loaded, declines=d, all_near_misses=False)
+                        for d in (True, False))
+    assert any(s.declined for s in judged.snapshots)
+    assert not any(s.declined for s in unjudged.snapshots)
+
+    def timeless(record: dict) -> dict:
+        return {**record, "passes": [{k: v for k, v in p.items() if "seconds" not in k}
+                                     for p in record["passes"]]}
+    assert timeless(to_json(judged.record())) == timeless(to_json(unjudged.record()))
 
 
 def test_compile_runs_as_a_real_command(tmp_path):

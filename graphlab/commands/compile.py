@@ -85,7 +85,8 @@ def run(args) -> int:
         calibration_inputs=[load_inputs(args.calibrate, graph)] if args.calibrate else None,
         instruments=[IRPrinter(args.print_ir_after, sys.stderr if args.json else sys.stdout)]
         if args.print_ir_after else [],
-        all_near_misses=False)   # the report shows the declines, not the patterns' near misses
+        all_near_misses=False,   # the report shows the declines, not the patterns' near misses
+        declines=not args.json)  # the --json record shows none
     result = compiled.result
     lowering = None
     if args.runtime == "onnxruntime":

@@ -43,7 +43,8 @@ class PassManager:
                  bindings: dict[str, int] | None = None, verify: bool = False,
                  verify_inputs: dict | None = None, check: bool = False,
                  target=None, calibration_inputs: list[dict] | None = None,
-                 instruments: Sequence[Instrument] = (), all_near_misses: bool = True):
+                 instruments: Sequence[Instrument] = (), all_near_misses: bool = True,
+                 explain: bool = True):
         self.passes = resolve_passes(pipeline)
         self.bindings = dict(bindings or {})
         self.verify = verify
@@ -54,6 +55,7 @@ class PassManager:
         self.calibration_inputs = calibration_inputs
         self.instruments = list(instruments)
         self.all_near_misses = all_near_misses   # False: only those rules turn into declines
+        self.explain = explain   # False: no near misses judged at all, hence none declined
 
     @collection_paused
     def run(self, graph: Graph,
@@ -71,7 +73,8 @@ class PassManager:
         for index, the_pass in enumerate(self.passes):
             ctx = PassContext(bindings=self.bindings, pass_name=the_pass.name,
                               target=self.target, calibration_inputs=self.calibration_inputs,
-                              reports=reports, all_near_misses=self.all_near_misses)
+                              reports=reports, all_near_misses=self.all_near_misses,
+                              explain=self.explain)
             step = PassStep(index, len(self.passes), the_pass, current, current, ctx)
             for instrument in instruments:
                 instrument.before_pass(step)
