@@ -216,10 +216,10 @@ def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
                  window: _Window) -> None:
     """Any stream, an address possibly held by several sets (im2col inputs): a request
     hits when its address is among those the window's sets hold. Those addresses are
-    counted once per window, and each fold's requests are tested against them at once,
-    from the first (or from the one after a miss) to the first that misses; a missing
-    address's first position at or after the window's start, in ring order, gives the
-    set that moves the window."""
+    marked once per window (a flag per address: cheaper than counting its places), and
+    each fold's requests are tested against them at once, from the first (or from the one
+    after a miss) to the first that misses; a missing address's first position at or
+    after the window's start, in ring order, gives the set that moves the window."""
     n, A, E = sram.sets, sram.active_sets, sram.per_set
     addresses, tile_start, local_rows = stream.addresses, stream.tile_start, stream.rows
     asked = addresses[stream.positions]             # each request's address
@@ -231,10 +231,11 @@ def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
         while begin < end:
             floor = window.floor
             start = floor % n
-            if held is None:                        # how many of its positions each holds
-                held = np.bincount(addresses[start * E:(start + A) * E], minlength=size)
+            if held is None:                        # whether the window holds each
+                held = np.zeros(size, dtype=bool)
+                held[addresses[start * E:(start + A) * E]] = True
                 if start + A > n:                   # the window wraps round the ring
-                    held += np.bincount(addresses[:(start + A - n) * E], minlength=size)
+                    held[addresses[:(start + A - n) * E]] = True
             hits = held[asked[begin:end]]
             first = int(hits.argmin())
             if hits[first]:
