@@ -99,13 +99,14 @@
   });
 
   /* The side panel folded away (the panes take its width) or back; a node tapped in a pane
-   * brings it back, since the inspector shows that node. */
+   * brings it back, since the inspector shows that node.  The panes measure their new size
+   * themselves (`measureWhenResized`). */
   function foldSide(folded) {
     var main = document.querySelector(".main"), button = document.getElementById("fold-side");
     if (!main) { return; }
     main.classList.toggle("side-folded", folded);
     if (button) { button.textContent = folded ? "⇤ Side panel" : "Side panel ⇥"; }
-  }   // the panes' new width is measured by `measureWhenResized`
+  }
 
   /* The graph component measures its pane only when the window resizes, and a pane also
    * changes size without it: the side panel folded, the top bar wrapping onto a second row
