@@ -17,7 +17,7 @@ replay of it; it prints both side by side, how many runs agree on each reported 
 SCALE-Sim run per case against the best of three of ours, each of which schedules and
 reports the layer from nothing (streams, replay, the whole report; no run reuses another's
 work), summed over the cases, in wall time and in CPU time (on a machine shared with other
-processes the CPU-time ratio is the steadier one).
+processes the CPU-time ratio is the steadier one, and the goal is judged on it).
 """
 
 from __future__ import annotations
@@ -208,12 +208,13 @@ def compare_memory(limit):
         print(f"  {field:28}{count:>4}/{len(cases)}")
     exact = all(count == len(cases) for count in agree.values())
     print(f"SCALE-Sim {total_reference:.2f} s vs ours {total_ours:.3f} s: "
-          f"{total_reference / total_ours:,.0f}x faster (goal >= 1,000x: "
-          f"{'met' if total_reference / total_ours >= 1000 else 'MISSED'}); every field "
+          f"{total_reference / total_ours:,.0f}x faster; every field "
           f"{'exact' if exact else 'NOT exact'}")
+    # judged in CPU time: other processes on the cores slow SCALE-Sim's long runs in wall
+    # time far more than ours, which flatters the wall-time ratio
     print(f"in CPU time: SCALE-Sim {cpu_reference:.2f} s vs ours {cpu_ours:.3f} s: "
-          f"{cpu_reference / cpu_ours:,.0f}x faster (steadier when other processes share "
-          f"the cores)")
+          f"{cpu_reference / cpu_ours:,.0f}x faster (goal >= 1,000x: "
+          f"{'met' if cpu_reference / cpu_ours >= 1000 else 'MISSED'})")
     return exact
 
 
