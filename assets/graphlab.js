@@ -111,22 +111,28 @@
   /* The graph component measures its pane only when the window resizes, and a pane also
    * changes size without it: the side panel folded, the top bar wrapping onto a second row
    * as its boxes fill, a message shown above.  A pane measuring its old size fitted a change
-   * beside the view.  So each resize is measured; a view the page fitted and the person has
-   * not moved since is fitted again, else what was at its centre stays there. */
-  function measureWhenResized(cy) {
+   * beside the view.  So the panes' resizes are measured, both in one callback; a view the
+   * page fitted and the person has not moved since is then fitted again, else what was at
+   * each pane's centre stays there. */
+  function measureWhenResized(panesNow) {
     if (!window.ResizeObserver) { return; }
-    new ResizeObserver(function () {
-      if (cy.width() === cy.container().clientWidth && cy.height() === cy.container().clientHeight) {
-        return;
-      }
+    var observer = new ResizeObserver(function () {
+      var resized = panesNow.filter(function (cy) {
+        return cy.width() !== cy.container().clientWidth ||
+               cy.height() !== cy.container().clientHeight;
+      });
+      if (!resized.length) { return; }
       together(function () {
-        var zoom = cy.zoom(), pan = cy.pan();
-        var x = (cy.width() / 2 - pan.x) / zoom, y = (cy.height() / 2 - pan.y) / zoom;
-        cy.resize();
-        cy.pan({ x: cy.width() / 2 - zoom * x, y: cy.height() / 2 - zoom * y });
+        resized.forEach(function (cy) {
+          var zoom = cy.zoom(), pan = cy.pan();
+          var x = (cy.width() / 2 - pan.x) / zoom, y = (cy.height() / 2 - pan.y) / zoom;
+          cy.resize();
+          cy.pan({ x: cy.width() / 2 - zoom * x, y: cy.height() / 2 - zoom * y });
+        });
         if (!personMoved && fitted) { fitChange(); }
       });
-    }).observe(cy.container());
+    });
+    panesNow.forEach(function (cy) { observer.observe(cy.container()); });
   }
 
   function cyOf(id) {
@@ -366,8 +372,7 @@
     }
     follow(a, b);
     follow(b, a);
-    measureWhenResized(a);
-    measureWhenResized(b);
+    measureWhenResized([a, b]);
     var pending = null;
     function regrouped() {
       clearTimeout(pending);

@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from benchmarks.journeys import Person, chromium
+from benchmarks.journeys import AT_LAST_PASS, Person, chromium
 from compiler_core.ir import load_model
 from compiler_core.compilation import compile_model
 from graphlab.app.config import DEFAULT_MODEL
@@ -96,8 +96,7 @@ def assert_change_in_view(person: Person, where: str) -> None:
 
 
 def at_last_pass(person: Person) -> bool:
-    return person.driver.execute_script("var r = document.querySelectorAll('.pass-row');"
-                                        "return r[r.length - 1].classList.contains('selected');")
+    return person.driver.execute_script(AT_LAST_PASS)
 
 
 def assert_draws(person: Person, model: str, previous: str | None, where: str,
