@@ -44,16 +44,20 @@ var done = arguments[arguments.length - 1], end = performance.now() + arguments[
 
 
 def floor_app():
-    """The page: the libraries GraphLab's page loads (the graph component's default bundle),
-    two panes, no callback."""
+    """The page: the libraries GraphLab's page loads (the graph component's default bundle,
+    the regenerator runtime in Dash's polyfill's place), two panes, no callback."""
     import dash_cytoscape as cyto
-    from dash import Dash, dcc, html
+    from dash import dcc, html
+
+    from graphlab.app.page_scripts import GraphLabDash
+    from graphlab.data_dirs import assets_dir
 
     elements = [{"data": {"id": f"n{i}", "label": f"node {i}: MatMul"},
                  "position": {"x": 0, "y": 70 * i}} for i in range(NODES)]
     elements += [{"data": {"id": f"e{i}", "source": f"n{i}", "target": f"n{i + 1}"}}
                  for i in range(NODES - 1)]
-    app = Dash(__name__)
+    app = GraphLabDash(__name__, assets_folder=assets_dir(),
+                       assets_ignore=".*")   # served (the runtime), not loaded by the page
     app.layout = html.Div([
         dcc.Dropdown(["model a", "model b"], "model a"),
         *[cyto.Cytoscape(id=pane, elements=elements, layout={"name": "preset"},

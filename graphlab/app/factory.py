@@ -7,6 +7,7 @@ import dash
 from ..data_dirs import assets_dir
 from .config import AppConfig
 from .page import page
+from .page_scripts import GraphLabDash
 from .panels import (navigation, registry, settings_gate, stepper, tab_gate, view_fanout,
                      views_in_page)
 from .services import Services
@@ -15,7 +16,7 @@ from .services import Services
 def create_app(config: AppConfig | None = None) -> dash.Dash:
     config = config or AppConfig()
     services = Services.from_config(config)
-    app = dash.Dash("graphlab", title="GraphLab pass debugger",
+    app = GraphLabDash("graphlab", title="GraphLab pass debugger",
                     assets_folder=assets_dir(),
                     assets_path_ignore=["vendor"],   # loaded when needed (assets/graphlab.js)
                     suppress_callback_exceptions=True, update_title=None)

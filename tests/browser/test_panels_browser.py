@@ -128,6 +128,25 @@ def test_the_charts_library_is_the_cartesian_bundle_loaded_once(dash_duo, graphl
     assert dash_duo.get_logs() == []
 
 
+def test_the_page_loads_the_regenerator_runtime_instead_of_the_polyfill(dash_duo, graphlab_app):
+    """Dash's Babel polyfill is replaced by the regenerator runtime its libraries call: the
+    page loads no polyfill, the runtime is there, and the components Dash loads lazily (the
+    model dropdown's options, a chart) still work without a console error."""
+    open_view(dash_duo, graphlab_app, "?model=cnn_bn")
+    scripts = dash_duo.driver.execute_script("return Array.from(document.scripts).map(s => s.src);")
+    assert not [src for src in scripts if "polyfill" in src], scripts
+    assert [src for src in scripts if "/assets/vendor/regenerator-runtime-" in src], scripts
+    assert dash_duo.driver.execute_script("return typeof regeneratorRuntime.mark;") == "function"
+    dash_duo.find_element("#model-select").click()
+    dash_duo.wait_for_element("[role=option]", timeout=10)
+    options = [option.text for option in dash_duo.find_elements("[role=option]")]
+    assert any(text.startswith("teach_layernorm") for text in options), options
+    dash_duo.find_element("body").click()
+    dash_duo.driver.find_element("xpath", "//*[contains(@class, 'tab')][.='Memory']").click()
+    wait_for_plot(dash_duo, "memory-after-graph")
+    assert dash_duo.get_logs() == []
+
+
 def test_selecting_a_matmul_and_stepping_changes_the_array(dash_duo, graphlab_app):
     graph = load_model(resolve_model("teach_matmul_bias"))
     first_gemm, matmul = (graph.node_by_name(n) for n in ("matmul_good", "matmul_inputbias"))
