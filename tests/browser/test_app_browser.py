@@ -32,8 +32,9 @@ def test_default_sample_opens_on_the_first_pass_that_changed_it(started):
 
 
 def test_the_page_runs_the_browsers_own_trim_and_parse_float(started):
-    """Dash's polyfill replaces them with versions 25-40x slower; the page takes them back.
-    A fresh frame's Function.prototype.toString shows a polyfill's source, not native code."""
+    """Dash's Babel polyfill replaced them with versions 25-40x slower; the page loads the
+    regenerator runtime in its place, so they stay the browser's own.  A fresh frame's
+    Function.prototype.toString shows a polyfill's source, not native code."""
     dash_duo = started
     dash_duo.wait_for_contains_text("#pane-before-title", "Before pass 2", timeout=10)
     sources = dash_duo.driver.execute_script("""
