@@ -5,8 +5,12 @@
   "use strict";
 
   var READABLE_ZOOM = 0.55;   // node labels stay legible at or above it (16 px font)
+  var WHOLE_ZOOM = 0.5;       // a change a little too wide is shown whole down to it
   var CLOSEST_ZOOM = 1.0;     // a small change is not blown up past its natural size
   var PAD = 24;               // screen pixels kept free around what is fitted
+  var EDGE = 4;               // ... at the least, where that margin would cut the change
+  // Boxes as a person sees them: a node's overlay (10 px around it) shows only when tapped.
+  var AS_SEEN = { includeOverlays: false };
   var CHANGED = ".removed, .added, .modified, .has-removed, .has-added, .has-modified";
 
   /* What each pane was last sent (see graphlab/app/pane_updates.py): the view it belongs to
@@ -174,7 +178,7 @@
   /* The box around both panes' graphs; null when neither draws anything. */
   function graphsBox() {
     return union(panes().filter(function (cy) { return cy.elements().length; })
-      .map(function (cy) { return cy.elements().boundingBox(); }));
+      .map(function (cy) { return cy.elements().boundingBox(AS_SEEN); }));
   }
 
   /* The whole graph when it fits at a readable zoom, else its top at that zoom. */
@@ -196,7 +200,7 @@
     var marked = panes().map(function (cy) { return cy.$(CHANGED); })
       .filter(function (c) { return c.length; });
     if (!marked.length) { return false; }
-    var box = union(marked.map(function (c) { return c.boundingBox(); }));
+    var box = union(marked.map(function (c) { return c.boundingBox(AS_SEEN); }));
     var zoom = Math.min(zoomFor(box), CLOSEST_ZOOM);
     if (zoom >= READABLE_ZOOM) {
       var middle = (box.y1 + box.y2) / 2;
@@ -204,8 +208,19 @@
            withinGraph(zoom, middle - (linked.before.height() / 2 - PAD) / zoom));
       return true;
     }
-    var start = closestPair(marked);
-    show(READABLE_ZOOM, middleOrStart(READABLE_ZOOM, start), withinGraph(READABLE_ZOOM, start.y1));
+    // Too big for the pane with the margin kept around a fit.  Across: all of it, edge to
+    // edge, when that needs a zoom only a little below the readable one (a row of three
+    // nodes in a 320 px pane: 0.54), else where it starts at the readable zoom.  Down: its
+    // middle at the middle of the view when it is short enough (at the view's top, a
+    // row-wide change left the row above it cut in half and the lower half of the panes
+    // blank), else its start at the top.
+    var across = Math.min(READABLE_ZOOM, (linked.before.width() - 2 * EDGE) /
+                                         Math.max(box.x2 - box.x1, 1));
+    var whole = across >= WHOLE_ZOOM;
+    var z = whole ? across : READABLE_ZOOM, start = closestPair(marked);
+    var span = (linked.before.height() - 2 * PAD) / z;
+    var top = box.y2 - box.y1 <= span ? (box.y1 + box.y2) / 2 - span / 2 : start.y1;
+    show(z, whole ? (box.x1 + box.x2) / 2 : middleOrStart(z, start), withinGraph(z, top));
     return true;
   }
 
@@ -232,7 +247,7 @@
    * right pane (what the pass made). */
   function closestPair(marked) {
     var boxes = marked.map(function (c) {
-      return c.map(function (e) { return e.boundingBox(); })
+      return c.map(function (e) { return e.boundingBox(AS_SEEN); })
         .sort(function (p, q) { return p.y1 - q.y1; }).slice(0, 400);
     });
     if (boxes.length === 1) { return boxes[0][0]; }

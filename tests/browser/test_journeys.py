@@ -173,6 +173,34 @@ def test_on_a_projector_each_step_of_a_transformer_shows_its_groups_by_their_nam
         person.driver.quit()
 
 
+# Changed nodes of a pane not wholly inside its view (the graph component's extent).
+CHANGED_NOT_WHOLE = """var found = [];
+['before', 'after'].forEach(function (side) {
+  var cy = window.graphlabPanes[side], e = cy.extent(), mark = /\\b(removed|added|modified)\\b/;
+  cy.nodes().forEach(function (n) {
+    var b = n.boundingBox({includeOverlays: false});
+    if (mark.test(n.classes().join(' ')) &&
+        (b.x1 < e.x1 || b.x2 > e.x2 || b.y1 < e.y1 || b.y2 > e.y2)) { found.push(side + ' ' + n.id()); }
+  });
+});
+return found;"""
+
+
+def test_on_a_projector_a_row_of_changed_nodes_is_shown_whole(served):
+    """At 1280x800 with the side panel open a pane is 320 px wide: cnn_bn's first view
+    removes two Identity nodes either side of a Flatten, a row a little wider than the pane
+    at a readable zoom.  It is shown whole, a little smaller, rather than cut at the edge."""
+    person = person_at(served, (1280, 800))
+    try:
+        person.open("?model=cnn_bn")
+        assert "eliminate_identity" in person.text("#pane-after-title")
+        assert person.pane("before").marked == 3, person.pane("before")
+        assert not person.driver.execute_script(CHANGED_NOT_WHOLE)
+        assert_change_in_view(person, "cnn_bn's first view at 1280x800")
+    finally:
+        person.driver.quit()
+
+
 # The page's own scrolling (none is wanted: its columns scroll inside), and each pane's box.
 PAGE_AND_PANES = """var d = document.documentElement;
 return {scrolls: d.scrollWidth > d.clientWidth || d.scrollHeight > d.clientHeight,
