@@ -23,9 +23,11 @@ def page(services: Services) -> html.Div:
         dcc.Store(id=ids.VIEW_REDUCED, storage_type="memory"),
         dcc.Store(id=ids.URL_HEARD, storage_type="memory"),
         dcc.Store(id=ids.UI, storage_type="memory"),
-        dcc.Store(id=ids.UPLOAD_TOKEN, storage_type="session"),
-        dcc.Store(id=ids.COMPARE_UPLOAD, storage_type="session"),
-        dcc.Store(id=ids.REDUCED_MODELS, storage_type="session"),
+        # What this browser tab uploaded and reduced, kept while it lives.  Empty is written
+        # as None: a store with no data at all "restores" its empty storage as it mounts,
+        # which set off every callback listening to it on each page load.
+        *[dcc.Store(id=kept, storage_type="session", data=None)
+          for kept in (ids.UPLOAD_TOKEN, ids.COMPARE_UPLOAD, ids.REDUCED_MODELS)],
         dcc.Store(id=ids.VIEW_PATCH, storage_type="memory"),
         *[dcc.Store(id=ids.tab_view(panel.name), storage_type="memory") for panel in placed(TAB)],
         dcc.Store(id=ids.VIEW_SETTINGS, storage_type="memory"),

@@ -168,6 +168,47 @@ def test_a_model_and_its_external_data_file_upload_together(started, tmp_path):
         "return box.right <= field.right + 0.5;")
 
 
+# The model list's "uploaded model" entry as the page holds it (its props in Dash's store).
+UPLOADED_ENTRY = """var s = window.store.getState(), node = s.layout;
+s.paths.strs['model-select'].forEach(function (key) { node = node[key]; });
+return node.props.options.filter(function (o) { return o.value === 'upload'; })[0];"""
+
+
+def test_a_page_load_asks_for_the_lists_the_layout_holds_at_most_once(dash_duo, graphlab_app):
+    """The model and "Compare with..." lists are in the layout: opening the page asks for the
+    model list once (the view may open a reduced model it must list) and for the other not
+    at all.  The stores of this tab's uploads asked for both again as they mounted."""
+    import flask
+
+    asked = []
+
+    @graphlab_app.server.before_request
+    def note_callback():
+        if flask.request.path.endswith("_dash-update-component"):
+            asked.append(flask.request.get_json()["output"])
+
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + "/?model=cnn_bn")
+    wait_for_nodes(dash_duo)
+    assert any("pane-before-update" in output for output in asked), asked
+    lists = [output for output in asked if ".options" in output]
+    assert len(lists) == 1 and "model-select.options" in lists[0], asked
+
+
+def test_an_upload_is_offered_again_after_a_reload(started):
+    """What this browser tab uploaded stays in the model list when the page is reloaded."""
+    dash_duo = started
+    assert dash_duo.driver.execute_script(UPLOADED_ENTRY)["disabled"] is True
+    dash_duo.driver.find_element(By.CSS_SELECTOR, "#model-upload input[type=file]").send_keys(
+        str(resolve_model("teach_gelu")))
+    dash_duo.wait_for_contains_text("#model-select", "uploaded model", timeout=30)
+    dash_duo.driver.refresh()
+    wait_for_nodes(dash_duo)
+    wait_until(dash_duo, lambda: dash_duo.driver.execute_script(UPLOADED_ENTRY)["disabled"]
+               is False, message="the reloaded page forgot this tab's upload")
+    assert dash_duo.driver.execute_script(UPLOADED_ENTRY)["title"] == "teach_gelu.onnx"
+
+
 def test_url_with_state_restores_the_view(dash_duo, graphlab_app):
     conv = node_id("teach_conv_bn", "conv_shared")
     dash_duo.start_server(graphlab_app)

@@ -57,7 +57,8 @@ def register(app, services: Services) -> None:
         # what the controls already show is not set again (it would set off request_choice)
         return tuple(no_update if new == old else new for new, old in zip(wanted, (versus, after)))
 
-    @app.callback(Output(VERSUS, "options"), Input(ids.COMPARE_UPLOAD, "data"))
+    @app.callback(Output(VERSUS, "options"), Input(ids.COMPARE_UPLOAD, "data"),
+                  prevent_initial_call=True)   # the layout lists them; a kept upload restores
     def offer_upload(upload_b):
         options = versus_options(services.workbench)
         if upload_b:

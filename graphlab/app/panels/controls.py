@@ -127,7 +127,7 @@ def register(app, services: Services) -> None:
     @app.callback(Output(MODEL, "options"), Output(MODEL, "value", allow_duplicate=True),
                   Input(ids.UPLOAD_TOKEN, "data"), Input(ids.REDUCED_MODELS, "data"),
                   Input(ids.VIEW_SETTINGS, "data"), State(MODEL, "options"), State(MODEL, "value"),
-                  prevent_initial_call="initial_duplicate")
+                  prevent_initial_call=True)   # the layout lists them; the first view sets off this
     def offer_upload(upload, reduced, view, options, value):
         """The list (sent when it changed), and a reduced model chosen in it again: a list
         that changes drops a chosen value it does not hold (a reduced model named before the
