@@ -174,10 +174,11 @@ s.paths.strs['model-select'].forEach(function (key) { node = node[key]; });
 return node.props.options.filter(function (o) { return o.value === 'upload'; })[0];"""
 
 
-def test_a_page_load_asks_for_the_lists_the_layout_holds_at_most_once(dash_duo, graphlab_app):
-    """The model and "Compare with..." lists are in the layout: opening the page asks for the
-    model list once (the view may open a reduced model it must list) and for the other not
-    at all.  The stores of this tab's uploads asked for both again as they mounted."""
+def test_a_page_load_asks_for_nothing_the_layout_shows(dash_duo, graphlab_app):
+    """What the first view would only set to what the layout shows is not asked for: the
+    Compare list and choice, the inspector's hint and its edit controls with no node
+    selected.  The model list is asked once (the view may open a reduced model it must list).
+    The stores of this tab's uploads asked for both lists again as they mounted."""
     import flask
 
     asked = []
@@ -193,6 +194,29 @@ def test_a_page_load_asks_for_the_lists_the_layout_holds_at_most_once(dash_duo, 
     assert any("pane-before-update" in output for output in asked), asked
     lists = [output for output in asked if ".options" in output]
     assert len(lists) == 1 and "model-select.options" in lists[0], asked
+    shown = ("compare-versus.value", "inspector.children", "edit-controls.children")
+    assert not [output for output in asked if any(part in output for part in shown)], asked
+    assert "Click a node" in dash_duo.find_element("#inspector").text
+    assert dash_duo.find_element("#latency-result").text == "not measured yet"
+
+
+def test_another_model_lets_the_inspected_node_go_and_the_hint_comes_back(dash_duo,
+                                                                            graphlab_app):
+    """The inspector hears no view without a node until it has shown one; it hears the one
+    that lets a node go (here another model chosen), so it never keeps the old node."""
+    conv = node_id("teach_conv_bn", "conv_shared")
+    dash_duo.start_server(graphlab_app)
+    dash_duo.driver.get(dash_duo.server_url + f"/?model=teach_conv_bn&pass=3&node={conv}")
+    wait_for_nodes(dash_duo)
+    dash_duo.wait_for_contains_text("#inspector", "conv_shared", timeout=20)
+    dash_duo.find_element("#model-select").click()
+    option = next(o for o in dash_duo.find_elements("[role=option]")
+                  if o.text.split() and o.text.split()[0] == "teach_gelu")
+    option.click()
+    dash_duo.wait_for_contains_text("#pane-before-title", "nodes", timeout=30)
+    wait_until(dash_duo, lambda: "Click a node" in dash_duo.find_element("#inspector").text,
+               message="the inspector kept the node of the model before")
+    assert "conv_shared" not in dash_duo.find_element("#inspector").text
 
 
 def test_an_upload_is_offered_again_after_a_reload(started):

@@ -5,6 +5,8 @@ patch like every panel's setting; the build and the diff happen in a builder pro
 
 from __future__ import annotations
 
+import json
+
 from dash import Input, Output, State, dcc, html, no_update
 
 from .. import ids
@@ -12,8 +14,8 @@ from ..comparison import UPLOAD_B, versus_options
 from ..messages import user_message
 from ..services import Services
 from ..uploads import read_upload
-from ..view_state import ViewState
 from .panel import INSIDE, Panel
+from .view_fanout import Forward
 
 VERSUS = "compare-versus"
 UPLOAD = "compare-upload"
@@ -45,17 +47,6 @@ def layout(services: Services) -> html.Div:
 
 def register(app, services: Services) -> None:
     limit = services.config.upload_limit
-
-    @app.callback(Output(VERSUS, "value"), Output(AFTER, "value"),
-                  Input(ids.VIEW_SETTINGS, "data"), State(VERSUS, "value"), State(AFTER, "value"),
-                  prevent_initial_call=True)
-    def show_choice(view, versus, after):
-        if not view:
-            return no_update, no_update
-        state = ViewState.from_dict(view)
-        wanted = state.versus or None, [AFTER_VALUE] if state.versus_after else []
-        # what the controls already show is not set again (it would set off request_choice)
-        return tuple(no_update if new == old else new for new, old in zip(wanted, (versus, after)))
 
     @app.callback(Output(VERSUS, "options"), Input(ids.COMPARE_UPLOAD, "data"),
                   prevent_initial_call=True)   # the layout lists them; a kept upload restores
@@ -94,4 +85,20 @@ def register(app, services: Services) -> None:
                 {"versus": UPLOAD_B, "panel": "compare"})
 
 
-PANEL = Panel("compare-bar", INSIDE, register)   # drawn at the top of the passes column
+# The controls show the view's choice, set in the page with its other listeners of the view
+# (`view_fanout`): a server callback for it cost every first view and every change of model a
+# request that nearly always answered nothing.  What they already show is not set again (it
+# would set off request_choice).
+SHOW_CHOICE = Forward(
+    (Output(VERSUS, "value"), Output(AFTER, "value")),
+    (State(VERSUS, "value"), State(AFTER, "value")),
+    """function (view, shown) {
+  var skip = window.dash_clientside.no_update;
+  if (!view) { return [skip, skip]; }
+  var versus = view.versus || null, after = view.versus_after ? [%s] : [];
+  return [versus === (shown[0] || null) ? skip : versus,
+          JSON.stringify(after) === JSON.stringify(shown[1] || []) ? skip : after];
+}""" % json.dumps(AFTER_VALUE))
+
+PANEL = Panel("compare-bar", INSIDE, register,   # drawn at the top of the passes column
+              forward=SHOW_CHOICE)

@@ -20,12 +20,17 @@ HINT = "Click a node in either pane to inspect it; its counterpart is selected i
 
 
 def layout(_: Services) -> html.Div:
-    return html.Div(className="side-body", children=[html.Div(id=BODY),
+    """The hint, until a node is selected (`tab_gate` asks nothing before)."""
+    return html.Div(className="side-body", children=[html.Div(_hint(), id=BODY),
                                                       edit_controls.layout()])
 
 
+def _hint() -> html.P:
+    return html.P(HINT, className="hint")
+
+
 def register(app, services: Services) -> None:
-    hint = html.P(HINT, className="hint")
+    hint = _hint()
 
     @on_view(app, services, {"body": Output(BODY, "children")}, idle={"body": hint},
              tab=NAME, message="body")

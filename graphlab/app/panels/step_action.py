@@ -25,9 +25,12 @@ class StepAction:
     not_yet: str                                  # shown while a step has no answer
 
     def layout(self) -> html.Div:
+        """The button, and under it that no answer is kept yet: what a first view shows on
+        nearly every pass, so the panes' callback need not set it (a change of it sets off
+        what listens to the answer)."""
         return html.Div(className="numeric-check", children=[
             html.Button(self.label, id=self.button, className="button", title=self.title),
-            html.Div(id=self.result, className="numeric-result"),
+            html.Div(self._not_yet(), id=self.result, className="numeric-result"),
         ])
 
     def register(self, app, services: Services) -> None:
@@ -41,4 +44,7 @@ class StepAction:
     def shown(self, workspace, step: int):
         """The answer kept for ``step``, or that there is none yet."""
         done = self.cached(workspace, step)
-        return self.render(done) if done else html.Span(self.not_yet, className="muted")
+        return self.render(done) if done else self._not_yet()
+
+    def _not_yet(self) -> html.Span:
+        return html.Span(self.not_yet, className="muted")

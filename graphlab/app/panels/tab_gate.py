@@ -4,7 +4,9 @@ So a step through the passes sends no request for the closed tabs, and opening a
 changes the view's `panel`) draws it at once.
 
 One forward of the view fills every tab's store (`view_fanout`).  A tab about a node (the
-inspector) hears no step while no node is selected: it has nothing else to show.
+inspector) hears no view while no node is selected and none was since the page loaded: its
+layout shows the hint it would show (a step, another model, even the first view ask it
+nothing); it hears the view that lets a node go, and shows the hint again.
 """
 
 from __future__ import annotations
@@ -21,14 +23,12 @@ from .view_fanout import Forward
 FORWARD = """function (view, lasts) {
   var tabs = %s, aboutANode = %s;
   var skip = window.dash_clientside.no_update;
-  function onlyStepped(last) {
-    if (!last || view.node !== null || last.node !== null) { return false; }
-    return Object.keys(view).every(function (k) {
-      return k === "step" || JSON.stringify(view[k]) === JSON.stringify(last[k]); });
+  function showsTheHint(last) {   // no node now, and none shown since the page loaded
+    return view.node === null && (!last || last.node === null);
   }
   return tabs.map(function (tab, i) {
     if (!view || view.panel !== tab) { return skip; }
-    return aboutANode[i] && onlyStepped(lasts[i]) ? skip : view;
+    return aboutANode[i] && showsTheHint(lasts[i]) ? skip : view;
   });
 }"""
 
