@@ -63,24 +63,31 @@ def register(app, services: Services) -> None:
                              "caption": Output(CAPTION, "children"),
                              "toggle": Output(TOGGLE, "value"),
                              "traffic": Output(TRAFFIC, "figure"),
-                             "traffic_caption": Output(TRAFFIC_CAPTION, "children")},
+                             "traffic_caption": Output(TRAFFIC_CAPTION, "children"),
+                             "measured": Output(MEASURED, "children")},
              state={"toggle_shown": State(TOGGLE, "value")},
              tab=NAME, message="caption", failed=lambda state: {"toggle": compare_value(state)})
     def render(state, workspace, toggle_shown):
+        """The tab's charts and tables for the view, in one answer (a callback more cost
+        every opening of the tab a round of the renderer's bookkeeping)."""
         figure, caption = roofline_view(workspace, state)
         traffic = traffic_of(workspace, state.target)
+        step = workspace.clamp_step(state.step)
         return {"figure": figure, "caption": caption,
                 "toggle": compare_value(state, toggle_shown),
-                "traffic": traffic_figure(traffic, workspace.clamp_step(state.step)),
-                "traffic_caption": fusion_caption(traffic)}
+                "traffic": traffic_figure(traffic, step),
+                "traffic_caption": fusion_caption(traffic),
+                "measured": measured_table(workspace, step)}
 
     app.clientside_callback(FORWARD_WHILE_OPEN, Output(MEASURED_WHILE_OPEN, "data"),
                             Input(latency.RESULT, "children"), State(ids.VIEW, "data"),
                             prevent_initial_call=True)
 
-    @on_view(app, services, {"measured": Output(MEASURED, "children")}, tab=NAME,
-             inputs={"_measured": Input(MEASURED_WHILE_OPEN, "data")}, message="measured")
+    @on_view(app, services, {"measured": Output(MEASURED, "children", allow_duplicate=True)},
+             tab=NAME, inputs={"_measured": Input(MEASURED_WHILE_OPEN, "data")},
+             view_triggers=False, message="measured", prevent_initial_call=True)
     def render_measured(state, workspace, _measured):
+        """The measured table again when the pass is measured while the tab is open."""
         return {"measured": measured_table(workspace, workspace.clamp_step(state.step))}
 
     @app.callback(Output(ids.VIEW_PATCH, "data", allow_duplicate=True),
