@@ -189,6 +189,9 @@ def test_a_page_load_asks_for_nothing_the_layout_shows(dash_duo, graphlab_app):
             asked.append(flask.request.get_json()["output"])
 
     dash_duo.start_server(graphlab_app)
+    wait_for_nodes(dash_duo)
+    dash_duo.driver.execute_script("sessionStorage.clear();")   # a tab that kept nothing
+    asked.clear()
     dash_duo.driver.get(dash_duo.server_url + "/?model=cnn_bn")
     wait_for_nodes(dash_duo)
     assert any("pane-before-update" in output for output in asked), asked
