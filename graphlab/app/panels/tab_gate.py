@@ -23,7 +23,7 @@ from .view_fanout import Forward
 FORWARD = """function (view, lasts) {
   var tabs = %s, aboutANode = %s;
   var skip = window.dash_clientside.no_update;
-  function showsTheHint(last) {   // no node now, and none shown since the page loaded
+  function showsTheHint(last) {   // no node now, nor in the last view it heard (or none heard)
     return view.node === null && (!last || last.node === null);
   }
   return tabs.map(function (tab, i) {
