@@ -218,6 +218,56 @@ def test_a_float64_round_trip_before_a_layernorm_no_longer_trips_onnxruntime():
     assert "Cast" not in ops(final) and _load_outcome(final) == "ran"
 
 
+def _layernorm_written_out(source: str) -> list:
+    """A decomposed LayerNorm of ``source`` (ReduceMean, Sub, Pow, ..., Mul, Add) into y."""
+    return [helper.make_node("ReduceMean", [source], ["m"], axes=[-1]),
+            helper.make_node("Sub", [source, "m"], ["c"]),
+            helper.make_node("Pow", ["c", "two"], ["sq"]),
+            helper.make_node("ReduceMean", ["sq"], ["v"], axes=[-1]),
+            helper.make_node("Add", ["v", "eps"], ["ve"]),
+            helper.make_node("Sqrt", ["ve"], ["sd"]),
+            helper.make_node("Div", ["c", "sd"], ["n"]),
+            helper.make_node("Mul", ["n", "gamma"], ["g"]),
+            helper.make_node("Add", ["g", "beta"], ["y"])]
+
+
+def test_a_transpose_pair_between_a_cast_and_a_layernorm_stays_so_onnxruntime_loads_it():
+    """Found by fuzzing: x -> Cast(float16) -> Cast(float) -> two Transposes that cancel ->
+    a LayerNorm written out.  The input loads at onnxruntime's default level; without the
+    Transposes its LayerNormFusion would take the Cast in and fail to load, so the pair
+    stays and the decline says why."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+             helper.make_node("Cast", ["h"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Transpose", ["f"], ["t"], perm=[1, 0]),
+             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0]),
+             *_layernorm_written_out("tt")]
+    graph = build(nodes, [tensor("x", F, [4, 8])], [tensor("y", F, [4, 8])],
+                  {"two": np.float32(2), "eps": np.float32(1e-5),
+                   "gamma": rng.random(8, dtype=np.float32),
+                   "beta": rng.random(8, dtype=np.float32)}, opset=17)
+    assert _load_outcome(graph) == "ran"
+    result = run_checked(graph, "clean")
+    assert ops(result.final)["Transpose"] == 2 and _load_outcome(result.final) == "ran"
+    declines = snapshot(result, "cancel_transposes").declined
+    assert [d.rule for d in declines] == ["transpose_pair_cancels"]
+    assert "LayerNormFusion" in declines[0].reason and "Cast" in declines[0].reason
+
+
+def test_a_transpose_pair_before_a_layernorm_of_an_input_still_cancels():
+    """The guard is for a Cast only: read straight from the model's input, the norm is safe."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0]),
+             *_layernorm_written_out("tt")]
+    graph = build(nodes, [tensor("x", F, [4, 8])], [tensor("y", F, [4, 8])],
+                  {"two": np.float32(2), "eps": np.float32(1e-5),
+                   "gamma": rng.random(8, dtype=np.float32),
+                   "beta": rng.random(8, dtype=np.float32)}, opset=17)
+    result = run_checked(graph, "clean")
+    assert ops(result.final)["Transpose"] == 0 and _load_outcome(result.final) == "ran"
+
+
 def test_relu_under_a_float64_clip_is_absorbed_so_onnxruntime_loads_the_model():
     """Minimal reproduction: onnxruntime's FuseReluClip fails on a float64 Clip at its default
     level.  Clip(Relu(x), lo, hi) = Clip(x, max(lo, 0), hi), so the Relu goes."""

@@ -19,6 +19,7 @@ from ...ir import FUSED_DOMAIN, Graph, Node, Provenance, Value
 from ...ir.graph import order_key, reads_only_earlier
 from .base import PassContext, PassResult
 from ..analyses.constants import remove_dead
+from .runtime_faults import exposed_fault
 
 
 def bypass_node(graph: Graph, node: Node, replacement: Value) -> bool:
@@ -362,9 +363,14 @@ def bypass_or_decline(graph: Graph, node: Node, replacement: Value, rule: str,
                       result: PassResult) -> bool:
     """Remove a single-output node whose readers can read ``replacement`` instead.
 
-    Nodes left without readers (the producers of the node's other inputs) go too.
+    Nodes left without readers (the producers of the node's other inputs) go too.  Declined
+    where the readers would then meet a known onnxruntime fault (``runtime_faults``).
     """
     output = node.outputs[0]
+    fault = exposed_fault(output, replacement)
+    if fault is not None:
+        result.decline(node, rule, f"{fault}: {node.op_type} stays between them")
+        return False
     producers = [v.producer for v in node.inputs if v is not None and v.producer is not None]
     if not bypass_node(graph, node, replacement):
         result.decline(node, rule, (
