@@ -83,6 +83,30 @@ def test_onnxruntime_optimized_model_reads_whole(name, tmp_path):
     assert _close(cost.total_flops, _priced(load_model(sample.path), sizes).total_flops)
 
 
+@pytest.mark.parametrize("name", ["cnn_bn", "mobilenet_qdq"])
+def test_a_model_onnxruntime_laid_out_for_this_machine_reads_whole(name, tmp_path):
+    """At ORT_ENABLE_ALL onnxruntime writes its layout ops: a float CNN in its blocked
+    layout (com.microsoft.nchwc Conv, MaxPool, ReorderInput/Output on x86), a quantized one
+    channels last (QLinearConv channels_last, NhwcMaxPool).  They load typed, priced, and
+    compile to a model onnxruntime loads and that computes what the input computes."""
+    sample = get_sample(name)
+    optimized = tmp_path / "all.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.optimized_model_filepath = str(optimized)
+    ort.InferenceSession(sample.path, options, providers=["CPUExecutionProvider"])
+    read = load_model(optimized)
+    assert not _opaque(read)
+    assert any(node.domain.startswith("com.microsoft") for node in read.nodes)
+    cost = _priced(read, dict(sample.sizes))
+    assert cost.unmodelled_ops == [] and cost.ops_with_assumed_dims == 0
+    done = subprocess.run([sys.executable, "-m", "graphlab", "compile", str(optimized), "-p",
+                           "O2", "--verify", "-o", str(tmp_path / "out.onnx")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-600:] + done.stderr[-600:]
+    assert "runtime   ORT_ENABLE_ALL: ok" in done.stdout
+
+
 def _priced(graph, sizes):
     """The cost of ``graph`` sized at ``sizes`` (the hardware models read sized graphs)."""
     return graph_cost(sized(graph, sizes), None, sizes)

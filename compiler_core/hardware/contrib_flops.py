@@ -27,6 +27,7 @@ from .attention_gemms import onnx_attention_sizes
 
 Rule = Callable[[dict, list, list], "int | None"]
 MS = "com.microsoft"
+NCHWC = "com.microsoft.nchwc"
 # Ops that multiply int8 operands (they run at a target's int8 peak).
 INT8_OPS = frozenset({
     (MS, "DynamicQuantizeMatMul"), (MS, "MatMulIntegerToFloat"), (MS, "QGemm"),
@@ -240,6 +241,11 @@ def _pool(attrs: dict, ins: list, outs: list) -> int | None:
     return None if out is None or not kernel else out * int(prod(kernel))
 
 
+def _moves_data(attrs: dict, ins: list, outs: list) -> int:
+    """A layout change or a nearest-neighbour copy: bytes, no arithmetic."""
+    return 0
+
+
 def _skip_norm(steps: int, bias_index: int) -> Rule:
     return _per_output(steps, bias_index)
 
@@ -277,4 +283,14 @@ RULES: dict[tuple[str, str], Rule] = {
     (MS, "QLinearSoftmax"): _per_output(_SOFTMAX),
     (MS, "QLinearGlobalAveragePool"): _global_pool,
     (MS, "QLinearAveragePool"): _pool,
+    (MS, "NhwcMaxPool"): _pool,
+    # the blocked layout (`contrib_shapes`): Conv with bias, a residual Sum and an activation
+    (NCHWC, "Conv"): _conv_like(1, (2, 3), activation=True),
+    (NCHWC, "MaxPool"): _pool,
+    (NCHWC, "AveragePool"): _pool,
+    (NCHWC, "GlobalMaxPool"): _global_pool,
+    (NCHWC, "GlobalAveragePool"): _global_pool,
+    (NCHWC, "ReorderInput"): _moves_data,
+    (NCHWC, "ReorderOutput"): _moves_data,
+    (NCHWC, "Upsample"): _moves_data,
 }

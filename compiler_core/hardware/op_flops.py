@@ -22,7 +22,7 @@ from __future__ import annotations
 from math import prod
 from typing import Callable, Sequence
 
-from .contrib_flops import MS, RULES as CONTRIB_RULES
+from .contrib_flops import RULES as CONTRIB_RULES
 
 Shape = Sequence[int]
 
@@ -196,7 +196,7 @@ def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
     contrib = CONTRIB_RULES.get((domain, op_type))
     if contrib is not None:
         return contrib(attrs, ins, outs)
-    if domain == MS:
+    if domain:                 # another runtime's op of the same name is not ONNX's
         return None
     if op_type in _RULES:
         return _RULES[op_type](attrs, ins, outs)
@@ -214,7 +214,7 @@ def is_priced(op_type: str, domain: str = "") -> bool:
     """True if `op_flops` knows the op (it may still lack the shapes or attributes it needs)."""
     if (domain, op_type) in CONTRIB_RULES:
         return True
-    return domain != MS and (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
+    return not domain and (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
             or op_type in ELEMENTWISE or op_type in PER_ELEMENT)
 
 

@@ -1,7 +1,7 @@
 """Types and shapes of the operators onnx's inference cannot type: onnxruntime's contrib ops.
 
-onnxruntime's own operators (domain com.microsoft, and SimplifiedLayerNormalization, which it
-registers in the ONNX domain) have no onnx schema, so onnx's shape inference leaves their
+onnxruntime's own operators (domain com.microsoft, its blocked layout's com.microsoft.nchwc,
+and SimplifiedLayerNormalization, which it registers in the ONNX domain) have no onnx schema, so onnx's shape inference leaves their
 outputs unknown and everything downstream with them.  The rules here give every output's
 element type and shape.  Most of these operators are a standard op with extras (a bias, an
 activation, quantization scales), so their shape is the standard op's: ``STAND_INS`` names
@@ -26,6 +26,7 @@ from .proto_types import read_dim
 from .value import Value
 
 MS_DOMAIN = "com.microsoft"
+NCHWC_DOMAIN = "com.microsoft.nchwc"
 FLOAT = TensorProto.FLOAT
 Dim = "int | str | None"
 Out = "tuple[int | None, tuple | None] | None"     # (elem type, shape) of one output
@@ -42,12 +43,19 @@ class StandIn:
     attributes: tuple[str, ...] = ()
     dtype_from: "int | None" = None
     dtype: int | None = None
+    # input 0 and output 0 channels last (NHWC), the rest as ONNX has them: True for
+    # onnxruntime's Nhwc ops, None where the node's ``channels_last`` attribute says
+    channels_last: bool | None = False
 
 
 _CONV_ATTRS = ("auto_pad", "dilations", "group", "kernel_shape", "pads", "strides")
+_POOL_ATTRS = ("auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "strides")
 STAND_INS: dict[tuple[str, str], StandIn] = {
     (MS_DOMAIN, "FusedConv"): StandIn("Conv", (0, 1), _CONV_ATTRS),
-    (MS_DOMAIN, "QLinearConv"): StandIn("Conv", (0, 3), _CONV_ATTRS, dtype_from=7),
+    (MS_DOMAIN, "QLinearConv"): StandIn("Conv", (0, 3), _CONV_ATTRS, dtype_from=7,
+                                        channels_last=None),
+    (MS_DOMAIN, "NhwcConv"): StandIn("Conv", (0, 1), _CONV_ATTRS, channels_last=True),
+    (MS_DOMAIN, "NhwcMaxPool"): StandIn("MaxPool", (0,), _POOL_ATTRS, channels_last=True),
     (MS_DOMAIN, "FusedGemm"): StandIn("Gemm", (0, 1), ("transA", "transB")),
     (MS_DOMAIN, "QGemm"): StandIn("Gemm", (0, 3), ("transA", "transB"), dtype_from=8),
     (MS_DOMAIN, "DynamicQuantizeMatMul"): StandIn("MatMul", (0, 1), dtype_from=2),
@@ -59,8 +67,15 @@ STAND_INS: dict[tuple[str, str], StandIn] = {
     (MS_DOMAIN, "QLinearLeakyRelu"): StandIn("Identity", (0,)),
     (MS_DOMAIN, "QLinearSoftmax"): StandIn("Identity", (0,)),
     (MS_DOMAIN, "QLinearAveragePool"): StandIn(
-        "AveragePool", (0,), ("auto_pad", "ceil_mode", "count_include_pad", "kernel_shape",
-                              "pads", "strides")),
+        "AveragePool", (0,), _POOL_ATTRS + ("count_include_pad",), channels_last=None),
+    # onnxruntime's blocked layout (ORT_ENABLE_ALL on x86): tensors [N, C, H, W] with C
+    # padded to the block size, the weights reordered (and padded) to match
+    (NCHWC_DOMAIN, "Conv"): StandIn("Conv", (0, 1), _CONV_ATTRS),
+    (NCHWC_DOMAIN, "MaxPool"): StandIn("MaxPool", (0,), _POOL_ATTRS + ("storage_order",)),
+    (NCHWC_DOMAIN, "AveragePool"): StandIn("AveragePool", (0,),
+                                           _POOL_ATTRS + ("count_include_pad",)),
+    (NCHWC_DOMAIN, "GlobalMaxPool"): StandIn("GlobalMaxPool", (0,)),
+    (NCHWC_DOMAIN, "GlobalAveragePool"): StandIn("GlobalAveragePool", (0,)),
 }
 # Ops whose every output has the type and shape of their first input.
 _SAME_AS_INPUT = {(MS_DOMAIN, op) for op in (
@@ -113,8 +128,13 @@ def _stand_in(spec: StandIn, node: Node) -> list[Out]:
         return [None]
     # float for all: the stand-in computes shapes only (float A . int8 B, or a uint8 Gemm,
     # is no ONNX op); the type comes from the spec
-    types = {name: helper.make_tensor_type_proto(FLOAT, list(v.shape))
-             for name, v in zip(names, values)}
+    shapes = [v.shape for v in values]
+    channels_last = spec.channels_last if spec.channels_last is not None else \
+        bool(node.attrs.get("channels_last", 0))
+    if channels_last:                   # NHWC -> NCHW for onnx's inference
+        shapes[0] = (shapes[0][0], shapes[0][-1], *shapes[0][1:-1]) if shapes[0] else shapes[0]
+    types = {name: helper.make_tensor_type_proto(FLOAT, list(shape))
+             for name, shape in zip(names, shapes)}
     attrs = {k: node.attrs[k] for k in spec.attributes if k in node.attrs}
     proto = helper.make_node(spec.op_type, names, ["y"], **attrs)
     try:
@@ -127,6 +147,8 @@ def _stand_in(spec: StandIn, node: Node) -> list[Out]:
         return [None]
     tensor = found.tensor_type
     shape = tuple(read_dim(d) for d in tensor.shape.dim) if tensor.HasField("shape") else None
+    if channels_last and shape:         # and back
+        shape = (shape[0], *shape[2:], shape[1])
     typed_by = _input(node, spec.dtype_from if spec.dtype_from is not None else spec.inputs[0])
     dtype = spec.dtype or _elem(typed_by) or FLOAT   # no y_zero_point: a float output
     return [(dtype, shape)]
@@ -294,6 +316,48 @@ def _global_average_pool(node: Node) -> list[Out]:
     return [(_elem(x), pooled)]
 
 
+def _reorder_input(node: Node) -> list[Out]:
+    """NCHW (or NHWC, ``channels_last``) into the blocked layout: [N, C padded, H, W].  The
+    block size is the machine's, not the file's: the padded C is what the blocked
+    convolutions reading it take (their weights' input channels times the groups)."""
+    x = _input(node, 0)
+    shape = _shape(x)
+    if shape is None or len(shape) < 3:
+        return [None]
+    spatial = shape[1:-1] if node.attrs.get("channels_last", 0) else shape[2:]
+    return [(_elem(x), (shape[0], _padded_channels(node), *spatial))]
+
+
+def _padded_channels(node: Node) -> Dim:
+    for reader, index in node.outputs[0].uses if node.outputs and node.outputs[0] else ():
+        weight = _shape(_input(reader, 1))
+        if (reader.domain, reader.op_type, index) == (NCHWC_DOMAIN, "Conv", 0) and weight:
+            return _mul(weight[1], int(reader.attrs.get("group", 1)))
+    return None
+
+
+def _reorder_output(node: Node) -> list[Out]:
+    """Out of the blocked layout: the first ``channels`` of C, as NCHW or NHWC."""
+    x = _input(node, 0)
+    shape = _shape(x)
+    channels = node.attrs.get("channels")
+    if shape is None or len(shape) < 3 or not channels:
+        return [None]
+    channels = int(channels)
+    dims = (shape[0], *shape[2:], channels) if node.attrs.get("channels_last", 0) else \
+        (shape[0], channels, *shape[2:])
+    return [(_elem(x), dims)]
+
+
+def _blocked_upsample(node: Node) -> list[Out]:
+    """Each spatial dim times its ``scales`` entry (ints, one per dim of the tensor)."""
+    x = _input(node, 0)
+    shape, scales = _shape(x), node.attrs.get("scales")
+    if shape is None or not scales or len(scales) != len(shape):
+        return [None]
+    return [(_elem(x), tuple(_mul(dim, int(scale)) for dim, scale in zip(shape, scales)))]
+
+
 _OWN_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     (MS_DOMAIN, "Attention"): _ms_attention,
     (MS_DOMAIN, "MultiHeadAttention"): _multi_head_attention,
@@ -307,6 +371,9 @@ _OWN_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     (MS_DOMAIN, "FusedMatMul"): _fused_matmul,
     (MS_DOMAIN, "MatMulNBits"): _matmul_nbits,
     (MS_DOMAIN, "QLinearGlobalAveragePool"): _global_average_pool,
+    (NCHWC_DOMAIN, "ReorderInput"): _reorder_input,
+    (NCHWC_DOMAIN, "ReorderOutput"): _reorder_output,
+    (NCHWC_DOMAIN, "Upsample"): _blocked_upsample,
 }
 SHAPE_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     **{key: _same_as_input for key in _SAME_AS_INPUT},

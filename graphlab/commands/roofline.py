@@ -146,6 +146,9 @@ def _less(before: int, after: int) -> str:
     return f"{1 - after / before:.0%} less" if before else "n/a"
 
 
+OP_COLUMN = 26   # characters: the longest of onnxruntime's names are cut at the front
+
+
 def print_text(record: dict, top: int) -> None:
     t = record["target"]
     print(f"target {t['name']}: peak {format_si(t['peak_ops_per_s'], 'OPS')}, bandwidth "
@@ -154,12 +157,14 @@ def print_text(record: dict, top: int) -> None:
     ops = sorted(record["ops"], key=lambda op: -op["est_seconds"])
     shown = ops if top <= 0 else ops[:top]
     width = min(48, max((len(op["node"]) for op in shown), default=4))
-    print(f"{'node':<{width}}  {'op':<18} {'FLOPs':>10} {'bytes':>10} {'ops/B':>7} "
+    op_width = min(OP_COLUMN, max((len(op["op_type"]) + 1 for op in shown), default=4))
+    print(f"{'node':<{width}}  {'op':<{op_width}} {'FLOPs':>10} {'bytes':>10} {'ops/B':>7} "
           f"{'bound':<7} {'time':>9}")
     for op in shown:
         intensity = "inf" if op["intensity"] is None else f"{op['intensity']:.2f}"
-        op_type = op["op_type"][:17] + ASSUMED_MARK if op["assumed_dims"] else op["op_type"][:18]
-        print(f"{op['node'][-width:]:<{width}}  {op_type:<18} "
+        mark = ASSUMED_MARK if op["assumed_dims"] else ""
+        op_type = _tail(op["op_type"], op_width - len(mark)) + mark
+        print(f"{op['node'][-width:]:<{width}}  {op_type:<{op_width}} "
               f"{format_si(op['flops'], ''):>10} {format_bytes(op['bytes']):>10} "
               f"{intensity:>7} {op['bound']:<7} {format_seconds(op['est_seconds']):>9}")
     if len(shown) < len(ops):
@@ -180,6 +185,12 @@ def print_text(record: dict, top: int) -> None:
         print("not priced (counted as 0): " + ", ".join(record["unmodelled_ops"]))
     for note in record["notes"]:
         print(f"note: {note}")
+
+
+def _tail(text: str, width: int) -> str:
+    """``text`` in ``width`` characters, cut at the front: an op's own name is at its end
+    (com.microsoft.nchwc.Conv -> …rosoft.nchwc.Conv)."""
+    return text if len(text) <= width else "…" + text[len(text) - width + 1:]
 
 
 def ridge_sides(ops: list[dict], ridge: float) -> str:
