@@ -14,6 +14,7 @@ import pytest
 
 from compiler_core.compilation import sized
 from compiler_core.hardware.cost import graph_cost
+from compiler_core.hardware.gemm_shapes import gemm_problems
 from compiler_core.ir import load_model, save_model
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.passes import PassManager
@@ -100,11 +101,19 @@ def test_a_model_onnxruntime_laid_out_for_this_machine_reads_whole(name, tmp_pat
     assert any(node.domain.startswith("com.microsoft") for node in read.nodes)
     cost = _priced(read, dict(sample.sizes))
     assert cost.unmodelled_ops == [] and cost.ops_with_assumed_dims == 0
+    # the same convolutions for the systolic array (these samples' channels fill the blocks)
+    assert _gemms(read, sample.sizes) == _gemms(load_model(sample.path), sample.sizes)
     done = subprocess.run([sys.executable, "-m", "graphlab", "compile", str(optimized), "-p",
                            "O2", "--verify", "-o", str(tmp_path / "out.onnx")],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-600:] + done.stderr[-600:]
     assert "runtime   ORT_ENABLE_ALL: ok" in done.stdout
+
+
+def _gemms(graph, sizes) -> list[tuple]:
+    """Every GEMM of the graph for the systolic array, in a fixed order."""
+    return sorted((p.M, p.N, p.K, p.instances) for node in graph.nodes
+                  for p in gemm_problems(node, dict(sizes)))
 
 
 def _priced(graph, sizes):

@@ -11,7 +11,8 @@
     MatMulNBits  A[..., K] . (packed B of N x K): M = A's rows, N and K from its attributes
     attention    (onnxruntime's and ONNX's) the GEMMs inside (`attention_gemms`)
 onnxruntime's MatMul and Gemm variants (FusedMatMul, DynamicQuantizeMatMul,
-MatMulIntegerToFloat, FusedGemm, QGemm, QLinearConv, FusedConv) map as their ONNX op.
+MatMulIntegerToFloat, FusedGemm, QGemm, QLinearConv, FusedConv, NhwcConv, the blocked
+layout's Conv) map as their ONNX op, a channels-last one read as such.
 A fused node maps to the GEMMs in its body. When a convolution is one the simulator's conv
 form describes exactly (2-D, batch 1, one group, equal strides, no dilation), `conv` holds it,
 with the input size its windows cover (padding included, rows the stride skips excluded).
@@ -33,7 +34,11 @@ _MATMULS = {"MatMul": (0, 1), "MatMulInteger": (0, 1), "FusedMatMul": (0, 1),
             "QLinearMatMul": (0, 3), "DynamicQuantizeMatMul": (0, 1),
             "MatMulIntegerToFloat": (0, 1)}
 _GEMMS = {"Gemm": (0, 1), "FusedGemm": (0, 1), "QGemm": (0, 3)}
-_CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "FusedConv": (0, 1), "QLinearConv": (0, 3)}
+_CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "FusedConv": (0, 1), "QLinearConv": (0, 3),
+          "NhwcConv": (0, 1)}
+# onnxruntime's domains: its operators, and its blocked layout (com.microsoft.nchwc: a Conv
+# whose weights and output channels are padded to the block, NCHW otherwise)
+_DOMAINS = ("", "com.microsoft", "com.microsoft.nchwc")
 GEMM_OPS = frozenset({*_MATMULS, *_CONVS, *_GEMMS, "ConvTranspose", "MatMulNBits"})
 
 
@@ -55,7 +60,7 @@ def has_gemm(node: Node) -> bool:
     """True if the node (or a node in its fused body) is a GEMM the simulator can run."""
     if node.body is not None:
         return any(has_gemm(inner) for inner in node.body.nodes)
-    return node.domain in ("", "com.microsoft") and node.op_type in GEMM_OPS or \
+    return node.domain in _DOMAINS and node.op_type in GEMM_OPS or \
         (node.domain, node.op_type) in ATTENTION_MAPPERS
 
 
@@ -164,6 +169,8 @@ def _conv(node: Node, x, w, out) -> GemmProblem | None:
         return None
     group = int(node.attrs.get("group", 1))
     kernel = w[2:]
+    if node.op_type == "NhwcConv" or node.attrs.get("channels_last", 0):
+        out = (out[0], out[-1], *out[1:-1])     # channels last: the weights are ONNX's
     batch, pixels = out[0], math.prod(out[2:])
     problem = GemmProblem(node.name, node.op_type, batch * pixels, w[0] // group,
                           w[1] * math.prod(kernel), instances=group,
