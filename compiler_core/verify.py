@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from onnx import TensorProto
 
 from .errors import RunFailedError, VerificationError
 from .input_sizes import SizePlan, collect_facts, solve
@@ -175,9 +176,19 @@ def _nested_equal(a, b) -> bool:
 
 
 def verify(reference: Graph, candidate: Graph, inputs: dict | None = None,
-           bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL) -> VerifyReport:
+           bindings: dict[str, int] | None = None, rtol: float | None = None) -> VerifyReport:
     """Run both graphs on the same inputs and compare every output of the reference."""
     return Verifier(reference, inputs, bindings, rtol).check(candidate)
+
+
+_HALF_TYPES = frozenset({TensorProto.FLOAT16, TensorProto.BFLOAT16})
+
+
+def computes_in_half(graph: Graph) -> bool:
+    """Whether some node of the graph computes a float16 or bfloat16 result (a model kept in
+    float16, or one that casts part of its work down)."""
+    return any(value is not None and value.elem_type in _HALF_TYPES and value.stored is None
+               for node in graph.nodes if node.op_type != "Constant" for value in node.outputs)
 
 
 def with_inference_semantics(graph: Graph) -> Graph:
@@ -209,8 +220,11 @@ class Verifier:
     """
 
     def __init__(self, reference: Graph, inputs: dict | None = None,
-                 bindings: dict[str, int] | None = None, rtol: float = DEFAULT_RTOL):
-        self.rtol = rtol
+                 bindings: dict[str, int] | None = None, rtol: float | None = None):
+        # by default the model's own precision sets it: a float16 model's kernels and a
+        # pass that folds its weights round differently by a few float16 ulps
+        self.half = computes_in_half(reference)
+        self.rtol = rtol if rtol is not None else FLOAT16_RTOL if self.half else DEFAULT_RTOL
         model = with_inference_semantics(reference)
         self.allowance = rounding_allowance(model)   # None unless it quantizes at run time
         # None when the user gave the inputs; else how they were made, at which sizes
@@ -232,9 +246,12 @@ class Verifier:
 
     def describe_inputs(self) -> str:
         """`generated inputs src float32[5, 2, 64] at seq=5 (...), batch=2` or `given ...`."""
-        if self.generated is None:
-            return f"given inputs {describe_inputs(self.inputs)}"
-        return self.generated.describe()
+        inputs = f"given inputs {describe_inputs(self.inputs)}" if self.generated is None \
+            else self.generated.describe()
+        if self.half and self.rtol > DEFAULT_RTOL:
+            inputs += (f"; the model computes in float16, so outputs are compared within "
+                       f"{self.rtol:g} of their scale (float32: {DEFAULT_RTOL:g})")
+        return inputs
 
     def check(self, candidate: Graph, rtol: float | None = None) -> VerifyReport:
         """Compare ``candidate`` with the reference (``rtol`` overrides the verifier's own)."""

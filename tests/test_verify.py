@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from compiler_core.compilation import compile_model
 from compiler_core.errors import VerificationError
 from compiler_core.ir import load_model
-from compiler_core.verify import compare_outputs, load_inputs, make_inputs, verify
+from compiler_core.verify import (DEFAULT_RTOL, FLOAT16_RTOL, Verifier, compare_outputs,
+                                  load_inputs, make_inputs, verify)
+from graphlab.samples import get_sample
 
 
 def _graph(shape=("batch", 4), dtype=TensorProto.FLOAT, scale=1.0):
@@ -122,3 +126,26 @@ def test_npz_inputs_are_checked_against_the_signature(tmp_path):
     np.savez(wrong_shape, x=np.ones((5, 3), np.float32))
     with pytest.raises(VerificationError, match="expects float32"):
         load_inputs(str(wrong_shape), graph)
+
+
+def test_a_float16_model_is_checked_at_float16_precision(tmp_path):
+    """gpt2_tiny converted to float16 (inputs and outputs kept): folding the norms' scale and
+    shift into the next layer's float16 weights moves the logits by a few float16 ulps, which
+    float32's 1e-4 called a failure; the check now holds it to float16's tolerance, and says
+    so.  The float32 sample keeps 1e-4."""
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    sample = get_sample("gpt2_tiny").path
+    half = tmp_path / "gpt2_fp16.onnx"
+    onnx.save(convert_float_to_float16(onnx.load(sample), keep_io_types=True), half)
+    result = compile_model(load_model(half), "O2", verify=True).result
+    assert result.verifier.rtol == FLOAT16_RTOL
+    assert "computes in float16" in result.verifier.describe_inputs()
+    folded = next(s for s in result.snapshots if s.pass_name == "fold_norm_affine")
+    assert folded.changed and folded.verify.ok
+    assert DEFAULT_RTOL * _scale(result) < folded.verify.max_abs_err   # float32's would fail
+    assert Verifier(load_model(sample)).rtol == DEFAULT_RTOL
+
+
+def _scale(result) -> float:
+    return max(float(np.abs(out).max()) for out in result.verifier.reference_outputs.values())

@@ -64,7 +64,7 @@ def check_step(workspace: Workspace, step: int) -> StepCheck:
     if key not in workspace.derived:
         verifier = _verifier(workspace)
         result = workspace.result
-        rtol, note = result.tolerance_after(step)
+        rtol, note = result.tolerance_after(step, verifier.rtol)
         graph = result.snapshots[step].graph
         report = verifier.check(graph, rtol)
         workspace.derived[key] = StepCheck(step, result.snapshots[step].pass_name, report,

@@ -122,7 +122,7 @@ class NumericVerifier(Instrument):
 
     def before_pipeline(self, graph: Graph, passes: list[Pass]) -> None:
         self.verifier = Verifier(graph, inputs=self.inputs, bindings=self.bindings)
-        self.tolerance = Tolerance()
+        self.tolerance = Tolerance(self.verifier.rtol)
 
     def after_pass(self, step: PassStep) -> None:
         snapshot = step.snapshot

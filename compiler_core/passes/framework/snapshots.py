@@ -115,9 +115,12 @@ class PipelineResult:
         checked = [s.verify for s in self.snapshots if s.verify is not None]
         return checked[-1] if checked else None
 
-    def tolerance_after(self, index: int) -> tuple[float, str | None]:
+    def tolerance_after(self, index: int, base: float | None = None
+                        ) -> tuple[float, str | None]:
         """The tolerance a check of snapshot ``index`` uses, and why it is looser (or None)."""
-        tolerance = Tolerance()
+        if base is None:   # the exact passes' tolerance: the verifier's, if the run had one
+            base = self.verifier.rtol if self.verifier else DEFAULT_RTOL
+        tolerance = Tolerance(base)
         for snapshot in self.snapshots[:index + 1]:
             tolerance.update(snapshot)
         return tolerance.rtol, tolerance.note()
@@ -126,8 +129,9 @@ class PipelineResult:
 class Tolerance:
     """The verifier's tolerance along a pipeline: the loosest any changing pass asked for."""
 
-    def __init__(self) -> None:
-        self.rtol = DEFAULT_RTOL
+    def __init__(self, base: float = DEFAULT_RTOL) -> None:
+        """``base``: the exact passes' tolerance (the verifier's: looser for float16)."""
+        self.rtol = self.base = base
         self.set_by: Snapshot | None = None
 
     def update(self, snapshot: Snapshot) -> None:
@@ -140,4 +144,4 @@ class Tolerance:
             return None
         return (f"{self.set_by.tolerance_reason} by {self.set_by.pass_name}: compared with "
                 f"tolerance {self.rtol:g} of each output's scale (exact passes: "
-                f"{DEFAULT_RTOL:g})")
+                f"{self.base:g})")
