@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import onnx
 
-from . import contrib_shapes, write_guard
+from . import attributes, contrib_shapes, write_guard
 from .graph import Graph
 from .exporter import to_model_proto
 from .node import Node
@@ -40,6 +40,7 @@ BOOL_RESULT = {"And", "Or", "Xor", "Equal", "Less", "Greater", "LessOrEqual", "G
 
 
 MAX_ROUNDS = 4
+SMALL_CONSTANT = 64   # elements: constant inputs a one-node inference reads (shapes, axes)
 
 
 def infer_shapes(graph: Graph, refresh: bool = False,
@@ -52,10 +53,11 @@ def infer_shapes(graph: Graph, refresh: bool = False,
     instead of only filling unknowns.  ``first_model``, a light proto of this very graph, saves
     exporting one for the first round (the importer passes the model it just parsed).
     """
+    opset = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx"))
     for round_index in range(MAX_ROUNDS):
         _run_onnx_inference(graph, refresh=refresh and round_index == 0,
                             model=first_model if round_index == 0 else None)
-        if not sum(fill_gaps(node) for node in graph.nodes):
+        if not sum(fill_gaps(node, opset) for node in graph.nodes):
             return
 
 
@@ -124,9 +126,12 @@ def _better_dim(mine, theirs):
     return mine
 
 
-def fill_gaps(node: Node) -> bool:
+def fill_gaps(node: Node, opset: int | None = None) -> bool:
     """Apply GraphLab's simple rules to an output onnx could not type; True if it learnt more.
-    onnxruntime's operators have rules of their own (`contrib_shapes`), for every output."""
+    onnxruntime's operators have rules of their own (`contrib_shapes`), for every output.
+    A standard op whose inputs a rule has just typed gets onnx's rule for it alone (at
+    ``opset``), so what follows one of onnxruntime's operators is typed in the same sweep (a
+    model onnxruntime optimized alternates them: Conv, FusedConv, Conv, ...)."""
     if contrib_shapes.knows(node.op_type, node.domain):
         return contrib_shapes.infer_outputs(node)
     out = node.outputs[0] if node.outputs else None
@@ -135,6 +140,8 @@ def fill_gaps(node: Node) -> bool:
     first = node.inputs[0] if node.inputs else None
     if first is None:
         return False
+    if opset is not None and node.domain in ("", "ai.onnx") and _one_node_inference(node, opset):
+        return True
     before = (out.elem_type, out.shape)
     rank_rule = _RANK_RULES.get(node.op_type)
     if rank_rule is not None:
@@ -156,6 +163,44 @@ def fill_gaps(node: Node) -> bool:
         if out.shape is None:
             out.shape = broadcast_shapes([v.shape for v in present])
     return (out.elem_type, out.shape) != before
+
+
+def _one_node_inference(node: Node, opset: int) -> bool:
+    """onnx's inference for this node alone, from its inputs' types and its small constant
+    inputs' values; True if it typed an output it had not."""
+    if node.implicit_inputs or any(v is not None and (v.elem_type is None or v.shape is None)
+                                   for v in node.inputs):
+        return False      # a node with a subgraph, or an input still untyped
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, "")
+        types = {v.name: onnx.helper.make_tensor_type_proto(v.elem_type, list(v.shape))
+                 for v in node.inputs if v is not None}
+        data = {v.name: onnx.numpy_helper.from_array(v.constant_value(), v.name)
+                for v in node.inputs if v is not None and v.is_constant and _small(v)}
+        proto = onnx.NodeProto(op_type=node.op_type, input=[v.name if v else "" for v in
+                                                            node.inputs],
+                               output=[v.name if v else "" for v in node.outputs])
+        proto.attribute.extend(attributes.to_proto(k, v, node.attr_types.get(k))
+                               for k, v in node.attrs.items())
+        inferred = onnx.shape_inference.infer_node_outputs(schema, proto, types, data)
+    except Exception:  # noqa: BLE001 - onnx raises varied errors; the other rules still apply
+        return False
+    learnt = False
+    for value in node.outputs:
+        found = inferred.get(value.name) if value is not None else None
+        if found is None or value.type_proto is not None:
+            continue
+        typed = value_from_type(value.name, found)
+        if typed.elem_type and value.elem_type is None:
+            value.elem_type, learnt = typed.elem_type, True
+        if typed.shape is not None and value.shape is None:
+            value.shape, learnt = typed.shape, True
+    return learnt
+
+
+def _small(value: Value) -> bool:
+    count = value.numel()
+    return count is not None and count <= SMALL_CONSTANT
 
 
 def broadcast_shapes(shapes: list[tuple | None]) -> tuple | None:
