@@ -11,7 +11,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from compiler_core.ir import FUSED_DOMAIN, to_bytes
+from compiler_core.ir import FUSED_DOMAIN, load_model, to_bytes
 from compiler_core.lowering import lower_for_onnxruntime
 from compiler_core.passes import PassManager
 from compiler_core.quantized_outputs import QUANTIZATION_STEPS, rounding_allowance
@@ -254,3 +254,21 @@ def test_a_candidate_is_held_to_onnxruntimes_integer_kernels_where_they_leave_th
     integer = run_isolated(to_bytes(graph), [verifier.inputs], level=INTEGER_LEVEL).outputs[0]
     refused = verifier.judge({"logits": integer["logits"] + 20 * step})
     assert not refused.ok and INTEGER_LEVEL.upper() not in refused.basis
+
+
+@pytest.mark.parametrize("scale, warned", [(np.inf, True), (0.0, True), (np.nan, True),
+                                           (0.05, False)])
+def test_a_scale_that_is_not_a_finite_positive_number_is_named_at_load(scale, warned):
+    """A calibration range reaching -inf (an attention mask) gives a scale of inf: every code
+    read with it dequantizes to inf or NaN.  The model loads, and says where and why."""
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], name="quantize_mask"),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], name="dequantize")]
+    graph = build(nodes, [tensor("x", TensorProto.FLOAT, [2, 4])],
+                  [tensor("y", TensorProto.FLOAT, [2, 4])],
+                  {"s": np.array(scale, np.float32), "z": np.array(0, np.uint8)})
+    read = load_model(to_bytes(graph))
+    named = [w for w in read.warnings if "quantization scale" in w]
+    assert bool(named) == warned
+    if warned:
+        assert "2 quantization scales are not finite positive numbers" in named[0]
+        assert "'quantize_mask'" in named[0] and "calibration range" in named[0]

@@ -25,6 +25,7 @@ from .lazy_tensors import InMemory, LazyTensor, MappedFile, StoredTensor
 from .model_limits import PROTOBUF_LIMIT, format_size
 from .proto_types import (FUSED_DOMAIN, LIGHT_WEIGHT_BYTES, tensor_value_info,
                           value_from_type)
+from .quantization_params import broken_scales
 from .schema_checks import check_schemas, opset_versions
 from .shape_inference import infer_shapes as run_inference
 from .subgraphs import free_variables, subgraph_attributes
@@ -375,6 +376,9 @@ def _build(model: onnx.ModelProto, nodes: list[_ReadNode], opsets: dict[str, int
         graph.warnings.append(
             f"op {op} is not known to GraphLab: loaded as an opaque node; passes will not "
             f"rewrite across it and its cost is not modelled")
+    scales = broken_scales(graph)
+    if scales:
+        graph.warnings.append(scales)
     return graph
 
 

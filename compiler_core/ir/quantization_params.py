@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .graph import Graph
 from .node import Node
 from .value import Value
 
@@ -85,3 +86,34 @@ def _describe(value: Value | None, axis, what: str) -> str:
 
 def _number(x) -> str:
     return f"{float(x):.4g}" if np.issubdtype(np.asarray(x).dtype, np.floating) else str(int(x))
+
+
+def broken_scales(graph: Graph) -> str | None:
+    """A warning naming the quantization scales that are not finite positive numbers (None
+    when there are none).  Codes read with such a scale dequantize to inf or NaN, so what the
+    model computes from there is meaningless, whatever a compiler or runtime does with it; a
+    calibration range reaching infinity (an attention mask of -inf) is the usual cause."""
+    found = []
+    for node in graph.nodes:
+        if node.domain not in ("", "ai.onnx", "com.microsoft"):
+            continue
+        for tensor, _, scale, _ in _SLOTS.get(node.op_type, ()):
+            value = node.input(scale) if scale is not None else None
+            if value is None or not value.is_constant or value.stored is not None and \
+                    value.stored.nbytes > MAX_READ_BYTES:
+                continue
+            data = np.asarray(value.constant_value(), dtype=np.float64)
+            bad = data[~(np.isfinite(data) & (data > 0))]
+            if bad.size:
+                found.append(f"{node.op_type} {node.name!r} {tensor} scale {_number(bad[0])}")
+    if not found:
+        return None
+    listed = "; ".join(found[:3]) + (f"; and {len(found) - 3} more" if len(found) > 3 else "")
+    many = len(found) > 1
+    what = "scales are not finite positive numbers" if many else \
+        "scale is not a finite positive number"
+    return (f"{len(found)} quantization {what} ({listed}): codes read with "
+            f"{'them' if many else 'it'} dequantize to inf or NaN, "
+            f"so the outputs computed from there mean nothing (the usual cause: a calibration "
+            f"range reaching infinity, such as an attention mask of -inf); quantize again "
+            f"with {'those tensors' if many else 'that tensor'} left in float")
