@@ -116,11 +116,22 @@ def pass_row(snapshot, selected: bool, detail: str = "", title: str = "") -> htm
     counts = f"{snapshot.nodes_before} → {snapshot.nodes_after} nodes"
     detail = detail or (plural(snapshot.rewrites, "rewrite") if snapshot.changed
                         else "changed nothing")
-    return html.Button([html.Span(f"{snapshot.index + 1}. {snapshot.pass_name}",
+    return html.Button([html.Span(breakable(f"{snapshot.index + 1}. {snapshot.pass_name}"),
                                   className="pass-name"), f"\n{counts}\n{detail}"],
                        id={"type": ROW, "index": snapshot.index}, role="listitem",
                        className=row_class(snapshot, selected),
                        title=title or snapshot.description)
+
+
+def breakable(name: str) -> list:
+    """``name`` with a line-break opportunity after each underscore (``<wbr>``: nothing is
+    added to the text people copy), so a narrow pass list wraps fuse_sibling_matmuls as
+    "fuse_sibling_ / matmuls", not "fuse_sibling_matmul / s"."""
+    parts = name.split("_")
+    pieces: list = []
+    for part in parts[:-1]:
+        pieces += [part + "_", html.Wbr()]
+    return pieces + [parts[-1]]
 
 
 PANEL = Panel("stepper", MAIN, register, layout)
