@@ -12,6 +12,7 @@ from onnx import TensorProto, helper
 
 from compiler_core.passes import resolve_pipeline
 from compiler_core.records import to_json
+from fusion_graphs import LN_CONSTANTS, decomposed_layernorm
 from passes_helpers import F, I64, build, load_sample, ops, run_checked, snapshot, tensor
 
 INT64_MAX = np.iinfo(np.int64).max
@@ -193,42 +194,23 @@ def _load_outcome(graph) -> str:
     return run_isolated(to_bytes(graph), [make_inputs(graph)], level="all").stage
 
 
+def _with_layernorm_of(source: str, nodes: list, shape: list, opset: int = 17):
+    """``nodes``, then a LayerNorm written out of ``source`` into y (width 8), on an input x
+    of ``shape``."""
+    return build([*nodes, *decomposed_layernorm(source, "y")], [tensor("x", F, shape)],
+                 [tensor("y", F, shape)], LN_CONSTANTS, opset=opset)
+
+
 def test_a_float64_round_trip_before_a_layernorm_no_longer_trips_onnxruntime():
     """Minimal reproduction: onnxruntime's LayerNormFusion looks through Cast(double) ->
     Cast(float) and builds a LayerNormalization with mismatched types that fails to load at
     its default level.  The original model fails; clean's output (round trip gone) loads."""
-    rng = np.random.default_rng(0)
-    nodes = [helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
-             helper.make_node("Cast", ["d"], ["f"], to=TensorProto.FLOAT),
-             helper.make_node("ReduceMean", ["f"], ["m"], axes=[-1]),
-             helper.make_node("Sub", ["f", "m"], ["c"]),
-             helper.make_node("Pow", ["c", "two"], ["sq"]),
-             helper.make_node("ReduceMean", ["sq"], ["v"], axes=[-1]),
-             helper.make_node("Add", ["v", "eps"], ["ve"]),
-             helper.make_node("Sqrt", ["ve"], ["sd"]),
-             helper.make_node("Div", ["c", "sd"], ["n"]),
-             helper.make_node("Mul", ["n", "gamma"], ["g"]),
-             helper.make_node("Add", ["g", "beta"], ["y"])]
-    graph = build(nodes, [tensor("x", F, [2, 8])], [tensor("y", F, [2, 8])],
-                  {"two": np.float32(2), "eps": np.float32(1e-5),
-                   "gamma": rng.random(8, dtype=np.float32),
-                   "beta": rng.random(8, dtype=np.float32)}, opset=16)
+    graph = _with_layernorm_of("f", [
+        helper.make_node("Cast", ["x"], ["d"], to=TensorProto.DOUBLE),
+        helper.make_node("Cast", ["d"], ["f"], to=TensorProto.FLOAT)], [2, 8], opset=16)
     assert _load_outcome(graph) == "load"  # onnxruntime's own fault, kept visible here
     final = run_checked(graph, "clean").final
     assert "Cast" not in ops(final) and _load_outcome(final) == "ran"
-
-
-def _layernorm_written_out(source: str) -> list:
-    """A decomposed LayerNorm of ``source`` (ReduceMean, Sub, Pow, ..., Mul, Add) into y."""
-    return [helper.make_node("ReduceMean", [source], ["m"], axes=[-1]),
-            helper.make_node("Sub", [source, "m"], ["c"]),
-            helper.make_node("Pow", ["c", "two"], ["sq"]),
-            helper.make_node("ReduceMean", ["sq"], ["v"], axes=[-1]),
-            helper.make_node("Add", ["v", "eps"], ["ve"]),
-            helper.make_node("Sqrt", ["ve"], ["sd"]),
-            helper.make_node("Div", ["c", "sd"], ["n"]),
-            helper.make_node("Mul", ["n", "gamma"], ["g"]),
-            helper.make_node("Add", ["g", "beta"], ["y"])]
 
 
 def test_a_transpose_pair_between_a_cast_and_a_layernorm_stays_so_onnxruntime_loads_it():
@@ -236,16 +218,11 @@ def test_a_transpose_pair_between_a_cast_and_a_layernorm_stays_so_onnxruntime_lo
     a LayerNorm written out.  The input loads at onnxruntime's default level; without the
     Transposes its LayerNormFusion would take the Cast in and fail to load, so the pair
     stays and the decline says why."""
-    rng = np.random.default_rng(0)
-    nodes = [helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
-             helper.make_node("Cast", ["h"], ["f"], to=TensorProto.FLOAT),
-             helper.make_node("Transpose", ["f"], ["t"], perm=[1, 0]),
-             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0]),
-             *_layernorm_written_out("tt")]
-    graph = build(nodes, [tensor("x", F, [4, 8])], [tensor("y", F, [4, 8])],
-                  {"two": np.float32(2), "eps": np.float32(1e-5),
-                   "gamma": rng.random(8, dtype=np.float32),
-                   "beta": rng.random(8, dtype=np.float32)}, opset=17)
+    graph = _with_layernorm_of("tt", [
+        helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Transpose", ["f"], ["t"], perm=[1, 0]),
+        helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0])], [4, 8])
     assert _load_outcome(graph) == "ran"
     result = run_checked(graph, "clean")
     assert ops(result.final)["Transpose"] == 2 and _load_outcome(result.final) == "ran"
@@ -256,14 +233,9 @@ def test_a_transpose_pair_between_a_cast_and_a_layernorm_stays_so_onnxruntime_lo
 
 def test_a_transpose_pair_before_a_layernorm_of_an_input_still_cancels():
     """The guard is for a Cast only: read straight from the model's input, the norm is safe."""
-    rng = np.random.default_rng(0)
-    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
-             helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0]),
-             *_layernorm_written_out("tt")]
-    graph = build(nodes, [tensor("x", F, [4, 8])], [tensor("y", F, [4, 8])],
-                  {"two": np.float32(2), "eps": np.float32(1e-5),
-                   "gamma": rng.random(8, dtype=np.float32),
-                   "beta": rng.random(8, dtype=np.float32)}, opset=17)
+    graph = _with_layernorm_of("tt", [
+        helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0]),
+        helper.make_node("Transpose", ["t"], ["tt"], perm=[1, 0])], [4, 8])
     result = run_checked(graph, "clean")
     assert ops(result.final)["Transpose"] == 0 and _load_outcome(result.final) == "ran"
 
