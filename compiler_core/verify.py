@@ -249,8 +249,9 @@ class Verifier:
         inputs = f"given inputs {describe_inputs(self.inputs)}" if self.generated is None \
             else self.generated.describe()
         if self.half and self.rtol > DEFAULT_RTOL:
-            inputs += (f"; the model computes in float16, so outputs are compared within "
-                       f"{self.rtol:g} of their scale (float32: {DEFAULT_RTOL:g})")
+            inputs += (f"; the model computes in half precision (float16 or bfloat16), so "
+                       f"outputs are compared within {self.rtol:g} of their scale (float32: "
+                       f"{DEFAULT_RTOL:g})")
         return inputs
 
     def check(self, candidate: Graph, rtol: float | None = None) -> VerifyReport:

@@ -140,7 +140,7 @@ def test_a_float16_model_is_checked_at_float16_precision(tmp_path):
     onnx.save(convert_float_to_float16(onnx.load(sample), keep_io_types=True), half)
     result = compile_model(load_model(half), "O2", verify=True).result
     assert result.verifier.rtol == FLOAT16_RTOL
-    assert "computes in float16" in result.verifier.describe_inputs()
+    assert "computes in half precision" in result.verifier.describe_inputs()
     folded = next(s for s in result.snapshots if s.pass_name == "fold_norm_affine")
     assert folded.changed and folded.verify.ok
     assert DEFAULT_RTOL * _scale(result) < folded.verify.max_abs_err   # float32's would fail

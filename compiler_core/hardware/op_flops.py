@@ -214,8 +214,9 @@ def is_priced(op_type: str, domain: str = "") -> bool:
     """True if `op_flops` knows the op (it may still lack the shapes or attributes it needs)."""
     if (domain, op_type) in CONTRIB_RULES:
         return True
-    return not domain and (op_type in _RULES or op_type in DATA_MOVEMENT or op_type in METADATA_ONLY
-            or op_type in ELEMENTWISE or op_type in PER_ELEMENT)
+    return not domain and (op_type in _RULES or op_type in DATA_MOVEMENT
+                           or op_type in METADATA_ONLY or op_type in ELEMENTWISE
+                           or op_type in PER_ELEMENT)
 
 
 def is_elementwise(op_type: str) -> bool:

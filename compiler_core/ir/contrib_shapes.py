@@ -1,8 +1,8 @@
 """Types and shapes of the operators onnx's inference cannot type: onnxruntime's contrib ops.
 
 onnxruntime's own operators (domain com.microsoft, its blocked layout's com.microsoft.nchwc,
-and SimplifiedLayerNormalization, which it registers in the ONNX domain) have no onnx schema, so onnx's shape inference leaves their
-outputs unknown and everything downstream with them.  The rules here give every output's
+and SimplifiedLayerNormalization, which it registers in the ONNX domain) have no onnx schema,
+so onnx's shape inference leaves their outputs unknown and everything downstream with them.  The rules here give every output's
 element type and shape.  Most of these operators are a standard op with extras (a bias, an
 activation, quantization scales), so their shape is the standard op's: ``STAND_INS`` names
 that op and which inputs it takes, and onnx's own node inference computes it.  The others

@@ -189,7 +189,7 @@ def print_text(record: dict, top: int) -> None:
 
 def _tail(text: str, width: int) -> str:
     """``text`` in ``width`` characters, cut at the front: an op's own name is at its end
-    (com.microsoft.nchwc.Conv -> …rosoft.nchwc.Conv)."""
+    (com.microsoft.QLinearGlobalAveragePool -> ….QLinearGlobalAveragePool)."""
     return text if len(text) <= width else "…" + text[len(text) - width + 1:]
 
 
