@@ -17,6 +17,7 @@ SHOWN_KEY = "view-shown-key"
 
 NAV_MESSAGE = "nav-message"
 UPLOAD_MESSAGE = "upload-message"
+MODEL_NOTES = "model-notes"      # what loading the shown model warned of (opaque ops, ...)
 TABS = "side-tabs"
 
 BEFORE = "pane-before"

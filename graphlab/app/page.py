@@ -41,6 +41,7 @@ def page(services: Services) -> html.Div:
         html.Div(id=ids.NAV_MESSAGE, className="messages"),
         *layouts(STATUS),
         html.Div(id=ids.UPLOAD_MESSAGE, className="messages"),
+        html.Div(id=ids.MODEL_NOTES, className="messages"),
         html.Main(className="main", children=[
             *layouts(MAIN),
             html.Aside(className="side", children=[

@@ -266,6 +266,46 @@ def test_on_a_1024_screen_the_page_opens_with_the_side_panel_folded(served):
         person.driver.quit()
 
 
+def _model_with_a_custom_op(path) -> None:
+    """x -> Relu -> a custom-domain op GraphLab does not know -> Relu."""
+    from onnx import TensorProto, helper, save
+    nodes = [helper.make_node("Relu", ["x"], ["r"]),
+             helper.make_node("Mystery", ["r"], ["m"], domain="com.example"),
+             helper.make_node("Relu", ["m"], ["y"])]
+    graph = helper.make_graph(nodes, "custom", [helper.make_tensor_value_info(
+        "x", TensorProto.FLOAT, [2, 4])], [helper.make_tensor_value_info(
+            "y", TensorProto.FLOAT, [2, 4])])
+    save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                 helper.make_opsetid("com.example", 1)]), path)
+
+
+def test_what_loading_an_upload_warned_of_stays_above_the_panes(served, shots, tmp_path):
+    """A model with an op GraphLab does not know loads with a warning, which the CLI prints:
+    the page shows its headline above the panes (the whole text when opened), keeps it while
+    the person steps, and lets it go with the model."""
+    upload = tmp_path / "custom_op.onnx"
+    _model_with_a_custom_op(upload)
+    person = person_at(served, (1280, 800))
+    try:
+        person.open("?model=cnn_bn")
+        assert person.text("#model-notes") == ""
+        person.upload(str(upload))
+        person.wait_drawn()
+        note = person.text("#model-notes summary")
+        assert note == "This model: op com.example.Mystery is not known to GraphLab", note
+        person.click("#model-notes summary")
+        assert "loaded as an opaque node" in person.text("#model-notes")
+        person.driver.save_screenshot(str(shots / "engineer-upload-warning.png"))
+        assert_sound(person, "an upload with a warning")
+        person.prev()
+        assert "is not known to GraphLab" in person.text("#model-notes")
+        person.choose("teach_gelu")
+        person.wait_drawn()
+        assert person.eventually(lambda: person.text("#model-notes") == "")
+    finally:
+        person.driver.quit()
+
+
 def test_an_engineer_uploads_switches_to_a_sample_and_back(served, shots, tmp_path):
     person = person_at(served, (1280, 800))
     upload = tmp_path / "my_model.onnx"

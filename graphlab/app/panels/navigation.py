@@ -47,6 +47,7 @@ OUTPUTS = {
     "bindings": Output(BINDINGS, "value"), "panel": Output(ids.TABS, "value"),
     "hide": Output(HIDE_UNCHANGED, "value"), "query": Output(SEARCH, "value"),
     "message": Output(ids.NAV_MESSAGE, "children"),
+    "notes": Output(ids.MODEL_NOTES, "children"), "noted": Output(ids.MODEL_NOTES, "title"),
     "pending": Output(PENDING, "data"), "poll_off": Output(POLL, "disabled"),
 }
 INPUTS = {
@@ -61,6 +62,7 @@ INPUTS = {
 STATE = {"view": State(ids.VIEW, "data"), "pending": State(PENDING, "data"),
          "upload_b": State(ids.COMPARE_UPLOAD, "data"),
          "panel": State(ids.TABS, "value"),   # a tab opens on the page (`views_in_page`)
+         "noted": State(ids.MODEL_NOTES, "title"),
          "address": State(ids.URL, "search")}   # as the page loads, before it is heard
 
 
@@ -72,7 +74,7 @@ def register(app, services: Services) -> None:
     def navigate(**values):
         return _every_output(_navigate(**values))
 
-    def _navigate(search, upload, view, pending, upload_b, address, **inputs) -> dict:
+    def _navigate(search, upload, view, pending, upload_b, address, noted, **inputs) -> dict:
         trigger = ctx.triggered_id
         if search is None:   # as the page loads, before anything was heard: the address
             search = address
@@ -130,6 +132,9 @@ def register(app, services: Services) -> None:
         # it, or by saying why the view asked for could not be shown instead.
         answer = {name: value for name, value in shown.items() if value != inputs.get(name)}
         answer["view"] = to_json(state)
+        warned = workspace.result.initial.warnings
+        if "\n".join(warned) != (noted or ""):
+            answer.update(notes=model_notes(warned), noted="\n".join(warned))
         if not (from_url and not message):
             answer["url"] = to_query(state, default)
         if not (kind == POLL and message == ""):
@@ -144,6 +149,26 @@ def _every_output(answer: dict) -> dict:
     if "view" in answer:
         answer = {**answer, "reduced": answer["view"]}
     return {name: answer.get(name, no_update) for name in OUTPUTS}
+
+
+def model_notes(warnings: list[str]) -> html.Details | str:
+    """What loading the shown model warned of (an op GraphLab does not know, a broken
+    quantization scale, ...), kept above the panes while the model is shown, since each one
+    changes what the views can say: one line, its headline; opened, each warning in full as
+    the CLI prints it (a projector has no room for four lines of it)."""
+    if not warnings:
+        return ""
+    more = f" (and {len(warnings) - 1} more)" if len(warnings) > 1 else ""
+    return html.Details([html.Summary(f"This model: {_headline(warnings[0])}{more}"),
+                         *[html.Div(warning) for warning in warnings]],
+                        className="message warning")
+
+
+def _headline(warning: str) -> str:
+    """A warning's first clause: what is wrong, before the details and what to do."""
+    cuts = [at for at in (warning.find(" ("), warning.find(": "), warning.find("; "))
+            if at > 0]
+    return warning[:min(cuts)] if cuts else warning
 
 
 def _apply(state: ViewState, kind: str, trigger, inputs: dict) -> ViewState | None:
