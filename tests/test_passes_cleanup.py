@@ -231,6 +231,21 @@ def test_a_transpose_pair_between_a_cast_and_a_layernorm_stays_so_onnxruntime_lo
     assert "LayerNormFusion" in declines[0].reason and "Cast" in declines[0].reason
 
 
+def test_an_identity_between_a_cast_and_a_layernorm_goes_as_onnxruntime_removes_it_too():
+    """Found by fuzzing (seed 20261201, case 3693): an Identity in the same place is not
+    kept.  onnxruntime removes it itself before its LayerNormFusion runs, so the input model
+    fails to load already and keeping it would protect nothing; it goes, and
+    eliminate_identity keeps its promise (no removable Identity left, checked in check mode)."""
+    graph = _with_layernorm_of("i", [
+        helper.make_node("Cast", ["x"], ["h"], to=TensorProto.FLOAT16),
+        helper.make_node("Cast", ["h"], ["f"], to=TensorProto.FLOAT),
+        helper.make_node("Identity", ["f"], ["i"])], [4, 8])
+    assert _load_outcome(graph) == "load"   # onnxruntime's own fault, in the input
+    result = run_checked(graph, ["eliminate_identity"])   # check mode: the promise is tested
+    assert ops(result.final)["Identity"] == 0
+    assert not snapshot(result, "eliminate_identity").declined
+
+
 def test_a_transpose_pair_before_a_layernorm_of_an_input_still_cancels():
     """The guard is for a Cast only: read straight from the model's input, the norm is safe."""
     graph = _with_layernorm_of("tt", [

@@ -367,7 +367,7 @@ def bypass_or_decline(graph: Graph, node: Node, replacement: Value, rule: str,
     where the readers would then meet a known onnxruntime fault (``runtime_faults``).
     """
     output = node.outputs[0]
-    fault = exposed_fault(output, replacement)
+    fault = exposed_fault(node, replacement)
     if fault is not None:
         result.decline(node, rule, f"{fault}: {node.op_type} stays between them")
         return False
