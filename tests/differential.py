@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import TensorProto, helper
 
-from compiler_core.errors import GraphLabError
+from compiler_core.errors import GraphLabError, PassFailedError, PropertyViolationError
 from compiler_core.ir import Graph, load_model, to_bytes
 from compiler_core.passes import PassManager, resolve_pipeline
 from compiler_core.quantized_outputs import rounding_allowance
@@ -26,7 +26,8 @@ from written_back import first_snapshot_written_wrong
 
 PRESETS = ("clean", "O1", "O2", "O2-nhwc", "O2-int8", "O2-partition")
 OK = "ok"
-REFUSED = "clean refusal"        # a GraphLabError with a message: acceptable
+REFUSED = "clean refusal"        # a GraphLabError with a message: acceptable (not a pass's
+                                 # own failure or broken promise: those are crashes)
 CRASH = "crash"                  # a non-GraphLabError exception, or onnxruntime (optimizer off)
                                  # cannot load, run or survive our output
 MISCOMPILE = "miscompile"        # outputs differ beyond the pipeline's tolerance
@@ -132,7 +133,10 @@ def _run_pipeline(names: list[str], done: dict, bindings) -> tuple[Graph, float]
 
 
 def _exception_verdict(err: Exception) -> Verdict:
-    if isinstance(err, GraphLabError) and str(err).strip():
+    """A message for the user is a refusal; a pass that raised (its error wrapped with its
+    name) or broke what it promised is a crash, however well it is worded."""
+    if isinstance(err, GraphLabError) and str(err).strip() and \
+            not isinstance(err, (PassFailedError, PropertyViolationError)):
         return Verdict(REFUSED, f"{type(err).__name__}: {err}")
     frame = traceback.extract_tb(err.__traceback__)[-1]
     return Verdict(CRASH, f"{type(err).__name__}: {' '.join(str(err).split())[:300]} "

@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 import differential
-from compiler_core.errors import GraphLabError
+from compiler_core.errors import GraphLabError, PropertyViolationError
 from compiler_core.ir import to_bytes
 from differential import (CRASH, FAILURES, LOAD_FAILURE, MISCOMPILE, OK, PRESETS, REFUSED,
                           check_cases)
@@ -54,6 +54,9 @@ def _sabotaged_export(kind: str):
             raise GraphLabError("refused on purpose", where=graph.name, hint="none")
         if kind == "crash":
             raise KeyError("a pass bug")
+        if kind == "broken_promise":   # worded as for a user, but a pass's fault all the same
+            raise PropertyViolationError("pass p ensures 'x', which does not hold after it",
+                                         where="p")
         model = onnx.load_from_string(to_bytes(graph))
         if kind == "miscompile":
             weights = max((t for t in model.graph.initializer if t.data_type == 1),
@@ -72,6 +75,7 @@ def _sabotaged_export(kind: str):
 
 
 @pytest.mark.parametrize("kind, outcome", [("refusal", REFUSED), ("crash", CRASH),
+                                           ("broken_promise", CRASH),
                                            ("miscompile", MISCOMPILE),
                                            ("ort_crash", LOAD_FAILURE)])
 def test_a_broken_pipeline_is_classified(monkeypatch, kind, outcome):
