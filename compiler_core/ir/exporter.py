@@ -376,6 +376,12 @@ def _node_proto(node: Node, functions: "_FunctionTable", skip: str = "") -> onnx
     return proto
 
 
+def node_proto(node: Node) -> onnx.NodeProto:
+    """A node without a body as the exporter writes it (onnx's node-level inference reads
+    one alone)."""
+    return _node_proto(node, None)
+
+
 def body_function(graph: Graph, node: Node) -> tuple[onnx.FunctionProto, list[onnx.FunctionProto]]:
     """A fused node's body as the function the exporter writes for it, with the functions of
     the fused nodes inside it."""

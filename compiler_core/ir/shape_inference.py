@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import onnx
 
-from . import attributes, contrib_shapes, write_guard
+from . import contrib_shapes, write_guard
 from .graph import Graph
-from .exporter import to_model_proto
+from .exporter import node_proto, to_model_proto
 from .node import Node
 from .proto_types import value_from_type
 from .value import Value
@@ -177,12 +177,8 @@ def _one_node_inference(node: Node, opset: int) -> bool:
                  for v in node.inputs if v is not None}
         data = {v.name: onnx.numpy_helper.from_array(v.constant_value(), v.name)
                 for v in node.inputs if v is not None and v.is_constant and _small(v)}
-        proto = onnx.NodeProto(op_type=node.op_type, input=[v.name if v else "" for v in
-                                                            node.inputs],
-                               output=[v.name if v else "" for v in node.outputs])
-        proto.attribute.extend(attributes.to_proto(k, v, node.attr_types.get(k))
-                               for k, v in node.attrs.items())
-        inferred = onnx.shape_inference.infer_node_outputs(schema, proto, types, data)
+        inferred = onnx.shape_inference.infer_node_outputs(schema, node_proto(node), types,
+                                                           data)
     except Exception:  # noqa: BLE001 - onnx raises varied errors; the other rules still apply
         return False
     learnt = False

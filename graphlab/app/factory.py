@@ -17,9 +17,9 @@ def create_app(config: AppConfig | None = None) -> dash.Dash:
     config = config or AppConfig()
     services = Services.from_config(config)
     app = GraphLabDash("graphlab", title="GraphLab pass debugger",
-                    assets_folder=assets_dir(),
-                    assets_path_ignore=["vendor"],   # loaded when needed (assets/graphlab.js)
-                    suppress_callback_exceptions=True, update_title=None)
+                       assets_folder=assets_dir(),
+                       assets_path_ignore=["vendor"],   # loaded when needed (graphlab.js)
+                       suppress_callback_exceptions=True, update_title=None)
     # Room for an upload just over the limit, so the page can say "too large" itself.
     app.server.config["MAX_CONTENT_LENGTH"] = config.upload_limit * 2 + (1 << 20)
     app.layout = page(services)

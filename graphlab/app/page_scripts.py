@@ -3,8 +3,9 @@ part of it the page's libraries use.
 
 Dash loads Babel's polyfill (core-js 2 and regenerator-runtime, 100 kB) before React on every
 page.  Evaluating it took 150 ms of a first render's main thread (one browser, two cores),
-and every browser the app supports has what core-js adds.  Only the regenerator runtime is needed: Dash's renderer and its core
-components call the global `regeneratorRuntime` their async code was compiled against.  The
+and every browser the app supports has what core-js adds.  Only the regenerator runtime is
+needed: Dash's renderer and its core components call the global `regeneratorRuntime` their
+async code was compiled against.  The
 page loads that runtime (MIT, `assets/vendor`) in the polyfill's place; where a Dash release
 no longer names the polyfill, its scripts are left as they are.
 """
