@@ -6,8 +6,10 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 
 import bad_models
 from compiler_core.errors import GraphLabError, InvalidGraphError, ModelLoadError
@@ -160,6 +162,24 @@ def test_inconsistent_shapes_load_with_a_warning_that_names_the_op(tmp_path):
     graph = load_model(bad_models.inconsistent_shapes().SerializeToString())
     assert any("inconsistent" in w and "MatMul" in w and "Incompatible dimensions" in w
                for w in graph.warnings), graph.warnings
+
+
+def test_a_scikit_learn_scaler_in_front_of_standard_ops_is_not_called_inconsistent():
+    """onnx types no ai.onnx.ml Scaler output, so its strict inference fails on the Sub
+    after it ("expected to have type but instead is null"): skl2onnx writes such pipelines,
+    and onnxruntime runs them. GraphLab's rule types the Scaler and the check passes."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Scaler", ["x"], ["scaled"], name="scaler", domain="ai.onnx.ml",
+                          offset=[0.5, 0.5, 0.5], scale=[2.0, 2.0, 2.0]),
+         helper.make_node("Sub", ["scaled", "mean"], ["y"], name="sub")],
+        "pipeline", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [numpy_helper.from_array(np.ones(3, np.float32), "mean")]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 1)])
+    graph = load_model(model.SerializeToString())
+    assert graph.warnings == []
+    assert graph.values["y"].shape == ("n", 3)
+    assert graph.values["y"].elem_type == TensorProto.FLOAT
 
 
 def test_a_model_without_an_onnx_opset_is_read_with_a_stated_one():

@@ -55,38 +55,45 @@ def infer_shapes(graph: Graph, refresh: bool = False,
     """
     opset = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx"))
     for round_index in range(MAX_ROUNDS):
-        _run_onnx_inference(graph, refresh=refresh and round_index == 0,
-                            model=first_model if round_index == 0 else None)
+        problem = _run_onnx_inference(graph, refresh=refresh and round_index == 0,
+                                      model=first_model if round_index == 0 else None)
         if not sum(fill_gaps(node, opset) for node in graph.nodes):
-            return
+            break
+    # Judged on the last round: a first round's "input expected to have type but instead is
+    # null" behind an op onnx does not type (ai.onnx.ml's Scaler) is onnx's gap, which the
+    # rules have filled since, not the model's fault.  (Two "Inference error(s)": the error
+    # is inside one of onnx's own function bodies.)
+    if problem is not None and problem.count("Inference error(s)") == 1:
+        _warn_once(graph, f"the model's shapes are inconsistent ({problem[:300]}); "
+                          f"onnxruntime may refuse it — check how it was exported")
 
 
-def _run_onnx_inference(graph: Graph, refresh: bool, model: onnx.ModelProto | None) -> None:
+def _run_onnx_inference(graph: Graph, refresh: bool, model: onnx.ModelProto | None
+                        ) -> str | None:
+    """One round of onnx's inference merged into the graph; what its strict mode found
+    wrong (None: nothing)."""
     light = model or to_model_proto(graph, weights="light", value_info=not refresh)
     try:
-        inferred = _onnx_inference(graph, light)
+        inferred, problem = _onnx_inference(light)
     except Exception as err:  # noqa: BLE001 - onnx raises many kinds; inference is best effort
         _warn_once(graph, f"onnx shape inference failed ({err}); using GraphLab's rules")
-        return
+        return None
     for info in list(inferred.graph.value_info) + list(inferred.graph.output):
         value = graph.values.get(info.name)
         if value is not None and value.producer is not None:
             _merge(value, value_from_type(info.name, info.type), refresh)
+    return problem
 
 
-def _onnx_inference(graph: Graph, light: onnx.ModelProto) -> onnx.ModelProto:
+def _onnx_inference(light: onnx.ModelProto) -> tuple[onnx.ModelProto, str | None]:
     """Strict inference first, so an inconsistent model is named; then best effort."""
     def infer(strict: bool) -> onnx.ModelProto:
         return onnx.shape_inference.infer_shapes(light, check_type=False, strict_mode=strict,
                                                  data_prop=True)
     try:
-        return infer(strict=True)
+        return infer(strict=True), None
     except onnx.shape_inference.InferenceError as err:
-        problem = " ".join(str(err).split())
-        if problem.count("Inference error(s)") == 1:  # nested: inside onnx's own function body
-            _warn_once(graph, f"the model's shapes are inconsistent ({problem[:300]}); "
-                              f"onnxruntime may refuse it — check how it was exported")
-        return infer(strict=False)
+        return infer(strict=False), " ".join(str(err).split())
 
 
 def _warn_once(graph: Graph, message: str) -> None:
