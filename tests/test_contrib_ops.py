@@ -6,6 +6,7 @@ refused."""
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 
@@ -114,3 +115,27 @@ def test_a_node_onnxruntime_would_refuse_is_refused():
     model.graph.node[0].attribute.add(name="approximate", type=3, s=b"tanh")
     with pytest.raises(ModelLoadError, match="does not define"):
         from_proto(model)
+
+
+def test_a_tokenizer_is_typed_as_onnxruntime_splits_text():
+    """scikit-learn's text pipelines start with onnxruntime's Tokenizer: strings in, one more
+    dim of tokens out, as long as the longest split (known only when it runs)."""
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Tokenizer", ["text"], ["tokens"], domain=MS, mark=0,
+                            mincharnum=1, pad_value="#", separators=[" "])
+    model = helper.make_model(
+        helper.make_graph([node], "tokenize",
+                          [helper.make_tensor_value_info("text", TensorProto.STRING, [2, 1])],
+                          [onnx.ValueInfoProto(name="tokens")]),
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(MS, 1)])
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    (tokens,) = session.run(None, {"text": np.array([["the cat sat"], ["a dog"]], object)})
+    graph = from_proto(model)
+    assert not graph.warnings
+    value = graph.values["tokens"]
+    assert value.elem_type == TensorProto.STRING
+    assert value.shape[:-1] == tokens.shape[:-1] and len(value.shape) == tokens.ndim == 3
+    assert value.shape[-1] is None    # 3 here: the most tokens a string gave
+    (op,) = graph_cost(graph).ops
+    assert op.modelled and op.flops == 0

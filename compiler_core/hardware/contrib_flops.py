@@ -242,7 +242,8 @@ def _pool(attrs: dict, ins: list, outs: list) -> int | None:
 
 
 def _moves_data(attrs: dict, ins: list, outs: list) -> int:
-    """A layout change or a nearest-neighbour copy: bytes, no arithmetic."""
+    """A layout change, a nearest-neighbour copy or text split into tokens: bytes, no
+    arithmetic."""
     return 0
 
 
@@ -293,4 +294,5 @@ RULES: dict[tuple[str, str], Rule] = {
     (NCHWC, "ReorderInput"): _moves_data,
     (NCHWC, "ReorderOutput"): _moves_data,
     (NCHWC, "Upsample"): _moves_data,
+    (MS, "Tokenizer"): _moves_data,
 }

@@ -358,6 +358,13 @@ def _blocked_upsample(node: Node) -> list[Out]:
     return [(_elem(x), tuple(_mul(dim, int(scale)) for dim, scale in zip(shape, scales)))]
 
 
+def _tokenizer(node: Node) -> list[Out]:
+    """Text split into tokens (scikit-learn's text pipelines): the input's shape and one
+    more dim, as long as the most tokens any string gives (known only when it runs)."""
+    shape = _shape(_input(node, 0))
+    return [(TensorProto.STRING, None if shape is None else (*shape, None))]
+
+
 _OWN_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     (MS_DOMAIN, "Attention"): _ms_attention,
     (MS_DOMAIN, "MultiHeadAttention"): _multi_head_attention,
@@ -374,6 +381,7 @@ _OWN_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     (NCHWC_DOMAIN, "ReorderInput"): _reorder_input,
     (NCHWC_DOMAIN, "ReorderOutput"): _reorder_output,
     (NCHWC_DOMAIN, "Upsample"): _blocked_upsample,
+    (MS_DOMAIN, "Tokenizer"): _tokenizer,
 }
 SHAPE_RULES: dict[tuple[str, str], Callable[[Node], list[Out]]] = {
     **{key: _same_as_input for key in _SAME_AS_INPUT},
