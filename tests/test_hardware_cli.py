@@ -19,6 +19,7 @@ from compiler_core.hardware.memory import plan_memory
 from compiler_core.hardware.targets import list_targets, measured_targets
 from compiler_core.records import to_json
 from graphlab.cli import main
+import bad_models
 from hardware_graphs import load_sample
 
 ROOFLINE_TARGET_KEYS = {"name", "peak_ops_per_s", "bandwidth_bytes_per_s", "ridge_point"}
@@ -122,6 +123,17 @@ def test_roofline_with_no_flags_prices_bert_at_representative_sizes(capsys):
     right = sum(1 for op in priced if op["intensity"] >= ridge)
     assert f"ridge: {len(priced) - right} ops left of it (memory-bound), {right} right of" in text
     assert "priced with a dim nobody could size" not in text
+
+
+def test_an_op_graphlab_cannot_price_is_not_said_to_do_no_arithmetic(capsys, tmp_path):
+    """A custom op may well compute, and so may the Relu after it, whose input it leaves
+    unsized: the ridge line counts them apart (they were counted among the ops that do no
+    arithmetic)."""
+    path = tmp_path / "custom.onnx"
+    path.write_bytes(bad_models.custom_op().SerializeToString())
+    text = run_text(capsys, "roofline", str(path))
+    assert "; 0 ops do no arithmetic, 2 not priced" in text
+    assert "not priced (counted as 0): Relu, com.example.FancyOp" in text
 
 
 def test_bind_overrides_the_representative_sizes(capsys):

@@ -194,8 +194,12 @@ def _tail(text: str, width: int) -> str:
 
 
 def ridge_sides(ops: list[dict], ridge: float) -> str:
-    """How many ops sit on each side of the ridge (ops that do no arithmetic on neither)."""
-    working = [op for op in ops if op["bound"] != "none" and op["flops"] > 0]
+    """How many ops sit on each side of the ridge (ops that do no arithmetic, and those
+    GraphLab cannot price, on neither)."""
+    priced = [op for op in ops if op["modelled"]]
+    working = [op for op in priced if op["bound"] != "none" and op["flops"] > 0]
     right = sum(1 for op in working if op["intensity"] is None or op["intensity"] >= ridge)
+    unpriced = len(ops) - len(priced)
     return (f"ridge: {len(working) - right} ops left of it (memory-bound), {right} right of "
-            f"it (compute-bound); {len(ops) - len(working)} ops do no arithmetic")
+            f"it (compute-bound); {len(priced) - len(working)} ops do no arithmetic"
+            + (f", {unpriced} not priced" if unpriced else ""))
