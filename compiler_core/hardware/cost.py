@@ -43,7 +43,8 @@ from .tensor_sizes import SizeResolver
 
 # Domains whose op names mean what op_flops thinks they mean (ONNX and onnxruntime's contrib
 # ops); an op from any other domain is opaque unless it is a fused node with a body.
-PRICED_DOMAINS = frozenset({"", "ai.onnx", "com.microsoft", "com.microsoft.nchwc"})
+PRICED_DOMAINS = frozenset({"", "ai.onnx", "ai.onnx.ml", "com.microsoft",
+                            "com.microsoft.nchwc"})
 _INT8_OPS = frozenset({"MatMulInteger", "ConvInteger", "QLinearMatMul", "QLinearConv"})
 _TARGET_DTYPES = ("float32", "float16", "bfloat16", "float64", "int8", "uint8")
 PARTITION_OP = "AcceleratorPartition"  # made by the partition pass; the rest runs on the host

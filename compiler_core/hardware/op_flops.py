@@ -23,6 +23,7 @@ from math import prod
 from typing import Callable, Sequence
 
 from .contrib_flops import RULES as CONTRIB_RULES
+from .ml_flops import RULES as ML_RULES
 
 Shape = Sequence[int]
 
@@ -193,7 +194,7 @@ _RULES: dict[str, Callable[[dict, list, list], int | None]] = {
 def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
              outs: list[Shape | None], domain: str = "") -> int | None:
     """FLOPs of one (non-fused) op, or None when the op or its shapes are unknown."""
-    contrib = CONTRIB_RULES.get((domain, op_type))
+    contrib = CONTRIB_RULES.get((domain, op_type)) or ML_RULES.get((domain, op_type))
     if contrib is not None:
         return contrib(attrs, ins, outs)
     if domain:                 # another runtime's op of the same name is not ONNX's
@@ -212,7 +213,7 @@ def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
 
 def is_priced(op_type: str, domain: str = "") -> bool:
     """True if `op_flops` knows the op (it may still lack the shapes or attributes it needs)."""
-    if (domain, op_type) in CONTRIB_RULES:
+    if (domain, op_type) in CONTRIB_RULES or (domain, op_type) in ML_RULES:
         return True
     return not domain and (op_type in _RULES or op_type in DATA_MOVEMENT
                            or op_type in METADATA_ONLY or op_type in ELEMENTWISE

@@ -1,0 +1,61 @@
+"""FLOPs of ONNX's classical-ML operators (domain ai.onnx.ml, as skl2onnx writes scikit-learn
+pipelines), with `op_flops`'s conventions: a multiply-accumulate is 2 ops, an element-wise
+step 1 op per output element.
+
+- Scaler (x - offset) * scale: 2 per element; Normalizer: 3 per element (the norm's
+  accumulation, the division); Binarizer and Imputer: 1 per element (a compare, a select);
+- LinearClassifier and LinearRegressor: X·Wᵀ + b, 2·N·F per class (or target) and 1 for the
+  intercept;
+- feature extraction and label maps (ArrayFeatureExtractor, ZipMap, ...) move data only.
+
+Tree ensembles and SVMs are left unpriced: their work depends on the paths the samples take
+and on the kernel, which a per-op count would only guess.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+Rule = Callable[[dict, list, list], "int | None"]
+ML = "ai.onnx.ml"
+
+
+def _numel(shape) -> int | None:
+    return None if shape is None or any(not isinstance(d, int) for d in shape) else prod(shape)
+
+
+def _per_element(steps: int) -> Rule:
+    def rule(attrs: dict, ins: list, outs: list) -> int | None:
+        count = _numel(ins[0] if ins else None)
+        return None if count is None else count * steps
+    return rule
+
+
+def _linear(attrs: dict, ins: list, outs: list) -> int | None:
+    """X [N, F] times one weight row per class (or target): 2·N·F each, plus the intercept;
+    the rows are the coefficients, F at a time."""
+    x, coefficients = (ins[0] if ins else None), attrs.get("coefficients")
+    if _numel(x) is None or not x or not coefficients or not x[-1]:
+        return None
+    samples, features = prod(x[:-1]), x[-1]
+    return samples * (len(coefficients) // features) * (2 * features + 1)
+
+
+def _moves_data(attrs: dict, ins: list, outs: list) -> int:
+    return 0
+
+
+RULES: dict[tuple[str, str], Rule] = {
+    (ML, "Scaler"): _per_element(2),
+    (ML, "Normalizer"): _per_element(3),
+    (ML, "Binarizer"): _per_element(1),
+    (ML, "Imputer"): _per_element(1),
+    (ML, "LinearClassifier"): _linear,
+    (ML, "LinearRegressor"): _linear,
+    (ML, "ArrayFeatureExtractor"): _moves_data,
+    (ML, "ZipMap"): _moves_data,
+    (ML, "FeatureVectorizer"): _moves_data,
+    (ML, "CastMap"): _moves_data,
+    (ML, "DictVectorizer"): _moves_data,
+}
