@@ -24,8 +24,8 @@ from math import prod
 from typing import Callable
 
 from .attention_gemms import onnx_attention_sizes
+from .flop_rules import Rule, item_at, moves_data, numel
 
-Rule = Callable[[dict, list, list], "int | None"]
 MS = "com.microsoft"
 NCHWC = "com.microsoft.nchwc"
 # Ops that multiply int8 operands (they run at a target's int8 peak).
@@ -38,21 +38,15 @@ INT8_OPS = frozenset({
 _SOFTMAX = 5
 
 
-def _numel(shape) -> int | None:
-    return None if shape is None else int(prod(shape))
-
-
-def _at(items: list, index: int):
-    return items[index] if index < len(items) else None
 
 
 def _per_output(steps: int, optional_extra: int | None = None) -> Rule:
     """``steps`` ops per output element, one more when input ``optional_extra`` is given."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        out = _numel(_at(outs, 0))
+        out = numel(item_at(outs, 0))
         if out is None:
             return None
-        extra = optional_extra is not None and _at(ins, optional_extra) is not None
+        extra = optional_extra is not None and item_at(ins, optional_extra) is not None
         return out * (steps + extra)
     return rule
 
@@ -66,7 +60,7 @@ def attention_core(batch: int, heads: int, seq: int, total: int, head: int, v_he
 
 def _ms_attention(attrs: dict, ins: list, outs: list) -> int | None:
     """input [B, S, in] · weights [in, q+k+v] (+ bias), then attention over past + S keys."""
-    x, w, out = _at(ins, 0), _at(ins, 1), _at(outs, 0)
+    x, w, out = item_at(ins, 0), item_at(ins, 1), item_at(outs, 0)
     heads = int(attrs.get("num_heads", 0))
     if x is None or w is None or out is None or len(x) != 3 or not heads:
         return None
@@ -74,10 +68,10 @@ def _ms_attention(attrs: dict, ins: list, outs: list) -> int | None:
     sizes = attrs.get("qkv_hidden_sizes") or (w[-1] // 3,) * 3
     q_hidden, _, v_hidden = (int(s) for s in sizes)
     projection = 2 * batch * seq * hidden_in * w[-1]
-    projection += batch * seq * w[-1] if _at(ins, 2) is not None else 0
-    past = _at(ins, 4)
+    projection += batch * seq * w[-1] if item_at(ins, 2) is not None else 0
+    past = item_at(ins, 4)
     total = seq + (past[3] if past is not None and len(past) == 5 else 0)
-    masks = sum(_at(ins, i) is not None for i in (3, 5))
+    masks = sum(item_at(ins, i) is not None for i in (3, 5))
     return projection + attention_core(batch, heads, seq, total, q_hidden // heads,
                                        v_hidden // heads, masks)
 
@@ -96,7 +90,7 @@ def _kv(shape, heads: int):
 
 
 def _multi_head_attention(attrs: dict, ins: list, outs: list) -> int | None:
-    query, out = _at(ins, 0), _at(outs, 0)
+    query, out = item_at(ins, 0), item_at(outs, 0)
     heads = int(attrs.get("num_heads", 0))
     if query is None or out is None or not heads:
         return None
@@ -104,32 +98,32 @@ def _multi_head_attention(attrs: dict, ins: list, outs: list) -> int | None:
     if len(query) == 5:          # packed Q/K/V [B, S, heads, 3, head]
         length, head, v_head = seq, query[4], query[4]
     else:
-        length, head = _kv(_at(ins, 1), heads)
-        _, v_head = _kv(_at(ins, 2), heads)
-        if _at(ins, 1) is not None and len(_at(ins, 1)) == 5:
+        length, head = _kv(item_at(ins, 1), heads)
+        _, v_head = _kv(item_at(ins, 2), heads)
+        if item_at(ins, 1) is not None and len(item_at(ins, 1)) == 5:
             v_head = head
         head = head or query[-1] // heads
         v_head = v_head or out[-1] // heads
         length = length or seq
-    past = _at(ins, 6)
+    past = item_at(ins, 6)
     total = length + (past[2] if past is not None and len(past) == 4 else 0)
-    bias = _at(ins, 3)
-    flops = _numel(bias) * batch * seq if bias is not None else 0
-    masks = sum(_at(ins, i) is not None for i in (4, 5))
+    bias = item_at(ins, 3)
+    flops = numel(bias) * batch * seq if bias is not None else 0
+    masks = sum(item_at(ins, i) is not None for i in (4, 5))
     return flops + attention_core(batch, heads, seq, total, head, v_head, masks)
 
 
 def _group_query_attention(attrs: dict, ins: list, outs: list) -> int | None:
     """Causal attention with kv_num_heads K/V heads shared by groups of Q heads; rotary
     (do_rotary) on Q and K."""
-    query, out = _at(ins, 0), _at(outs, 0)
+    query, out = item_at(ins, 0), item_at(outs, 0)
     heads, kv_heads = int(attrs.get("num_heads", 0)), int(attrs.get("kv_num_heads", 0))
     if query is None or out is None or len(query) != 3 or not heads:
         return None
     batch, seq = query[0], query[1]
     head = out[-1] // heads
-    present = _at(outs, 1)
-    past = _at(ins, 3)
+    present = item_at(outs, 1)
+    past = item_at(ins, 3)
     if present is not None and len(present) == 4:
         total = present[2]
     else:
@@ -144,7 +138,7 @@ def _onnx_attention(attrs: dict, ins: list, outs: list) -> int | None:
     if sizes is None:
         return None
     batch, heads, seq, total, head, v_head = sizes
-    masks = int(_at(ins, 3) is not None or bool(attrs.get("is_causal", 0)))
+    masks = int(item_at(ins, 3) is not None or bool(attrs.get("is_causal", 0)))
     softcap = 3 if float(attrs.get("softcap", 0.0) or 0.0) > 0 else 0
     return attention_core(batch, heads, seq, total, head, v_head, masks + softcap)
 
@@ -153,10 +147,10 @@ def _rotary(head_of: Callable[[dict, tuple], int | None]) -> Rule:
     """3 ops per rotated element; a partial rotary (rotary_embedding_dim < head size) rotates
     only that share of each head."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        out = _at(outs, 0)
+        out = item_at(outs, 0)
         if out is None:
             return None
-        rotated = _numel(out)
+        rotated = numel(out)
         dim, head = int(attrs.get("rotary_embedding_dim", 0) or 0), head_of(attrs, out)
         if dim and head and dim < head:
             rotated = rotated * dim // head
@@ -182,25 +176,25 @@ def _int_matmul(extra_per_out: int, a_steps: int = 0, bias_index: int | None = N
     """2·M·N·K, ``a_steps`` ops per element of A, ``extra_per_out`` per output element, and
     the bias where input ``bias_index`` is given."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        a, out = _at(ins, 0), _numel(_at(outs, 0))
-        k = _matmul_k(a, _at(ins, 1))
+        a, out = item_at(ins, 0), numel(item_at(outs, 0))
+        k = _matmul_k(a, item_at(ins, 1))
         if k is None or out is None:
             return None
-        bias = bias_index is not None and _at(ins, bias_index) is not None
-        return 2 * out * k + a_steps * _numel(a) + out * (extra_per_out + bias)
+        bias = bias_index is not None and item_at(ins, bias_index) is not None
+        return 2 * out * k + a_steps * numel(a) + out * (extra_per_out + bias)
     return rule
 
 
 def _matmul_nbits(attrs: dict, ins: list, outs: list) -> int | None:
-    out, k = _numel(_at(outs, 0)), attrs.get("K")
+    out, k = numel(item_at(outs, 0)), attrs.get("K")
     if out is None or not k:
         return None
-    return 2 * out * int(k) + (out if _at(ins, 5) is not None else 0)
+    return 2 * out * int(k) + (out if item_at(ins, 5) is not None else 0)
 
 
 def _fused_matmul(attrs: dict, ins: list, outs: list) -> int | None:
-    out = _numel(_at(outs, 0))
-    k = _matmul_k(_at(ins, 0), _at(ins, 1), bool(attrs.get("transA", 0)))
+    out = numel(item_at(outs, 0))
+    k = _matmul_k(item_at(ins, 0), item_at(ins, 1), bool(attrs.get("transA", 0)))
     if out is None or k is None:
         return None
     return 2 * out * k + (out if float(attrs.get("alpha", 1.0)) != 1.0 else 0)
@@ -209,11 +203,11 @@ def _fused_matmul(attrs: dict, ins: list, outs: list) -> int | None:
 def _gemm_like(a_index: int, bias_index: int, activation: bool) -> Rule:
     """Gemm (transA picks K), the bias C, and an activation epilogue (1 per output)."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        a, out = _at(ins, a_index), _numel(_at(outs, 0))
+        a, out = item_at(ins, a_index), numel(item_at(outs, 0))
         if a is None or out is None or len(a) != 2:
             return None
         k = a[0] if attrs.get("transA", 0) else a[1]
-        epilogue = (_at(ins, bias_index) is not None) + (activation and bool(
+        epilogue = (item_at(ins, bias_index) is not None) + (activation and bool(
             attrs.get("activation")))
         return 2 * out * k + out * epilogue
     return rule
@@ -223,28 +217,23 @@ def _conv_like(weight_index: int, extra_inputs: tuple[int, ...], activation: boo
     """Each output does prod(weight[1:]) MACs; a bias or a residual Z adds 1 per output, an
     activation epilogue 1 more."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        weight, out = _at(ins, weight_index), _numel(_at(outs, 0))
+        weight, out = item_at(ins, weight_index), numel(item_at(outs, 0))
         if weight is None or out is None:
             return None
-        epilogue = sum(_at(ins, i) is not None for i in extra_inputs)
+        epilogue = sum(item_at(ins, i) is not None for i in extra_inputs)
         epilogue += activation and bool(attrs.get("activation"))
         return 2 * out * int(prod(weight[1:])) + out * epilogue
     return rule
 
 
 def _global_pool(attrs: dict, ins: list, outs: list) -> int | None:
-    return _numel(_at(ins, 0))
+    return numel(item_at(ins, 0))
 
 
 def _pool(attrs: dict, ins: list, outs: list) -> int | None:
-    out, kernel = _numel(_at(outs, 0)), attrs.get("kernel_shape")
+    out, kernel = numel(item_at(outs, 0)), attrs.get("kernel_shape")
     return None if out is None or not kernel else out * int(prod(kernel))
 
-
-def _moves_data(attrs: dict, ins: list, outs: list) -> int:
-    """A layout change, a nearest-neighbour copy or text split into tokens: bytes, no
-    arithmetic."""
-    return 0
 
 
 def _skip_norm(steps: int, bias_index: int) -> Rule:
@@ -291,8 +280,8 @@ RULES: dict[tuple[str, str], Rule] = {
     (NCHWC, "AveragePool"): _pool,
     (NCHWC, "GlobalMaxPool"): _global_pool,
     (NCHWC, "GlobalAveragePool"): _global_pool,
-    (NCHWC, "ReorderInput"): _moves_data,
-    (NCHWC, "ReorderOutput"): _moves_data,
-    (NCHWC, "Upsample"): _moves_data,
-    (MS, "Tokenizer"): _moves_data,
+    (NCHWC, "ReorderInput"): moves_data,
+    (NCHWC, "ReorderOutput"): moves_data,
+    (NCHWC, "Upsample"): moves_data,
+    (MS, "Tokenizer"): moves_data,
 }

@@ -15,19 +15,15 @@ and on the kernel, which a per-op count would only guess.
 from __future__ import annotations
 
 from math import prod
-from typing import Callable
 
-Rule = Callable[[dict, list, list], "int | None"]
+from .flop_rules import Rule, moves_data, numel
+
 ML = "ai.onnx.ml"
-
-
-def _numel(shape) -> int | None:
-    return None if shape is None or any(not isinstance(d, int) for d in shape) else prod(shape)
 
 
 def _per_element(steps: int) -> Rule:
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        count = _numel(ins[0] if ins else None)
+        count = numel(ins[0] if ins else None)
         return None if count is None else count * steps
     return rule
 
@@ -36,13 +32,13 @@ def _linear(attrs: dict, ins: list, outs: list) -> int | None:
     """X [N, F] times one weight row per class (or target): 2·N·F each, plus the intercept;
     the rows are the coefficients, F at a time."""
     x, coefficients = (ins[0] if ins else None), attrs.get("coefficients")
-    if _numel(x) is None or not x or not coefficients or not x[-1]:
+    if numel(x) is None or not x or not coefficients or not x[-1]:
         return None
     samples, features = prod(x[:-1]), x[-1]
     return samples * (len(coefficients) // features) * (2 * features + 1)
 
 
-def _moves_data(attrs: dict, ins: list, outs: list) -> int:
+def moves_data(attrs: dict, ins: list, outs: list) -> int:
     return 0
 
 
@@ -53,9 +49,9 @@ RULES: dict[tuple[str, str], Rule] = {
     (ML, "Imputer"): _per_element(1),
     (ML, "LinearClassifier"): _linear,
     (ML, "LinearRegressor"): _linear,
-    (ML, "ArrayFeatureExtractor"): _moves_data,
-    (ML, "ZipMap"): _moves_data,
-    (ML, "FeatureVectorizer"): _moves_data,
-    (ML, "CastMap"): _moves_data,
-    (ML, "DictVectorizer"): _moves_data,
+    (ML, "ArrayFeatureExtractor"): moves_data,
+    (ML, "ZipMap"): moves_data,
+    (ML, "FeatureVectorizer"): moves_data,
+    (ML, "CastMap"): moves_data,
+    (ML, "DictVectorizer"): moves_data,
 }

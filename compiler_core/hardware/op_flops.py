@@ -23,6 +23,7 @@ from math import prod
 from typing import Callable, Sequence
 
 from .contrib_flops import RULES as CONTRIB_RULES
+from .flop_rules import item_at, numel
 from .ml_flops import RULES as ML_RULES
 
 Shape = Sequence[int]
@@ -78,76 +79,70 @@ _RNN_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _RNN_CELL_OPS = {"RNN": 2, "GRU": 11, "LSTM": 13}
 
 
-def _numel(shape: Shape | None) -> int | None:
-    return None if shape is None else int(prod(shape))
-
-
-def _at(items: list, index: int):
-    return items[index] if index < len(items) else None
 
 
 def _matmul_at(a_index: int) -> Callable[[dict, list, list], int | None]:
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        a, out = _at(ins, a_index), _at(outs, 0)
+        a, out = item_at(ins, a_index), item_at(outs, 0)
         if not a or out is None:
             return None
-        return 2 * _numel(out) * a[-1]
+        return 2 * numel(out) * a[-1]
     return rule
 
 
 def _gemm(attrs: dict, ins: list, outs: list) -> int | None:
-    a, out = _at(ins, 0), _at(outs, 0)
+    a, out = item_at(ins, 0), item_at(outs, 0)
     if a is None or out is None or len(a) != 2:
         return None
     k = a[0] if attrs.get("transA", 0) else a[1]
-    bias = _numel(out) if _at(ins, 2) is not None else 0
-    return 2 * _numel(out) * k + bias
+    bias = numel(out) if item_at(ins, 2) is not None else 0
+    return 2 * numel(out) * k + bias
 
 
 def _conv_at(weight_index: int, bias_index: int | None) -> Callable[[dict, list, list],
                                                                      int | None]:
     """Conv-like rule: weight [M, C/group, k...], so each output does prod(weight[1:]) MACs."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        weight, out = _at(ins, weight_index), _at(outs, 0)
+        weight, out = item_at(ins, weight_index), item_at(outs, 0)
         if weight is None or out is None:
             return None
-        has_bias = bias_index is not None and _at(ins, bias_index) is not None
-        return 2 * _numel(out) * int(prod(weight[1:])) + (_numel(out) if has_bias else 0)
+        has_bias = bias_index is not None and item_at(ins, bias_index) is not None
+        return 2 * numel(out) * int(prod(weight[1:])) + (numel(out) if has_bias else 0)
     return rule
 
 
 def _conv_transpose(attrs: dict, ins: list, outs: list) -> int | None:
     """Every input element scatters into prod(weight[1:]) = (M/group) * k... outputs."""
-    x, weight, out = _at(ins, 0), _at(ins, 1), _at(outs, 0)
+    x, weight, out = item_at(ins, 0), item_at(ins, 1), item_at(outs, 0)
     if x is None or weight is None or out is None:
         return None
-    bias = _numel(out) if _at(ins, 2) is not None else 0
-    return 2 * _numel(x) * int(prod(weight[1:])) + bias
+    bias = numel(out) if item_at(ins, 2) is not None else 0
+    return 2 * numel(x) * int(prod(weight[1:])) + bias
 
 
 def _pool(attrs: dict, ins: list, outs: list) -> int | None:
-    out, kernel = _at(outs, 0), attrs.get("kernel_shape")
-    return None if out is None or not kernel else _numel(out) * int(prod(kernel))
+    out, kernel = item_at(outs, 0), attrs.get("kernel_shape")
+    return None if out is None or not kernel else numel(out) * int(prod(kernel))
 
 
 def _reduction(attrs: dict, ins: list, outs: list) -> int | None:
-    return _numel(_at(ins, 0))
+    return numel(item_at(ins, 0))
 
 
 def _variadic(attrs: dict, ins: list, outs: list) -> int | None:
-    out = _numel(_at(outs, 0))
+    out = numel(item_at(outs, 0))
     return None if out is None else out * max(1, len(ins) - 1)
 
 
 def _gelu(attrs: dict, ins: list, outs: list) -> int | None:
-    out = _numel(_at(outs, 0))
+    out = numel(item_at(outs, 0))
     steps = _GELU_STEPS.get(str(attrs.get("approximate", "none")))
     return None if out is None or steps is None else out * steps
 
 
 def _lrn(attrs: dict, ins: list, outs: list) -> int | None:
     """A window of `size` squares summed, then scale, power and divide."""
-    out, size = _numel(_at(outs, 0)), attrs.get("size")
+    out, size = numel(item_at(outs, 0)), attrs.get("size")
     return None if out is None or not size else out * (2 * int(size) + 3)
 
 
@@ -156,7 +151,7 @@ def _rnn(op_type: str) -> Callable[[dict, list, list], int | None]:
     gates, cell_ops = _RNN_GATES[op_type], _RNN_CELL_OPS[op_type]
 
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        x, w = _at(ins, 0), _at(ins, 1)
+        x, w = item_at(ins, 0), item_at(ins, 1)
         if x is None or w is None or len(x) != 3 or len(w) != 3:
             return None
         steps_and_batch = x[0] * x[1]
@@ -203,7 +198,7 @@ def op_flops(op_type: str, attrs: dict, ins: list[Shape | None],
         return _RULES[op_type](attrs, ins, outs)
     if op_type in DATA_MOVEMENT or op_type in METADATA_ONLY:
         return 0
-    out = _numel(_at(outs, 0))
+    out = numel(item_at(outs, 0))
     if op_type in ELEMENTWISE:
         return out
     if op_type in PER_ELEMENT:
