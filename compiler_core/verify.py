@@ -92,7 +92,7 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
                                            options, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise VerificationError(f"onnxruntime cannot load graph {graph.name!r}: "
-                                    f"{_first_line(err)}", where=graph.name,
+                                    f"{ort_message(err)}", where=graph.name,
                                     hint="an op may be unsupported by onnxruntime") from None
     names = [o.name for o in session.get_outputs()]
     outputs = []
@@ -114,10 +114,6 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
 def describe_inputs(inputs: dict) -> str:
     """`ids int64[2, 8], mask int64[2, 8]`: what a run was fed, for messages."""
     return ", ".join(f"{name} {array.dtype}{list(array.shape)}" for name, array in inputs.items())
-
-
-def _first_line(err: Exception) -> str:
-    return str(err).strip().splitlines()[0][:400] if str(err).strip() else type(err).__name__
 
 
 # ---------------------------------------------------------------------------------- comparing

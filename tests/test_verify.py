@@ -11,7 +11,7 @@ from compiler_core.compilation import compile_model
 from compiler_core.errors import VerificationError
 from compiler_core.ir import load_model
 from compiler_core.verify import (DEFAULT_RTOL, FLOAT16_RTOL, Verifier, compare_outputs,
-                                  load_inputs, make_inputs, verify)
+                                  load_inputs, make_inputs, run_batches, verify)
 from graphlab.samples import get_sample
 
 
@@ -149,3 +149,19 @@ def test_a_float16_model_is_checked_at_float16_precision(tmp_path):
 
 def _scale(result) -> float:
     return max(float(np.abs(out).max()) for out in result.verifier.reference_outputs.values())
+
+
+def test_a_model_onnxruntime_cannot_load_is_named_without_its_source_locations():
+    """A kernel that refuses its attributes throws from onnxruntime's C++ sources: the
+    message keeps what was wrong, not the header path and the constructor's signature."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("LpNormalization", ["x"], ["y"], name="norm", p=3)], "lp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    graph = load_model(model.SerializeToString())
+    with pytest.raises(VerificationError) as info:
+        run_batches(graph, [{"x": np.ones((2, 4), np.float32)}])
+    message = str(info.value)
+    assert "p_ == 1 || p_ == 2 was false" in message
+    assert "onnxruntime_src" not in message and "[ONNXRuntimeError]" not in message
