@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from math import prod
 
-from .flop_rules import Rule, moves_data, numel
+from .flop_rules import Rule, item_at, moves_data, numel
 
 ML = "ai.onnx.ml"
 
 
 def _per_element(steps: int) -> Rule:
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
-        count = numel(ins[0] if ins else None)
+        count = numel(item_at(ins, 0))
         return None if count is None else count * steps
     return rule
 
@@ -31,15 +31,11 @@ def _per_element(steps: int) -> Rule:
 def _linear(attrs: dict, ins: list, outs: list) -> int | None:
     """X [N, F] times one weight row per class (or target): 2·N·F each, plus the intercept;
     the rows are the coefficients, F at a time."""
-    x, coefficients = (ins[0] if ins else None), attrs.get("coefficients")
+    x, coefficients = item_at(ins, 0), attrs.get("coefficients")
     if numel(x) is None or not x or not coefficients or not x[-1]:
         return None
     samples, features = prod(x[:-1]), x[-1]
     return samples * (len(coefficients) // features) * (2 * features + 1)
-
-
-def moves_data(attrs: dict, ins: list, outs: list) -> int:
-    return 0
 
 
 RULES: dict[tuple[str, str], Rule] = {
