@@ -38,8 +38,6 @@ INT8_OPS = frozenset({
 _SOFTMAX = 5
 
 
-
-
 def _per_output(steps: int, optional_extra: int | None = None) -> Rule:
     """``steps`` ops per output element, one more when input ``optional_extra`` is given."""
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
@@ -233,7 +231,6 @@ def _global_pool(attrs: dict, ins: list, outs: list) -> int | None:
 def _pool(attrs: dict, ins: list, outs: list) -> int | None:
     out, kernel = numel(item_at(outs, 0)), attrs.get("kernel_shape")
     return None if out is None or not kernel else out * int(prod(kernel))
-
 
 
 def _skip_norm(steps: int, bias_index: int) -> Rule:

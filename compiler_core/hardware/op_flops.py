@@ -79,8 +79,6 @@ _RNN_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 _RNN_CELL_OPS = {"RNN": 2, "GRU": 11, "LSTM": 13}
 
 
-
-
 def _matmul_at(a_index: int) -> Callable[[dict, list, list], int | None]:
     def rule(attrs: dict, ins: list, outs: list) -> int | None:
         a, out = item_at(ins, a_index), item_at(outs, 0)
