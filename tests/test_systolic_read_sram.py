@@ -22,7 +22,7 @@ import pytest
 from compiler_core.hardware.systolic import schedule_conv, schedule_gemm
 from compiler_core.hardware.systolic.memory_config import MemoryConfig
 from compiler_core.hardware.systolic.scalesim_memory import EVENT_LIMIT, replay
-from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, row_refills
+from compiler_core.hardware.systolic.scalesim_read_sram import ReadSram, _tile_sets, row_refills
 from compiler_core.hardware.systolic.mapping import ConvShape
 from compiler_core.hardware.systolic.scalesim_streams import (NO_REQUEST, OfmapWrites,
                                                               _anti_diagonals, _ifmap_valid,
@@ -214,6 +214,25 @@ def test_each_walk_equals_the_request_by_request_walk():
             refills[kind] += sum(count for _, count in fast)
     assert min(refills[kind] for kind in ("preloaded", "streamed", "rising", "shared")) \
         > 200, refills
+
+
+def test_each_tiles_own_sets_bound_its_requests():
+    """The shared walk skips a fold whose tile's own sets all lie in the window, from each
+    tile's lowest and highest set (`_tile_sets`): checked against the requests' positions
+    tile by tile, preloaded tiles (read bottom row first) and empty tiles included."""
+    checked = 0
+    for schedule in [*overlapping_convs(30, seed=37), *gapped_convs(30, seed=38)]:
+        streams = build_streams(schedule.mapping, schedule.conv)
+        stream = streams.ifmap.streams
+        per_set = ReadSram.build(1, 1, streams.ifmap).per_set
+        lows, highs = _tile_sets(stream, per_set)
+        for t in range(len(stream.tile_start) - 1):
+            sets = (stream.positions[stream.tile_start[t]:stream.tile_start[t + 1]]
+                    // per_set).tolist()
+            if sets:
+                assert (lows[t], highs[t]) == (min(sets), max(sets)), (schedule, t)
+                checked += 1
+    assert checked > 300
 
 
 def test_a_streamed_tiles_layout_gives_its_stream():

@@ -25,25 +25,27 @@ RUNS_LIMIT = 256
 
 
 def build_report(schedule) -> dict:
-    mapping, timeline = schedule.mapping, schedule.timeline
+    mapping, timeline, run = schedule.mapping, schedule.timeline, schedule.memory_run
+    cycles, stall_cycles = schedule.cycles, schedule.stall_cycles   # each read once
     form, per_fold = timeline.cycles_per_fold(RUNS_LIMIT)
+    utilization = schedule.macs / ((cycles + 1) * mapping.rows * mapping.cols)
     report = {
-        "cycles": schedule.cycles,
-        "folds": schedule.folds,
+        "cycles": cycles,
+        "folds": mapping.folds,
         "cycles_per_fold": per_fold,
         "cycles_per_fold_form": form,
-        "mapping_efficiency": schedule.mapping_efficiency,
-        "utilization": schedule.utilization,
-        "stall_cycles": schedule.stall_cycles,
+        "mapping_efficiency": mapping.mapping_efficiency,
+        "utilization": utilization,
+        "stall_cycles": stall_cycles,
         "dataflow": mapping.dataflow,
         "array": f"{mapping.rows}x{mapping.cols}",
         "timing": timeline.timing,
         "gemm": {"M": mapping.gemm.M, "N": mapping.gemm.N, "K": mapping.gemm.K},
         "macs": schedule.macs,
-        "phases": timeline.phase_totals(),
+        "phases": _phases(timeline, run, cycles, stall_cycles),
         "target": schedule.target.name,
         "dtype": schedule.dtype,
-        "seconds": schedule.seconds,
+        "seconds": (cycles + 1) / schedule.target.clock_hz,
         "fold_grid": {
             "row_folds": mapping.row_folds, "col_folds": mapping.col_folds,
             "rows_dim": mapping.row_dim, "cols_dim": mapping.col_dim,
@@ -55,16 +57,20 @@ def build_report(schedule) -> dict:
     figures = memory_figures(schedule)
     details = figures.pop("memory_details")
     report.update(figures)
-    report["memory"] = {**timeline.traffic.summary(), **details,
-                        "replayed": schedule.memory_run is not None}
-    report["utilization"] = schedule.utilization
-    if schedule.memory_run is not None:   # SCALE-Sim's stalls are per cycle row, not per fold
-        phases = report["phases"]
-        phases["stall"] = schedule.stall_cycles
-        phases["overlapped"] = 0
-        phases["overlapped"] = sum(phases.values()) - (schedule.cycles + 1)
+    report["memory"] = {**timeline.traffic.summary(), **details, "replayed": run is not None}
     if schedule.conv is not None:
         conv = schedule.conv
         report["conv"] = {**{f.name: getattr(conv, f.name) for f in fields(conv)},
                           "OH": conv.OH, "OW": conv.OW}
     return report
+
+
+def _phases(timeline, run, cycles: int, stall_cycles: int) -> dict:
+    """The timeline's phase totals; under a replayed memory, SCALE-Sim's stalls (per cycle
+    row, not per fold) and what that leaves overlapped."""
+    phases = timeline.phase_totals()
+    if run is not None:
+        phases["stall"] = stall_cycles
+        phases["overlapped"] = 0
+        phases["overlapped"] = sum(phases.values()) - (cycles + 1)
+    return phases

@@ -31,7 +31,6 @@ alternates between e and D - e), and so does the write in a row that drains or w
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from itertools import accumulate
 from dataclasses import dataclass
 
@@ -44,42 +43,46 @@ EVENT_LIMIT = 2000   # per-row events kept for the step-through; the figures use
 
 
 class _ReadState:
-    """A read SRAM between events: `refills`, cycle row -> refills it waits for (rows that
-    miss, in row order); `done`, refills so far; `period`, D = refill_lines + 1, the cycles
-    from one refill's arrival to the next."""
+    """A read SRAM's refills: `waits`, cycle row -> (arrival of its first refill, of its
+    last, how many, D) for the rows that miss; `done`, the operand's refill count. Refill r
+    arrives at L_r, D = refill_lines + 1 apart, whenever it is asked for, so each row's
+    arrivals are known before the replay starts."""
 
-    __slots__ = ("sram", "refills", "period", "done")
+    __slots__ = ("sram", "waits", "done")
 
-    def __init__(self, sram: ReadSram, refills: dict):
-        self.sram, self.refills, self.period = sram, refills, sram.refill_lines + 1
-        self.done = 0
+    def __init__(self, sram: ReadSram, rows: list, refills: list):
+        self.sram, self.waits = sram, {}
+        period, done = sram.refill_lines + 1, 0
+        for row, count in zip(rows, refills):
+            first = done * period + period - 1
+            done += count
+            self.waits[row] = (first, done * period - 1, count, period)
+        self.done = done
 
     def arrivals(self) -> list[int]:
         """The arrival cycles of the refills kept for the step-through, L_1, L_2, ...: the
-        rows' refills, row by row, until they reach EVENT_LIMIT (counted here, once, rather
-        than as each row is served)."""
+        rows' refills, row by row, until they reach EVENT_LIMIT."""
         kept = self.done
         if kept >= EVENT_LIMIT:
-            kept = next(total for total in accumulate(self.refills.values())
+            kept = next(total for total in accumulate(count for _, _, count, _
+                                                      in self.waits.values())
                         if total >= EVENT_LIMIT)
-        period = self.period
+        period = self.sram.refill_lines + 1
         return list(range(period - 1, kept * period, period))
 
-    def serve(self, count: int, cycle: int) -> int:
-        """The service cycle of a row at `cycle` that waits for `count` refills. Refill r
-        arrives at L_r, D = refill_lines + 1 apart; each moves the service to
-        L + max(0, L - a), so after the first the excess over L alternates between e and
-        D - e: a closed form in the row's refill count."""
-        period, done = self.period, self.done
-        first = done * period + period - 1              # refill_arrival(done + 1)
-        self.done = done = done + count
-        excess = first - cycle - 1
-        if excess < 0:
-            excess = 0
-        if count == 1:
-            return first + excess
-        second = period - excess if excess < period else 0
-        return done * period - 1 + (second if count % 2 == 0 else period - second)
+
+def _read_wait(refills: tuple, cycle: int) -> int:
+    """How long a row at `cycle` waits for its refills (negative: it does not). Each
+    refill moves the service a to L + max(0, L - a), so after the first the excess over
+    the arrival alternates between e and D - e: a closed form in the refill count."""
+    first, last, count, period = refills
+    excess = first - cycle - 1
+    if excess < 0:
+        excess = 0
+    if count == 1:
+        return first + excess - cycle - 1
+    second = period - excess if excess < period else 0
+    return last + (second if count % 2 == 0 else period - second) - cycle - 1
 
 
 class _WriteState:
@@ -197,7 +200,7 @@ class _WriteState:
         return current
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # not frozen: made on every replay, and frozen fields cost 4x to set
 class MemoryRun:
     """SCALE-Sim's report figures for one layer, and the events behind them."""
 
@@ -233,28 +236,25 @@ class MemoryRun:
 
 def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
     """Run SCALE-Sim's memory model on a layer's streams (see the module docstring)."""
-    readers, events = {}, set()
+    readers = {}
     for operand, read in (("ifmap", streams.ifmap), ("filter", streams.filter)):
         sram = ReadSram.build(memory.sram(operand), memory.words(operand), read)
-        rows, refills = row_refills(read, sram, streams.fold_rows)
-        readers[operand] = _ReadState(sram, dict(zip(rows, refills)))
-        events.update(rows)
-    ifmap, weights = readers["ifmap"], readers["filter"]
+        readers[operand] = _ReadState(sram, *row_refills(read, sram, streams.fold_rows))
+    ifmap_waits, filter_waits = readers["ifmap"].waits, readers["filter"].waits
     writer = _WriteState(1024 * memory.sram("ofmap"), memory.words("ofmap"),
                          streams.ofmap_writes)
     watched = _first_last_rows(streams)
     last_row = streams.total_rows - 1
     forced = {last_row, *(r for pair in watched.values() for r in pair)}
-    events = sorted(events)             # rows that miss; the writer adds its own
+    # the rows that miss and the rows the report needs; the writer adds its own
+    events = sorted(forced.union(ifmap_waits, filter_waits))
     inf = math.inf
     events.append(inf)                  # past the last row: the loop's end
 
     # the writer's next drain or wait holds until it acts or the stalls change during a
     # drain; the rows before it only take their writes, counted when the writer next acts
     stalls, served_at, stall_rows = 0, {}, []
-    stalled, stalls_after = [], []      # every row that stalls, and the stalls so far
     index = 0
-    ifmap_misses, filter_misses = ifmap.refills, weights.refills
     write_row = writer.next_row(stalls)
     while True:
         read_row = events[index]
@@ -267,10 +267,10 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
             if read_row == row:
                 index += 1
         cycle = row + stalls
-        misses = ifmap_misses.get(row)
-        ifmap_wait = ifmap.serve(misses, cycle) - cycle - 1 if misses else 0
-        misses = filter_misses.get(row)
-        filter_wait = weights.serve(misses, cycle) - cycle - 1 if misses else 0
+        refills = ifmap_waits.get(row)
+        ifmap_wait = _read_wait(refills, cycle) if refills else 0
+        refills = filter_waits.get(row)
+        filter_wait = _read_wait(refills, cycle) if refills else 0
         refresh = row == write_row        # the writer drains or waits in this row
         written = writer.serve(row, cycle) if refresh else cycle
         if row in forced:
@@ -286,18 +286,12 @@ def replay(streams: LayerStreams, memory: MemoryConfig) -> MemoryRun:
                          else "ofmap")
                 stall_rows.append([row, cycle, stall, cause])
             stalls += stall
-            stalled.append(row)
-            stalls_after.append(stalls)
             # later rows run later: that matters to the writer only while a drain runs
             if not refresh and writer.drain_end > cycle:
                 writer.take_until(row + 1)
                 refresh = True
         if refresh:
             write_row = writer.next_row(stalls)
-    for row in forced - served_at.keys():   # rows where nothing happens: served on time
-        before = bisect_left(stalled, row)
-        cycle = row + (stalls_after[before - 1] if before else 0)
-        served_at[row] = (cycle + 1, cycle + 1, cycle)
     last_served = served_at[last_row][2]
     writer.take_until(streams.total_rows)
     if writer.pending():

@@ -42,7 +42,7 @@ from compiler_core.hardware.systolic.scalesim_streams import (OperandStreams, Pr
                                                               fetch_rows)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # not frozen: made on every replay, and frozen fields cost 4x to set
 class ReadSram:
     """The fixed parameters of one read SRAM (see the module docstring)."""
 
@@ -170,10 +170,10 @@ def _walk_streamed(tiles: StreamedTiles, per_set: int, fold_rows: int,
             if reach >= floor + A:
                 window.move_to(reach, base + row)
                 floor = window.floor
-            found = tiles.next_request(t, (own + floor + A - reach) * per_set)
-            if found is None:
-                break
-            position, row = found
+            end = (own + floor + A - reach) * per_set        # the window's end, this lap
+            if end > last:
+                break     # the rest of the tile is in the window
+            position, row = tiles.next_request(t, end)
 
 
 def _walk_preloaded(tiles: PreloadedTiles, per_set: int, fold_rows: int,
@@ -224,9 +224,13 @@ def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
     addresses, tile_start, local_rows = stream.addresses, stream.tile_start, stream.rows
     asked = addresses[stream.positions]             # each request's address
     size = int(addresses.max()) + 1
+    lows, highs = _tile_sets(stream, E)
     held = None
     for fold, t in enumerate(stream.fold_tile):
         begin, end = tile_start[t], tile_start[t + 1]
+        low, floor = lows[t], window.floor
+        if low - ((low - floor) // n) * n + highs[t] - low < floor + A:
+            continue      # every request's own set is in the window: all hit
         base = fold * fold_rows
         while begin < end:
             floor = window.floor
@@ -251,3 +255,12 @@ def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
             window.move_to(floor + ahead, base + int(local_rows[begin]))
             held = None
             begin += 1
+
+
+def _tile_sets(stream: OperandStreams, per_set: int) -> tuple[list, list]:
+    """The lowest and the highest set of each tile's own positions (an empty tile's are
+    any: it asks for nothing)."""
+    positions = stream.positions
+    starts = np.minimum(stream.tile_start[:-1], positions.size - 1)
+    return ((np.minimum.reduceat(positions, starts) // per_set).tolist(),
+            (np.maximum.reduceat(positions, starts) // per_set).tolist())

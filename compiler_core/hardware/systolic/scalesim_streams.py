@@ -262,7 +262,7 @@ class OfmapWrites:
         return fold * self.fold_rows + local
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)   # not frozen: made on every replay, and frozen fields cost 4x to set
 class LayerStreams:
     """Everything SCALE-Sim's memory model consumes for one layer on one array."""
 
@@ -348,10 +348,9 @@ def _filled(blocks: int, block_size: int, width: int, used: int) -> np.ndarray |
     return (cell < (blocks - 1) * block_size) | (cell % width < used)
 
 
-def filter_addresses(conv: ConvShape) -> np.ndarray:
+def filter_addresses(K: int, N: int) -> np.ndarray:
     """K x N: filter n's window element k lives at n * K + k."""
-    window = conv.FH * conv.FW * conv.C
-    return np.arange(conv.N)[None, :] * window + np.arange(window)[:, None]
+    return np.arange(N)[None, :] * K + np.arange(K)[:, None]
 
 
 def _anti_diagonals(height: int, width: int) -> tuple[np.ndarray, np.ndarray]:
@@ -475,16 +474,18 @@ def _preloaded(source: _Source, R: int, C: int, fold_rows: int) -> ReadOperand:
 
 def build_streams(mapping: Mapping, conv: ConvShape | None = None) -> LayerStreams:
     """The demand streams, prefetch orders and counts of `conv` under `mapping`; without a
-    conv, of the mapping's GEMM given to SCALE-Sim as an M x K input and N filters of 1 x K."""
-    if conv is None:
-        gemm = mapping.gemm
-        conv = ConvShape(gemm.M, gemm.K, 1, gemm.K, 1, gemm.N, 1)
+    conv, of the mapping's GEMM given to SCALE-Sim as an M x K input and N filters of 1 x K
+    (its im2col matrix is the input itself: every address in one place)."""
     R, C, dataflow = mapping.rows, mapping.cols, mapping.dataflow
-    M, K, N = conv.OH * conv.OW, conv.FH * conv.FW * conv.C, conv.N
-    # an input element lies in several windows only where windows overlap
-    overlap = (conv.FH > conv.S and conv.OH > 1) or (conv.FW > conv.S and conv.OW > 1)
-    ifmap = _Source((M, K), _ifmap_valid(conv), overlap, lambda: ifmap_addresses(conv))
-    weights = _Source((K, N), K * N, False, lambda: filter_addresses(conv))
+    M, N, K = mapping.gemm.M, mapping.gemm.N, mapping.gemm.K     # a conv's im2col GEMM
+    if conv is None:
+        ifmap = _Source((M, K), M * K, False, lambda: np.arange(M * K).reshape(M, K))
+    else:
+        # an input element lies in several windows only where windows overlap
+        OH, OW = conv.OH, conv.OW
+        overlap = (conv.FH > conv.S and OH > 1) or (conv.FW > conv.S and OW > 1)
+        ifmap = _Source((M, K), _ifmap_valid(conv), overlap, lambda: ifmap_addresses(conv))
+    weights = _Source((K, N), K * N, False, lambda: filter_addresses(K, N))
     build = {"os": _os, "ws": _ws, "is": _is}[dataflow]
     return build(ifmap, weights, R, C, M, N, K)
 
