@@ -52,6 +52,11 @@ class VerificationError(GraphLabError):
     """A numerical check could not be run (not: the check ran and found a difference)."""
 
 
+class RuntimeLoadError(VerificationError):
+    """onnxruntime refused to load the model (a type it rejects, an op it has no kernel
+    for): nothing was run."""
+
+
 class RunFailedError(VerificationError):
     """onnxruntime loaded the model but could not run it on the inputs given (often: sizes
     the model does not accept); ``cause`` is onnxruntime's own message."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from onnx import TensorProto
 
-from .errors import RunFailedError, VerificationError
+from .errors import RunFailedError, RuntimeLoadError, VerificationError
 from .input_sizes import SizePlan, collect_facts, solve
 from .input_sizes.candidates import candidate_plans
 from .input_sizes.trials import Attempt, first_that_runs
@@ -91,9 +91,9 @@ def run_batches(graph: Graph, batches: list[dict]) -> list[dict[str, np.ndarray]
             session = ort.InferenceSession(model if isinstance(model, bytes) else str(model),
                                            options, providers=["CPUExecutionProvider"])
         except Exception as err:  # noqa: BLE001 - onnxruntime raises its own exception types
-            raise VerificationError(f"onnxruntime cannot load graph {graph.name!r}: "
-                                    f"{ort_message(err)}", where=graph.name,
-                                    hint="an op may be unsupported by onnxruntime") from None
+            raise RuntimeLoadError(f"onnxruntime cannot load graph {graph.name!r}: "
+                                   f"{ort_message(err)}", where=graph.name,
+                                   hint="an op may be unsupported by onnxruntime") from None
     names = [o.name for o in session.get_outputs()]
     outputs = []
     for inputs in batches:
@@ -225,11 +225,19 @@ class Verifier:
         self.allowance = rounding_allowance(model)   # None unless it quantizes at run time
         # None when the user gave the inputs; else how they were made, at which sizes
         self.generated: GeneratedInputs | None = None
-        if inputs is None:
-            self.generated = fit_inputs(model, bindings)
-            self.inputs, self.reference_outputs = self.generated.inputs, self.generated.outputs
-        else:
-            self.inputs, self.reference_outputs = inputs, run(model, inputs)
+        try:
+            if inputs is None:
+                self.generated = fit_inputs(model, bindings)
+                self.inputs = self.generated.inputs
+                self.reference_outputs = self.generated.outputs
+            else:
+                self.inputs, self.reference_outputs = inputs, run(model, inputs)
+        except RuntimeLoadError as err:
+            raise RuntimeLoadError(
+                f"{err.message.rstrip('. ')}, so nothing can be checked against it",
+                where=err.where,
+                hint="onnxruntime refuses the model as it was given, before any pass ran: "
+                     "check how it was exported") from None
         self._model = model
         self._integer_outputs: dict | None = None
 

@@ -165,3 +165,19 @@ def test_a_model_onnxruntime_cannot_load_is_named_without_its_source_locations()
     message = str(info.value)
     assert "p_ == 1 || p_ == 2 was false" in message
     assert "onnxruntime_src" not in message and "[ONNXRuntimeError]" not in message
+
+
+def test_an_input_model_onnxruntime_refuses_is_said_to_be_refused_as_given():
+    """A float16 conversion that left an output declared float: onnxruntime refuses the
+    model itself, so the check names the model as given, not an op it may not support."""
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], name="to_half", to=TensorProto.FLOAT16)],
+        "converted", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4])]),
+        opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(VerificationError) as info:
+        Verifier(load_model(model.SerializeToString()))
+    message = str(info.value)
+    assert "onnxruntime cannot load graph 'converted'" in message
+    assert "so nothing can be checked against it" in message
+    assert "as it was given, before any pass ran" in message
