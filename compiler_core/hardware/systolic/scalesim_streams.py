@@ -216,8 +216,7 @@ class OfmapWrites:
 
     def __init__(self, spans: list, fold_rows: int, base: int):
         self.fold_rows, self.total_rows = fold_rows, fold_rows * len(spans)
-        prefixes = {span: list(accumulate(self._pattern(span, base), initial=0))
-                    for span in set(spans)}
+        prefixes = {span: self._prefix_of(span, base) for span in set(spans)}
         self._prefix = list(map(prefixes.__getitem__, spans))
         self._fold_first = list(accumulate(map(itemgetter(-1), self._prefix), initial=0))
         self.total = self._fold_first[-1]
@@ -225,14 +224,17 @@ class OfmapWrites:
         self.first_last = (base + first,
                            self.total_rows - fold_rows + base + last[0] + last[1] + last[2] - 2)
 
-    def _pattern(self, span: tuple, base: int) -> list[int]:
-        """Writes per local row: none before the tile's first anti-diagonal, then 1, 2 ..
-        up to the tile's narrow side, level, back down to 1, none after."""
+    def _prefix_of(self, span: tuple, base: int) -> list[int]:
+        """Writes before each local row (fold_rows + 1 entries): none up to the tile's
+        first anti-diagonal, then 1, 2 .. up to the tile's narrow side, level, back down to
+        1 (summed: only these rows are added up), then all of them."""
         first, height, width = span
         side, diagonals = min(height, width), height + width - 1
         before = base + first
-        return [*(0,) * before, *range(1, side), *(side,) * (diagonals - 2 * side + 2),
-                *range(side - 1, 0, -1), *(0,) * (self.fold_rows - before - diagonals)]
+        written = accumulate([*range(1, side), *(side,) * (diagonals - 2 * side + 2),
+                              *range(side - 1, 0, -1)])
+        return [*(0,) * (before + 1), *written,
+                *(height * width,) * (self.fold_rows - before - diagonals)]
 
     def before(self, row: int) -> int:
         """Writes of the rows before `row` (0 <= row <= total_rows)."""
