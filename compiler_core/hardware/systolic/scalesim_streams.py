@@ -226,8 +226,8 @@ class OfmapWrites:
 
     def _prefix_of(self, span: tuple, base: int) -> list[int]:
         """Writes before each local row (fold_rows + 1 entries): none up to the tile's
-        first anti-diagonal, then 1, 2 .. up to the tile's narrow side, level, back down to
-        1 (summed: only these rows are added up), then all of them."""
+        first anti-diagonal, then the running total of 1, 2 .. up to the tile's narrow side,
+        level, back down to 1 (only the tile's own rows are added up), then all of them."""
         first, height, width = span
         side, diagonals = min(height, width), height + width - 1
         before = base + first
