@@ -308,6 +308,24 @@ def test_ifmap_address_count_equals_the_im2col_matrix():
         assert _ifmap_valid(conv) == int((ifmap_addresses(conv) != NO_REQUEST).sum()), conv
 
 
+def test_a_gemm_streams_as_the_conv_it_is_given_as():
+    """SCALE-Sim takes a GEMM as a conv of an M x K input with N filters of 1 x K;
+    `build_streams` gives the GEMM's input its addresses directly, without the conv: every
+    stream must be the conv's."""
+    rng = random.Random(10)
+    for _ in range(30):
+        M, N, K = (rng.randint(1, 30) for _ in range(3))
+        rows, cols, dataflow = rng.choice([2, 4, 8]), rng.choice([2, 4, 8]), \
+            rng.choice(["os", "ws", "is"])
+        gemm = build_streams(schedule_gemm(M, N, K, rows, cols, dataflow, "scalesim").mapping)
+        conv = schedule_conv(M, K, 1, K, 1, N, 1, rows=rows, cols=cols, dataflow=dataflow,
+                             timing="scalesim")
+        as_conv = build_streams(conv.mapping, conv.conv)
+        for mine, theirs in ((gemm.ifmap, as_conv.ifmap), (gemm.filter, as_conv.filter)):
+            assert mine.streams.addresses.tolist() == theirs.streams.addresses.tolist()
+            assert mine.streams.positions.tolist() == theirs.streams.positions.tolist()
+
+
 def test_only_overlapping_windows_put_an_address_in_several_places():
     """The read SRAM skips looking for shared addresses where windows cannot overlap."""
     shared = 0
