@@ -219,7 +219,8 @@ def _walk_shared(stream: OperandStreams, sram: ReadSram, fold_rows: int,
     marked once per window (a flag per address: cheaper than counting its places), and
     each fold's requests are tested against them at once, from the first (or from the one
     after a miss) to the first that misses; a missing address's first position at or
-    after the window's start, in ring order, gives the set that moves the window."""
+    after the window's start, in ring order, gives the set that moves the window. A fold
+    whose requests' own sets all lie in the window hits throughout: it is skipped untested."""
     n, A, E = sram.sets, sram.active_sets, sram.per_set
     addresses, tile_start, local_rows = stream.addresses, stream.tile_start, stream.rows
     asked = addresses[stream.positions]             # each request's address
