@@ -1,5 +1,6 @@
 """ONNX's classical-ML operators (ai.onnx.ml, as skl2onnx writes scikit-learn pipelines)
-priced by what they compute; tree ensembles left unpriced, and said to be."""
+priced by what they compute, the linear models put on the systolic array as the matrix
+product they are; tree ensembles left unpriced, and said to be."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 from onnx import TensorProto, helper
 
 from compiler_core.hardware.cost import graph_cost
+from compiler_core.hardware.gemm_shapes import gemm_problems
 from compiler_core.ir import from_proto
 
 ML = "ai.onnx.ml"
@@ -56,3 +58,11 @@ def test_a_tree_ensemble_is_left_unpriced():
         target_weights=[1.0, 2.0]), outputs=("y",))
     trees = _costs(graph)["trees"]
     assert not trees.modelled and "unknown op" in trees.note
+
+
+def test_a_linear_classifier_is_one_gemm_of_samples_features_and_classes():
+    graph = _pipeline(helper.make_node(
+        "LinearClassifier", ["x"], ["label", "scores"], name="classify", domain=ML,
+        classlabels_ints=[0, 1, 2], coefficients=[0.1] * 12, intercepts=[0.0] * 3))
+    (problem,) = gemm_problems(graph.node_by_name("classify"))
+    assert (problem.M, problem.K, problem.N) == (2, 4, 3)

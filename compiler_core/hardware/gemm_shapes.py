@@ -9,6 +9,8 @@
     ConvTranspose  the GEMM before its col2im scatter: M = batch * input pixels,
              K = C/group, N = filters/group * kernel elements
     MatMulNBits  A[..., K] . (packed B of N x K): M = A's rows, N and K from its attributes
+    LinearClassifier, LinearRegressor (ai.onnx.ml)  X[N, F] . coefficientsᵀ: M = samples,
+             K = features, N = classes (or targets), the coefficients F at a time
     attention    (onnxruntime's and ONNX's) the GEMMs inside (`attention_gemms`)
 onnxruntime's MatMul and Gemm variants (FusedMatMul, DynamicQuantizeMatMul,
 MatMulIntegerToFloat, FusedGemm, QGemm, QLinearConv, FusedConv, NhwcConv, the blocked
@@ -36,10 +38,15 @@ _MATMULS = {"MatMul": (0, 1), "MatMulInteger": (0, 1), "FusedMatMul": (0, 1),
 _GEMMS = {"Gemm": (0, 1), "FusedGemm": (0, 1), "QGemm": (0, 3)}
 _CONVS = {"Conv": (0, 1), "ConvInteger": (0, 1), "FusedConv": (0, 1), "QLinearConv": (0, 3),
           "NhwcConv": (0, 1)}
+# scikit-learn's linear models as skl2onnx writes them: one matrix product with a weight
+# row per class or target
+_LINEAR_MODELS = ("LinearClassifier", "LinearRegressor")
 # onnxruntime's domains: its operators, and its blocked layout (com.microsoft.nchwc: a Conv
-# whose weights and output channels are padded to the block, NCHW otherwise)
-_DOMAINS = ("", "com.microsoft", "com.microsoft.nchwc")
-GEMM_OPS = frozenset({*_MATMULS, *_CONVS, *_GEMMS, "ConvTranspose", "MatMulNBits"})
+# whose weights and output channels are padded to the block, NCHW otherwise); ONNX's
+# classical-ML operators
+_DOMAINS = ("", "com.microsoft", "com.microsoft.nchwc", "ai.onnx.ml")
+GEMM_OPS = frozenset({*_MATMULS, *_CONVS, *_GEMMS, *_LINEAR_MODELS, "ConvTranspose",
+                      "MatMulNBits"})
 
 
 @dataclass(frozen=True)
@@ -86,6 +93,8 @@ def _problems(node: Node, sizes: SizeResolver) -> list[GemmProblem]:
         problem = _matmul(node, _at(shapes, a_index), _at(shapes, b_index))
     elif node.op_type == "MatMulNBits":
         problem = _matmul_nbits(node, _at(shapes, 0))
+    elif node.op_type in _LINEAR_MODELS:
+        problem = _linear_model(node, _at(shapes, 0))
     elif node.op_type in _GEMMS:
         a_index, b_index = _GEMMS[node.op_type]
         problem = _gemm(node, _at(shapes, a_index), _at(shapes, b_index))
@@ -128,6 +137,15 @@ def _matmul_nbits(node: Node, a) -> GemmProblem | None:
         return None
     return GemmProblem(node.name, node.op_type, math.prod(a[:-1]), int(n), int(k),
                        note=f"{node.attrs.get('bits', 4)}-bit weights, unpacked block by block")
+
+
+def _linear_model(node: Node, x) -> GemmProblem | None:
+    coefficients = node.attrs.get("coefficients")
+    if not x or not coefficients or not x[-1]:
+        return None
+    k = x[-1]
+    return GemmProblem(node.name, node.op_type, math.prod(x[:-1]), len(coefficients) // k, k,
+                       note="weights: the coefficients, one row per class or target")
 
 
 def _matmul(node: Node, a, b) -> GemmProblem | None:
