@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from ..ir import Node
 from ..records import record_field
 from .attention_gemms import MAPPERS as ATTENTION_MAPPERS
+from .ml_flops import linear_model_sizes
 from .systolic import ConvShape, ScheduleError
 from .tensor_sizes import SizeResolver
 
@@ -140,11 +141,11 @@ def _matmul_nbits(node: Node, a) -> GemmProblem | None:
 
 
 def _linear_model(node: Node, x) -> GemmProblem | None:
-    coefficients = node.attrs.get("coefficients")
-    if not x or not coefficients or not x[-1]:
+    sizes = linear_model_sizes(x, node.attrs.get("coefficients"))
+    if sizes is None:
         return None
-    k = x[-1]
-    return GemmProblem(node.name, node.op_type, math.prod(x[:-1]), len(coefficients) // k, k,
+    samples, features, outputs = sizes
+    return GemmProblem(node.name, node.op_type, samples, outputs, features,
                        note="weights: the coefficients, one row per class or target")
 
 

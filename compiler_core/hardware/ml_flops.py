@@ -28,14 +28,21 @@ def _per_element(steps: int) -> Rule:
     return rule
 
 
-def _linear(attrs: dict, ins: list, outs: list) -> int | None:
-    """X [N, F] times one weight row per class (or target): 2·N·F each, plus the intercept;
-    the rows are the coefficients, F at a time."""
-    x, coefficients = item_at(ins, 0), attrs.get("coefficients")
+def linear_model_sizes(x, coefficients) -> tuple[int, int, int] | None:
+    """A linear model's matrix product X [N, F] · Wᵀ as (samples, features, outputs): one
+    weight row per class (or target), the coefficients F at a time; None when unsized."""
     if numel(x) is None or not x or not coefficients or not x[-1]:
         return None
-    samples, features = prod(x[:-1]), x[-1]
-    return samples * (len(coefficients) // features) * (2 * features + 1)
+    return prod(x[:-1]), x[-1], len(coefficients) // x[-1]
+
+
+def _linear(attrs: dict, ins: list, outs: list) -> int | None:
+    """2·N·F per class (or target), plus the intercept."""
+    sizes = linear_model_sizes(item_at(ins, 0), attrs.get("coefficients"))
+    if sizes is None:
+        return None
+    samples, features, outputs = sizes
+    return samples * outputs * (2 * features + 1)
 
 
 RULES: dict[tuple[str, str], Rule] = {
